@@ -1,0 +1,28 @@
+// The table of algorithms: for each collective, the schedules Canopy can build and their names
+// (used alike by CANOPY_ALGO, canopy-bench --algo and the benchmark's JSON).
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "collectives/schedules/schedule.hpp"
+
+namespace canopy::collectives {
+
+using ScheduleBuilder = Schedule (*)(const CollectiveCall& call);
+
+struct Algorithm {
+  Collective collective;
+  std::string_view name;     // "ring", "binomial", ...
+  std::string_view summary;  // one line for --help and the tracer
+  ScheduleBuilder build;
+};
+
+// The algorithms of one collective, in a fixed order (an algorithm's index travels in frame headers).
+std::span<const Algorithm> algorithms(Collective collective);
+// nullptr when no algorithm of that name exists for the collective.
+const Algorithm* find_algorithm(Collective collective, std::string_view name);
+// Index of `algorithm` within algorithms(algorithm.collective).
+std::uint8_t algorithm_index(const Algorithm& algorithm);
+
+}  // namespace canopy::collectives

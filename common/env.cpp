@@ -1,0 +1,60 @@
+#include "common/env.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/error.hpp"
+
+extern char** environ;
+
+namespace canopy {
+
+EnvMap current_environment() {
+  EnvMap env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const char* eq = std::strchr(*entry, '=');
+    if (eq == nullptr) continue;
+    env.emplace(std::string(*entry, static_cast<std::size_t>(eq - *entry)), std::string(eq + 1));
+  }
+  return env;
+}
+
+std::optional<std::string> env_value(const EnvMap& env, const std::string& name) {
+  auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::string> env_value(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+std::optional<long long> env_integer(const EnvMap& env, const std::string& name) {
+  auto text = env_value(env, name);
+  if (!text) return std::nullopt;
+  long long value = 0;
+  const char* begin = text->data();
+  const char* end = begin + text->size();
+  auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (ec != std::errc() || ptr != end) fail(ErrorCode::Config, "{}='{}' is not an integer", name, *text);
+  return value;
+}
+
+std::chrono::milliseconds default_timeout() {
+  static const std::chrono::milliseconds timeout = [] {
+    EnvMap env = current_environment();
+    auto text = env_value(env, "CANOPY_TIMEOUT");
+    if (!text) return std::chrono::milliseconds(std::chrono::seconds(300));
+    char* end = nullptr;
+    double seconds = std::strtod(text->c_str(), &end);
+    if (end == text->c_str() || *end != '\0' || !(seconds > 0))
+      fail(ErrorCode::Config, "CANOPY_TIMEOUT='{}' must be a positive number of seconds", *text);
+    return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  }();
+  return timeout;
+}
+
+}  // namespace canopy

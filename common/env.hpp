@@ -1,0 +1,26 @@
+// Reading settings from the environment, through a map so that parsers can be tested without setenv.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace canopy {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// A snapshot of this process's environment.
+EnvMap current_environment();
+
+// The value of `name`, or nullopt when unset or empty.
+std::optional<std::string> env_value(const EnvMap& env, const std::string& name);
+std::optional<std::string> env_value(const std::string& name);
+
+// Parses an integer setting; throws Error(Config) naming the variable when it is not one.
+std::optional<long long> env_integer(const EnvMap& env, const std::string& name);
+
+// CANOPY_TIMEOUT in seconds (default 300), the deadline of every blocking call without its own.
+std::chrono::milliseconds default_timeout();
+
+}  // namespace canopy

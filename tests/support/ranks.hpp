@@ -1,0 +1,52 @@
+// Running the ranks of a test group as real processes (fork) or as threads of this process.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace canopy::testing {
+
+// How one forked rank ended.
+struct RankExit {
+  int exit_code = -1;  // when it exited normally
+  int signal = 0;      // when a signal ended it (the harness sends SIGKILL at the timeout)
+  bool timed_out = false;
+  bool ok() const { return exit_code == 0 && signal == 0 && !timed_out; }
+  std::string describe() const;
+};
+
+// Forks `n` processes running body(rank). A rank whose body returns exits 0; one whose body throws
+// prints the exception to stderr and exits 1. Ranks still running after `timeout` are killed.
+// The parent should have no other threads running while this forks (start servers after, or in
+// a thread the children never touch).
+std::vector<RankExit> run_processes(int n, const std::function<void(int rank)>& body,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+// Runs body(rank) on `n` threads and rethrows the first exception any of them threw.
+void run_threads(int n, const std::function<void(int rank)>& body);
+
+// Throws std::runtime_error with the message unless `condition` holds: an assertion that works in a
+// forked child or a thread (gtest's EXPECT macros only count in the main process).
+template <typename... Args>
+void require(bool condition, fmt::format_string<Args...> format, Args&&... args) {
+  if (!condition) throw std::runtime_error(fmt::format(format, std::forward<Args>(args)...));
+}
+
+// A fresh empty directory under $TMPDIR, removed with its content by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace canopy::testing

@@ -1,0 +1,30 @@
+// What sender and receiver of one message must agree on. It travels in every frame header, and the
+// receiver compares it with what it expects before it touches the payload: two ranks calling
+// different collectives, sizes, types or roots get a Mismatch error naming both sides.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "canopy/types.hpp"
+
+namespace canopy::transport {
+
+struct Envelope {
+  std::uint64_t comm_id = 0;   // which communicator
+  std::uint64_t seq = 0;       // the collective's sequence number on that communicator
+  Collective collective = Collective::PointToPoint;
+  DataType dtype = DataType::UInt8;
+  ReduceOp op = ReduceOp::Sum;
+  std::uint8_t algorithm = 0;  // index of the algorithm in its collective's table
+  std::uint32_t root = 0;      // rooted collectives; the user tag for point-to-point
+  std::uint64_t count = 0;     // elements of the whole call, as the caller passed it
+  std::uint32_t step = 0;      // the schedule's tag of this message within the call
+
+  friend bool operator==(const Envelope&, const Envelope&) = default;
+};
+
+// "all_reduce #12 (float32 sum, 1000 elements, algorithm 3, root 0, step 5)"
+std::string describe(const Envelope& envelope);
+
+}  // namespace canopy::transport

@@ -1,0 +1,54 @@
+// The point-to-point layer every collective runs on: ordered, full-duplex, framed messages between
+// the ranks of a group. Implementations: tcp/ (Asio) and, later, verbs/.
+//
+// Threading: one thread at a time posts and progresses (the communicator serialises its calls);
+// abort() may be called from any thread. Nothing here starts a thread of its own for the data path:
+// progress() drives the I/O on the calling thread, so a blocking collective pays no hand-off.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/deadline.hpp"
+#include "transport/envelope.hpp"
+
+namespace canopy::transport {
+
+using OpId = std::uint64_t;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Queues one message to `peer`. Messages to one peer leave in the order they were posted.
+  // `payload` must stay valid until the operation completes. Returns at once.
+  virtual OpId post_send(int peer, const Envelope& envelope, std::span<const std::byte> payload) = 0;
+
+  // Queues the receipt of the next message from `peer` into `destination`, which must be exactly
+  // the payload's size. Receives from one peer match messages in the order they were posted.
+  // The arriving header is checked against `envelope` and the size before a payload byte is written.
+  virtual OpId post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) = 0;
+
+  // Drives I/O on the calling thread until at least one posted operation has completed (its id is
+  // appended to `completed`) or the deadline passes. Returns false when the deadline passed first.
+  // Throws Error: PeerFailed (naming the rank) when a peer with pending operations closed, reset or
+  // went silent; Mismatch when a header differs from what was expected; Aborted after abort().
+  virtual bool progress(Deadline deadline, std::vector<OpId>& completed) = 0;
+
+  // Fails every pending and later operation with Error(Aborted, reason) and wakes progress(). Thread-safe.
+  virtual void abort(const std::string& reason) = 0;
+};
+
+// Blocking conveniences: post, then progress until that one operation is done.
+void send(Transport& transport, int peer, const Envelope& envelope, std::span<const std::byte> payload,
+          Deadline deadline);
+void recv(Transport& transport, int peer, const Envelope& envelope, std::span<std::byte> destination,
+          Deadline deadline);
+
+}  // namespace canopy::transport
