@@ -1,0 +1,40 @@
+// A blocking TCP connection for store clients, where every call is bounded by a deadline: a dead or
+// silent server becomes an Error naming host:port, never a hang.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/deadline.hpp"
+
+namespace canopy::rendezvous {
+
+class ClientSocket {
+ public:
+  // Resolves `host` (name, IPv4 or IPv6 literal) and connects, retrying with backoff until `deadline`:
+  // the server may start after its clients. Throws Error(Timeout) naming host:port and the last error.
+  static ClientSocket connect(const std::string& host, std::uint16_t port, Deadline deadline);
+
+  ClientSocket(ClientSocket&& other) noexcept;
+  ClientSocket& operator=(ClientSocket&& other) noexcept;
+  ~ClientSocket();
+
+  // Throw Error(Timeout) when the deadline passes, Error(PeerFailed) when the peer closes or resets.
+  void send_all(std::string_view bytes, Deadline deadline);
+  void receive_exact(char* into, std::size_t size, Deadline deadline);
+
+  const std::string& endpoint() const { return endpoint_; }  // "host:port", for messages
+  void close();
+
+ private:
+  ClientSocket(int fd, std::string endpoint) : fd_(fd), endpoint_(std::move(endpoint)) {}
+  // Waits until the socket is ready for `events`; false when the deadline passed first.
+  bool wait_ready(short events, Deadline deadline);
+
+  int fd_ = -1;
+  std::string endpoint_;
+};
+
+}  // namespace canopy::rendezvous

@@ -1,0 +1,294 @@
+#include "rendezvous/store_protocol.hpp"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace canopy::rendezvous::protocol {
+namespace {
+
+using Kind = ParseResult::Kind;
+
+// Walks the front of a buffer. A read past its end marks the cursor incomplete; a length beyond a
+// limit marks it malformed. The first problem sticks, so a parse can read all fields, then look once.
+class Cursor {
+ public:
+  explicit Cursor(std::string_view buffer) : buffer_(buffer) {}
+
+  bool ok() const { return kind_ == Kind::Complete; }
+  std::size_t position() const { return position_; }
+
+  std::optional<std::uint8_t> u8() {
+    if (!have(1)) return std::nullopt;
+    return static_cast<std::uint8_t>(buffer_[position_++]);
+  }
+  std::optional<std::uint32_t> u32() {
+    if (!have(4)) return std::nullopt;
+    auto value = get_u32(buffer_.data() + position_);
+    position_ += 4;
+    return value;
+  }
+  std::optional<std::uint64_t> u64() {
+    if (!have(8)) return std::nullopt;
+    auto value = get_u64(buffer_.data() + position_);
+    position_ += 8;
+    return value;
+  }
+  // A u32 length + bytes field of at most `limit` bytes, named `what` in the error.
+  std::optional<std::string> bytes(std::size_t limit, std::string_view what) {
+    auto length = u32();
+    if (!length) return std::nullopt;
+    if (*length > limit) {
+      malformed(fmt::format("{} of {} bytes exceeds the limit of {} bytes", what, *length, limit));
+      return std::nullopt;
+    }
+    if (!have(*length)) return std::nullopt;
+    std::string result(buffer_.substr(position_, *length));
+    position_ += *length;
+    return result;
+  }
+  // A length field's bytes are skipped without copying while the rest has not arrived: an
+  // Incomplete parse must stay cheap for a 64 MiB value arriving 64 KiB at a time.
+  bool skip_bytes(std::size_t limit, std::string_view what) {
+    auto length = u32();
+    if (!length) return false;
+    if (*length > limit) {
+      malformed(fmt::format("{} of {} bytes exceeds the limit of {} bytes", what, *length, limit));
+      return false;
+    }
+    if (!have(*length)) return false;
+    position_ += *length;
+    return true;
+  }
+
+  void malformed(std::string why) {
+    if (kind_ != Kind::Complete) return;
+    kind_ = Kind::Malformed;
+    error_ = std::move(why);
+  }
+
+  ParseResult result() const {
+    ParseResult r;
+    r.kind = kind_;
+    if (kind_ == Kind::Complete) r.consumed = position_;
+    if (kind_ == Kind::Malformed) r.error = error_;
+    return r;
+  }
+
+ private:
+  bool have(std::size_t n) {
+    if (kind_ != Kind::Complete) return false;
+    if (buffer_.size() - position_ < n) {
+      kind_ = Kind::Incomplete;
+      return false;
+    }
+    return true;
+  }
+
+  std::string_view buffer_;
+  std::size_t position_ = 0;
+  Kind kind_ = Kind::Complete;
+  std::string error_;
+};
+
+// The fields after the command byte, per command: used twice, first to skip (is it all here?), then
+// to copy. `copy` false only checks lengths.
+void read_fields(Cursor& in, Command command, Request& request, bool copy) {
+  auto key = [&](std::string_view what) {
+    if (!copy) return void(in.skip_bytes(kMaxKeyBytes, what));
+    if (auto k = in.bytes(kMaxKeyBytes, what)) request.keys.push_back(std::move(*k));
+  };
+  auto value = [&](std::string& into, std::string_view what) {
+    if (!copy) return void(in.skip_bytes(kMaxValueBytes, what));
+    if (auto v = in.bytes(kMaxValueBytes, what)) into = std::move(*v);
+  };
+  switch (command) {
+    case Command::Set:
+      key("key");
+      value(request.value, "value");
+      break;
+    case Command::Get:
+      key("key");
+      if (auto t = in.u64()) request.timeout_ms = *t;
+      break;
+    case Command::Add:
+      key("key");
+      if (auto d = in.u64()) request.delta = static_cast<std::int64_t>(*d);
+      break;
+    case Command::CompareSet:
+      key("key");
+      value(request.value, "expected value");
+      value(request.desired, "desired value");
+      break;
+    case Command::Check:
+    case Command::Wait: {
+      auto count = in.u32();
+      if (!count) break;
+      if (*count > kMaxKeysPerRequest) {
+        in.malformed(fmt::format("{} keys in one {} exceed the limit of {}", *count, to_string(command),
+                                 kMaxKeysPerRequest));
+        break;
+      }
+      if (copy) request.keys.reserve(*count);
+      for (std::uint32_t i = 0; i < *count && in.ok(); ++i) key("key");
+      if (command == Command::Wait) {
+        if (auto t = in.u64()) request.timeout_ms = *t;
+      }
+      break;
+    }
+    case Command::Delete:
+      key("key");
+      break;
+    case Command::Ping:
+      break;
+  }
+}
+
+bool known_command(std::uint8_t byte) {
+  return byte >= static_cast<std::uint8_t>(Command::Set) && byte <= static_cast<std::uint8_t>(Command::Ping);
+}
+
+}  // namespace
+
+std::string_view to_string(Command command) {
+  switch (command) {
+    case Command::Set: return "SET";
+    case Command::Get: return "GET";
+    case Command::Add: return "ADD";
+    case Command::CompareSet: return "COMPARE_SET";
+    case Command::Check: return "CHECK";
+    case Command::Wait: return "WAIT";
+    case Command::Delete: return "DELETE";
+    case Command::Ping: return "PING";
+  }
+  return "UNKNOWN";
+}
+
+ParseResult parse_request(std::string_view buffer, Request& request) {
+  Cursor probe(buffer);
+  auto byte = probe.u8();
+  if (!byte) return probe.result();
+  if (!known_command(*byte)) {
+    probe.malformed(fmt::format("unknown command byte {}", *byte));
+    return probe.result();
+  }
+  auto command = static_cast<Command>(*byte);
+  read_fields(probe, command, request, /*copy=*/false);
+  if (!probe.ok()) return probe.result();
+
+  request = Request{};
+  request.command = command;
+  Cursor in(buffer);
+  in.u8();
+  read_fields(in, command, request, /*copy=*/true);
+  return in.result();
+}
+
+void put_u8(std::string& out, std::uint8_t value) { out.push_back(static_cast<char>(value)); }
+void put_u16(std::string& out, std::uint16_t value) {
+  for (int i = 0; i < 2; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+void put_u32(std::string& out, std::uint32_t value) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+void put_u64(std::string& out, std::uint64_t value) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+void put_bytes(std::string& out, std::string_view bytes) {
+  put_u32(out, static_cast<std::uint32_t>(bytes.size()));
+  out.append(bytes);
+}
+
+std::uint16_t get_u16(const char* data) {
+  auto b = reinterpret_cast<const unsigned char*>(data);
+  return static_cast<std::uint16_t>(b[0] | (b[1] << 8));
+}
+std::uint32_t get_u32(const char* data) {
+  auto b = reinterpret_cast<const unsigned char*>(data);
+  std::uint32_t value = 0;
+  for (int i = 3; i >= 0; --i) value = (value << 8) | b[i];
+  return value;
+}
+std::uint64_t get_u64(const char* data) {
+  auto b = reinterpret_cast<const unsigned char*>(data);
+  std::uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = (value << 8) | b[i];
+  return value;
+}
+
+std::string encode_request(const Request& request) {
+  std::string out;
+  put_u8(out, static_cast<std::uint8_t>(request.command));
+  auto key = [&] { put_bytes(out, request.keys.empty() ? std::string_view() : request.keys.front()); };
+  switch (request.command) {
+    case Command::Set:
+      key();
+      put_bytes(out, request.value);
+      break;
+    case Command::Get:
+      key();
+      put_u64(out, request.timeout_ms);
+      break;
+    case Command::Add:
+      key();
+      put_u64(out, static_cast<std::uint64_t>(request.delta));
+      break;
+    case Command::CompareSet:
+      key();
+      put_bytes(out, request.value);
+      put_bytes(out, request.desired);
+      break;
+    case Command::Check:
+    case Command::Wait:
+      put_u32(out, static_cast<std::uint32_t>(request.keys.size()));
+      for (const auto& k : request.keys) put_bytes(out, k);
+      if (request.command == Command::Wait) put_u64(out, request.timeout_ms);
+      break;
+    case Command::Delete:
+      key();
+      break;
+    case Command::Ping:
+      break;
+  }
+  return out;
+}
+
+std::string encode_hello(std::string_view token) {
+  std::string out(kMagic);
+  put_u16(out, kVersion);
+  put_bytes(out, token);
+  return out;
+}
+
+std::string encode_ok() {
+  std::string out;
+  put_u8(out, static_cast<std::uint8_t>(Status::Ok));
+  return out;
+}
+std::string encode_ok_bytes(std::string_view bytes) {
+  std::string out;
+  out.reserve(5 + bytes.size());
+  put_u8(out, static_cast<std::uint8_t>(Status::Ok));
+  put_bytes(out, bytes);
+  return out;
+}
+std::string encode_ok_i64(std::int64_t value) {
+  std::string out;
+  put_u8(out, static_cast<std::uint8_t>(Status::Ok));
+  put_u64(out, static_cast<std::uint64_t>(value));
+  return out;
+}
+std::string encode_ok_flag(bool flag) {
+  std::string out;
+  put_u8(out, static_cast<std::uint8_t>(Status::Ok));
+  put_u8(out, flag ? 1 : 0);
+  return out;
+}
+std::string encode_failure(Status status, std::string_view message) {
+  std::string out;
+  put_u8(out, static_cast<std::uint8_t>(status));
+  put_bytes(out, message.substr(0, kMaxMessageBytes));
+  return out;
+}
+
+}  // namespace canopy::rendezvous::protocol

@@ -1,0 +1,85 @@
+// The TcpStore wire format, shared by the server and the client (docs/RENDEZVOUS.md describes it).
+// Little-endian, length-prefixed; every length is checked against a limit before anything is allocated.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace canopy::rendezvous::protocol {
+
+inline constexpr std::string_view kMagic = "CNPYSTOR";
+inline constexpr std::uint16_t kVersion = 1;
+
+inline constexpr std::size_t kMaxKeyBytes = 4 * 1024;
+inline constexpr std::size_t kMaxValueBytes = 64 * 1024 * 1024;
+inline constexpr std::size_t kMaxKeysPerRequest = 1024;
+inline constexpr std::size_t kMaxTokenBytes = 4 * 1024;
+inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;  // the text of an ERROR / TIMEOUT reply
+
+// Sent by the server after the hello, then the connection is closed unless it is kHelloOk.
+enum class HelloStatus : std::uint8_t { Ok = 0, BadToken = 1, BadVersion = 2 };
+
+enum class Command : std::uint8_t {
+  Set = 1,         // key, value                      -> OK
+  Get = 2,         // key, u64 timeout ms             -> OK value | TIMEOUT message
+  Add = 3,         // key, i64 delta                  -> OK i64
+  CompareSet = 4,  // key, expected, desired          -> OK value
+  Check = 5,       // u32 n, n keys                   -> OK u8 (1: all exist)
+  Wait = 6,        // u32 n, n keys, u64 timeout ms   -> OK | TIMEOUT message
+  Delete = 7,      // key                             -> OK u8 (1: existed)
+  Ping = 8,        //                                 -> OK
+};
+
+enum class Status : std::uint8_t { Ok = 0, Timeout = 1, Error = 2 };
+
+std::string_view to_string(Command command);
+
+// One decoded request. Only the members its command uses are filled.
+struct Request {
+  Command command = Command::Ping;
+  std::vector<std::string> keys;  // one key, except for Check / Wait
+  std::string value;              // Set: value; CompareSet: expected
+  std::string desired;            // CompareSet
+  std::int64_t delta = 0;         // Add
+  std::uint64_t timeout_ms = 0;   // Get / Wait
+};
+
+// The outcome of looking at the front of a receive buffer.
+struct ParseResult {
+  enum class Kind { Incomplete, Complete, Malformed } kind = Kind::Incomplete;
+  std::size_t consumed = 0;  // Complete: bytes the request occupied
+  std::string error;         // Malformed: why, for the ERROR reply and the log
+};
+
+// Decodes the request at the front of `buffer` into `request`. Never reads past the buffer, never
+// allocates more than the limits allow; an Incomplete result costs O(number of fields).
+ParseResult parse_request(std::string_view buffer, Request& request);
+
+// Client side: the bytes of one request.
+std::string encode_request(const Request& request);
+std::string encode_hello(std::string_view token);
+
+// The fixed-size front of a hello: magic, version, token length.
+inline constexpr std::size_t kHelloHeaderBytes = kMagic.size() + 2 + 4;
+
+// Little-endian integers, appended to or read from a byte string.
+void put_u8(std::string& out, std::uint8_t value);
+void put_u16(std::string& out, std::uint16_t value);
+void put_u32(std::string& out, std::uint32_t value);
+void put_u64(std::string& out, std::uint64_t value);
+void put_bytes(std::string& out, std::string_view bytes);  // u32 length + bytes
+std::uint16_t get_u16(const char* data);
+std::uint32_t get_u32(const char* data);
+std::uint64_t get_u64(const char* data);
+
+// Server side: the bytes of one reply.
+std::string encode_ok();
+std::string encode_ok_bytes(std::string_view bytes);
+std::string encode_ok_i64(std::int64_t value);
+std::string encode_ok_flag(bool flag);
+std::string encode_failure(Status status, std::string_view message);
+
+}  // namespace canopy::rendezvous::protocol

@@ -1,0 +1,255 @@
+// The TcpStore client: one blocking connection, one request at a time under a mutex. GET and WAIT
+// wait on the server; the client's own deadline runs a little longer, to catch a dead server.
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "canopy/store.hpp"
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "rendezvous/client_socket.hpp"
+#include "rendezvous/printable.hpp"
+#include "rendezvous/store_protocol.hpp"
+
+namespace canopy {
+namespace {
+
+namespace proto = rendezvous::protocol;
+using rendezvous::ClientSocket;
+using rendezvous::printable;
+
+// How much longer than the server-side wait the client waits for the reply before it calls the
+// server dead.
+constexpr Duration kReplyGrace = std::chrono::seconds(5);
+// Longer waits are treated as this long: the clock must not overflow.
+constexpr Duration kLongestWait = std::chrono::hours(24 * 365);
+
+Duration clamp_wait(Duration timeout) { return std::clamp(timeout, Duration::zero(), kLongestWait); }
+
+// A reply the server sent on purpose (TIMEOUT, ERROR): the connection stays usable.
+class ServerAnswered : public Error {
+ public:
+  using Error::Error;
+};
+
+class TcpStoreClient final : public Store {
+ public:
+  TcpStoreClient(ClientSocket socket) : socket_(std::move(socket)) {}
+
+  void set(std::string_view key, std::string_view value) override {
+    check_key(key, "set");
+    check_value(value, "set", "value");
+    proto::Request request;
+    request.command = proto::Command::Set;
+    request.keys.emplace_back(key);
+    request.value = value;
+    call(request, operation_deadline(), fmt::format("set({})", printable(key)), [] {});
+  }
+
+  std::string get(std::string_view key, Duration timeout) override {
+    check_key(key, "get");
+    timeout = clamp_wait(timeout);
+    proto::Request request;
+    request.command = proto::Command::Get;
+    request.keys.emplace_back(key);
+    request.timeout_ms = static_cast<std::uint64_t>(timeout.count());
+    return call(request, Deadline::after(timeout + kReplyGrace), fmt::format("get({})", printable(key)),
+                [&] { return read_bytes(proto::kMaxValueBytes, request_deadline_); });
+  }
+
+  std::int64_t add(std::string_view key, std::int64_t delta) override {
+    check_key(key, "add");
+    proto::Request request;
+    request.command = proto::Command::Add;
+    request.keys.emplace_back(key);
+    request.delta = delta;
+    return call(request, operation_deadline(), fmt::format("add({}, {})", printable(key), delta), [&] {
+      char bytes[8];
+      socket_.receive_exact(bytes, sizeof(bytes), request_deadline_);
+      return static_cast<std::int64_t>(proto::get_u64(bytes));
+    });
+  }
+
+  std::string compare_set(std::string_view key, std::string_view expected, std::string_view desired) override {
+    check_key(key, "compare_set");
+    check_value(expected, "compare_set", "expected value");
+    check_value(desired, "compare_set", "desired value");
+    proto::Request request;
+    request.command = proto::Command::CompareSet;
+    request.keys.emplace_back(key);
+    request.value = expected;
+    request.desired = desired;
+    return call(request, operation_deadline(), fmt::format("compare_set({})", printable(key)),
+                [&] { return read_bytes(proto::kMaxValueBytes, request_deadline_); });
+  }
+
+  bool check(const std::vector<std::string>& keys) override {
+    for (const auto& key : keys) check_key(key, "check");
+    auto deadline = operation_deadline();
+    for (std::size_t first = 0; first < keys.size(); first += proto::kMaxKeysPerRequest) {
+      proto::Request request;
+      request.command = proto::Command::Check;
+      request.keys = slice(keys, first);
+      bool all = call(request, deadline, fmt::format("check({})", rendezvous::printable_list(request.keys)),
+                      [&] { return read_flag(); });
+      if (!all) return false;
+    }
+    return true;
+  }
+
+  void wait(const std::vector<std::string>& keys, Duration timeout) override {
+    for (const auto& key : keys) check_key(key, "wait");
+    timeout = clamp_wait(timeout);
+    auto deadline = Deadline::after(timeout);
+    // More keys than one request may carry: wait for them a batch at a time, within the one deadline.
+    for (std::size_t first = 0; first < keys.size(); first += proto::kMaxKeysPerRequest) {
+      proto::Request request;
+      request.command = proto::Command::Wait;
+      request.keys = slice(keys, first);
+      auto left = std::chrono::duration_cast<Duration>(deadline.remaining());
+      request.timeout_ms = static_cast<std::uint64_t>(left.count());
+      call(request, Deadline::after(left + kReplyGrace),
+           fmt::format("wait({})", rendezvous::printable_list(request.keys)), [] {});
+    }
+  }
+
+  bool remove(std::string_view key) override {
+    check_key(key, "remove");
+    proto::Request request;
+    request.command = proto::Command::Delete;
+    request.keys.emplace_back(key);
+    return call(request, operation_deadline(), fmt::format("remove({})", printable(key)), [&] { return read_flag(); });
+  }
+
+  void hello(const std::string& token, Deadline deadline) {
+    std::lock_guard lock(mutex_);
+    socket_.send_all(proto::encode_hello(token), deadline);
+    char status = 0;
+    try {
+      socket_.receive_exact(&status, 1, deadline);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::PeerFailed) throw;
+      fail(ErrorCode::Protocol,
+           "the server at {} closed the connection during the Canopy store hello: it is not a Canopy TcpStore "
+           "(a PyTorch TCPStore, e.g. torchrun's agent store, speaks another protocol: point CANOPY_MASTER_PORT "
+           "at a free port) or it is shutting down",
+           socket_.endpoint());
+    }
+    switch (static_cast<proto::HelloStatus>(status)) {
+      case proto::HelloStatus::Ok:
+        return;
+      case proto::HelloStatus::BadToken:
+        fail(ErrorCode::Config,
+             "the TcpStore at {} rejected our job token: every rank of a job must have the same CANOPY_JOB_TOKEN "
+             "(or the same job id it is derived from); is another job using this port?",
+             socket_.endpoint());
+      case proto::HelloStatus::BadVersion:
+        fail(ErrorCode::Protocol, "the TcpStore at {} does not speak store protocol version {}", socket_.endpoint(),
+             proto::kVersion);
+    }
+    fail(ErrorCode::Protocol, "the TcpStore at {} answered the hello with unknown status {}", socket_.endpoint(),
+         static_cast<int>(static_cast<unsigned char>(status)));
+  }
+
+ private:
+  static std::vector<std::string> slice(const std::vector<std::string>& keys, std::size_t first) {
+    auto last = std::min(keys.size(), first + proto::kMaxKeysPerRequest);
+    return std::vector<std::string>(keys.begin() + static_cast<std::ptrdiff_t>(first),
+                                    keys.begin() + static_cast<std::ptrdiff_t>(last));
+  }
+
+  static void check_key(std::string_view key, std::string_view call) {
+    if (key.size() > proto::kMaxKeyBytes)
+      fail(ErrorCode::InvalidArgument, "{}: a key of {} bytes exceeds the TcpStore limit of {} bytes ({})", call,
+           key.size(), proto::kMaxKeyBytes, printable(key, 40));
+  }
+
+  static void check_value(std::string_view value, std::string_view call, std::string_view what) {
+    if (value.size() > proto::kMaxValueBytes)
+      fail(ErrorCode::InvalidArgument, "{}: a {} of {} bytes exceeds the TcpStore limit of {} bytes", call, what,
+           value.size(), proto::kMaxValueBytes);
+  }
+
+  Deadline operation_deadline() const { return Deadline::after(clamp_wait(timeout())); }
+
+  // Sends the request and reads the reply; `read_ok` reads the fields of an OK reply. A failure of the
+  // connection itself leaves it unusable: a reply may be half read, and requests are not idempotent.
+  template <typename ReadOk>
+  std::invoke_result_t<ReadOk&> call(const proto::Request& request, Deadline deadline, const std::string& what,
+                                     ReadOk read_ok) {
+    std::lock_guard lock(mutex_);
+    if (!broken_.empty())
+      fail(ErrorCode::PeerFailed, "{} on the TcpStore at {}: the connection failed earlier ({})", what,
+           socket_.endpoint(), broken_);
+    request_deadline_ = deadline;
+    try {
+      socket_.send_all(proto::encode_request(request), deadline);
+      char status = 0;
+      socket_.receive_exact(&status, 1, deadline);
+      switch (static_cast<proto::Status>(status)) {
+        case proto::Status::Ok:
+          return read_ok();
+        case proto::Status::Timeout:
+          throw ServerAnswered(ErrorCode::Timeout, fmt::format("{} on the TcpStore at {} timed out: {}", what,
+                                                               socket_.endpoint(), read_message()));
+        case proto::Status::Error:
+          throw ServerAnswered(ErrorCode::InvalidArgument, fmt::format("{} on the TcpStore at {} failed: {}", what,
+                                                                       socket_.endpoint(), read_message()));
+      }
+      fail(ErrorCode::Protocol, "{}: the TcpStore at {} answered with unknown status {}", what, socket_.endpoint(),
+           static_cast<int>(static_cast<unsigned char>(status)));
+    } catch (const ServerAnswered& e) {
+      throw Error(e.code(), e.what());
+    } catch (const Error& e) {
+      broken_ = e.what();
+      socket_.close();
+      throw Error(e.code(), fmt::format("{}: {}", what, e.what()));
+    }
+  }
+
+  std::string read_bytes(std::size_t limit, Deadline deadline) {
+    char header[4];
+    socket_.receive_exact(header, sizeof(header), deadline);
+    auto length = proto::get_u32(header);
+    if (length > limit)
+      fail(ErrorCode::Protocol, "the TcpStore at {} sent a field of {} bytes (limit {})", socket_.endpoint(), length,
+           limit);
+    std::string bytes(length, '\0');
+    socket_.receive_exact(bytes.data(), length, deadline);
+    return bytes;
+  }
+
+  std::string read_message() { return read_bytes(proto::kMaxMessageBytes, request_deadline_); }
+
+  bool read_flag() {
+    char flag = 0;
+    socket_.receive_exact(&flag, 1, request_deadline_);
+    return flag != 0;
+  }
+
+  std::mutex mutex_;
+  ClientSocket socket_;
+  Deadline request_deadline_ = Deadline::never();  // of the call in progress, under mutex_
+  std::string broken_;                             // why the connection is unusable, once it is
+};
+
+}  // namespace
+
+std::shared_ptr<Store> connect_tcp_store(const std::string& host, std::uint16_t port, const std::string& job_token,
+                                         Duration connect_timeout) {
+  if (job_token.size() > proto::kMaxTokenBytes)
+    fail(ErrorCode::InvalidArgument, "connect_tcp_store: a job token of {} bytes exceeds the limit of {} bytes",
+         job_token.size(), proto::kMaxTokenBytes);
+  auto deadline = Deadline::after(clamp_wait(connect_timeout));
+  auto client = std::make_shared<TcpStoreClient>(ClientSocket::connect(host, port, deadline));
+  // The hello gets a few seconds even when connecting used up the deadline: the server is there.
+  client->hello(job_token, deadline.remaining() < kReplyGrace ? Deadline::after(kReplyGrace) : deadline);
+  log::debug("connected to the TcpStore at {}", host);
+  return client;
+}
+
+}  // namespace canopy

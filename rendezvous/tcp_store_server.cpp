@@ -1,0 +1,466 @@
+// The TcpStore server: one Asio io_context on one thread of its own serves every client with
+// asynchronous accept, read and write (no thread per client). GET and WAIT wait here, on the
+// server, in a waiter list per key, so that clients never poll.
+#include <asio.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "canopy/store.hpp"
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "rendezvous/key_value_table.hpp"
+#include "rendezvous/printable.hpp"
+#include "rendezvous/store_protocol.hpp"
+
+namespace canopy {
+namespace {
+
+namespace proto = rendezvous::protocol;
+using asio::ip::tcp;
+using rendezvous::printable;
+
+// A connection that has not presented its hello by then is a stray (a port scanner, a stuck peer).
+constexpr auto kHelloTimeout = std::chrono::seconds(30);
+// While a request waits for its keys the connection keeps reading (to notice the client leaving), but
+// stops once this much of the next requests has piled up.
+constexpr std::size_t kMaxBufferedWhileBusy = 1 << 20;
+constexpr std::size_t kReadChunk = 64 * 1024;
+// Waits longer than this are cut to it, so that a u64 from the wire never overflows the clock.
+constexpr std::uint64_t kMaxWaitMs = 365ull * 24 * 3600 * 1000;
+
+// Compares in time independent of where the first difference lies.
+bool same_token(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  std::size_t n = std::max(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+class Session;
+
+// What every session shares: the table, the waiters, the set of live sessions. Touched only from the
+// io_context's thread.
+struct ServerState {
+  std::uint16_t port = 0;
+  std::string token;
+  rendezvous::KeyValueTable table;
+  std::unordered_map<std::string, std::vector<std::shared_ptr<Session>>> waiters;
+  std::unordered_map<Session*, std::shared_ptr<Session>> sessions;
+
+  void notify(const std::string& key);
+  void unregister_waiter(const std::string& key, Session* session);
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(ServerState& server, tcp::socket socket)
+      : server_(server), socket_(std::move(socket)), timer_(socket_.get_executor()), chunk_(kReadChunk) {
+    std::error_code ec;
+    auto endpoint = socket_.remote_endpoint(ec);
+    peer_ = ec ? std::string("an unknown peer") : fmt::format("{}:{}", endpoint.address().to_string(), endpoint.port());
+    socket_.set_option(tcp::no_delay(true), ec);
+  }
+
+  void start() {
+    arm_timer(kHelloTimeout, [this] {
+      log::warn("TcpStore :{}: closing the connection from {}: no hello within {} s", server_.port, peer_,
+                std::chrono::duration_cast<std::chrono::seconds>(kHelloTimeout).count());
+      close();
+    });
+    maybe_read();
+  }
+
+  // Ends the connection and forgets any wait; safe to call twice.
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    if (pending_) server_.unregister_waiter(registered_key_, this);
+    pending_.reset();
+    ++timer_generation_;
+    timer_.cancel();
+    std::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    server_.sessions.erase(this);  // may drop the last owner but one: callers hold shared_from_this()
+  }
+
+  // A key this session waits on was written: done, or wait for the next missing key.
+  void recheck() {
+    if (closed_ || !pending_) return;
+    const std::string* missing = server_.table.first_missing(pending_->keys);
+    if (missing) {
+      registered_key_ = *missing;
+      server_.waiters[registered_key_].push_back(shared_from_this());
+      return;
+    }
+    ++timer_generation_;
+    timer_.cancel();
+    Command command = pending_->command;
+    std::string key = pending_->keys.front();
+    pending_.reset();
+    if (command == Command::Get) {
+      reply(proto::encode_ok_bytes(*server_.table.find(key)));
+    } else {
+      reply(proto::encode_ok());
+    }
+  }
+
+ private:
+  using Command = proto::Command;
+
+  template <typename OnExpiry>
+  void arm_timer(std::chrono::milliseconds after, OnExpiry on_expiry) {
+    auto generation = ++timer_generation_;
+    timer_.expires_after(after);
+    timer_.async_wait([self = shared_from_this(), generation, on_expiry](const std::error_code& ec) {
+      if (ec || self->closed_ || generation != self->timer_generation_) return;
+      on_expiry();
+    });
+  }
+
+  std::size_t buffered() const { return inbuf_.size() - consumed_; }
+
+  void maybe_read() {
+    if (reading_ || closed_) return;
+    if (busy_ && buffered() >= kMaxBufferedWhileBusy) return;
+    reading_ = true;
+    socket_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](const std::error_code& ec,
+                                                                             std::size_t n) {
+      self->reading_ = false;
+      if (self->closed_) return;
+      if (ec) {
+        if (ec != asio::error::eof && ec != asio::error::operation_aborted)
+          log::debug("TcpStore :{}: connection from {} ended: {}", self->server_.port, self->peer_, ec.message());
+        self->close();
+        return;
+      }
+      self->inbuf_.append(self->chunk_.data(), n);
+      self->process();
+      self->maybe_read();
+    });
+  }
+
+  // Handles the requests that have fully arrived, one at a time: the next one starts only when the
+  // reply to this one has been written.
+  void process() {
+    try {
+      while (!busy_ && !closed_) {
+        std::string_view rest(inbuf_.data() + consumed_, buffered());
+        if (!authenticated_) {
+          if (!process_hello(rest)) break;
+          continue;
+        }
+        proto::Request request;
+        auto parsed = proto::parse_request(rest, request);
+        if (parsed.kind == proto::ParseResult::Kind::Incomplete) break;
+        if (parsed.kind == proto::ParseResult::Kind::Malformed) {
+          log::warn("TcpStore :{}: malformed request from {}: {}; closing the connection", server_.port, peer_,
+                    parsed.error);
+          close_after_write_ = true;
+          reply(proto::encode_failure(proto::Status::Error, "malformed request: " + parsed.error));
+          break;
+        }
+        consumed_ += parsed.consumed;
+        handle(std::move(request));
+      }
+      compact();
+    } catch (const std::exception& e) {
+      // std::bad_alloc or a bug: this connection ends, the server and the other clients go on.
+      log::error("TcpStore :{}: dropping the connection from {}: {}", server_.port, peer_, e.what());
+      close();
+    }
+  }
+
+  void compact() {
+    if (consumed_ == 0) return;
+    inbuf_.erase(0, consumed_);
+    consumed_ = 0;
+  }
+
+  // Returns false while the hello is incomplete.
+  bool process_hello(std::string_view rest) {
+    if (rest.size() < proto::kHelloHeaderBytes) {
+      // Judge the magic as soon as its bytes are here: an HTTP probe should not wait 30 s.
+      if (rest.substr(0, proto::kMagic.size()) != proto::kMagic.substr(0, std::min(rest.size(), proto::kMagic.size())))
+        reject("it is not a Canopy store client (bad magic)");
+      return false;
+    }
+    if (rest.substr(0, proto::kMagic.size()) != proto::kMagic) {
+      reject("it is not a Canopy store client (bad magic)");
+      return false;
+    }
+    auto version = proto::get_u16(rest.data() + proto::kMagic.size());
+    auto token_length = proto::get_u32(rest.data() + proto::kMagic.size() + 2);
+    if (token_length > proto::kMaxTokenBytes) {
+      reject(fmt::format("its job token of {} bytes exceeds the limit of {}", token_length, proto::kMaxTokenBytes));
+      return false;
+    }
+    if (rest.size() < proto::kHelloHeaderBytes + token_length) return false;
+    std::string_view token = rest.substr(proto::kHelloHeaderBytes, token_length);
+    consumed_ += proto::kHelloHeaderBytes + token_length;
+    if (version != proto::kVersion) {
+      log::warn("TcpStore :{}: rejected the connection from {}: protocol version {} (this server speaks {})",
+                server_.port, peer_, version, proto::kVersion);
+      close_after_write_ = true;
+      reply(std::string(1, static_cast<char>(proto::HelloStatus::BadVersion)));
+      return false;
+    }
+    if (!same_token(token, server_.token)) {
+      log::warn("TcpStore :{}: rejected the connection from {}: wrong job token", server_.port, peer_);
+      close_after_write_ = true;
+      reply(std::string(1, static_cast<char>(proto::HelloStatus::BadToken)));
+      return false;
+    }
+    authenticated_ = true;
+    ++timer_generation_;
+    timer_.cancel();
+    reply(std::string(1, static_cast<char>(proto::HelloStatus::Ok)));
+    return true;
+  }
+
+  void reject(const std::string& why) {
+    log::warn("TcpStore :{}: rejected the connection from {}: {}", server_.port, peer_, why);
+    close();
+  }
+
+  void handle(proto::Request request) {
+    auto& table = server_.table;
+    const std::string& key = request.keys.empty() ? empty_ : request.keys.front();
+    switch (request.command) {
+      case Command::Set:
+        table.set(key, request.value);
+        reply(proto::encode_ok());
+        server_.notify(key);
+        return;
+      case Command::Get:
+        if (const std::string* value = table.find(key)) return reply(proto::encode_ok_bytes(*value));
+        return begin_wait(std::move(request));
+      case Command::Add: {
+        std::int64_t sum = 0;
+        try {
+          sum = table.add(key, request.delta);
+        } catch (const Error& e) {
+          return reply(proto::encode_failure(proto::Status::Error, e.what()));
+        }
+        reply(proto::encode_ok_i64(sum));
+        server_.notify(key);
+        return;
+      }
+      case Command::CompareSet: {
+        bool changed = false;
+        std::string after = table.compare_set(key, request.value, request.desired, changed);
+        reply(proto::encode_ok_bytes(after));
+        if (changed) server_.notify(key);
+        return;
+      }
+      case Command::Check:
+        return reply(proto::encode_ok_flag(table.first_missing(request.keys) == nullptr));
+      case Command::Wait:
+        if (!table.first_missing(request.keys)) return reply(proto::encode_ok());
+        return begin_wait(std::move(request));
+      case Command::Delete:
+        return reply(proto::encode_ok_flag(table.remove(key)));
+      case Command::Ping:
+        return reply(proto::encode_ok());
+    }
+  }
+
+  void begin_wait(proto::Request request) {
+    busy_ = true;
+    auto timeout = std::chrono::milliseconds(std::min(request.timeout_ms, kMaxWaitMs));
+    pending_ = std::move(request);
+    arm_timer(timeout, [this, timeout] {
+      server_.unregister_waiter(registered_key_, this);
+      std::vector<std::string> missing;
+      for (const auto& k : pending_->keys)
+        if (!server_.table.find(k)) missing.push_back(k);
+      pending_.reset();
+      reply(proto::encode_failure(proto::Status::Timeout,
+                                  fmt::format("after {} ms still missing: {}", timeout.count(),
+                                              rendezvous::printable_list(missing))));
+    });
+    recheck();
+  }
+
+  void reply(std::string bytes) {
+    busy_ = true;
+    outbox_.push_back(std::move(bytes));
+    if (outbox_.size() == 1) write_next();
+  }
+
+  void write_next() {
+    asio::async_write(socket_, asio::buffer(outbox_.front()),
+                      [self = shared_from_this()](const std::error_code& ec, std::size_t) {
+                        if (self->closed_) return;
+                        if (ec) return self->close();
+                        self->outbox_.pop_front();
+                        if (!self->outbox_.empty()) return self->write_next();
+                        if (self->close_after_write_) return self->close();
+                        self->busy_ = false;
+                        self->process();
+                        self->maybe_read();
+                      });
+  }
+
+  ServerState& server_;
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  std::uint64_t timer_generation_ = 0;
+  std::string peer_;
+  std::vector<char> chunk_;
+  std::string inbuf_;
+  std::size_t consumed_ = 0;
+  std::deque<std::string> outbox_;
+  bool authenticated_ = false;
+  bool busy_ = false;  // a request is waiting for keys or its reply is being written
+  bool reading_ = false;
+  bool closed_ = false;
+  bool close_after_write_ = false;
+  std::optional<proto::Request> pending_;
+  std::string registered_key_;  // the key whose waiter list holds this session while pending_
+  const std::string empty_;
+};
+
+void ServerState::notify(const std::string& key) {
+  auto it = waiters.find(key);
+  if (it == waiters.end()) return;
+  auto woken = std::move(it->second);
+  waiters.erase(it);
+  for (auto& session : woken) session->recheck();
+}
+
+void ServerState::unregister_waiter(const std::string& key, Session* session) {
+  auto it = waiters.find(key);
+  if (it == waiters.end()) return;
+  auto& list = it->second;
+  list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& s) { return s.get() == session; }),
+             list.end());
+  if (list.empty()) waiters.erase(it);
+}
+
+// Binds where the caller asked: "" means every address, IPv6 and IPv4 on one dual-stack socket, or
+// IPv4 alone where the host has no IPv6.
+tcp::acceptor open_acceptor(asio::io_context& io, const std::string& host, std::uint16_t port) {
+  auto try_bind = [&](const tcp::endpoint& endpoint, bool dual_stack, std::error_code& ec) {
+    tcp::acceptor acceptor(io);
+    acceptor.open(endpoint.protocol(), ec);
+    if (ec) return acceptor;
+    acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (dual_stack) acceptor.set_option(asio::ip::v6_only(false), ec);
+    ec.clear();
+    acceptor.bind(endpoint, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    return acceptor;
+  };
+  std::error_code ec;
+  if (host.empty()) {
+    auto acceptor = try_bind(tcp::endpoint(tcp::v6(), port), true, ec);
+    if (!ec) return acceptor;
+    if (ec == asio::error::address_in_use)
+      fail(ErrorCode::System, "TcpStoreServer: port {} is already in use (choose another with CANOPY_MASTER_PORT)",
+           port);
+    acceptor = try_bind(tcp::endpoint(tcp::v4(), port), false, ec);
+    if (!ec) return acceptor;
+    fail(ErrorCode::System, "TcpStoreServer: cannot listen on port {}: {}", port, ec.message());
+  }
+  tcp::resolver resolver(io);
+  auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service,
+                                  ec);
+  if (ec) fail(ErrorCode::Config, "TcpStoreServer: cannot resolve the listen address '{}': {}", host, ec.message());
+  std::string errors;
+  for (const auto& entry : results) {
+    auto acceptor = try_bind(entry.endpoint(), false, ec);
+    if (!ec) return acceptor;
+    errors += fmt::format(" [{}]:{}: {};", entry.endpoint().address().to_string(), port, ec.message());
+  }
+  fail(ErrorCode::System, "TcpStoreServer: cannot listen on '{}' port {}:{}", host, port, errors);
+}
+
+}  // namespace
+
+class TcpStoreServer::Impl {
+ public:
+  Impl(const std::string& host, std::uint16_t port, std::string job_token)
+      : acceptor_(open_acceptor(io_, host, port)), retry_timer_(io_) {
+    state_.port = acceptor_.local_endpoint().port();
+    state_.token = std::move(job_token);
+    accept_next();
+    thread_ = std::thread([this] { run(); });
+    log::info("TcpStore: serving on {}:{}", host.empty() ? "*" : host, state_.port);
+  }
+
+  ~Impl() {
+    io_.stop();
+    thread_.join();
+    // The loop is stopped: nothing else touches the state now. Closing each socket tells every client,
+    // including those waiting for a key, that the store is gone.
+    std::error_code ignored;
+    acceptor_.close(ignored);
+    auto sessions = std::move(state_.sessions);
+    for (auto& [raw, session] : sessions) session->close();
+    state_.waiters.clear();
+  }
+
+  std::uint16_t port() const { return state_.port; }
+
+ private:
+  void run() {
+    for (;;) {
+      try {
+        io_.run();
+        return;
+      } catch (const std::exception& e) {
+        // Handlers catch their own errors; this is the last line so that nothing escapes the thread.
+        log::error("TcpStore :{}: event loop error: {}", state_.port, e.what());
+      }
+    }
+  }
+
+  void accept_next() {
+    acceptor_.async_accept([this](const std::error_code& ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted) return;
+      if (ec) {
+        // Out of file descriptors, most likely: back off instead of spinning.
+        log::warn("TcpStore :{}: accept failed: {}", state_.port, ec.message());
+        retry_timer_.expires_after(std::chrono::milliseconds(50));
+        retry_timer_.async_wait([this](const std::error_code& wait_ec) {
+          if (!wait_ec) accept_next();
+        });
+        return;
+      }
+      auto session = std::make_shared<Session>(state_, std::move(socket));
+      state_.sessions.emplace(session.get(), session);
+      session->start();
+      accept_next();
+    });
+  }
+
+  // Declared first so that it is destroyed last: pending handlers own sessions, whose sockets need it.
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer retry_timer_;
+  ServerState state_;
+  std::thread thread_;
+};
+
+TcpStoreServer::TcpStoreServer(const std::string& host, std::uint16_t port, std::string job_token)
+    : impl_(std::make_unique<Impl>(host, port, std::move(job_token))) {}
+
+TcpStoreServer::~TcpStoreServer() = default;
+
+std::uint16_t TcpStoreServer::port() const { return impl_->port(); }
+
+}  // namespace canopy
