@@ -1,1 +1,1 @@
-// replaced by the communicator's sources
+// replaced by the communicator's sources once rendezvous/ and transport/tcp/ land

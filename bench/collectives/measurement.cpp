@@ -1,0 +1,140 @@
+#include "bench/collectives/measurement.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "bench/collectives/expected_values.hpp"
+
+namespace canopy::bench {
+namespace {
+
+bool is_blocked(Collective c) { return c == Collective::AllGather || c == Collective::ReduceScatter; }
+
+void grow(std::vector<std::byte>& buffer, std::size_t bytes) {
+  if (buffer.size() < bytes) buffer.resize(bytes);
+}
+
+}  // namespace
+
+double bus_factor(Collective collective, int ranks) {
+  double p = ranks;
+  switch (collective) {
+    case Collective::AllReduce: return 2 * (p - 1) / p;
+    case Collective::AllGather:
+    case Collective::ReduceScatter: return (p - 1) / p;
+    case Collective::Broadcast:
+    case Collective::Reduce: return 1;
+    default: return 0;
+  }
+}
+
+// Buffers: all-gather gathers `block` elements per rank into output; reduce-scatter reduces an
+// input of ranks x block into `block`; the others work on one buffer of `block` elements.
+CollectiveArgs Measurement::arguments(const BenchCase& c, std::uint64_t block) {
+  std::size_t element = size_of(c.dtype);
+  std::uint64_t ranks = static_cast<std::uint64_t>(comm_.size());
+  std::uint64_t in_elements = c.collective == Collective::ReduceScatter ? block * ranks : block;
+  std::uint64_t out_elements = c.collective == Collective::AllGather ? block * ranks : block;
+  grow(input_, in_elements * element);
+  grow(output_, out_elements * element);
+  CollectiveArgs args{c.collective, input_.data(), output_.data(), block, c.dtype, c.op, c.root};
+  if (c.in_place) {
+    if (c.collective == Collective::AllGather)
+      args.input = output_.data() + comm_.rank() * block * element;
+    else if (c.collective == Collective::ReduceScatter)
+      args.output = input_.data() + comm_.rank() * block * element;
+    else
+      args.input = args.output;
+  }
+  return args;
+}
+
+void Measurement::fill(const BenchCase& c, std::uint64_t block) {
+  CollectiveArgs args = arguments(c, block);
+  std::uint64_t in_elements = c.collective == Collective::ReduceScatter ? block * comm_.size() : block;
+  fill_inputs(c.dtype, c.op, comm_.rank(), 0, const_cast<void*>(args.input), in_elements);
+}
+
+std::uint64_t Measurement::count_wrong(const BenchCase& c, std::uint64_t block) const {
+  const std::byte* out = output_.data();
+  std::size_t element = size_of(c.dtype);
+  int ranks = comm_.size();
+  int rank = comm_.rank();
+  switch (c.collective) {
+    case Collective::AllReduce:
+      return bench::count_wrong(c.dtype, c.op, ranks, -1, 0, c.in_place ? input_.data() : out, block);
+    case Collective::Broadcast:
+      return bench::count_wrong(c.dtype, c.op, ranks, c.root, 0, c.in_place ? input_.data() : out, block);
+    case Collective::Reduce:
+      if (rank != c.root) return 0;
+      return bench::count_wrong(c.dtype, c.op, ranks, -1, 0, c.in_place ? input_.data() : out, block);
+    case Collective::AllGather: {
+      std::uint64_t wrong = 0;
+      for (int r = 0; r < ranks; ++r)
+        wrong += bench::count_wrong(c.dtype, c.op, ranks, r, 0, out + r * block * element, block);
+      return wrong;
+    }
+    case Collective::ReduceScatter: {
+      const std::byte* result = c.in_place ? input_.data() + rank * block * element : out;
+      return bench::count_wrong(c.dtype, c.op, ranks, -1, rank * block, result, block);
+    }
+    default:
+      return 0;
+  }
+}
+
+BenchResult Measurement::run(const BenchCase& c) {
+  using Clock = std::chrono::steady_clock;
+  std::size_t element = size_of(c.dtype);
+  std::uint64_t ranks = static_cast<std::uint64_t>(comm_.size());
+  std::uint64_t elements = c.bytes / element;
+  std::uint64_t block = is_blocked(c.collective) ? elements / ranks : elements;
+  if (c.collective == Collective::Barrier) block = 0;
+
+  BenchResult result;
+  result.with = c;
+  result.count = is_blocked(c.collective) ? block * ranks : block;
+  result.bytes = result.count * element;
+
+  CollectiveOptions options;
+  options.algorithm = c.algorithm;
+  CollectiveArgs args = arguments(c, block);
+  auto choice = comm_.choose_algorithm(args, options);
+  result.algorithm = choice.name;
+  result.predicted_time_us = choice.predicted_seconds * 1e6;
+  options.algorithm = choice.name;  // every iteration runs exactly what was reported
+
+  if (c.check) {
+    fill(c, block);
+    comm_.run(args, options);
+    result.wrong = count_wrong(c, block);
+  }
+  fill(c, block);
+  for (int i = 0; i < c.warmup; ++i) comm_.run(args, options);
+  comm_.barrier();
+  auto begin = Clock::now();
+  for (int i = 0; i < c.iterations; ++i) comm_.run(args, options);
+  double seconds = std::chrono::duration<double>(Clock::now() - begin).count() / std::max(1, c.iterations);
+
+  // Every rank's time and wrong count, gathered with an algorithm fixed here so the bookkeeping
+  // never depends on what is being measured.
+  std::vector<double> mine{seconds}, all(ranks);
+  comm_.all_gather(std::span<const double>(mine), std::span<double>(all), {.algorithm = "ring"});
+  std::vector<std::int64_t> wrong{static_cast<std::int64_t>(result.wrong)};
+  comm_.all_reduce(std::span<std::int64_t>(wrong), ReduceOp::Sum, {.algorithm = "ring"});
+  result.wrong = static_cast<std::uint64_t>(wrong[0]);
+
+  double sum = 0;
+  for (double t : all) sum += t;
+  result.time_us = sum / ranks * 1e6;
+  result.min_time_us = *std::min_element(all.begin(), all.end()) * 1e6;
+  result.max_time_us = *std::max_element(all.begin(), all.end()) * 1e6;
+  if (result.time_us > 0) {
+    result.algbw_gbps = result.bytes / (result.time_us * 1e-6) / 1e9;
+    result.busbw_gbps = result.algbw_gbps * bus_factor(c.collective, comm_.size());
+  }
+  return result;
+}
+
+}  // namespace canopy::bench

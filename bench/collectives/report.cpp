@@ -1,0 +1,113 @@
+#include "bench/collectives/report.hpp"
+
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace canopy::bench {
+
+std::string command_name(Collective collective) {
+  switch (collective) {
+    case Collective::Broadcast: return "broadcast";
+    case Collective::Reduce: return "reduce";
+    case Collective::AllReduce: return "allreduce";
+    case Collective::AllGather: return "allgather";
+    case Collective::ReduceScatter: return "reducescatter";
+    case Collective::Barrier: return "barrier";
+    default: return std::string(to_string(collective));
+  }
+}
+
+void TablePrinter::header(Collective collective, const RunInfo& info) {
+  fmt::print(out_, "#\n# {} on {} ranks ({} host{}), transport {}; cost model: alpha {:.1f} us, {:.2f} GB/s, "
+                   "reduce {:.2f} GB/s\n#\n",
+             command_name(collective), info.ranks, info.hosts, info.hosts == 1 ? "" : "s", info.transport,
+             info.link.alpha_seconds * 1e6, 1e-9 / info.link.beta_seconds_per_byte,
+             1e-9 / info.link.gamma_seconds_per_byte);
+  fmt::print(out_, "{:>12} {:>12} {:>8} {:>6} {:>5} {:>18} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>7}\n", "size",
+             "count", "type", "redop", "root", "algo", "time(us)", "min(us)", "max(us)", "model(us)", "algbw",
+             "busbw", "#wrong");
+  fmt::print(out_, "{:>12} {:>12} {:>8} {:>6} {:>5} {:>18} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>7}\n", "(B)",
+             "(elements)", "", "", "", "", "", "", "", "", "(GB/s)", "(GB/s)", "");
+  std::fflush(out_);
+}
+
+void TablePrinter::row(const BenchResult& r) {
+  fmt::print(out_, "{:>12} {:>12} {:>8} {:>6} {:>5} {:>18} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>8.3f} {:>8.3f} {:>7}\n",
+             r.bytes, r.count, to_string(r.with.dtype), to_string(r.with.op), r.with.root, r.algorithm, r.time_us,
+             r.min_time_us, r.max_time_us, r.predicted_time_us, r.algbw_gbps, r.busbw_gbps, r.wrong);
+  std::fflush(out_);
+  busbw_sum_ += r.busbw_gbps;
+  ++rows_;
+}
+
+void TablePrinter::footer() {
+  if (rows_ > 0) fmt::print(out_, "# Avg bus bandwidth    : {:.3f} GB/s\n", busbw_sum_ / rows_);
+  busbw_sum_ = 0;
+  rows_ = 0;
+}
+
+namespace {
+
+nlohmann::ordered_json to_json(const RunInfo& info, const BenchResult& r) {
+  return {{"collective", command_name(r.with.collective)},
+          {"algo", r.algorithm},
+          {"requested_algo", r.with.algorithm},
+          {"bytes", r.bytes},
+          {"count", r.count},
+          {"dtype", std::string(to_string(r.with.dtype))},
+          {"op", std::string(to_string(r.with.op))},
+          {"root", r.with.root},
+          {"in_place", r.with.in_place},
+          {"ranks", info.ranks},
+          {"hosts", info.hosts},
+          {"transport", info.transport},
+          {"time_us", r.time_us},
+          {"min_time_us", r.min_time_us},
+          {"max_time_us", r.max_time_us},
+          {"predicted_time_us", r.predicted_time_us},
+          {"algbw_gbps", r.algbw_gbps},
+          {"busbw_gbps", r.busbw_gbps},
+          {"wrong", r.wrong},
+          {"alpha_s", info.link.alpha_seconds},
+          {"beta_s_per_byte", info.link.beta_seconds_per_byte},
+          {"gamma_s_per_byte", info.link.gamma_seconds_per_byte}};
+}
+
+std::ofstream open_output(const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path));
+  return out;
+}
+
+}  // namespace
+
+void write_json(const std::string& path, const RunInfo& info, const std::vector<BenchResult>& results) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& r : results) rows.push_back(to_json(info, r));
+  open_output(path) << rows.dump(2) << "\n";
+}
+
+void write_csv(const std::string& path, const RunInfo& info, const std::vector<BenchResult>& results) {
+  auto out = open_output(path);
+  bool first = true;
+  for (const auto& r : results) {
+    nlohmann::ordered_json row = to_json(info, r);
+    if (first) {
+      std::string header;
+      for (auto it = row.begin(); it != row.end(); ++it) header += (header.empty() ? "" : ",") + it.key();
+      out << header << "\n";
+      first = false;
+    }
+    std::string line;
+    for (auto it = row.begin(); it != row.end(); ++it) {
+      std::string cell = it->is_string() ? it->get<std::string>() : it->dump();
+      line += (line.empty() ? "" : ",") + cell;
+    }
+    out << line << "\n";
+  }
+}
+
+}  // namespace canopy::bench

@@ -1,0 +1,110 @@
+#include "collectives/call_sequencer.hpp"
+
+namespace canopy {
+
+void Work::State::finish(std::exception_ptr e) {
+  {
+    std::lock_guard lock(mutex);
+    error = std::move(e);
+    done = true;
+  }
+  done_changed.notify_all();
+}
+
+bool Work::completed() const {
+  if (!state_) return true;
+  std::lock_guard lock(state_->mutex);
+  return state_->done;
+}
+
+bool Work::wait_for(Duration timeout) const {
+  if (!state_) return true;
+  std::unique_lock lock(state_->mutex);
+  return state_->done_changed.wait_for(lock, timeout, [&] { return state_->done; });
+}
+
+void Work::wait() const {
+  if (!state_) return;
+  std::unique_lock lock(state_->mutex);
+  state_->done_changed.wait(lock, [&] { return state_->done; });
+  if (state_->error) std::rethrow_exception(state_->error);
+}
+
+std::exception_ptr Work::error() const {
+  if (!state_) return nullptr;
+  std::lock_guard lock(state_->mutex);
+  return state_->error;
+}
+
+}  // namespace canopy
+
+namespace canopy::collectives {
+
+CallSequencer::~CallSequencer() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  turn_changed_.notify_all();
+  if (progress_thread_.joinable()) progress_thread_.join();
+}
+
+void CallSequencer::run(const Call& call) {
+  std::uint64_t ticket;
+  {
+    std::unique_lock lock(mutex_);
+    ticket = next_ticket_++;
+    turn_changed_.wait(lock, [&] { return serving_ == ticket; });
+  }
+  try {
+    call(ticket);
+  } catch (...) {
+    finish_turn();
+    throw;
+  }
+  finish_turn();
+}
+
+Work CallSequencer::submit(Call call) {
+  auto state = std::make_shared<Work::State>();
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back({next_ticket_++, std::move(call), state});
+    if (!progress_thread_.joinable()) progress_thread_ = std::thread([this] { progress_loop(); });
+  }
+  turn_changed_.notify_all();
+  return Work(state);
+}
+
+void CallSequencer::finish_turn() {
+  {
+    std::lock_guard lock(mutex_);
+    ++serving_;
+  }
+  turn_changed_.notify_all();
+}
+
+void CallSequencer::progress_loop() {
+  for (;;) {
+    Queued next;
+    {
+      std::unique_lock lock(mutex_);
+      turn_changed_.wait(lock, [&] {
+        return (!queue_.empty() && queue_.front().ticket == serving_) || (stopping_ && queue_.empty());
+      });
+      if (queue_.empty()) return;
+      next = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    std::exception_ptr error;
+    try {
+      next.call(next.ticket);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    finish_turn();
+    next.state->finish(error);
+  }
+}
+
+}  // namespace canopy::collectives

@@ -1,0 +1,66 @@
+// Runs a communicator's calls one at a time, in the order they were issued: blocking calls on the
+// caller's own thread (no hand-off, no context switch), asynchronous ones on a progress thread.
+// Every rank issues the same calls in the same order, so the n-th call is the same collective
+// everywhere: its ticket is its sequence number in every frame header.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "canopy/communicator.hpp"
+
+namespace canopy {
+
+struct Work::State {
+  std::mutex mutex;
+  std::condition_variable done_changed;
+  bool done = false;
+  std::exception_ptr error;
+
+  void finish(std::exception_ptr e);
+};
+
+}  // namespace canopy
+
+namespace canopy::collectives {
+
+class CallSequencer {
+ public:
+  using Call = std::function<void(std::uint64_t sequence_number)>;
+
+  CallSequencer() = default;
+  ~CallSequencer();  // runs what is queued, then joins the progress thread
+  CallSequencer(const CallSequencer&) = delete;
+  CallSequencer& operator=(const CallSequencer&) = delete;
+
+  // Waits for the turn of this call, runs it here, rethrows what it threw.
+  void run(const Call& call);
+  // Queues the call for the progress thread.
+  Work submit(Call call);
+
+ private:
+  struct Queued {
+    std::uint64_t ticket = 0;
+    Call call;
+    std::shared_ptr<Work::State> state;
+  };
+
+  void progress_loop();
+  void finish_turn();
+
+  std::mutex mutex_;
+  std::condition_variable turn_changed_;
+  std::uint64_t next_ticket_ = 0;
+  std::uint64_t serving_ = 0;
+  std::deque<Queued> queue_;
+  bool stopping_ = false;
+  std::thread progress_thread_;
+};
+
+}  // namespace canopy::collectives

@@ -1,0 +1,436 @@
+#include "canopy/communicator.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "collectives/call_sequencer.hpp"
+#include "collectives/cost_model.hpp"
+#include "collectives/executor.hpp"
+#include "collectives/kernels/reduce_kernels.hpp"
+#include "collectives/schedule_cache.hpp"
+#include "common/env.hpp"
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "rendezvous/bootstrap.hpp"
+#include "transport/tcp/tcp_transport.hpp"
+
+namespace canopy {
+
+using collectives::Algorithm;
+using collectives::CollectiveCall;
+
+namespace {
+
+constexpr std::size_t kDefaultChunkBytes = 1 << 20;
+
+bool is_rooted(Collective c) { return c == Collective::Broadcast || c == Collective::Reduce; }
+bool is_reduction(Collective c) {
+  return c == Collective::Reduce || c == Collective::AllReduce || c == Collective::ReduceScatter;
+}
+
+// "all_reduce", "allreduce" and "all-reduce" all name the same collective.
+std::string squash(std::string_view name) {
+  std::string out;
+  for (char c : name)
+    if (c != '_' && c != '-') out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return out;
+}
+
+// CANOPY_ALGO: "ring" (for every collective that has an algorithm of that name) or a list such as
+// "allreduce=ring,broadcast=binomial".
+std::map<Collective, std::string> parse_algorithm_overrides(const std::string& text) {
+  std::map<Collective, std::string> overrides;
+  constexpr Collective kCollectives[] = {Collective::Broadcast, Collective::Reduce, Collective::AllReduce,
+                                         Collective::AllGather, Collective::ReduceScatter, Collective::Barrier};
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;
+    std::size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      for (Collective c : kCollectives)
+        if (collectives::find_algorithm(c, item) != nullptr) overrides[c] = item;
+      continue;
+    }
+    std::string collective = squash(item.substr(0, eq));
+    std::string algorithm = item.substr(eq + 1);
+    bool known = false;
+    for (Collective c : kCollectives) {
+      if (squash(to_string(c)) != collective) continue;
+      known = true;
+      if (algorithm != "auto" && collectives::find_algorithm(c, algorithm) == nullptr)
+        fail(ErrorCode::Config, "CANOPY_ALGO: {} has no algorithm '{}'", to_string(c), algorithm);
+      overrides[c] = algorithm;
+    }
+    if (!known) fail(ErrorCode::Config, "CANOPY_ALGO: unknown collective '{}'", item.substr(0, eq));
+  }
+  return overrides;
+}
+
+// CANOPY_CHUNK_BYTES: bytes, with an optional K/M/G suffix (powers of 1024).
+std::size_t default_chunk_bytes() {
+  auto text = env_value("CANOPY_CHUNK_BYTES");
+  if (!text) return kDefaultChunkBytes;
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text->c_str(), &end, 10);
+  switch (*end) {
+    case 'K': case 'k': value <<= 10; ++end; break;
+    case 'M': case 'm': value <<= 20; ++end; break;
+    case 'G': case 'g': value <<= 30; ++end; break;
+    default: break;
+  }
+  if (end == text->c_str() || *end != '\0' || value == 0)
+    fail(ErrorCode::Config, "CANOPY_CHUNK_BYTES='{}' must be a positive size such as 1M", *text);
+  return value;
+}
+
+std::string host_id() {
+  if (auto id = env_value("CANOPY_HOST_ID")) return *id;
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+void grow(std::vector<std::byte>& buffer, std::size_t bytes) {
+  if (buffer.size() < bytes) buffer.resize(bytes);
+}
+
+}  // namespace
+
+class Communicator::Impl {
+ public:
+  Impl(std::shared_ptr<Store> base_store, int rank, int size, const CommunicatorOptions& options);
+
+  void run(const CollectiveArgs& args, const CollectiveOptions& options, std::uint64_t seq);
+  void send(std::span<const std::byte> data, int peer, std::uint32_t tag, bool is_send, std::span<std::byte> out);
+  const Algorithm& select(const CollectiveCall& call, std::size_t element_size, const CollectiveOptions& options,
+                          std::string* explanation);
+  CollectiveCall describe_call(const CollectiveArgs& args, const CollectiveOptions& options) const;
+  void validate(const CollectiveArgs& args) const;
+  void abort(const std::string& reason);
+  const collectives::LinkModel& link() const { return cost_model_.link(); }
+  double predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size) const {
+    return collectives::predict_seconds(algorithm, call, element_size, cost_model_.link());
+  }
+
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  std::unique_ptr<TcpStoreServer> store_server;  // when this rank hosts the store (torchrun-style rank 0)
+  collectives::CallSequencer sequencer;
+
+ private:
+  std::byte* prepare_data(const CollectiveArgs& args, std::size_t element_size);
+  void finish_data(const CollectiveArgs& args, std::byte* data, std::size_t element_size);
+  void ensure_usable();
+
+  std::shared_ptr<Store> store_;
+  Duration timeout_;
+  std::uint64_t comm_id_ = 0;
+  std::unique_ptr<transport::Transport> transport_;
+  collectives::CostModel cost_model_;
+  collectives::ScheduleCache schedules_;
+  collectives::Executor executor_;
+  std::map<Collective, std::string> algorithm_overrides_;
+  std::size_t chunk_bytes_;
+  std::vector<std::byte> staging_;  // grows to the largest call's need, then is reused
+  std::vector<std::byte> scratch_;  // a working copy where the user's buffer must stay intact
+  std::vector<std::uint64_t> p2p_sent_, p2p_received_;
+  std::mutex failure_mutex_;
+  std::string failure_;  // set once a call failed: the communicator is then unusable
+};
+
+Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_,
+                         const CommunicatorOptions& options)
+    : rank(rank_),
+      size(size_),
+      timeout_(options.timeout.count() > 0 ? options.timeout : default_timeout()),
+      algorithm_overrides_(parse_algorithm_overrides(env_value("CANOPY_ALGO").value_or(""))),
+      chunk_bytes_(default_chunk_bytes()),
+      p2p_sent_(size_, 0),
+      p2p_received_(size_, 0) {
+  if (size < 1 || rank < 0 || rank >= size)
+    fail(ErrorCode::InvalidArgument, "rank {} is not within a group of {} ranks", rank, size);
+  log::set_rank(rank);
+  // Each rank numbers the communicators it forms on this store; ranks form them in the same order,
+  // so the numbers agree, and the keys and handshakes of one communicator never meet another's.
+  comm_id_ = static_cast<std::uint64_t>(base_store->add(fmt::format("canopy/communicators/{}", rank), 1));
+  store_ = std::make_shared<PrefixStore>(base_store, fmt::format("canopy/comm/{}", comm_id_));
+  store_->set_timeout(timeout_);
+
+  if (options.local_rank >= 0 && options.local_size > 0) {
+    local_rank = options.local_rank;
+    local_size = options.local_size;
+  } else {
+    rendezvous::LaunchInfo info;
+    info.rank = rank;
+    info.world_size = size;
+    rendezvous::assign_local_ranks(*store_, info, host_id());
+    local_rank = info.local_rank;
+    local_size = info.local_world_size;
+  }
+
+  auto tcp = transport::TcpOptions::from_environment();
+  tcp.comm_id = comm_id_;
+  tcp.connect_timeout = timeout_;
+  if (!options.job_token.empty()) tcp.job_token = options.job_token;
+  transport_ = transport::connect_tcp_mesh(*store_, rank, size, tcp);
+
+  bool calibrate = options.calibrate && env_value("CANOPY_CALIBRATE").value_or("1") != "0";
+  if (calibrate) {
+    cost_model_ = collectives::CostModel(
+        collectives::calibrate_link_model(*transport_, *store_, comm_id_, Deadline::after(timeout_)));
+  }
+  log::info("communicator {} ready: rank {} of {} (local {} of {}), {}", comm_id_, rank, size, local_rank,
+            local_size, collectives::describe(cost_model_.link()));
+}
+
+void Communicator::Impl::ensure_usable() {
+  std::lock_guard lock(failure_mutex_);
+  if (!failure_.empty())
+    fail(ErrorCode::Aborted, "rank {}: communicator is unusable after an earlier failure: {}", rank, failure_);
+}
+
+void Communicator::Impl::abort(const std::string& reason) {
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (failure_.empty()) failure_ = reason;
+  }
+  transport_->abort(reason);
+}
+
+void Communicator::Impl::validate(const CollectiveArgs& args) const {
+  if (is_rooted(args.collective) && (args.root < 0 || args.root >= size))
+    fail(ErrorCode::InvalidArgument, "{}: root {} is not a rank of this group of {}", to_string(args.collective),
+         args.root, size);
+  if (args.count > 0 && (args.input == nullptr || args.output == nullptr))
+    fail(ErrorCode::InvalidArgument, "{}: null buffer for {} elements", to_string(args.collective), args.count);
+  if (args.op == ReduceOp::Avg && !is_reduction(args.collective)) return;
+}
+
+CollectiveCall Communicator::Impl::describe_call(const CollectiveArgs& args, const CollectiveOptions& options) const {
+  std::size_t element_size = size_of(args.dtype);
+  std::size_t chunk_bytes = options.chunk_bytes > 0 ? options.chunk_bytes : chunk_bytes_;
+  CollectiveCall call;
+  call.collective = args.collective;
+  call.rank = rank;
+  call.size = size;
+  call.count = args.collective == Collective::Barrier ? 0 : args.count;
+  call.root = is_rooted(args.collective) ? args.root : 0;
+  call.chunk_count = std::max<std::uint64_t>(1, chunk_bytes / element_size);
+  return call;
+}
+
+const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::size_t element_size,
+                                            const CollectiveOptions& options, std::string* explanation) {
+  std::string name = options.algorithm;
+  if (name.empty())
+    if (auto it = algorithm_overrides_.find(call.collective); it != algorithm_overrides_.end()) name = it->second;
+  if (!name.empty() && name != "auto") {
+    const Algorithm* algorithm = collectives::find_algorithm(call.collective, name);
+    if (algorithm == nullptr) {
+      std::string known;
+      for (const Algorithm& a : collectives::algorithms(call.collective))
+        known += fmt::format("{}{}", known.empty() ? "" : ", ", a.name);
+      fail(ErrorCode::InvalidArgument, "{} has no algorithm '{}' (known: {}, auto)", to_string(call.collective), name,
+           known);
+    }
+    if (explanation) *explanation = fmt::format("{}: {} (asked for)", to_string(call.collective), name);
+    return *algorithm;
+  }
+  auto choice = cost_model_.choose(call, element_size);
+  if (explanation) *explanation = choice.explanation;
+  return *choice.algorithm;
+}
+
+std::byte* Communicator::Impl::prepare_data(const CollectiveArgs& args, std::size_t element_size) {
+  auto* input = static_cast<const std::byte*>(args.input);
+  auto* output = static_cast<std::byte*>(args.output);
+  std::size_t bytes = args.count * element_size;
+  auto copy = [](std::byte* to, const std::byte* from, std::size_t n) {
+    if (to != from && n > 0) std::memmove(to, from, n);
+  };
+  switch (args.collective) {
+    case Collective::AllReduce:
+      copy(output, input, bytes);
+      return output;
+    case Collective::Broadcast:
+      if (rank == args.root) copy(output, input, bytes);
+      return output;
+    case Collective::Reduce:
+      if (rank == args.root) {
+        copy(output, input, bytes);
+        return output;
+      }
+      grow(scratch_, bytes);  // intermediate ranks accumulate partial sums: keep the caller's input intact
+      copy(scratch_.data(), input, bytes);
+      return scratch_.data();
+    case Collective::AllGather:
+      copy(output + rank * bytes, input, bytes);
+      return output;
+    case Collective::ReduceScatter:
+      grow(scratch_, bytes * size);
+      copy(scratch_.data(), input, bytes * size);
+      return scratch_.data();
+    default:
+      return output;
+  }
+}
+
+void Communicator::Impl::finish_data(const CollectiveArgs& args, std::byte* data, std::size_t element_size) {
+  std::size_t bytes = args.count * element_size;
+  bool holds_result = args.collective == Collective::AllReduce || args.collective == Collective::ReduceScatter ||
+                      (args.collective == Collective::Reduce && rank == args.root);
+  if (args.collective == Collective::ReduceScatter && bytes > 0)
+    std::memcpy(args.output, data + rank * bytes, bytes);
+  if (args.op == ReduceOp::Avg && holds_result)
+    collectives::finish_average(args.dtype, args.output, args.count, size);
+}
+
+void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions& options, std::uint64_t seq) {
+  ensure_usable();
+  validate(args);
+  std::size_t element_size = size_of(args.dtype);
+  CollectiveCall call = describe_call(args, options);
+  std::string explanation;
+  const Algorithm& algorithm =
+      select(call, element_size, options, log::level() <= log::Level::Info ? &explanation : nullptr);
+  if (!explanation.empty()) log::info("#{} {}", seq, explanation);
+  const collectives::CompiledSchedule& compiled = schedules_.get(algorithm, call);
+
+  std::byte* data = prepare_data(args, element_size);
+  grow(staging_, compiled.schedule.staging_count * element_size);
+
+  collectives::ExecutionContext context;
+  context.transport = transport_.get();
+  context.envelope = {comm_id_,
+                      seq,
+                      args.collective,
+                      args.dtype,
+                      args.op,
+                      collectives::algorithm_index(algorithm),
+                      static_cast<std::uint32_t>(call.root),
+                      call.count,
+                      0};
+  context.data = data;
+  context.staging = staging_.data();
+  context.element_size = element_size;
+  context.dtype = args.dtype;
+  context.op = args.op == ReduceOp::Avg ? ReduceOp::Sum : args.op;
+  context.deadline = Deadline::after(options.timeout.count() > 0 ? options.timeout : timeout_);
+  try {
+    executor_.run(compiled, context);
+  } catch (const Error& e) {
+    // Messages of the failed call may still be in flight: no later call could trust the stream.
+    abort(e.what());
+    throw;
+  }
+  finish_data(args, data, element_size);
+}
+
+void Communicator::Impl::send(std::span<const std::byte> data, int peer, std::uint32_t tag, bool is_send,
+                              std::span<std::byte> out) {
+  ensure_usable();
+  if (peer < 0 || peer >= size || peer == rank)
+    fail(ErrorCode::InvalidArgument, "rank {}: cannot {} rank {} in a group of {}", rank,
+         is_send ? "send to" : "receive from", peer, size);
+  transport::Envelope envelope;
+  envelope.comm_id = comm_id_;
+  envelope.collective = Collective::PointToPoint;
+  envelope.root = tag;
+  envelope.count = is_send ? data.size() : out.size();
+  envelope.seq = is_send ? p2p_sent_[peer]++ : p2p_received_[peer]++;
+  auto deadline = Deadline::after(timeout_);
+  try {
+    if (is_send)
+      transport::send(*transport_, peer, envelope, data, deadline);
+    else
+      transport::recv(*transport_, peer, envelope, out, deadline);
+  } catch (const Error& e) {
+    abort(e.what());
+    throw;
+  }
+}
+
+// --- Communicator: the public face ---
+
+Communicator Communicator::from_environment(const CommunicatorOptions& options) {
+  Duration timeout = options.timeout.count() > 0 ? options.timeout : default_timeout();
+  rendezvous::Rendezvous group = rendezvous::rendezvous(current_environment(), timeout);
+  CommunicatorOptions resolved = options;
+  resolved.timeout = timeout;
+  if (resolved.local_rank < 0) {
+    resolved.local_rank = group.info.local_rank;
+    resolved.local_size = group.info.local_world_size;
+  }
+  if (resolved.job_token.empty()) resolved.job_token = group.info.job_token;
+  Communicator communicator(group.store, group.info.rank, group.info.world_size, resolved);
+  communicator.impl_->store_server = std::move(group.server);
+  return communicator;
+}
+
+Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, const CommunicatorOptions& options)
+    : impl_(std::make_unique<Impl>(std::move(store), rank, size, options)) {}
+Communicator::~Communicator() = default;
+Communicator::Communicator(Communicator&&) noexcept = default;
+Communicator& Communicator::operator=(Communicator&&) noexcept = default;
+
+int Communicator::rank() const { return impl_->rank; }
+int Communicator::size() const { return impl_->size; }
+int Communicator::local_rank() const { return impl_->local_rank; }
+int Communicator::local_size() const { return impl_->local_size; }
+
+void Communicator::run(const CollectiveArgs& args, const CollectiveOptions& options) {
+  impl_->sequencer.run([&](std::uint64_t seq) { impl_->run(args, options, seq); });
+}
+
+Work Communicator::start(const CollectiveArgs& args, const CollectiveOptions& options) {
+  impl_->validate(args);
+  return impl_->sequencer.submit([impl = impl_.get(), args, options](std::uint64_t seq) { impl->run(args, options, seq); });
+}
+
+void Communicator::barrier(const CollectiveOptions& options) {
+  run({Collective::Barrier, nullptr, nullptr, 0, DataType::UInt8, ReduceOp::Sum, 0}, options);
+}
+
+void Communicator::send(std::span<const std::byte> data, int peer, std::uint32_t tag) {
+  impl_->sequencer.run([&](std::uint64_t) { impl_->send(data, peer, tag, true, {}); });
+}
+
+void Communicator::recv(std::span<std::byte> data, int peer, std::uint32_t tag) {
+  impl_->sequencer.run([&](std::uint64_t) { impl_->send({}, peer, tag, false, data); });
+}
+
+void Communicator::abort(const std::string& reason) { impl_->abort(reason); }
+
+Communicator::AlgorithmChoice Communicator::choose_algorithm(const CollectiveArgs& args,
+                                                             const CollectiveOptions& options) const {
+  AlgorithmChoice choice;
+  CollectiveCall call = impl_->describe_call(args, options);
+  const Algorithm& algorithm = impl_->select(call, size_of(args.dtype), options, &choice.explanation);
+  choice.name = algorithm.name;
+  choice.predicted_seconds = impl_->predict(algorithm, call, size_of(args.dtype));
+  return choice;
+}
+
+Communicator::LinkEstimate Communicator::link_estimate() const {
+  const auto& link = impl_->link();
+  return {link.alpha, link.beta, link.gamma};
+}
+
+void Communicator::check_blocks(std::size_t block, std::size_t whole, const char* what) const {
+  if (whole != block * static_cast<std::size_t>(size()))
+    fail(ErrorCode::InvalidArgument, "{} holds {} elements; {} ranks x {} = {} expected", what, whole, size(), block,
+         block * static_cast<std::size_t>(size()));
+}
+
+}  // namespace canopy

@@ -1,0 +1,47 @@
+// Choosing an algorithm per call: every candidate's schedule is timed by the simulator under the
+// alpha-beta-gamma model measured on this group at start-up, and the fastest wins. Every rank holds
+// the same model (rank 0 measures it and shares it through the store), so every rank makes the same
+// choice without talking.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "canopy/store.hpp"
+#include "collectives/schedules/algorithms.hpp"
+#include "collectives/schedules/simulator.hpp"
+#include "transport/transport.hpp"
+
+namespace canopy::collectives {
+
+struct AlgorithmChoice {
+  const Algorithm* algorithm = nullptr;
+  double predicted_seconds = 0;
+  std::string explanation;  // every candidate's predicted time, for CANOPY_DEBUG=INFO
+};
+
+class CostModel {
+ public:
+  explicit CostModel(LinkModel link = {}) : link_(link) {}
+
+  const LinkModel& link() const { return link_; }
+  AlgorithmChoice choose(const CollectiveCall& call, std::size_t element_size);
+
+ private:
+  using Key = std::tuple<Collective, std::uint64_t, int, std::uint64_t, std::size_t>;
+  LinkModel link_;
+  std::map<Key, AlgorithmChoice> choices_;  // bounded: cleared when it grows past kMaxCached
+  static constexpr std::size_t kMaxCached = 512;
+};
+
+// Measures alpha (half an 8-byte round trip between ranks 0 and 1), beta (a 4 MiB transfer) and
+// gamma (a float32 sum on this CPU) and shares them through `store`; every rank returns the same
+// figures. CANOPY_COST_MODEL="alpha_s,beta_s_per_byte,gamma_s_per_byte" fixes them instead.
+LinkModel calibrate_link_model(transport::Transport& transport, Store& store, std::uint64_t comm_id,
+                               Deadline deadline);
+
+std::string describe(const LinkModel& link);
+
+}  // namespace canopy::collectives

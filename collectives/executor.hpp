@@ -1,0 +1,72 @@
+// Runs one rank's schedule over a transport: posts every step whose dependencies are done, drives the
+// transport's I/O on the calling thread, and reduces each received chunk as soon as it lands, so that
+// receiving, reducing and sending overlap. See docs/SCHEDULES.md for the schedule model.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "collectives/schedules/schedule.hpp"
+#include "common/deadline.hpp"
+#include "transport/transport.hpp"
+
+namespace canopy::collectives {
+
+// A schedule with what the executor derives from it once (and the schedule cache keeps):
+// who depends on whom, and the order in which messages to / from each peer must be posted.
+struct CompiledSchedule {
+  Schedule schedule;
+  std::vector<std::vector<std::uint32_t>> dependents;  // step -> steps waiting for it
+  std::vector<std::vector<std::uint32_t>> sends_to;    // peer -> its Send steps, in step order
+  std::vector<std::vector<std::uint32_t>> recvs_from;  // peer -> its Recv/RecvReduce steps, in step order
+
+  CompiledSchedule(Schedule schedule, int world_size);
+};
+
+// Where a schedule's buffers live for one call, and what its messages carry.
+struct ExecutionContext {
+  transport::Transport* transport = nullptr;
+  transport::Envelope envelope;  // step is filled in per message
+  std::byte* data = nullptr;
+  std::byte* staging = nullptr;
+  std::size_t element_size = 1;
+  DataType dtype = DataType::Float32;
+  ReduceOp op = ReduceOp::Sum;  // Avg arrives here as Sum
+  Deadline deadline = Deadline::never();
+};
+
+class Executor {
+ public:
+  // Runs `compiled` to completion, or throws the transport's Error (peer failed, mismatch, abort) or
+  // Error(Timeout) naming the peers whose messages were still outstanding.
+  void run(const CompiledSchedule& compiled, const ExecutionContext& context);
+
+ private:
+  struct InFlight {
+    transport::OpId id;
+    std::uint32_t step;
+  };
+
+  void make_ready(std::uint32_t step);
+  void post_ready_messages(int peer);
+  void start(std::uint32_t step);
+  void complete(std::uint32_t step);
+  std::byte* address(const Block& block) const;
+  [[noreturn]] void fail_timeout() const;
+
+  // Per-call state, kept between calls so that steady state allocates nothing.
+  const CompiledSchedule* compiled_ = nullptr;
+  const ExecutionContext* context_ = nullptr;
+  std::vector<std::uint32_t> waiting_on_;  // step -> unfinished dependencies
+  std::vector<bool> ready_;
+  std::vector<std::size_t> next_send_;     // peer -> index into sends_to[peer]
+  std::vector<std::size_t> next_recv_;
+  std::vector<std::uint32_t> local_ready_;  // Copy steps ready to run
+  std::vector<InFlight> in_flight_;
+  std::vector<transport::OpId> completed_ids_;
+  std::size_t finished_ = 0;
+};
+
+}  // namespace canopy::collectives

@@ -1,0 +1,47 @@
+// Building a schedule allocates; a training loop calls the same collectives with the same sizes
+// every step, so compiled schedules are kept and reused (steady state allocates nothing).
+#pragma once
+
+#include <cstddef>
+#include <list>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "collectives/executor.hpp"
+#include "collectives/schedules/algorithms.hpp"
+
+namespace canopy::collectives {
+
+class ScheduleCache {
+ public:
+  explicit ScheduleCache(std::size_t capacity = 64) : capacity_(capacity) {}
+
+  const CompiledSchedule& get(const Algorithm& algorithm, const CollectiveCall& call) {
+    Key key{&algorithm, call.rank, call.size, call.count, call.root, call.chunk_count};
+    if (auto it = entries_.find(key); it != entries_.end()) {
+      recent_.splice(recent_.begin(), recent_, it->second.position);
+      return *it->second.schedule;
+    }
+    if (entries_.size() >= capacity_) {
+      entries_.erase(recent_.back());
+      recent_.pop_back();
+    }
+    recent_.push_front(key);
+    auto compiled = std::make_unique<CompiledSchedule>(algorithm.build(call), call.size);
+    auto& entry = entries_[key] = Entry{std::move(compiled), recent_.begin()};
+    return *entry.schedule;
+  }
+
+ private:
+  using Key = std::tuple<const Algorithm*, int, int, std::uint64_t, int, std::uint64_t>;
+  struct Entry {
+    std::unique_ptr<CompiledSchedule> schedule;
+    std::list<Key>::iterator position;
+  };
+  std::size_t capacity_;
+  std::map<Key, Entry> entries_;
+  std::list<Key> recent_;  // most recently used first
+};
+
+}  // namespace canopy::collectives

@@ -1,0 +1,164 @@
+// A group of ranks and the collectives they call together.
+//
+//   auto comm = canopy::Communicator::from_environment();   // canopy-run, torchrun, srun or mpirun
+//   comm.broadcast(std::span(weights), /*root=*/0);
+//   comm.all_reduce(std::span(gradients), canopy::ReduceOp::Avg);
+//
+// Every rank must call the same collectives in the same order with matching arguments; when they do
+// not, every rank involved gets an Error(Mismatch) naming both sides instead of a hang.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include "canopy/error.hpp"
+#include "canopy/store.hpp"
+#include "canopy/types.hpp"
+
+namespace canopy {
+
+// Per-call choices; the defaults come from the environment (CANOPY_ALGO, CANOPY_CHUNK_BYTES, CANOPY_TIMEOUT).
+struct CollectiveOptions {
+  std::string algorithm;        // "" = CANOPY_ALGO for this collective, else "auto" (the cost model chooses)
+  std::size_t chunk_bytes = 0;  // pipelining granularity; 0 = default (1 MiB)
+  Duration timeout{0};          // 0 = the communicator's timeout
+};
+
+struct CommunicatorOptions {
+  Duration timeout{0};         // deadline of every call; 0 = CANOPY_TIMEOUT (default 300 s)
+  std::string job_token;       // "" = CANOPY_JOB_TOKEN
+  int local_rank = -1;         // -1 = derive through the store (ranks grouped by host)
+  int local_size = -1;
+  bool calibrate = true;       // measure alpha/beta/gamma at start-up for algorithm choice
+};
+
+// The handle of an asynchronous collective. Collectives run one after another in the order they
+// were issued (the same order on every rank), on a progress thread; blocking calls join that order.
+class Work {
+ public:
+  Work() = default;
+  bool completed() const;              // finished, successfully or not
+  void wait() const;                   // waits; rethrows the call's error
+  bool wait_for(Duration timeout) const;  // false when still running after timeout
+  std::exception_ptr error() const;    // null while running or after success
+
+  struct State;
+  explicit Work(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// A collective call in untyped form (what the typed helpers below build).
+struct CollectiveArgs {
+  Collective collective = Collective::AllReduce;
+  const void* input = nullptr;  // may equal output (in place)
+  void* output = nullptr;
+  std::size_t count = 0;        // elements; all_gather/reduce_scatter: elements of one rank's block
+  DataType dtype = DataType::Float32;
+  ReduceOp op = ReduceOp::Sum;
+  int root = 0;
+};
+
+template <typename T>
+constexpr DataType data_type_of() {
+  if constexpr (std::is_same_v<T, float>) return DataType::Float32;
+  else if constexpr (std::is_same_v<T, double>) return DataType::Float64;
+  else if constexpr (std::is_same_v<T, std::int8_t>) return DataType::Int8;
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return DataType::UInt8;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return DataType::Int32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return DataType::Int64;
+  else static_assert(sizeof(T) == 0, "use the untyped call with DataType::Float16 / BFloat16 for half types");
+}
+
+class Communicator {
+ public:
+  // Forms the group described by the environment (CANOPY_*, torchrun, SLURM, Open MPI / PMI variables).
+  static Communicator from_environment(const CommunicatorOptions& options = {});
+  // Forms a group of `size` ranks meeting through `store`; every rank calls this with its own rank.
+  Communicator(std::shared_ptr<Store> store, int rank, int size, const CommunicatorOptions& options = {});
+  ~Communicator();
+  Communicator(Communicator&&) noexcept;
+  Communicator& operator=(Communicator&&) noexcept;
+
+  int rank() const;
+  int size() const;
+  int local_rank() const;  // rank among the ranks on this host
+  int local_size() const;
+
+  // Untyped core: blocking and asynchronous.
+  void run(const CollectiveArgs& args, const CollectiveOptions& options = {});
+  Work start(const CollectiveArgs& args, const CollectiveOptions& options = {});
+
+  template <typename T>
+  void all_reduce(std::span<T> data, ReduceOp op = ReduceOp::Sum, const CollectiveOptions& options = {}) {
+    run({Collective::AllReduce, data.data(), data.data(), data.size(), data_type_of<T>(), op, 0}, options);
+  }
+  template <typename T>
+  Work all_reduce_async(std::span<T> data, ReduceOp op = ReduceOp::Sum, const CollectiveOptions& options = {}) {
+    return start({Collective::AllReduce, data.data(), data.data(), data.size(), data_type_of<T>(), op, 0}, options);
+  }
+  template <typename T>
+  void broadcast(std::span<T> data, int root, const CollectiveOptions& options = {}) {
+    run({Collective::Broadcast, data.data(), data.data(), data.size(), data_type_of<T>(), ReduceOp::Sum, root},
+        options);
+  }
+  // The result lands in `data` on the root; other ranks' `data` is left as it was.
+  template <typename T>
+  void reduce(std::span<T> data, ReduceOp op, int root, const CollectiveOptions& options = {}) {
+    run({Collective::Reduce, data.data(), data.data(), data.size(), data_type_of<T>(), op, root}, options);
+  }
+  // output.size() must be size() * input.size(); rank r's input lands at output[r * input.size()].
+  template <typename T>
+  void all_gather(std::span<const T> input, std::span<T> output, const CollectiveOptions& options = {}) {
+    check_blocks(input.size(), output.size(), "all_gather: output");
+    run({Collective::AllGather, input.data(), output.data(), input.size(), data_type_of<T>(), ReduceOp::Sum, 0},
+        options);
+  }
+  // input.size() must be size() * output.size(); this rank receives the reduction of block rank().
+  template <typename T>
+  void reduce_scatter(std::span<const T> input, std::span<T> output, ReduceOp op = ReduceOp::Sum,
+                      const CollectiveOptions& options = {}) {
+    check_blocks(output.size(), input.size(), "reduce_scatter: input");
+    run({Collective::ReduceScatter, input.data(), output.data(), output.size(), data_type_of<T>(), op, 0}, options);
+  }
+  void barrier(const CollectiveOptions& options = {});
+
+  // Point-to-point, ordered per (peer, direction); the receiver must expect the same tag and size.
+  void send(std::span<const std::byte> data, int peer, std::uint32_t tag = 0);
+  void recv(std::span<std::byte> data, int peer, std::uint32_t tag = 0);
+
+  // Wakes every waiter with Error(Aborted); every later call fails. Callable from any thread.
+  void abort(const std::string& reason = "aborted by the user");
+
+  // The algorithm this call would run (options.algorithm, CANOPY_ALGO, or the cost model's choice)
+  // and why: every candidate's predicted time. CANOPY_DEBUG=INFO logs the same for every call.
+  struct AlgorithmChoice {
+    std::string name;
+    double predicted_seconds = 0;  // the cost model's prediction for the chosen algorithm
+    std::string explanation;
+  };
+  AlgorithmChoice choose_algorithm(const CollectiveArgs& args, const CollectiveOptions& options = {}) const;
+
+  // What the cost model believes of this group's network, measured at start-up (or CANOPY_COST_MODEL).
+  struct LinkEstimate {
+    double alpha_seconds = 0;           // per message
+    double beta_seconds_per_byte = 0;   // per byte on a link
+    double gamma_seconds_per_byte = 0;  // per byte reduced
+  };
+  LinkEstimate link_estimate() const;
+
+  class Impl;
+
+ private:
+  void check_blocks(std::size_t block, std::size_t whole, const char* what) const;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace canopy

@@ -1,0 +1,203 @@
+// Every algorithm of every collective over real TCP between real processes, checked exactly; all
+// ranks bit-identical for random floats; mismatched calls reported on every rank; async work.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "bench/collectives/expected_values.hpp"
+#include "canopy/canopy.hpp"
+#include "collectives/schedules/algorithms.hpp"
+#include "tests/support/ranks.hpp"
+
+namespace canopy {
+namespace {
+
+using testing::require;
+
+CommunicatorOptions test_options() {
+  CommunicatorOptions options;
+  options.timeout = std::chrono::seconds(20);
+  options.job_token = "communicator-test";
+  options.calibrate = false;
+  options.local_rank = 0;
+  options.local_size = 1;
+  return options;
+}
+
+// Runs body(comm) on `ranks` forked processes meeting through a file store.
+void run_group(int ranks, const std::function<void(Communicator&)>& body) {
+  testing::TempDir dir;
+  auto exits = testing::run_processes(
+      ranks,
+      [&](int rank) {
+        Communicator comm(open_file_store(dir.path()), rank, ranks, test_options());
+        body(comm);
+      },
+      std::chrono::seconds(120));
+  for (int rank = 0; rank < ranks; ++rank) EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+}
+
+std::uint64_t wrong_after(Communicator& comm, Collective collective, const std::string& algorithm, std::uint64_t count,
+                          int root, ReduceOp op) {
+  const DataType type = DataType::Float32;
+  const int p = comm.size();
+  const int r = comm.rank();
+  std::uint64_t in_count = collective == Collective::ReduceScatter ? count * p : count;
+  std::uint64_t out_count = collective == Collective::AllGather ? count * p : count;
+  std::vector<float> input(in_count + 1), output(out_count + 1, -99.0f);
+  bench::fill_inputs(type, op, r, 0, input.data(), in_count);
+  CollectiveArgs args{collective, input.data(), output.data(), count, type, op, root};
+  comm.run(args, {.algorithm = algorithm});
+  switch (collective) {
+    case Collective::AllReduce: return bench::count_wrong(type, op, p, -1, 0, output.data(), count);
+    case Collective::Broadcast:
+      return r == root ? 0 : bench::count_wrong(type, op, p, root, 0, output.data(), count);
+    case Collective::Reduce: {
+      std::uint64_t wrong = r == root ? bench::count_wrong(type, op, p, -1, 0, output.data(), count) : 0;
+      // Other ranks' input must be left as it was.
+      return wrong + bench::count_wrong(type, op, p, r, 0, input.data(), count);
+    }
+    case Collective::AllGather: {
+      std::uint64_t wrong = 0;
+      for (int from = 0; from < p; ++from)
+        wrong += bench::count_wrong(type, op, p, from, 0, output.data() + from * count, count);
+      return wrong;
+    }
+    case Collective::ReduceScatter: return bench::count_wrong(type, op, p, -1, r * count, output.data(), count);
+    default: return 0;
+  }
+}
+
+class EveryAlgorithm : public ::testing::TestWithParam<int> {};
+
+TEST_P(EveryAlgorithm, IsExactOverTcpBetweenProcesses) {
+  const int p = GetParam();
+  run_group(p, [p](Communicator& comm) {
+    const Collective kinds[] = {Collective::AllReduce, Collective::Broadcast, Collective::Reduce,
+                                Collective::AllGather, Collective::ReduceScatter};
+    const std::uint64_t counts[] = {0, 1, static_cast<std::uint64_t>(p) + 1, 1000, 65537};
+    for (Collective kind : kinds) {
+      for (const auto& algorithm : collectives::algorithms(kind)) {
+        for (std::uint64_t count : counts) {
+          int root = kind == Collective::Broadcast || kind == Collective::Reduce ? static_cast<int>(count % p) : 0;
+          std::uint64_t wrong = wrong_after(comm, kind, std::string(algorithm.name), count, root, ReduceOp::Sum);
+          require(wrong == 0, "{} {} count {} root {} on {} ranks: {} wrong elements on rank {}", to_string(kind),
+                  algorithm.name, count, root, p, wrong, comm.rank());
+        }
+      }
+    }
+    comm.barrier();
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, EveryAlgorithm, ::testing::Values(1, 2, 3, 4, 5, 8));
+
+TEST(Communicator, EveryOpAndTypeIsExact) {
+  run_group(3, [](Communicator& comm) {
+    for (DataType type : kAllDataTypes) {
+      for (ReduceOp op : kAllReduceOps) {
+        std::uint64_t count = 1001;
+        std::vector<std::byte> data(count * size_of(type));
+        bench::fill_inputs(type, op, comm.rank(), 0, data.data(), count);
+        comm.run({Collective::AllReduce, data.data(), data.data(), count, type, op, 0});
+        std::uint64_t wrong = bench::count_wrong(type, op, comm.size(), -1, 0, data.data(), count);
+        require(wrong == 0, "all_reduce {} {}: {} wrong", to_string(type), to_string(op), wrong);
+      }
+    }
+  });
+}
+
+TEST(Communicator, AllReduceLeavesBitIdenticalFloatsOnEveryRank) {
+  run_group(5, [](Communicator& comm) {
+    for (const auto& algorithm : collectives::algorithms(Collective::AllReduce)) {
+      std::mt19937 random(1234 + comm.rank());
+      std::uniform_real_distribution<float> value(-1e3f, 1e3f);
+      std::vector<float> data(30011);
+      for (float& x : data) x = value(random);
+      comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = std::string(algorithm.name), .chunk_bytes = 4096});
+      // Compare every rank's bytes with rank 0's.
+      std::vector<float> from_root = data;
+      comm.broadcast(std::span(from_root), 0);
+      require(std::memcmp(from_root.data(), data.data(), data.size() * sizeof(float)) == 0,
+              "{}: rank {} differs from rank 0", algorithm.name, comm.rank());
+    }
+  });
+}
+
+TEST(Communicator, MismatchedCollectivesFailOnEveryRankNamingBothSides) {
+  testing::TempDir dir;
+  auto exits = testing::run_processes(2, [&](int rank) {
+    CommunicatorOptions options = test_options();
+    options.timeout = std::chrono::seconds(5);
+    Communicator comm(open_file_store(dir.path()), rank, 2, options);
+    std::vector<float> data(rank == 0 ? 100 : 200, 1.0f);
+    try {
+      comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
+    } catch (const Error& e) {
+      std::string what = e.what();
+      require(e.code() == ErrorCode::Mismatch || e.code() == ErrorCode::PeerFailed || e.code() == ErrorCode::Aborted,
+              "unexpected error code: {}", what);
+      if (e.code() == ErrorCode::Mismatch)
+        require(what.find("100") != std::string::npos && what.find("200") != std::string::npos,
+                "the message does not name both sides: {}", what);
+      return;
+    }
+    throw std::runtime_error("no error");
+  });
+  for (const auto& exit : exits) EXPECT_TRUE(exit.ok()) << exit.describe();
+}
+
+TEST(Communicator, AsyncCollectivesCompleteInIssueOrder) {
+  run_group(3, [](Communicator& comm) {
+    std::vector<std::vector<std::int32_t>> buffers(6, std::vector<std::int32_t>(5000));
+    std::vector<Work> works;
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+      for (auto& x : buffers[i]) x = static_cast<std::int32_t>(i + comm.rank());
+      works.push_back(comm.all_reduce_async(std::span(buffers[i])));
+    }
+    std::vector<std::int32_t> blocking(10, comm.rank());
+    comm.all_reduce(std::span(blocking));  // joins the same order
+    for (auto& work : works) work.wait();
+    for (std::size_t i = 0; i < buffers.size(); ++i)
+      require(buffers[i][4999] == static_cast<std::int32_t>(3 * i + 3), "buffer {} holds {}", i, buffers[i][4999]);
+    require(blocking[0] == 3, "blocking result {}", blocking[0]);
+  });
+}
+
+TEST(Communicator, PointToPointKeepsOrder) {
+  run_group(2, [](Communicator& comm) {
+    for (std::uint32_t i = 0; i < 200; ++i) {
+      std::uint32_t value = i;
+      if (comm.rank() == 0) {
+        comm.send(std::as_bytes(std::span(&value, 1)), 1, 7);
+      } else {
+        comm.recv(std::as_writable_bytes(std::span(&value, 1)), 0, 7);
+        require(value == i, "message {} arrived as {}", i, value);
+      }
+    }
+  });
+}
+
+TEST(Communicator, BadArgumentsAreClearErrors) {
+  run_group(2, [](Communicator& comm) {
+    std::vector<float> data(4);
+    try {
+      comm.broadcast(std::span(data), 5);
+      throw std::runtime_error("no error for root 5");
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::InvalidArgument, "code {}", to_string(e.code()));
+    }
+    try {
+      comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "no-such-algorithm"});
+      throw std::runtime_error("no error for an unknown algorithm");
+    } catch (const Error& e) {
+      require(std::string(e.what()).find("ring") != std::string::npos, "does not list the algorithms: {}", e.what());
+    }
+    comm.all_reduce(std::span(data));  // still usable: nothing was sent
+  });
+}
+
+}  // namespace
+}  // namespace canopy
