@@ -14,13 +14,23 @@ struct TcpOptions {
   std::uint64_t comm_id = 0;   // keys in the store and handshakes are scoped by it
   std::string job_token;       // presented in every handshake; connections with another are dropped
   std::string socket_ifname;   // CANOPY_SOCKET_IFNAME syntax: "eth,ib" prefixes, "^lo" excludes, "=eth0" exact
+  std::string socket_family;   // CANOPY_SOCKET_FAMILY: "" (IPv4 first, then IPv6), "ipv4" or "ipv6"
   Duration connect_timeout = std::chrono::seconds(60);
-  // Reads the defaults above from CANOPY_JOB_TOKEN, CANOPY_SOCKET_IFNAME and CANOPY_TIMEOUT.
+  // An accepted connection that has not completed its handshake by then is dropped (port scanners,
+  // stray clients): it never holds up the mesh.
+  Duration handshake_timeout = std::chrono::seconds(2);
+  // Reads the defaults above from CANOPY_JOB_TOKEN, CANOPY_SOCKET_IFNAME, CANOPY_SOCKET_FAMILY and
+  // CANOPY_TIMEOUT.
   static TcpOptions from_environment();
 };
 
 // Every rank calls this with the same store, its rank, the group size and comm_id; returns once all
 // connections to all peers are up. Throws Error(Timeout) naming the ranks that never appeared.
+// Each rank publishes "tcp/<comm_id>/addr/<rank>" = "ip:port" in the store, connects to every lower
+// rank and accepts every higher one; the listening socket is closed before this returns.
 std::unique_ptr<Transport> connect_tcp_mesh(Store& store, int rank, int size, const TcpOptions& options);
+
+// The store key under which `rank` publishes its listening address.
+std::string tcp_address_key(std::uint64_t comm_id, int rank);
 
 }  // namespace canopy::transport

@@ -1,0 +1,112 @@
+// What the transport tests share: loopback-only options, envelopes, reproducible random payloads.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/deadline.hpp"
+#include "tests/support/ranks.hpp"
+#include "transport/envelope.hpp"
+#include "transport/tcp/tcp_transport.hpp"
+
+namespace canopy::testing {
+
+// Tests never leave the loopback interface.
+inline transport::TcpOptions loopback_options(std::uint64_t comm_id, std::string token = "transport-test-token") {
+  transport::TcpOptions options;
+  options.comm_id = comm_id;
+  options.job_token = std::move(token);
+  options.socket_ifname = "=lo";
+  options.socket_family = "ipv4";
+  options.connect_timeout = std::chrono::seconds(20);
+  return options;
+}
+
+inline transport::Envelope p2p_envelope(std::uint64_t comm_id, std::uint64_t seq, std::uint32_t step = 0,
+                                        std::uint64_t count = 0) {
+  transport::Envelope e;
+  e.comm_id = comm_id;
+  e.seq = seq;
+  e.step = step;
+  e.count = count;
+  return e;
+}
+
+// A generous deadline for one blocking step of a test: a correct run takes milliseconds.
+inline Deadline test_deadline() { return Deadline::after(std::chrono::seconds(30)); }
+
+// splitmix64: fast, reproducible bytes from a seed (so a receiver can check without a copy).
+inline void fill_random(std::span<std::byte> out, std::uint64_t seed) {
+  std::uint64_t state = seed;
+  std::size_t i = 0;
+  while (i < out.size()) {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    for (int b = 0; b < 8 && i < out.size(); ++b, ++i) out[i] = static_cast<std::byte>(z >> (8 * b));
+  }
+}
+
+inline std::vector<std::byte> random_bytes(std::size_t n, std::uint64_t seed) {
+  std::vector<std::byte> bytes(n);
+  fill_random(bytes, seed);
+  return bytes;
+}
+
+// Index of the first byte that differs from what fill_random(seed) produces, or -1.
+inline long long first_difference(std::span<const std::byte> data, std::uint64_t seed) {
+  std::vector<std::byte> expected(std::min<std::size_t>(data.size(), std::size_t{1} << 20));
+  // Regenerated 1 MiB at a time: the generator's state after k words is seed + k * its increment.
+  for (std::size_t start = 0; start < data.size(); start += expected.size()) {
+    std::size_t n = std::min(expected.size(), data.size() - start);
+    std::uint64_t word_seed = seed + (start / 8) * 0x9E3779B97F4A7C15ULL;
+    fill_random(std::span<std::byte>(expected.data(), n), word_seed);
+    if (std::memcmp(expected.data(), data.data() + start, n) == 0) continue;
+    for (std::size_t i = 0; i < n; ++i)
+      if (expected[i] != data[start + i]) return static_cast<long long>(start + i);
+  }
+  return -1;
+}
+
+// Every rank sends {from, to} to every other rank and checks what it receives.
+inline void exchange_with_everyone(transport::Transport& t, std::uint64_t comm_id) {
+  const int size = t.size();
+  std::vector<std::array<int, 2>> outgoing(size), incoming(size, {-1, -1});
+  std::vector<transport::OpId> ids;
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == t.rank()) continue;
+    outgoing[peer] = {t.rank(), peer};
+    auto envelope = p2p_envelope(comm_id, 1);
+    ids.push_back(t.post_send(peer, envelope, std::as_bytes(std::span(outgoing[peer]))));
+    ids.push_back(t.post_recv(peer, envelope, std::as_writable_bytes(std::span(incoming[peer]))));
+  }
+  std::vector<transport::OpId> done;
+  Deadline deadline = test_deadline();
+  while (done.size() < ids.size()) require(t.progress(deadline, done), "rank {}: exchange timed out", t.rank());
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == t.rank()) continue;
+    require(incoming[peer][0] == peer && incoming[peer][1] == t.rank(), "rank {} got {}->{} from rank {}",
+            t.rank(), incoming[peer][0], incoming[peer][1], peer);
+  }
+}
+
+// Progresses until every one of `ids` is done; fails the test at the deadline.
+inline void wait_all(transport::Transport& t, std::vector<transport::OpId> ids, Deadline deadline = test_deadline()) {
+  std::vector<transport::OpId> done;
+  while (!ids.empty()) {
+    require(t.progress(deadline, done), "rank {}: operation {} did not complete in time", t.rank(), ids.front());
+    std::erase_if(ids, [&](transport::OpId id) { return std::find(done.begin(), done.end(), id) != done.end(); });
+  }
+}
+inline void wait_one(transport::Transport& t, transport::OpId id, Deadline deadline = test_deadline()) {
+  wait_all(t, {id}, deadline);
+}
+
+}  // namespace canopy::testing

@@ -1,0 +1,54 @@
+// The first bytes on every mesh connection. The connecting rank says who it is and proves it belongs to
+// the job (token) and the communicator (comm id); the accepting rank answers with an ack saying whether
+// it took the connection. Anything else (a port scanner, a stray job, garbage) is dropped.
+//
+// Hello (24 bytes + token, little-endian): u32 magic "CNPH", u8 version, u8 reserved, u16 token length,
+//   u64 comm_id, u32 rank, u32 size; then the token bytes.
+// Ack (24 bytes): u32 magic "CNPA", u8 version, u8 status, u16 reserved, u64 comm_id, u32 rank, u32 reserved.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace canopy::transport {
+
+inline constexpr std::uint32_t kHelloMagic = 0x48504E43;  // "CNPH"
+inline constexpr std::uint32_t kAckMagic = 0x41504E43;    // "CNPA"
+inline constexpr std::uint8_t kHandshakeVersion = 1;
+inline constexpr std::size_t kHelloSize = 24;
+inline constexpr std::size_t kAckSize = 24;
+inline constexpr std::size_t kMaxTokenBytes = 1024;
+
+struct Hello {
+  std::uint64_t comm_id = 0;
+  std::uint32_t rank = 0;
+  std::uint32_t size = 0;
+  std::uint16_t token_bytes = 0;  // the token follows the fixed part
+};
+
+enum class AckStatus : std::uint8_t { Accepted = 0, WrongToken = 1, WrongComm = 2, BadRank = 3, Duplicate = 4 };
+std::string_view to_string(AckStatus status);
+
+struct Ack {
+  AckStatus status = AckStatus::Accepted;
+  std::uint64_t comm_id = 0;
+  std::uint32_t rank = 0;  // the accepting rank
+};
+
+// The fixed part followed by the token. Throws Error(InvalidArgument) when the token is too long.
+std::vector<std::byte> encode_hello(const Hello& hello, std::string_view token);
+// Throws Error(Protocol) with the reason (bad magic, version, token length).
+Hello decode_hello(std::span<const std::byte, kHelloSize> bytes);
+
+std::array<std::byte, kAckSize> encode_ack(const Ack& ack);
+Ack decode_ack(std::span<const std::byte, kAckSize> bytes);
+
+// Constant-time comparison, so that a token cannot be guessed byte by byte from response times.
+bool tokens_equal(std::string_view a, std::string_view b);
+
+}  // namespace canopy::transport

@@ -1,0 +1,243 @@
+#include "transport/tcp/tcp_socket_transport.hpp"
+
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+
+namespace canopy::transport {
+namespace {
+
+// One syscall moves at most this much: keeps every count far from ssize_t limits, while still letting
+// the kernel take whatever fits in the socket buffer (never Asio's 64 KiB slices).
+constexpr std::uint64_t kMaxBytesPerCall = std::uint64_t{1} << 30;
+// Payloads beyond this are refused up front, so that header + payload can never overflow a u64.
+constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 62;
+
+bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
+
+}  // namespace
+
+TcpSocketTransport::TcpSocketTransport(int rank, int size, std::vector<PeerLink> links)
+    : rank_(rank), size_(size), peers_(static_cast<std::size_t>(size)) {
+  if (links.size() != static_cast<std::size_t>(size))
+    fail(ErrorCode::InvalidArgument, "TcpSocketTransport: {} links for a group of {}", links.size(), size);
+  for (int p = 0; p < size; ++p) peers_[p].link = std::move(links[p]);
+  wake_fd_ = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake_fd_.valid()) fail_errno("eventfd");
+  poll_fds_.reserve(static_cast<std::size_t>(size) + 1);
+  poll_peers_.reserve(static_cast<std::size_t>(size));
+}
+
+TcpSocketTransport::~TcpSocketTransport() = default;
+
+void TcpSocketTransport::throw_aborted() const {
+  std::lock_guard lock(abort_mutex_);
+  fail(ErrorCode::Aborted, "rank {}: transport aborted: {}", rank_, abort_reason_);
+}
+
+void TcpSocketTransport::check_postable(int peer, const char* call) const {
+  if (aborted_.load(std::memory_order_acquire)) throw_aborted();
+  if (peer < 0 || peer >= size_)
+    fail(ErrorCode::InvalidArgument, "rank {}: {} to/from rank {}, but the group has ranks 0..{}", rank_, call, peer,
+         size_ - 1);
+  if (peer == rank_)
+    fail(ErrorCode::InvalidArgument, "rank {}: {} with itself: a schedule must copy locally instead", rank_, call);
+  if (peers_[peer].failure) throw *peers_[peer].failure;
+}
+
+OpId TcpSocketTransport::post_send(int peer, const Envelope& envelope, std::span<const std::byte> payload) {
+  check_postable(peer, "post_send");
+  if (payload.size() > kMaxPayloadBytes)
+    fail(ErrorCode::InvalidArgument, "rank {}: post_send of {} bytes to rank {}: at most {} bytes per message", rank_,
+         payload.size(), peer, kMaxPayloadBytes);
+  SendOp op;
+  op.id = next_id_++;
+  op.header = encode_frame(FrameHeader{.envelope = envelope, .payload_bytes = payload.size()});
+  op.payload = payload;
+  peers_[peer].sends.push_back(op);
+  return op.id;
+}
+
+OpId TcpSocketTransport::post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) {
+  check_postable(peer, "post_recv");
+  RecvOp op{.id = next_id_++, .envelope = envelope, .destination = destination};
+  peers_[peer].recvs.push_back(op);
+  return op.id;
+}
+
+void TcpSocketTransport::fail_peer(int peer, ErrorCode code, const std::string& what) {
+  Peer& p = peers_[peer];
+  p.failure = Error(code, what);
+  p.sends.clear();
+  p.recvs.clear();
+  // shutdown, not close: the descriptor number stays ours, so abort() on another thread can never hit a
+  // reused one.
+  ::shutdown(p.link.fd.get(), SHUT_RDWR);
+  log::debug("{}", what);  // the caller gets it as an exception: no second report on stderr
+  throw *p.failure;
+}
+
+void TcpSocketTransport::fail_io(int peer, int error, const char* direction) {
+  // abort() shut the sockets down under us: report the abort, not its echo.
+  if (aborted_.load(std::memory_order_acquire)) throw_aborted();
+  const Peer& p = peers_[peer];
+  std::size_t pending = p.sends.size() + p.recvs.size();
+  std::string cause = error == 0 ? std::string("the peer closed it (end of stream)") : std::strerror(error);
+  fail_peer(peer, ErrorCode::PeerFailed,
+            fmt::format("rank {}: connection to rank {} ({}) closed: {}, while {}; {} operation(s) to/from rank {} "
+                        "failed (did rank {} exit or crash?)",
+                        rank_, peer, p.link.address, cause, direction, pending, peer, peer));
+}
+
+void TcpSocketTransport::drive_sends(int peer, std::vector<OpId>& completed) {
+  Peer& p = peers_[peer];
+  while (!p.sends.empty()) {
+    SendOp& op = p.sends.front();
+    const std::uint64_t total = kFrameHeaderSize + op.payload.size();
+    iovec iov[2];
+    int parts = 0;
+    std::uint64_t payload_offset = 0;
+    if (op.sent < kFrameHeaderSize) {
+      iov[parts++] = {op.header.data() + op.sent, kFrameHeaderSize - op.sent};
+    } else {
+      payload_offset = op.sent - kFrameHeaderSize;
+    }
+    if (payload_offset < op.payload.size()) {
+      auto chunk = std::min<std::uint64_t>(op.payload.size() - payload_offset, kMaxBytesPerCall);
+      iov[parts++] = {const_cast<std::byte*>(op.payload.data() + payload_offset), chunk};
+    }
+    msghdr message{};
+    message.msg_iov = iov;
+    message.msg_iovlen = static_cast<std::size_t>(parts);
+    ssize_t n = ::sendmsg(p.link.fd.get(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (would_block(errno)) return;
+      if (errno == EINTR) continue;
+      fail_io(peer, errno, "sending");
+    }
+    op.sent += static_cast<std::uint64_t>(n);
+    if (op.sent == total) {
+      completed.push_back(op.id);
+      p.sends.pop_front();
+    }
+  }
+}
+
+void TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed) {
+  Peer& p = peers_[peer];
+  while (!p.recvs.empty()) {
+    RecvOp& op = p.recvs.front();
+    // The header first, alone: no payload byte may reach the destination before it is checked.
+    while (p.header_received < kFrameHeaderSize) {
+      ssize_t n = ::recv(p.link.fd.get(), p.header_in.data() + p.header_received,
+                         kFrameHeaderSize - p.header_received, MSG_DONTWAIT);
+      if (n > 0) {
+        p.header_received += static_cast<std::size_t>(n);
+      } else if (n == 0) {
+        fail_io(peer, 0, "receiving");
+      } else if (would_block(errno)) {
+        return;
+      } else if (errno != EINTR) {
+        fail_io(peer, errno, "receiving");
+      }
+    }
+    if (!p.header_checked) {
+      try {
+        FrameHeader header = decode_frame(p.header_in);
+        check_frame(header, op.envelope, op.destination.size(), rank_, peer);
+      } catch (const Error& e) {
+        // The stream is out of step with what this rank expects: nothing more can be read from it.
+        fail_peer(peer, e.code(), e.code() == ErrorCode::Protocol
+                                      ? fmt::format("rank {}: from rank {} ({}): {}", rank_, peer, p.link.address,
+                                                    e.what())
+                                      : std::string(e.what()));
+      }
+      p.header_checked = true;
+    }
+    while (p.payload_received < op.destination.size()) {
+      auto want = std::min<std::uint64_t>(op.destination.size() - p.payload_received, kMaxBytesPerCall);
+      ssize_t n = ::recv(p.link.fd.get(), op.destination.data() + p.payload_received, want, MSG_DONTWAIT);
+      if (n > 0) {
+        p.payload_received += static_cast<std::uint64_t>(n);
+      } else if (n == 0) {
+        fail_io(peer, 0, "receiving");
+      } else if (would_block(errno)) {
+        return;
+      } else if (errno != EINTR) {
+        fail_io(peer, errno, "receiving");
+      }
+    }
+    completed.push_back(op.id);
+    p.recvs.pop_front();
+    p.header_received = 0;
+    p.header_checked = false;
+    p.payload_received = 0;
+  }
+}
+
+void TcpSocketTransport::drive(int peer, std::vector<OpId>& completed) {
+  if (!peers_[peer].sends.empty()) drive_sends(peer, completed);
+  if (!peers_[peer].recvs.empty()) drive_recvs(peer, completed);
+}
+
+bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
+  const std::size_t completed_before = completed.size();
+  bool first_pass = true;
+  for (;;) {
+    if (aborted_.load(std::memory_order_acquire)) throw_aborted();
+    if (first_pass) {
+      // Optimistic: the socket buffer usually has room and data may already be waiting.
+      for (int peer = 0; peer < size_; ++peer)
+        if (peers_[peer].busy()) drive(peer, completed);
+      first_pass = false;
+    } else {
+      for (std::size_t i = 0; i < poll_peers_.size(); ++i)
+        if (poll_fds_[i + 1].revents != 0) drive(poll_peers_[i], completed);
+    }
+    if (completed.size() > completed_before) return true;
+    if (deadline.expired()) return false;
+
+    poll_fds_.clear();
+    poll_peers_.clear();
+    poll_fds_.push_back({wake_fd_.get(), POLLIN, 0});
+    for (int peer = 0; peer < size_; ++peer) {
+      const Peer& p = peers_[peer];
+      if (!p.busy()) continue;
+      short events = static_cast<short>((p.sends.empty() ? 0 : POLLOUT) | (p.recvs.empty() ? 0 : POLLIN));
+      poll_fds_.push_back({p.link.fd.get(), events, 0});
+      poll_peers_.push_back(peer);
+    }
+    int ready = ::poll(poll_fds_.data(), poll_fds_.size(), deadline.poll_timeout_ms());
+    if (ready < 0) {
+      if (errno == EINTR) {
+        for (auto& fd : poll_fds_) fd.revents = 0;
+        continue;
+      }
+      fail_errno(fmt::format("rank {}: poll", rank_));
+    }
+  }
+}
+
+void TcpSocketTransport::abort(const std::string& reason) {
+  {
+    std::lock_guard lock(abort_mutex_);
+    if (aborted_.load(std::memory_order_relaxed)) return;
+    abort_reason_ = reason;
+    aborted_.store(true, std::memory_order_release);
+  }
+  // Peers blocked on us learn at once that nothing more will come.
+  for (const Peer& p : peers_)
+    if (p.link.fd.valid()) ::shutdown(p.link.fd.get(), SHUT_RDWR);
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof(one));
+}
+
+}  // namespace canopy::transport

@@ -1,0 +1,87 @@
+// The data path of the TCP transport over an established mesh: one non-blocking socket per peer,
+// driven by poll() on the calling thread inside progress(). See docs/TRANSPORT.md for why not Asio.
+#pragma once
+
+#include <poll.h>
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "canopy/error.hpp"
+#include "transport/frame.hpp"
+#include "transport/tcp/ring_queue.hpp"
+#include "transport/tcp/socket.hpp"
+#include "transport/transport.hpp"
+
+namespace canopy::transport {
+
+// One connected socket per peer; links[rank] is unused.
+struct PeerLink {
+  UniqueFd fd;
+  std::string address;  // the peer's "ip:port", for messages
+};
+
+class TcpSocketTransport final : public Transport {
+ public:
+  TcpSocketTransport(int rank, int size, std::vector<PeerLink> links);
+  ~TcpSocketTransport() override;
+  TcpSocketTransport(const TcpSocketTransport&) = delete;
+  TcpSocketTransport& operator=(const TcpSocketTransport&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  OpId post_send(int peer, const Envelope& envelope, std::span<const std::byte> payload) override;
+  OpId post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) override;
+  bool progress(Deadline deadline, std::vector<OpId>& completed) override;
+  void abort(const std::string& reason) override;
+
+ private:
+  struct SendOp {
+    OpId id = 0;
+    FrameBytes header{};
+    std::span<const std::byte> payload;
+    std::uint64_t sent = 0;  // of header and payload together
+  };
+  struct RecvOp {
+    OpId id = 0;
+    Envelope envelope;
+    std::span<std::byte> destination;
+  };
+  struct Peer {
+    PeerLink link;
+    RingQueue<SendOp> sends;
+    RingQueue<RecvOp> recvs;
+    // The frame arriving for recvs.front().
+    FrameBytes header_in{};
+    std::size_t header_received = 0;
+    bool header_checked = false;
+    std::uint64_t payload_received = 0;
+    std::optional<Error> failure;  // set once: every later operation toward this peer fails with it
+    bool busy() const { return !sends.empty() || !recvs.empty(); }
+  };
+
+  void check_postable(int peer, const char* call) const;
+  void drive(int peer, std::vector<OpId>& completed);
+  void drive_sends(int peer, std::vector<OpId>& completed);
+  void drive_recvs(int peer, std::vector<OpId>& completed);
+  [[noreturn]] void fail_peer(int peer, ErrorCode code, const std::string& what);
+  [[noreturn]] void fail_io(int peer, int error, const char* direction);
+  [[noreturn]] void throw_aborted() const;
+
+  const int rank_;
+  const int size_;
+  std::vector<Peer> peers_;
+  std::vector<pollfd> poll_fds_;  // reused by every progress() call
+  std::vector<int> poll_peers_;
+  UniqueFd wake_fd_;  // eventfd written by abort()
+  OpId next_id_ = 1;
+
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex abort_mutex_;
+  std::string abort_reason_;
+};
+
+}  // namespace canopy::transport
