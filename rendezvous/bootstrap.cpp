@@ -1,0 +1,99 @@
+// rendezvous(): host or reach the store, claim this rank, learn the local ranks.
+#include "rendezvous/bootstrap.hpp"
+
+#include <unistd.h>
+
+#include <climits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+
+namespace canopy::rendezvous {
+namespace {
+
+std::string rank_key(std::string_view what, int rank) { return fmt::format("{}/{}", what, rank); }
+
+// Two processes launched with the same rank would otherwise deadlock or corrupt a collective much
+// later. The first to write "rank/<r>" wins; the other learns who holds its rank.
+void claim_rank(Store& store, const LaunchInfo& info, const std::string& host_id) {
+  std::random_device device;
+  std::string me = fmt::format("{} pid {} ({:08x})", host_id, ::getpid(), device());
+  std::string holder = store.compare_set(rank_key("rank", info.rank), "", me);
+  if (holder != me)
+    fail(ErrorCode::Config,
+         "rendezvous: rank {} is already claimed by {} (we are {}): two processes were given the same rank "
+         "(check the launch variables), or a FileStore directory still holds an earlier run's keys (use a fresh one)",
+         info.rank, holder, me);
+}
+
+}  // namespace
+
+std::string host_identity(const EnvMap& env) {
+  if (auto id = env_value(env, "CANOPY_HOST_ID")) return *id;
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) fail_errno("rendezvous: gethostname()");
+  return name;
+}
+
+void assign_local_ranks(Store& store, LaunchInfo& info, const std::string& host_id) {
+  store.set(rank_key("host", info.rank), host_id);
+  std::vector<std::string> keys;
+  keys.reserve(static_cast<std::size_t>(info.world_size));
+  for (int r = 0; r < info.world_size; ++r) keys.push_back(rank_key("host", r));
+  try {
+    store.wait(keys);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Timeout) throw;
+    fail(ErrorCode::Timeout, "rendezvous: rank {} waited {} ms for all {} ranks to arrive; {}", info.rank,
+         store.timeout().count(), info.world_size, e.what());
+  }
+  int local_rank = 0, local_world_size = 0;
+  for (int r = 0; r < info.world_size; ++r) {
+    if (store.get(keys[static_cast<std::size_t>(r)]) != host_id) continue;
+    if (r < info.rank) ++local_rank;
+    ++local_world_size;
+  }
+  if (info.local_rank < 0) info.local_rank = local_rank;
+  if (info.local_world_size < 0) info.local_world_size = local_world_size;
+  log::debug("rendezvous: rank {} is local rank {} of {} on host '{}'", info.rank, info.local_rank,
+             info.local_world_size, host_id);
+}
+
+Rendezvous rendezvous(const EnvMap& env, Duration timeout) {
+  Rendezvous result;
+  result.info = parse_launch_environment(env);
+  LaunchInfo& info = result.info;
+  std::shared_ptr<Store> base;
+  if (!info.store_file.empty()) {
+    base = open_file_store(info.store_file);
+    log::info("rendezvous: rank {} of {} ({} launch) uses the FileStore in {}", info.rank, info.world_size,
+              info.source, info.store_file);
+  } else {
+    std::string host = info.store_host;
+    std::uint16_t port = info.store_port;
+    if (!info.store_hosted_externally && info.rank == 0) {
+      if (host.empty()) {
+        // One process and no launcher: a private store nobody else needs to find.
+        host = "127.0.0.1";
+        result.server = std::make_unique<TcpStoreServer>(host, 0, info.job_token);
+        port = result.server->port();
+      } else {
+        result.server = std::make_unique<TcpStoreServer>("", port, info.job_token);
+      }
+    }
+    base = connect_tcp_store(host, port, info.job_token, timeout);
+    log::info("rendezvous: rank {} of {} ({} launch) uses the TcpStore at {}:{}{}", info.rank, info.world_size,
+              info.source, host, port, result.server ? ", hosted here" : "");
+  }
+  base->set_timeout(timeout);
+  result.store = std::make_shared<PrefixStore>(base, fmt::format("round/{}", info.restart_count));
+  std::string host_id = host_identity(env);
+  claim_rank(*result.store, info, host_id);
+  if (info.local_rank < 0 || info.local_world_size < 0) assign_local_ranks(*result.store, info, host_id);
+  return result;
+}
+
+}  // namespace canopy::rendezvous

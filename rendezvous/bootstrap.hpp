@@ -1,0 +1,55 @@
+// From a launcher's environment to a rank, a world size and a connected store: torchrun, SLURM,
+// Open MPI, PMI (MPICH/Hydra) and Canopy's own canopy-run conventions.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "canopy/store.hpp"
+#include "common/env.hpp"
+
+namespace canopy::rendezvous {
+
+struct LaunchInfo {
+  int rank = 0, world_size = 1;
+  int local_rank = -1, local_world_size = -1;  // -1: not given, derive through the store
+  // Where the TcpStore is. Empty only for a single process started without any launcher: rank 0 then
+  // hosts a private store on 127.0.0.1 with an ephemeral port.
+  std::string store_host;
+  std::uint16_t store_port = 29500;
+  std::string store_file;                 // CANOPY_STORE_FILE=<dir>: use a FileStore instead of TCP
+  bool store_hosted_externally = false;   // canopy-run (CANOPY_STORE_HOSTED=1) or torchrun's agent store
+                                          // (TORCHELASTIC_USE_AGENT_STORE=True) hosts it; else rank 0 does
+  std::string job_token;                  // CANOPY_JOB_TOKEN, else derived from a job id, else ""
+  int restart_count = 0;                  // CANOPY_RESTART_COUNT, else TORCHELASTIC_RESTART_COUNT
+  std::string source;                     // "canopy", "torchrun", "slurm", "openmpi", "pmi"; "default"
+                                          // when no launcher variable is set (one process)
+};
+
+// Reads the launch variables (docs/RENDEZVOUS.md has the table and the precedence). Pure: no I/O.
+// Throws Error(Config) naming the variable(s) for a missing, malformed or contradictory setting.
+LaunchInfo parse_launch_environment(const EnvMap& env);
+
+struct Rendezvous {
+  LaunchInfo info;
+  std::shared_ptr<Store> store;            // already prefixed with the restart round ("round/<n>")
+  std::unique_ptr<TcpStoreServer> server;  // set on the rank that hosts the store: keep it alive until
+                                           // every rank is done with the store
+};
+
+// Parses the environment, hosts the store (rank 0, unless a launcher hosts it) or connects to it,
+// claims this rank (two processes with one rank are an Error(Config)) and derives the local rank
+// and local world size when the launcher did not give them. Every wait is bounded by `timeout`,
+// which also becomes the store's default timeout.
+Rendezvous rendezvous(const EnvMap& env, Duration timeout);
+
+// Every rank publishes "host/<rank>" = host_id and reads everyone's: the local rank is the position
+// among the ranks with the same host_id ordered by global rank, the local world size their number.
+// Fills only the fields that are -1.
+void assign_local_ranks(Store& store, LaunchInfo& info, const std::string& host_id);
+
+// CANOPY_HOST_ID (tests, containers that share a host) or the host name.
+std::string host_identity(const EnvMap& env);
+
+}  // namespace canopy::rendezvous

@@ -1,0 +1,220 @@
+// parse_launch_environment: which launcher started us, and what it told us.
+#include <charconv>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "rendezvous/bootstrap.hpp"
+
+namespace canopy::rendezvous {
+namespace {
+
+constexpr std::uint16_t kDefaultPort = 29500;
+
+// The variables one launcher sets. Empty names: the launcher does not set that one.
+struct Convention {
+  const char* source;
+  const char* rank;
+  const char* world_size;
+  const char* local_rank;
+  const char* local_world_size;
+};
+
+// In order of precedence.
+constexpr Convention kConventions[] = {
+    {"canopy", "CANOPY_RANK", "CANOPY_WORLD_SIZE", "CANOPY_LOCAL_RANK", "CANOPY_LOCAL_WORLD_SIZE"},
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", ""},  // local size: see slurm_local_size
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+};
+
+// What one convention's variables say; nullopt where unset.
+struct Reading {
+  const Convention* convention = nullptr;
+  std::optional<long long> rank, world_size, local_rank, local_world_size;
+  bool any() const { return rank || world_size; }
+};
+
+std::optional<long long> non_negative(const EnvMap& env, const char* name) {
+  if (*name == '\0') return std::nullopt;
+  auto value = env_integer(env, name);
+  if (value && *value < 0) fail(ErrorCode::Config, "{}={} must not be negative", name, *value);
+  if (value && *value > 1'000'000'000) fail(ErrorCode::Config, "{}={} is out of range", name, *value);
+  return value;
+}
+
+// SLURM_NTASKS_PER_NODE when given, else this node's entry of SLURM_TASKS_PER_NODE ("4(x2),3": two
+// nodes with 4 tasks, then one with 3), picked by SLURM_NODEID.
+std::optional<long long> slurm_local_size(const EnvMap& env) {
+  if (auto per_node = non_negative(env, "SLURM_NTASKS_PER_NODE")) return per_node;
+  auto text = env_value(env, "SLURM_TASKS_PER_NODE");
+  if (!text) return std::nullopt;
+  auto bad = [&] {
+    fail(ErrorCode::Config, "SLURM_TASKS_PER_NODE='{}' is not of the form 4(x2),3", *text);
+  };
+  std::vector<long long> per_node;  // one entry per node
+  std::string_view rest = *text;
+  while (!rest.empty()) {
+    long long tasks = 0, repeat = 1;
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), tasks);
+    if (ec != std::errc() || tasks <= 0) bad();
+    rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
+    if (rest.substr(0, 2) == "(x") {
+      rest.remove_prefix(2);
+      auto [end2, ec2] = std::from_chars(rest.data(), rest.data() + rest.size(), repeat);
+      if (ec2 != std::errc() || repeat <= 0 || repeat > 1'000'000) bad();
+      rest.remove_prefix(static_cast<std::size_t>(end2 - rest.data()));
+      if (rest.empty() || rest.front() != ')') bad();
+      rest.remove_prefix(1);
+    }
+    per_node.insert(per_node.end(), static_cast<std::size_t>(repeat), tasks);
+    if (!rest.empty()) {
+      if (rest.front() != ',') bad();
+      rest.remove_prefix(1);
+      if (rest.empty()) bad();
+    }
+  }
+  if (auto node = non_negative(env, "SLURM_NODEID")) {
+    if (*node >= static_cast<long long>(per_node.size()))
+      fail(ErrorCode::Config, "SLURM_NODEID={} but SLURM_TASKS_PER_NODE='{}' lists only {} nodes", *node, *text,
+           per_node.size());
+    return per_node[static_cast<std::size_t>(*node)];
+  }
+  for (auto n : per_node)
+    if (n != per_node.front()) return std::nullopt;  // uneven and no node id: derive through the store
+  return per_node.front();
+}
+
+Reading read_convention(const EnvMap& env, const Convention& convention) {
+  Reading r;
+  r.convention = &convention;
+  r.rank = non_negative(env, convention.rank);
+  r.world_size = non_negative(env, convention.world_size);
+  r.local_rank = non_negative(env, convention.local_rank);
+  r.local_world_size = std::string_view(convention.source) == "slurm" ? slurm_local_size(env)
+                                                                       : non_negative(env, convention.local_world_size);
+  return r;
+}
+
+// A lower-precedence launcher's variables must agree with the chosen one's, unless they describe an
+// outer launch with another world size (torchrun started by srun: SLURM_NTASKS counts the torchrun
+// agents, WORLD_SIZE the workers).
+void check_agreement(const Reading& chosen, const Reading& other) {
+  if (!other.rank) return;
+  if (other.world_size && *other.world_size != *chosen.world_size) {
+    log::debug("launch environment: ignoring {} ({}={}), an outer launch with {}={}", other.convention->source,
+               other.convention->world_size, *other.world_size, chosen.convention->world_size, *chosen.world_size);
+    return;
+  }
+  if (*other.rank != *chosen.rank)
+    fail(ErrorCode::Config,
+         "{}={} ({}) contradicts {}={} ({}): two launchers disagree about this process's rank; unset the stale one",
+         chosen.convention->rank, *chosen.rank, chosen.convention->source, other.convention->rank, *other.rank,
+         other.convention->source);
+}
+
+bool parse_flag(const EnvMap& env, const char* name) {
+  auto text = env_value(env, name);
+  if (!text) return false;
+  std::string lower;
+  for (char c : *text) lower.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
+  if (lower == "1" || lower == "true" || lower == "yes" || lower == "on") return true;
+  if (lower == "0" || lower == "false" || lower == "no" || lower == "off") return false;
+  fail(ErrorCode::Config, "{}='{}' must be 1/true/yes/on or 0/false/no/off", name, *text);
+}
+
+std::string derive_job_token(const EnvMap& env) {
+  if (auto token = env_value(env, "CANOPY_JOB_TOKEN")) return *token;
+  if (auto run = env_value(env, "TORCHELASTIC_RUN_ID")) return "torchelastic-" + *run;
+  if (auto job = env_value(env, "SLURM_JOB_ID")) {
+    auto step = env_value(env, "SLURM_STEP_ID");
+    return "slurm-" + *job + (step ? "." + *step : std::string());
+  }
+  if (auto job = env_value(env, "OMPI_MCA_ess_base_jobid")) return "ompi-" + *job;
+  return "";
+}
+
+}  // namespace
+
+LaunchInfo parse_launch_environment(const EnvMap& env) {
+  std::vector<Reading> readings;
+  for (const auto& convention : kConventions) readings.push_back(read_convention(env, convention));
+
+  LaunchInfo info;
+  const Reading* chosen = nullptr;
+  for (const auto& reading : readings) {
+    if (reading.any()) {
+      chosen = &reading;
+      break;
+    }
+  }
+  if (chosen) {
+    const Convention& c = *chosen->convention;
+    if (!chosen->world_size)
+      fail(ErrorCode::Config, "{} is set but {} is not: the {} launch convention needs both", c.rank, c.world_size,
+           c.source);
+    if (!chosen->rank)
+      fail(ErrorCode::Config, "{} is set but {} is not: the {} launch convention needs both", c.world_size, c.rank,
+           c.source);
+    if (*chosen->world_size < 1) fail(ErrorCode::Config, "{}={} must be at least 1", c.world_size, *chosen->world_size);
+    if (*chosen->rank >= *chosen->world_size)
+      fail(ErrorCode::Config, "{}={} must be below {}={}", c.rank, *chosen->rank, c.world_size, *chosen->world_size);
+    for (const auto& other : readings)
+      if (&other != chosen) check_agreement(*chosen, other);
+
+    info.source = c.source;
+    info.rank = static_cast<int>(*chosen->rank);
+    info.world_size = static_cast<int>(*chosen->world_size);
+    if (chosen->local_world_size) {
+      if (*chosen->local_world_size < 1 || *chosen->local_world_size > info.world_size)
+        fail(ErrorCode::Config, "{}={} must be between 1 and the world size {}", c.local_world_size,
+             *chosen->local_world_size, info.world_size);
+      info.local_world_size = static_cast<int>(*chosen->local_world_size);
+    }
+    if (chosen->local_rank) {
+      long long limit = chosen->local_world_size ? *chosen->local_world_size : info.world_size;
+      if (*chosen->local_rank >= limit)
+        fail(ErrorCode::Config, "{}={} must be below the local world size {}", c.local_rank, *chosen->local_rank,
+             limit);
+      info.local_rank = static_cast<int>(*chosen->local_rank);
+    }
+  } else {
+    info.source = "default";
+  }
+
+  if (auto dir = env_value(env, "CANOPY_STORE_FILE")) info.store_file = *dir;
+  info.store_hosted_externally =
+      parse_flag(env, "CANOPY_STORE_HOSTED") || parse_flag(env, "TORCHELASTIC_USE_AGENT_STORE");
+
+  const char* port_variable = env_value(env, "CANOPY_MASTER_PORT") ? "CANOPY_MASTER_PORT" : "MASTER_PORT";
+  if (auto port = env_integer(env, port_variable)) {
+    if (*port < 1 || *port > 65535) fail(ErrorCode::Config, "{}={} is not a TCP port (1-65535)", port_variable, *port);
+    info.store_port = static_cast<std::uint16_t>(*port);
+  } else {
+    info.store_port = kDefaultPort;
+  }
+  if (auto host = env_value(env, "CANOPY_MASTER_ADDR")) {
+    info.store_host = *host;
+  } else if (auto torch_host = env_value(env, "MASTER_ADDR")) {
+    info.store_host = *torch_host;
+  }
+  bool needs_address = info.store_file.empty() && (info.world_size > 1 || info.store_hosted_externally);
+  if (needs_address && info.store_host.empty())
+    fail(ErrorCode::Config,
+         "rank {} of {} ({} launch): no store address; set CANOPY_MASTER_ADDR or MASTER_ADDR to the host of rank 0 "
+         "(under SLURM: the first host of SLURM_JOB_NODELIST), or CANOPY_STORE_FILE to a shared directory",
+         info.rank, info.world_size, info.source);
+
+  info.job_token = derive_job_token(env);
+  const char* restart_variable =
+      env_value(env, "CANOPY_RESTART_COUNT") ? "CANOPY_RESTART_COUNT" : "TORCHELASTIC_RESTART_COUNT";
+  if (auto restarts = non_negative(env, restart_variable)) info.restart_count = static_cast<int>(*restarts);
+  return info;
+}
+
+}  // namespace canopy::rendezvous

@@ -1,0 +1,173 @@
+// rendezvous(): real forked ranks meeting through a TcpStore hosted by rank 0 or through a FileStore,
+// deriving local ranks, and failing clearly when the group cannot form.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "canopy/error.hpp"
+#include "canopy/store.hpp"
+#include "common/deadline.hpp"
+#include "rendezvous/bootstrap.hpp"
+#include "tests/support/ranks.hpp"
+
+namespace canopy::rendezvous {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::require;
+
+std::uint16_t free_port() {
+  TcpStoreServer probe("127.0.0.1", 0, "");
+  return probe.port();
+}
+
+// Every rank publishes its view; the checks run in each rank, then rank 0 (which may host the store)
+// stays until everyone is done with it.
+void meet_and_check(Rendezvous& r, int world_size, const std::vector<int>& local_rank,
+                    const std::vector<int>& local_world_size) {
+  const LaunchInfo& info = r.info;
+  require(info.world_size == world_size, "rank {}: world size {} != {}", info.rank, info.world_size, world_size);
+  require(info.local_rank == local_rank[static_cast<std::size_t>(info.rank)], "rank {}: local rank {} != {}",
+          info.rank, info.local_rank, local_rank[static_cast<std::size_t>(info.rank)]);
+  require(info.local_world_size == local_world_size[static_cast<std::size_t>(info.rank)],
+          "rank {}: local world size {} != {}", info.rank, info.local_world_size,
+          local_world_size[static_cast<std::size_t>(info.rank)]);
+  r.store->set("hello/" + std::to_string(info.rank), std::to_string(info.rank * 10));
+  for (int peer = 0; peer < world_size; ++peer) {
+    auto value = r.store->get("hello/" + std::to_string(peer), 20s);
+    require(value == std::to_string(peer * 10), "rank {} read '{}' from rank {}", info.rank, value, peer);
+  }
+  r.store->add("done", 1);
+  if (r.server) {
+    std::vector<std::string> keys;
+    r.store->set("done/0", "");
+    for (int peer = 0; peer < world_size; ++peer) keys.push_back("done/" + std::to_string(peer));
+    r.store->wait(keys, 20s);
+  } else {
+    r.store->set("done/" + std::to_string(info.rank), "");
+  }
+}
+
+void expect_all_ok(const std::vector<testing::RankExit>& exits) {
+  for (std::size_t rank = 0; rank < exits.size(); ++rank)
+    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+}
+
+TEST(Rendezvous, FourTorchrunRanksWithRankZeroHostingAndTwoHosts) {
+  std::uint16_t port = free_port();
+  auto exits = testing::run_processes(4, [&](int rank) {
+    EnvMap env{{"RANK", std::to_string(rank)},
+               {"WORLD_SIZE", "4"},
+               {"MASTER_ADDR", "127.0.0.1"},
+               {"MASTER_PORT", std::to_string(port)},
+               {"TORCHELASTIC_RUN_ID", "test-run"},
+               {"CANOPY_HOST_ID", rank % 2 == 0 ? "even-host" : "odd-host"}};
+    auto r = rendezvous(env, 20s);
+    require((r.server != nullptr) == (rank == 0), "rank {}: hosts the store: {}", rank, r.server != nullptr);
+    require(r.info.source == "torchrun", "rank {}: source {}", rank, r.info.source);
+    // even-host: ranks 0 and 2; odd-host: ranks 1 and 3.
+    meet_and_check(r, 4, {0, 0, 1, 1}, {2, 2, 2, 2});
+  });
+  expect_all_ok(exits);
+}
+
+TEST(Rendezvous, GivenLocalRanksAreKept) {
+  std::uint16_t port = free_port();
+  auto exits = testing::run_processes(2, [&](int rank) {
+    EnvMap env{{"RANK", std::to_string(rank)},     {"WORLD_SIZE", "2"},       {"LOCAL_RANK", std::to_string(rank)},
+               {"LOCAL_WORLD_SIZE", "2"},          {"MASTER_ADDR", "localhost"}, {"MASTER_PORT", std::to_string(port)},
+               {"CANOPY_HOST_ID", std::to_string(rank)}};  // would give local rank 0 of 1 if derived
+    auto r = rendezvous(env, 20s);
+    meet_and_check(r, 2, {0, 1}, {2, 2});
+  });
+  expect_all_ok(exits);
+}
+
+TEST(Rendezvous, FileStoreRanksFromPmiOnOneHost) {
+  testing::TempDir dir;
+  auto exits = testing::run_processes(3, [&](int rank) {
+    EnvMap env{{"PMI_RANK", std::to_string(rank)},
+               {"PMI_SIZE", "3"},
+               {"CANOPY_STORE_FILE", dir.path() + "/store"},
+               {"CANOPY_HOST_ID", "one-host"}};
+    auto r = rendezvous(env, 20s);
+    require(r.server == nullptr, "a FileStore rank hosts a server");
+    meet_and_check(r, 3, {0, 1, 2}, {3, 3, 3});
+  });
+  expect_all_ok(exits);
+}
+
+TEST(Rendezvous, OneProcessWithoutALauncherGetsAPrivateStore) {
+  auto r = rendezvous({}, 5s);
+  EXPECT_EQ(r.info.rank, 0);
+  EXPECT_EQ(r.info.world_size, 1);
+  EXPECT_EQ(r.info.local_rank, 0);
+  EXPECT_EQ(r.info.local_world_size, 1);
+  ASSERT_NE(r.server, nullptr);
+  r.store->set("k", "v");
+  EXPECT_EQ(r.store->get("k", 1s), "v");
+  EXPECT_EQ(r.store->timeout(), 5s);
+}
+
+TEST(Rendezvous, TheRestartRoundPrefixesEveryKey) {
+  testing::TempDir dir;
+  EnvMap env{{"CANOPY_RANK", "0"},
+             {"CANOPY_WORLD_SIZE", "1"},
+             {"CANOPY_STORE_FILE", dir.path()},
+             {"CANOPY_RESTART_COUNT", "3"}};
+  auto r = rendezvous(env, 5s);
+  r.store->set("k", "v");
+  auto base = open_file_store(dir.path());
+  EXPECT_EQ(base->get("round/3/k", 1s), "v");
+  EXPECT_TRUE(base->check({"round/3/rank/0", "round/3/host/0"}));
+}
+
+TEST(Rendezvous, TwoProcessesWithOneRankAreAConfigError) {
+  testing::TempDir dir;
+  EnvMap env{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"},
+             {"CANOPY_STORE_FILE", dir.path()}};
+  auto first = rendezvous(env, 5s);
+  try {
+    rendezvous(env, 5s);
+    FAIL() << "rank 1 was claimed twice";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Config);
+    EXPECT_NE(std::string(e.what()).find("rank 1 is already claimed"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Rendezvous, AMissingRankIsATimeoutNamingIt) {
+  testing::TempDir dir;
+  EnvMap env{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"CANOPY_STORE_FILE", dir.path()}};
+  auto start = Clock::now();
+  try {
+    rendezvous(env, 300ms);
+    FAIL() << "a group of 2 formed with 1 rank";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Timeout);
+    EXPECT_NE(std::string(e.what()).find("host/0"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(Clock::now() - start, 5s);
+}
+
+TEST(Rendezvous, AWrongTokenFailsTheRankClearly) {
+  std::uint16_t port = free_port();
+  TcpStoreServer other_job("", port, "other-job");
+  EnvMap env{{"RANK", "1"},
+             {"WORLD_SIZE", "2"},
+             {"MASTER_ADDR", "127.0.0.1"},
+             {"MASTER_PORT", std::to_string(port)},
+             {"CANOPY_JOB_TOKEN", "this-job"}};
+  try {
+    rendezvous(env, 5s);
+    FAIL() << "joined another job's store";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Config);
+    EXPECT_NE(std::string(e.what()).find("CANOPY_JOB_TOKEN"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace canopy::rendezvous

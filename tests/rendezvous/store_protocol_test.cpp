@@ -1,0 +1,118 @@
+// The TcpStore wire format: every request survives a round trip, arrives incomplete at every split
+// point, and a lying length field is refused before its bytes arrive.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "rendezvous/store_protocol.hpp"
+
+namespace canopy::rendezvous::protocol {
+namespace {
+
+using Kind = ParseResult::Kind;
+
+std::vector<Request> every_command() {
+  std::vector<Request> all;
+  auto make = [&](Command command) -> Request& {
+    all.emplace_back();
+    all.back().command = command;
+    return all.back();
+  };
+  auto& set = make(Command::Set);
+  set.keys = {"key"};
+  set.value = std::string("v\0al", 4);
+  auto& get = make(Command::Get);
+  get.keys = {"g"};
+  get.timeout_ms = 123456789012ull;
+  auto& add = make(Command::Add);
+  add.keys = {"counter"};
+  add.delta = -42;
+  auto& cas = make(Command::CompareSet);
+  cas.keys = {"c"};
+  cas.value = "";
+  cas.desired = "new";
+  auto& check = make(Command::Check);
+  check.keys = {"a", "", "b"};
+  auto& wait = make(Command::Wait);
+  wait.keys = {"w1", "w2"};
+  wait.timeout_ms = 7;
+  auto& remove = make(Command::Delete);
+  remove.keys = {"gone"};
+  make(Command::Ping);
+  return all;
+}
+
+TEST(StoreProtocol, EveryRequestRoundTripsAndIsIncompleteAtEverySplit) {
+  for (const auto& original : every_command()) {
+    std::string bytes = encode_request(original);
+    for (std::size_t split = 0; split < bytes.size(); ++split) {
+      Request partial;
+      EXPECT_EQ(parse_request(std::string_view(bytes).substr(0, split), partial).kind, Kind::Incomplete)
+          << to_string(original.command) << " split at " << split;
+    }
+    Request decoded;
+    std::string with_next = bytes + "\x08";  // a following PING must not be consumed
+    auto result = parse_request(with_next, decoded);
+    ASSERT_EQ(result.kind, Kind::Complete) << to_string(original.command);
+    EXPECT_EQ(result.consumed, bytes.size());
+    EXPECT_EQ(decoded.command, original.command);
+    EXPECT_EQ(decoded.keys, original.keys);
+    EXPECT_EQ(decoded.value, original.value);
+    EXPECT_EQ(decoded.desired, original.desired);
+    EXPECT_EQ(decoded.delta, original.delta);
+    EXPECT_EQ(decoded.timeout_ms, original.timeout_ms);
+  }
+}
+
+TEST(StoreProtocol, UnknownCommandsAreMalformed) {
+  for (int byte : {0, 9, 0x7f, 0xff}) {
+    Request request;
+    auto result = parse_request(std::string(1, static_cast<char>(byte)), request);
+    EXPECT_EQ(result.kind, Kind::Malformed) << byte;
+    EXPECT_NE(result.error.find("unknown command"), std::string::npos);
+  }
+}
+
+TEST(StoreProtocol, LengthsBeyondTheLimitsAreMalformedFromTheHeaderAlone) {
+  std::string key_too_long;
+  put_u8(key_too_long, static_cast<std::uint8_t>(Command::Get));
+  put_u32(key_too_long, static_cast<std::uint32_t>(kMaxKeyBytes + 1));
+  std::string value_too_long;
+  put_u8(value_too_long, static_cast<std::uint8_t>(Command::Set));
+  put_bytes(value_too_long, "k");
+  put_u32(value_too_long, static_cast<std::uint32_t>(kMaxValueBytes + 1));
+  std::string too_many_keys;
+  put_u8(too_many_keys, static_cast<std::uint8_t>(Command::Check));
+  put_u32(too_many_keys, static_cast<std::uint32_t>(kMaxKeysPerRequest + 1));
+  for (const auto& bytes : {key_too_long, value_too_long, too_many_keys}) {
+    Request request;
+    auto result = parse_request(bytes, request);
+    EXPECT_EQ(result.kind, Kind::Malformed);
+    EXPECT_NE(result.error.find("limit"), std::string::npos) << result.error;
+  }
+  // At the limit is fine.
+  Request at_limit;
+  at_limit.command = Command::Check;
+  at_limit.keys.assign(kMaxKeysPerRequest, std::string(kMaxKeyBytes, 'k'));
+  Request decoded;
+  EXPECT_EQ(parse_request(encode_request(at_limit), decoded).kind, Kind::Complete);
+  EXPECT_EQ(decoded.keys.size(), kMaxKeysPerRequest);
+}
+
+TEST(StoreProtocol, IntegersAreLittleEndian) {
+  std::string bytes;
+  put_u32(bytes, 0x01020304u);
+  put_u16(bytes, 0x0506);
+  put_u64(bytes, 0x0708090a0b0c0d0eull);
+  EXPECT_EQ(bytes, std::string("\x04\x03\x02\x01\x06\x05\x0e\x0d\x0c\x0b\x0a\x09\x08\x07", 14));
+  EXPECT_EQ(get_u32(bytes.data()), 0x01020304u);
+  EXPECT_EQ(get_u16(bytes.data() + 4), 0x0506);
+  EXPECT_EQ(get_u64(bytes.data() + 6), 0x0708090a0b0c0d0eull);
+  std::string hello = encode_hello("tok");
+  EXPECT_EQ(hello.substr(0, 8), "CNPYSTOR");
+  EXPECT_EQ(hello.size(), kHelloHeaderBytes + 3);
+}
+
+}  // namespace
+}  // namespace canopy::rendezvous::protocol

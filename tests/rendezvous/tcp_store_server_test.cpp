@@ -1,0 +1,373 @@
+// The TcpStore server against hostile and failing clients: wrong tokens, garbage, oversized and
+// truncated frames, clients killed mid-request, and its own shutdown while clients wait.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "canopy/error.hpp"
+#include "canopy/store.hpp"
+#include "common/deadline.hpp"
+#include "rendezvous/store_protocol.hpp"
+#include "tests/support/ranks.hpp"
+
+namespace canopy {
+namespace {
+
+using namespace std::chrono_literals;
+namespace proto = rendezvous::protocol;
+
+// A hand-driven loopback connection, to send what no well-behaved client would.
+class RawConnection {
+ public:
+  explicit RawConnection(std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0)
+      throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
+  }
+  ~RawConnection() { ::close(fd_); }
+
+  void send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return;  // the server may have closed already: what it answered is checked
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+  }
+  void hello(std::string_view token = "tok") {
+    send(proto::encode_hello(token));
+    EXPECT_EQ(receive(1, 2s), std::string(1, '\0'));
+  }
+  // Up to `size` bytes, or fewer when the server closes or the time runs out.
+  std::string receive(std::size_t size, std::chrono::milliseconds within) {
+    std::string out;
+    auto deadline = Clock::now() + within;
+    while (out.size() < size && Clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (::poll(&p, 1, static_cast<int>(std::max<long long>(left, 0))) <= 0) break;
+      char buffer[4096];
+      ssize_t n = ::recv(fd_, buffer, std::min(sizeof(buffer), size - out.size()), 0);
+      if (n <= 0) {
+        closed_ = true;
+        break;
+      }
+      out.append(buffer, static_cast<std::size_t>(n));
+    }
+    return out;
+  }
+  // True when the server closes the connection within the time.
+  bool closed_by_server(std::chrono::milliseconds within) {
+    while (!closed_) {
+      if (receive(1 << 20, within).empty() && !closed_) return false;
+    }
+    return true;
+  }
+
+ private:
+  int fd_ = -1;
+  bool closed_ = false;
+};
+
+class TcpStoreServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<TcpStoreServer>("127.0.0.1", 0, "tok");
+    bystander_ = connect();
+    bystander_->set("before", "1");
+  }
+  std::shared_ptr<Store> connect(const std::string& token = "tok") {
+    return connect_tcp_store("127.0.0.1", server_->port(), token, 5s);
+  }
+  // The server still serves a client that connected before the trouble, and a new one.
+  void expect_still_serving() {
+    EXPECT_EQ(bystander_->get("before", 1s), "1");
+    auto fresh = connect();
+    fresh->set("after", "2");
+    EXPECT_EQ(bystander_->get("after", 1s), "2");
+  }
+
+  std::unique_ptr<TcpStoreServer> server_;
+  std::shared_ptr<Store> bystander_;
+};
+
+std::string request_with_field_length(proto::Command command, std::uint32_t length) {
+  std::string bytes;
+  proto::put_u8(bytes, static_cast<std::uint8_t>(command));
+  proto::put_u32(bytes, length);
+  return bytes;
+}
+
+TEST_F(TcpStoreServerTest, WrongTokenIsRejectedWhileOthersKeepWorking) {
+  try {
+    connect("not-the-token");
+    FAIL() << "a wrong token was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Config);
+    EXPECT_NE(std::string(e.what()).find("job token"), std::string::npos) << e.what();
+  }
+  expect_still_serving();
+}
+
+TEST_F(TcpStoreServerTest, GarbageInsteadOfAHelloIsDropped) {
+  RawConnection http(server_->port());
+  http.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(http.closed_by_server(2s));
+  RawConnection huge_token(server_->port());
+  std::string hello(proto::kMagic);
+  proto::put_u16(hello, proto::kVersion);
+  proto::put_u32(hello, 0xffffffffu);
+  huge_token.send(hello);
+  EXPECT_TRUE(huge_token.closed_by_server(2s));
+  expect_still_serving();
+}
+
+TEST_F(TcpStoreServerTest, UnknownCommandGetsAnErrorAndTheConnectionCloses) {
+  RawConnection raw(server_->port());
+  raw.hello();
+  raw.send(std::string(1, static_cast<char>(0x7f)));
+  std::string reply = raw.receive(1, 2s);
+  ASSERT_EQ(reply.size(), 1u);
+  EXPECT_EQ(reply[0], static_cast<char>(proto::Status::Error));
+  EXPECT_TRUE(raw.closed_by_server(2s));
+  expect_still_serving();
+}
+
+TEST_F(TcpStoreServerTest, OversizedLengthFieldsAreRefusedBeforeAnyAllocation) {
+  // A 4 GiB key, a 4 GiB value, a million keys: refused from the header alone, the bytes never sent.
+  std::vector<std::string> requests;
+  requests.push_back(request_with_field_length(proto::Command::Set, 0xffffffffu));
+  std::string big_value = request_with_field_length(proto::Command::Set, 3);
+  big_value += "key";
+  proto::put_u32(big_value, static_cast<std::uint32_t>(proto::kMaxValueBytes + 1));
+  requests.push_back(big_value);
+  requests.push_back(request_with_field_length(proto::Command::Wait, 1'000'000));
+  requests.push_back(request_with_field_length(proto::Command::Get, static_cast<std::uint32_t>(proto::kMaxKeyBytes + 1)));
+  for (const auto& request : requests) {
+    RawConnection raw(server_->port());
+    raw.hello();
+    raw.send(request);
+    std::string reply = raw.receive(1, 2s);
+    ASSERT_EQ(reply.size(), 1u);
+    EXPECT_EQ(reply[0], static_cast<char>(proto::Status::Error));
+    EXPECT_TRUE(raw.closed_by_server(2s));
+  }
+  expect_still_serving();
+}
+
+TEST_F(TcpStoreServerTest, TruncatedFramesAndRandomBytesDoNotDisturbOthers) {
+  {
+    RawConnection raw(server_->port());
+    raw.hello();
+    std::string partial = request_with_field_length(proto::Command::Set, 100);
+    partial += "only part of the key";
+    raw.send(partial);
+    EXPECT_EQ(raw.receive(1, 200ms), "");  // the server waits for the rest...
+  }  // ...and the client goes away mid-frame
+  std::uint32_t seed = 12345;
+  for (int connection = 0; connection < 20; ++connection) {
+    RawConnection raw(server_->port());
+    if (connection % 2 == 0) raw.hello();
+    std::string noise;
+    for (int i = 0; i < 512; ++i) {
+      seed = seed * 1103515245 + 12345;
+      noise.push_back(static_cast<char>(seed >> 16));
+    }
+    raw.send(noise);
+  }
+  expect_still_serving();
+}
+
+TEST_F(TcpStoreServerTest, PipelinedRequestsAreAnsweredInOrder) {
+  RawConnection raw(server_->port());
+  raw.hello();
+  proto::Request set;
+  set.command = proto::Command::Set;
+  set.keys = {"pipelined"};
+  set.value = "v";
+  proto::Request get;
+  get.command = proto::Command::Get;
+  get.keys = {"pipelined"};
+  get.timeout_ms = 1000;
+  raw.send(proto::encode_request(set) + proto::encode_request(get));
+  std::string expected = proto::encode_ok() + proto::encode_ok_bytes("v");
+  EXPECT_EQ(raw.receive(expected.size(), 2s), expected);
+}
+
+// A forked client killed by SIGKILL in the middle of a frame, another while the server holds its GET
+// in a waiter list: the server forgets both and serves the rest.
+TEST_F(TcpStoreServerTest, ClientsKilledMidRequestLeaveTheServerServing) {
+  std::uint16_t port = server_->port();
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  std::vector<pid_t> children;
+  for (int kind = 0; kind < 2; ++kind) {
+    std::fflush(nullptr);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (kind == 0) {
+        RawConnection raw(port);
+        raw.hello();
+        std::string partial = request_with_field_length(proto::Command::Set, 1000);
+        raw.send(partial + "abc");
+        [[maybe_unused]] auto n = ::write(ready[1], "r", 1);
+        ::pause();
+      } else {
+        auto store = connect_tcp_store("127.0.0.1", port, "tok", 5s);
+        [[maybe_unused]] auto n = ::write(ready[1], "r", 1);
+        store->get("never-set-by-anyone", 60s);
+      }
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  char byte;
+  for (std::size_t i = 0; i < children.size(); ++i) ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  std::this_thread::sleep_for(100ms);  // the GET reaches the server's waiter list
+  for (pid_t pid : children) {
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status));
+  }
+  ::close(ready[0]);
+  ::close(ready[1]);
+  bystander_->set("never-set-by-anyone", "now it is");  // wakes nobody who is gone
+  expect_still_serving();
+}
+
+TEST_F(TcpStoreServerTest, DestructorWithWaitingClientsReturnsPromptlyAndTheyGetAnError) {
+  constexpr int kWaiters = 8;
+  std::vector<std::shared_ptr<Store>> waiters;
+  for (int i = 0; i < kWaiters; ++i) waiters.push_back(connect());
+  std::vector<std::thread> threads;
+  std::vector<ErrorCode> codes(kWaiters, ErrorCode::System);
+  std::vector<std::chrono::steady_clock::duration> waited(kWaiters);
+  for (int i = 0; i < kWaiters; ++i) {
+    threads.emplace_back([&, i] {
+      auto start = Clock::now();
+      try {
+        waiters[static_cast<std::size_t>(i)]->get("never", 60s);
+      } catch (const Error& e) {
+        codes[static_cast<std::size_t>(i)] = e.code();
+      }
+      waited[static_cast<std::size_t>(i)] = Clock::now() - start;
+    });
+  }
+  std::this_thread::sleep_for(200ms);
+  auto start = Clock::now();
+  server_.reset();
+  EXPECT_LT(Clock::now() - start, 5s);
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kWaiters; ++i) {
+    EXPECT_EQ(codes[static_cast<std::size_t>(i)], ErrorCode::PeerFailed) << "waiter " << i;
+    EXPECT_LT(waited[static_cast<std::size_t>(i)], 10s);
+  }
+  // And the connection stays failed, with a message naming the server.
+  try {
+    waiters[0]->set("x", "y");
+    FAIL() << "a set on a dead server succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::PeerFailed);
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TcpStoreClient, NoServerIsATimeoutNamingHostAndPort) {
+  std::uint16_t port;
+  {
+    TcpStoreServer probe("127.0.0.1", 0, "");
+    port = probe.port();
+  }
+  auto start = Clock::now();
+  try {
+    connect_tcp_store("127.0.0.1", port, "", 300ms);
+    FAIL() << "connected to nothing";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Timeout);
+    EXPECT_NE(std::string(e.what()).find(fmt::format("127.0.0.1:{}", port)), std::string::npos) << e.what();
+  }
+  EXPECT_GE(Clock::now() - start, 250ms);
+  EXPECT_LT(Clock::now() - start, 5s);
+}
+
+TEST(TcpStoreClient, ConnectRetriesUntilTheServerStarts) {
+  std::uint16_t port;
+  {
+    TcpStoreServer probe("127.0.0.1", 0, "");
+    port = probe.port();
+  }
+  std::shared_ptr<Store> client;
+  std::thread early([&] { client = connect_tcp_store("127.0.0.1", port, "job", 20s); });
+  std::this_thread::sleep_for(300ms);
+  TcpStoreServer server("127.0.0.1", port, "job");
+  early.join();
+  ASSERT_TRUE(client);
+  client->set("k", "v");
+  EXPECT_EQ(client->get("k", 1s), "v");
+}
+
+TEST(TcpStoreClient, ResolvesHostNamesAndSpeaksIPv6) {
+  TcpStoreServer dual_stack("", 0, "t");
+  auto by_name = connect_tcp_store("localhost", dual_stack.port(), "t", 5s);
+  by_name->set("k", "v");
+  auto by_ipv4 = connect_tcp_store("127.0.0.1", dual_stack.port(), "t", 5s);
+  EXPECT_EQ(by_ipv4->get("k", 1s), "v");
+
+  std::unique_ptr<TcpStoreServer> v6;
+  try {
+    v6 = std::make_unique<TcpStoreServer>("::1", 0, "t");
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
+  }
+  auto by_ipv6 = connect_tcp_store("::1", v6->port(), "t", 5s);
+  by_ipv6->set("six", "6");
+  EXPECT_EQ(by_ipv6->get("six", 1s), "6");
+  auto dual_by_ipv6 = connect_tcp_store("::1", dual_stack.port(), "t", 5s);
+  EXPECT_EQ(dual_by_ipv6->get("k", 1s), "v");
+}
+
+TEST(TcpStoreClient, OversizedKeysAndValuesAreRefusedLocally) {
+  TcpStoreServer server("127.0.0.1", 0, "t");
+  auto store = connect_tcp_store("127.0.0.1", server.port(), "t", 5s);
+  std::string long_key(proto::kMaxKeyBytes + 1, 'k');
+  try {
+    store->set(long_key, "v");
+    FAIL() << "an oversized key was sent";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+  }
+  std::string big_value(proto::kMaxValueBytes + 1, 'v');
+  EXPECT_THROW(store->set("k", big_value), Error);
+  store->set("k", "fine");  // the connection is still good
+  EXPECT_EQ(store->get("k", 1s), "fine");
+}
+
+TEST(TcpStoreServer, AHostThatIsNotLocalOrAPortInUseIsAClearError) {
+  TcpStoreServer first("127.0.0.1", 0, "t");
+  try {
+    TcpStoreServer second("127.0.0.1", first.port(), "t");
+    FAIL() << "two servers on one port";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(std::to_string(first.port())), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace canopy
