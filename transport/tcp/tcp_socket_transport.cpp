@@ -21,6 +21,9 @@ constexpr std::uint64_t kMaxBytesPerCall = std::uint64_t{1} << 30;
 // Payloads beyond this are refused up front, so that header + payload can never overflow a u64.
 constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 62;
 
+// Read-ahead per peer: many small frames per recv(); payloads at least this large skip it.
+constexpr std::size_t kInboxBytes = 64 * 1024;
+
 bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
 
 }  // namespace
@@ -29,7 +32,10 @@ TcpSocketTransport::TcpSocketTransport(int rank, int size, std::vector<PeerLink>
     : rank_(rank), size_(size), peers_(static_cast<std::size_t>(size)) {
   if (links.size() != static_cast<std::size_t>(size))
     fail(ErrorCode::InvalidArgument, "TcpSocketTransport: {} links for a group of {}", links.size(), size);
-  for (int p = 0; p < size; ++p) peers_[p].link = std::move(links[p]);
+  for (int p = 0; p < size; ++p) {
+    peers_[p].link = std::move(links[p]);
+    if (p != rank) peers_[p].inbox.resize(kInboxBytes);
+  }
   wake_fd_ = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake_fd_.valid()) fail_errno("eventfd");
   poll_fds_.reserve(static_cast<std::size_t>(size) + 1);
@@ -131,23 +137,39 @@ void TcpSocketTransport::drive_sends(int peer, std::vector<OpId>& completed) {
   }
 }
 
+std::size_t TcpSocketTransport::take_from_inbox(Peer& p, std::byte* out, std::size_t wanted) {
+  std::size_t n = std::min(wanted, p.inbox_end - p.inbox_begin);
+  if (n == 0) return 0;
+  std::memcpy(out, p.inbox.data() + p.inbox_begin, n);
+  p.inbox_begin += n;
+  if (p.inbox_begin == p.inbox_end) p.inbox_begin = p.inbox_end = 0;
+  return n;
+}
+
+bool TcpSocketTransport::refill_inbox(int peer) {
+  Peer& p = peers_[peer];
+  for (;;) {
+    ssize_t n = ::recv(p.link.fd.get(), p.inbox.data(), p.inbox.size(), MSG_DONTWAIT);
+    if (n > 0) {
+      p.inbox_begin = 0;
+      p.inbox_end = static_cast<std::size_t>(n);
+      return true;
+    }
+    if (n == 0) fail_io(peer, 0, "receiving");
+    if (would_block(errno)) return false;
+    if (errno != EINTR) fail_io(peer, errno, "receiving");
+  }
+}
+
 void TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed) {
   Peer& p = peers_[peer];
   while (!p.recvs.empty()) {
     RecvOp& op = p.recvs.front();
-    // The header first, alone: no payload byte may reach the destination before it is checked.
+    // The header first: no payload byte may reach the destination before it is checked.
     while (p.header_received < kFrameHeaderSize) {
-      ssize_t n = ::recv(p.link.fd.get(), p.header_in.data() + p.header_received,
-                         kFrameHeaderSize - p.header_received, MSG_DONTWAIT);
-      if (n > 0) {
-        p.header_received += static_cast<std::size_t>(n);
-      } else if (n == 0) {
-        fail_io(peer, 0, "receiving");
-      } else if (would_block(errno)) {
-        return;
-      } else if (errno != EINTR) {
-        fail_io(peer, errno, "receiving");
-      }
+      p.header_received +=
+          take_from_inbox(p, p.header_in.data() + p.header_received, kFrameHeaderSize - p.header_received);
+      if (p.header_received < kFrameHeaderSize && !refill_inbox(peer)) return;
     }
     if (!p.header_checked) {
       try {
@@ -162,9 +184,19 @@ void TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed) {
       }
       p.header_checked = true;
     }
-    while (p.payload_received < op.destination.size()) {
-      auto want = std::min<std::uint64_t>(op.destination.size() - p.payload_received, kMaxBytesPerCall);
-      ssize_t n = ::recv(p.link.fd.get(), op.destination.data() + p.payload_received, want, MSG_DONTWAIT);
+    const std::uint64_t size = op.destination.size();
+    p.payload_received += take_from_inbox(p, op.destination.data() + p.payload_received, size - p.payload_received);
+    while (p.payload_received < size) {
+      const std::uint64_t left = size - p.payload_received;
+      if (left < p.inbox.size()) {
+        // A small remainder: read ahead into the inbox, the next frames may come with it.
+        if (!refill_inbox(peer)) return;
+        p.payload_received += take_from_inbox(p, op.destination.data() + p.payload_received, left);
+        continue;
+      }
+      // Straight into the destination, exactly the bytes of this frame.
+      ssize_t n = ::recv(p.link.fd.get(), op.destination.data() + p.payload_received,
+                         std::min(left, kMaxBytesPerCall), MSG_DONTWAIT);
       if (n > 0) {
         p.payload_received += static_cast<std::uint64_t>(n);
       } else if (n == 0) {
@@ -183,9 +215,9 @@ void TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed) {
   }
 }
 
-void TcpSocketTransport::drive(int peer, std::vector<OpId>& completed) {
+void TcpSocketTransport::drive(int peer, std::vector<OpId>& completed, bool try_reading) {
   if (!peers_[peer].sends.empty()) drive_sends(peer, completed);
-  if (!peers_[peer].recvs.empty()) drive_recvs(peer, completed);
+  if (!peers_[peer].recvs.empty() && try_reading) drive_recvs(peer, completed);
 }
 
 bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
@@ -194,13 +226,17 @@ bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& complete
   for (;;) {
     if (aborted_.load(std::memory_order_acquire)) throw_aborted();
     if (first_pass) {
-      // Optimistic: the socket buffer usually has room and data may already be waiting.
-      for (int peer = 0; peer < size_; ++peer)
-        if (peers_[peer].busy()) drive(peer, completed);
+      // Sends are tried at once: the socket buffer usually has room. Reads only where bytes are already
+      // buffered: otherwise poll() says when data is there, and a recv() that finds nothing is saved (it
+      // would cost a syscall on every small-message round trip).
+      for (int peer = 0; peer < size_; ++peer) {
+        const Peer& p = peers_[peer];
+        if (p.busy()) drive(peer, completed, p.inbox_end > p.inbox_begin);
+      }
       first_pass = false;
     } else {
       for (std::size_t i = 0; i < poll_peers_.size(); ++i)
-        if (poll_fds_[i + 1].revents != 0) drive(poll_peers_[i], completed);
+        if (poll_fds_[i + 1].revents != 0) drive(poll_peers_[i], completed, true);
     }
     if (completed.size() > completed_before) return true;
     if (deadline.expired()) return false;

@@ -54,6 +54,11 @@ class TcpSocketTransport final : public Transport {
     PeerLink link;
     RingQueue<SendOp> sends;
     RingQueue<RecvOp> recvs;
+    // Bytes read ahead of the frame being parsed: one recv() brings a small message's header and payload
+    // (and often the next ones) at once. Large payloads bypass it and land straight in the destination.
+    std::vector<std::byte> inbox;
+    std::size_t inbox_begin = 0;
+    std::size_t inbox_end = 0;
     // The frame arriving for recvs.front().
     FrameBytes header_in{};
     std::size_t header_received = 0;
@@ -64,9 +69,13 @@ class TcpSocketTransport final : public Transport {
   };
 
   void check_postable(int peer, const char* call) const;
-  void drive(int peer, std::vector<OpId>& completed);
+  void drive(int peer, std::vector<OpId>& completed, bool try_reading);
   void drive_sends(int peer, std::vector<OpId>& completed);
   void drive_recvs(int peer, std::vector<OpId>& completed);
+  // Moves buffered bytes into `out`; returns how many.
+  std::size_t take_from_inbox(Peer& p, std::byte* out, std::size_t wanted);
+  // One recv() into the empty inbox; false when the socket had nothing.
+  bool refill_inbox(int peer);
   [[noreturn]] void fail_peer(int peer, ErrorCode code, const std::string& what);
   [[noreturn]] void fail_io(int peer, int error, const char* direction);
   [[noreturn]] void throw_aborted() const;
