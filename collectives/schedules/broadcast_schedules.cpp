@@ -1,0 +1,111 @@
+// Broadcast: the root's Data reaches every rank's Data.
+#include <algorithm>
+
+#include "collectives/schedules/builders.hpp"
+#include "collectives/schedules/topology.hpp"
+
+namespace canopy::collectives {
+namespace {
+
+Block whole_buffer(const StepWriter& writer) { return data_block(0, writer.call().count); }
+
+}  // namespace
+
+// The root sends the whole buffer to each rank in turn: (p-1)(alpha + n beta) on the root's link.
+Schedule broadcast_flat(const CollectiveCall& call) {
+  StepWriter writer(call);
+  const int root = call.root;
+  if (call.rank == root) {
+    for (int v = 1; v < call.size; ++v) writer.send_chunks(to_real(v, root, call.size), whole_buffer(writer), 0);
+  } else {
+    writer.recv_chunks(root, whole_buffer(writer), 0);
+  }
+  return std::move(writer).finish();
+}
+
+// Receive from the parent, forward to each child (largest subtree first): the number of holders
+// doubles every round, lg p (alpha + n beta). Chunks are forwarded as they arrive.
+void write_binomial_broadcast(StepWriter& writer, int root, std::uint32_t round) {
+  const int size = writer.size();
+  const TreeLinks tree = binomial_tree(to_virtual(writer.rank(), root, size), size);
+  if (tree.parent >= 0) writer.recv_chunks(to_real(tree.parent, root, size), whole_buffer(writer), round);
+  for (int child : tree.children) writer.send_chunks(to_real(child, root, size), whole_buffer(writer), round);
+}
+
+Schedule broadcast_binomial(const CollectiveCall& call) {
+  StepWriter writer(call);
+  write_binomial_broadcast(writer, call.root, 0);
+  return std::move(writer).finish();
+}
+
+// A pipelined chain root -> root+1 -> ... : chunk c moves one hop per round while chunk c+1 follows,
+// (p + k - 2)(alpha + n beta / k) for k chunks.
+Schedule broadcast_chain(const CollectiveCall& call) {
+  StepWriter writer(call);
+  const int v = to_virtual(call.rank, call.root, call.size);
+  const Block data = whole_buffer(writer);
+  for (std::uint64_t c = 0; c < chunk_total(data, call.chunk_count); ++c) {
+    const Block chunk = chunk_of(data, call.chunk_count, c);
+    if (v > 0) writer.recv(to_real(v - 1, call.root, call.size), chunk, message_tag(0, c));
+    if (v + 1 < call.size) writer.send(to_real(v + 1, call.root, call.size), chunk, message_tag(0, c));
+  }
+  return std::move(writer).finish();
+}
+
+// A pipelined binary tree (heap order from the root): chunk by chunk, receive from the parent and
+// send to both children. Depth lg p, each interior rank sends everything twice.
+Schedule broadcast_binary_tree(const CollectiveCall& call) {
+  StepWriter writer(call);
+  const TreeLinks tree = heap_tree(to_virtual(call.rank, call.root, call.size), call.size);
+  const Block data = whole_buffer(writer);
+  for (std::uint64_t c = 0; c < chunk_total(data, call.chunk_count); ++c) {
+    const Block chunk = chunk_of(data, call.chunk_count, c);
+    if (tree.parent >= 0) writer.recv(to_real(tree.parent, call.root, call.size), chunk, message_tag(0, c));
+    for (int child : tree.children) writer.send(to_real(child, call.root, call.size), chunk, message_tag(0, c));
+  }
+  return std::move(writer).finish();
+}
+
+// Van de Geijn: split the buffer into p parts, part i for virtual rank i; a binomial scatter gives
+// each rank its part (every rank receives its whole subtree's parts from its parent and passes each
+// child the child's subtree's parts), then a ring all-gather circulates the parts.
+// (lg p + p - 1) alpha + 2 (p-1)/p n beta.
+Schedule broadcast_scatter_allgather(const CollectiveCall& call) {
+  StepWriter writer(call);
+  const int size = call.size;
+  const int v = to_virtual(call.rank, call.root, size);
+  auto parts = [&](int first, int last) { return parts_of(call.count, size, first, last); };
+
+  // Scatter: the subtree of virtual rank u in the binomial tree is [u, u + lowest bit of u).
+  const TreeLinks tree = binomial_tree(v, size);
+  auto subtree_end = [&](int u) {
+    const int span = u == 0 ? size : (u & -u);
+    return std::min(size, u + span);
+  };
+  if (tree.parent >= 0) writer.recv_chunks(to_real(tree.parent, call.root, size), parts(v, subtree_end(v)), 0);
+  for (int child : tree.children) {
+    writer.send_chunks(to_real(child, call.root, size), parts(child, subtree_end(child)), 0);
+  }
+
+  // Ring all-gather over virtual ranks: in round s, pass on the part received in round s-1.
+  const int next = to_real((v + 1) % size, call.root, size);
+  const int prev = to_real((v - 1 + size) % size, call.root, size);
+  for (int s = 0; s + 1 < size; ++s) {
+    const Block outgoing = part_of(call.count, size, (v - s + size) % size);
+    const Block incoming = part_of(call.count, size, (v - s - 1 + 2 * size) % size);
+    const std::uint64_t chunks =
+        std::max(chunk_total(outgoing, call.chunk_count), chunk_total(incoming, call.chunk_count));
+    for (std::uint64_t c = 0; c < chunks; ++c) {
+      const auto round = static_cast<std::uint32_t>(1 + s);
+      if (c < chunk_total(outgoing, call.chunk_count)) {
+        writer.send(next, chunk_of(outgoing, call.chunk_count, c), message_tag(round, c));
+      }
+      if (c < chunk_total(incoming, call.chunk_count)) {
+        writer.recv(prev, chunk_of(incoming, call.chunk_count, c), message_tag(round, c));
+      }
+    }
+  }
+  return std::move(writer).finish();
+}
+
+}  // namespace canopy::collectives

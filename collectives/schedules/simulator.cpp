@@ -1,0 +1,471 @@
+// An event-driven run of all ranks' schedules. Each rank has one outgoing link, one incoming link and
+// one CPU, each doing one thing at a time: a message occupies the sender's outgoing link and the
+// receiver's incoming link for alpha + bytes * beta (so a root sending to 7 peers takes 7 times as long
+// as sending to one), and a reduce occupies the receiver's CPU for bytes * gamma (a copy as well).
+// A message's logical round is one more than the rounds of the messages it waits for: those its data
+// came with, and the previous messages on the two links it uses (the seed's flat broadcast takes p-1
+// rounds: one friend after the other).
+// Sends are eager: a message travels as soon as its step is ready and both links are free, whether or
+// not the receiver has posted its receive; the k-th receive from a peer takes the k-th message.
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <optional>
+#include <queue>
+#include <string>
+#include <utility>
+
+#include <fmt/ranges.h>
+
+#include "collectives/kernels/reduce_kernels.hpp"
+#include "collectives/schedules/simulator.hpp"
+#include "collectives/schedules/step_writer.hpp"
+#include "common/error.hpp"
+
+namespace canopy::collectives {
+namespace {
+
+std::string describe(const Block& block) {
+  return fmt::format("{}[{}..{})", block.buffer == Buffer::Data ? "Data" : "Staging", block.offset,
+                     block.offset + block.count);
+}
+
+std::string describe(const Step& step) {
+  switch (step.kind) {
+    case StepKind::Send:
+      return fmt::format("Send {} to rank {}, tag {:#x}", describe(step.src), step.peer, step.tag);
+    case StepKind::Recv:
+      return fmt::format("Recv {} from rank {}, tag {:#x}", describe(step.dst), step.peer, step.tag);
+    case StepKind::RecvReduce:
+      return fmt::format("RecvReduce {} via {} from rank {}, tag {:#x}", describe(step.dst), describe(step.staging),
+                         step.peer, step.tag);
+    case StepKind::Copy:
+      return fmt::format("Copy {} to {}", describe(step.src), describe(step.dst));
+  }
+  return "?";
+}
+
+// The data side of a simulation; absent when only the time is wanted.
+struct DataModel {
+  DataType type;
+  ReduceOp op;
+  std::vector<std::vector<std::byte>>* data;  // each rank's Data buffer
+};
+
+struct Message {
+  int from = 0;
+  StepIndex send_step = 0;
+  std::uint32_t tag = 0;
+  std::uint64_t count = 0;
+  int round = 0;
+  std::vector<std::byte> payload;  // empty when no data is moved
+};
+
+// Steps to one peer (or from one peer) in step order: the k-th send to b meets b's k-th receive from us.
+struct PeerQueue {
+  std::vector<StepIndex> steps;
+  std::size_t next = 0;  // the first not yet started (sends) or matched (receives)
+};
+
+struct RankState {
+  Schedule schedule;
+  std::vector<Step>& steps() { return schedule.steps; }
+  std::vector<std::uint32_t> waiting;  // deps not yet done, per step
+  std::vector<std::vector<StepIndex>> dependents;
+  std::vector<char> ready;
+  std::vector<char> done;
+  std::vector<int> round;
+  std::map<int, PeerQueue> sends_to;
+  std::map<int, PeerQueue> recvs_from;
+  std::map<int, std::deque<std::size_t>> inbox;  // arrived, unmatched messages by sender
+  std::vector<std::byte> staging;
+  double out_free = 0;
+  double in_free = 0;
+  double cpu_free = 0;
+  int last_out_round = 0;  // of the latest message on each link
+  int last_in_round = 0;
+  std::size_t steps_done = 0;
+};
+
+class Engine {
+ public:
+  Engine(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size, const LinkModel& model,
+         std::optional<DataModel> data)
+      : algorithm_(algorithm), call_(call), element_size_(element_size), model_(model), data_(data) {
+    check_call();
+    ranks_.resize(static_cast<std::size_t>(call.size));
+    for (int r = 0; r < call.size; ++r) build(r);
+  }
+
+  // Runs to the end; fills `transfers` and returns when the last rank finished.
+  double run(std::vector<TransferEvent>* transfers) {
+    transfers_ = transfers;
+    for (int r = 0; r < call_.size; ++r) {
+      RankState& rank = state(r);
+      for (StepIndex i = 0; i < rank.steps().size(); ++i) {
+        if (rank.waiting[i] == 0) push(0, EventKind::Ready, r, i);
+      }
+    }
+    while (!events_.empty()) {
+      const double now = events_.top().time;
+      while (!events_.empty() && events_.top().time == now) {
+        const Event event = events_.top();
+        events_.pop();
+        handle(event);
+      }
+      start_transfers(now);
+    }
+    check_finished();
+    return finish_time_;
+  }
+
+ private:
+  enum class EventKind { Ready, Done, Arrive };
+  struct Event {
+    double time;
+    std::uint64_t sequence;  // ties break in the order events were made: deterministic
+    EventKind kind;
+    int rank;
+    std::size_t index;  // a step, or (Arrive) a message
+    bool operator>(const Event& other) const {
+      return time != other.time ? time > other.time : sequence > other.sequence;
+    }
+  };
+
+  RankState& state(int rank) { return ranks_[static_cast<std::size_t>(rank)]; }
+
+  std::string context() const {
+    return fmt::format("{} {} (P={}, count={}, root={}, chunk_count={})", to_string(call_.collective),
+                       algorithm_.name, call_.size, call_.count, call_.root, call_.chunk_count);
+  }
+
+  [[noreturn]] void fail_step(int rank, std::size_t index, const std::string& what) {
+    fail(ErrorCode::Protocol, "{}: rank {} step {} ({}): {}", context(), rank, index,
+         describe(state(rank).steps()[index]), what);
+  }
+
+  void check_call() {
+    if (call_.size < 1) fail(ErrorCode::InvalidArgument, "{}: the world size must be at least 1", context());
+    if (algorithm_.collective != call_.collective) {
+      fail(ErrorCode::InvalidArgument, "{}: the algorithm belongs to {}", context(),
+           to_string(algorithm_.collective));
+    }
+    const bool rooted = call_.collective == Collective::Broadcast || call_.collective == Collective::Reduce;
+    if (rooted && (call_.root < 0 || call_.root >= call_.size)) {
+      fail(ErrorCode::InvalidArgument, "{}: root {} is not a rank of 0..{}", context(), call_.root, call_.size - 1);
+    }
+    if (call_.chunk_count == 0) fail(ErrorCode::InvalidArgument, "{}: chunk_count must be >= 1", context());
+  }
+
+  void check_block(int rank, std::size_t index, const Block& block, const char* role) {
+    const std::uint64_t limit =
+        block.buffer == Buffer::Data ? call_.data_count() : state(rank).schedule.staging_count;
+    if (block.offset > limit || block.count > limit - block.offset) {
+      fail_step(rank, index,
+                fmt::format("its {} block {} lies outside the {} buffer of {} elements", role, describe(block),
+                            block.buffer == Buffer::Data ? "Data" : "Staging", limit));
+    }
+  }
+
+  // Builds rank r's schedule and checks what can be checked of one rank alone.
+  void build(int r) {
+    CollectiveCall call = call_;
+    call.rank = r;
+    RankState& rank = state(r);
+    rank.schedule = algorithm_.build(call);
+    const std::size_t n = rank.steps().size();
+    rank.waiting.assign(n, 0);
+    rank.dependents.assign(n, {});
+    rank.ready.assign(n, 0);
+    rank.done.assign(n, 0);
+    rank.round.assign(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Step& step = rank.steps()[i];
+      for (std::uint32_t dep : step.deps) {
+        if (dep >= i) fail_step(r, i, fmt::format("dependency {} is not an earlier step", dep));
+        rank.dependents[dep].push_back(static_cast<StepIndex>(i));
+      }
+      rank.waiting[i] = static_cast<std::uint32_t>(step.deps.size());
+      if (step.kind != StepKind::Copy && (step.peer < 0 || step.peer >= call_.size || step.peer == r)) {
+        fail_step(r, i, fmt::format("peer {} is not another rank of 0..{}", step.peer, call_.size - 1));
+      }
+      switch (step.kind) {
+        case StepKind::Send:
+          check_block(r, i, step.src, "source");
+          rank.sends_to[step.peer].steps.push_back(static_cast<StepIndex>(i));
+          break;
+        case StepKind::Recv:
+          check_block(r, i, step.dst, "destination");
+          rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
+          break;
+        case StepKind::RecvReduce:
+          check_block(r, i, step.dst, "destination");
+          check_block(r, i, step.staging, "staging");
+          if (step.staging.count != step.dst.count) {
+            fail_step(r, i, "its staging and destination blocks differ in size");
+          }
+          rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
+          break;
+        case StepKind::Copy:
+          check_block(r, i, step.src, "source");
+          check_block(r, i, step.dst, "destination");
+          if (step.src.count != step.dst.count) fail_step(r, i, "its source and destination differ in size");
+          break;
+      }
+    }
+    if (data_) rank.staging.assign(rank.schedule.staging_count * element_size_, std::byte{0});
+  }
+
+  void push(double time, EventKind kind, int rank, std::size_t index) {
+    events_.push(Event{time, sequence_++, kind, rank, index});
+  }
+
+  std::byte* bytes_of(int rank, const Block& block) {
+    std::byte* base = block.buffer == Buffer::Data ? (*data_->data)[static_cast<std::size_t>(rank)].data()
+                                                   : state(rank).staging.data();
+    return base + block.offset * element_size_;
+  }
+
+  double reduce_seconds(std::uint64_t count) const {
+    return static_cast<double>(count * element_size_) * model_.gamma;
+  }
+
+  // Runs `seconds` of work on the rank's CPU from `now` on; returns when it ends.
+  double occupy_cpu(RankState& rank, double now, double seconds) {
+    const double start = std::max(now, rank.cpu_free);
+    rank.cpu_free = start + seconds;
+    return rank.cpu_free;
+  }
+
+  void handle(const Event& event) {
+    switch (event.kind) {
+      case EventKind::Ready:
+        on_ready(event.rank, static_cast<StepIndex>(event.index), event.time);
+        break;
+      case EventKind::Done:
+        on_done(event.rank, static_cast<StepIndex>(event.index), event.time);
+        break;
+      case EventKind::Arrive:
+        on_arrive(event.index, event.time);
+        break;
+    }
+  }
+
+  void on_ready(int r, StepIndex i, double now) {
+    RankState& rank = state(r);
+    const Step& step = rank.steps()[i];
+    rank.ready[i] = 1;
+    int latest = 0;
+    for (std::uint32_t dep : step.deps) latest = std::max(latest, rank.round[dep]);
+    rank.round[i] = step.kind == StepKind::Send ? latest + 1 : latest;
+    switch (step.kind) {
+      case StepKind::Send:
+        break;  // start_transfers sends it when the links are free
+      case StepKind::Recv:
+      case StepKind::RecvReduce:
+        match(r, step.peer, now);
+        break;
+      case StepKind::Copy:
+        push(occupy_cpu(rank, now, reduce_seconds(step.src.count)), EventKind::Done, r, i);
+        break;
+    }
+  }
+
+  void on_done(int r, StepIndex i, double now) {
+    RankState& rank = state(r);
+    const Step& step = rank.steps()[i];
+    if (data_ && step.kind == StepKind::RecvReduce) {
+      reduce_into(data_->type, data_->op, bytes_of(r, step.dst), bytes_of(r, step.staging), step.dst.count,
+                  step.incoming_first);
+    }
+    if (data_ && step.kind == StepKind::Copy) {
+      std::memmove(bytes_of(r, step.dst), bytes_of(r, step.src), step.src.count * element_size_);
+    }
+    rank.done[i] = 1;
+    ++rank.steps_done;
+    finish_time_ = std::max(finish_time_, now);
+    for (StepIndex next : rank.dependents[i]) {
+      if (--rank.waiting[next] == 0) push(now, EventKind::Ready, r, next);
+    }
+  }
+
+  void on_arrive(std::size_t message_index, double now) {
+    const Message& message = messages_[message_index];
+    const int to = state(message.from).steps()[message.send_step].peer;
+    on_done(message.from, message.send_step, now);
+    state(to).inbox[message.from].push_back(message_index);
+    match(to, message.from, now);
+  }
+
+  // Hands arrived messages from `from` to rank r's receives from it, in order, while both exist.
+  void match(int r, int from, double now) {
+    RankState& rank = state(r);
+    PeerQueue& queue = rank.recvs_from[from];
+    std::deque<std::size_t>& inbox = rank.inbox[from];
+    while (queue.next < queue.steps.size() && rank.ready[queue.steps[queue.next]] && !inbox.empty()) {
+      const StepIndex i = queue.steps[queue.next++];
+      Message& message = messages_[inbox.front()];
+      inbox.pop_front();
+      const Step& step = rank.steps()[i];
+      if (message.tag != step.tag || message.count != step.dst.count) {
+        fail_step(r, i,
+                  fmt::format("the next message from rank {} is its step {} ({}) with tag {:#x} and {} elements",
+                              from, message.send_step, describe(state(from).steps()[message.send_step]),
+                              message.tag, message.count));
+      }
+      rank.round[i] = std::max(rank.round[i], message.round);
+      const Block& landing = step.kind == StepKind::Recv ? step.dst : step.staging;
+      if (data_ && !message.payload.empty()) {
+        std::memcpy(bytes_of(r, landing), message.payload.data(), message.payload.size());
+      }
+      message.payload = {};
+      const double done = step.kind == StepKind::Recv ? now : occupy_cpu(rank, now, reduce_seconds(step.dst.count));
+      push(done, EventKind::Done, r, i);
+    }
+  }
+
+  // Starts every message whose sender's outgoing link and receiver's incoming link are free now.
+  // A rank whose link is free sends its lowest ready step among the next sends to each peer.
+  void start_transfers(double now) {
+    for (int r = 0; r < call_.size; ++r) {
+      RankState& rank = state(r);
+      while (rank.out_free <= now) {
+        PeerQueue* chosen = nullptr;
+        for (auto& [peer, queue] : rank.sends_to) {
+          if (queue.next >= queue.steps.size() || !rank.ready[queue.steps[queue.next]]) continue;
+          if (state(peer).in_free > now) continue;
+          if (chosen == nullptr || queue.steps[queue.next] < chosen->steps[chosen->next]) chosen = &queue;
+        }
+        if (chosen == nullptr) break;
+        transmit(r, chosen->steps[chosen->next++], now);
+      }
+    }
+  }
+
+  void transmit(int r, StepIndex i, double now) {
+    RankState& rank = state(r);
+    const Step& step = rank.steps()[i];
+    const std::uint64_t bytes = step.src.count * element_size_;
+    const double finish = now + model_.alpha + static_cast<double>(bytes) * model_.beta;
+    rank.out_free = finish;
+    state(step.peer).in_free = finish;
+    // A message goes one round after what it waits for: its data, and the link time it queued for.
+    rank.round[i] = 1 + std::max({rank.round[i] - 1, rank.last_out_round, state(step.peer).last_in_round});
+    rank.last_out_round = state(step.peer).last_in_round = rank.round[i];
+    Message message{r, i, step.tag, step.src.count, rank.round[i], {}};
+    if (data_) {
+      const std::byte* source = bytes_of(r, step.src);
+      message.payload.assign(source, source + bytes);
+    }
+    messages_.push_back(std::move(message));
+    if (transfers_ != nullptr) {
+      transfers_->push_back(TransferEvent{r, step.peer, step.tag, step.src, bytes, now, finish, rank.round[i]});
+    }
+    push(finish, EventKind::Arrive, r, messages_.size() - 1);
+  }
+
+  // Everything done and every message received, or a precise account of what is stuck.
+  void check_finished() {
+    std::vector<std::string> stuck;
+    for (int r = 0; r < call_.size; ++r) {
+      RankState& rank = state(r);
+      if (rank.steps_done == rank.steps().size()) continue;
+      stuck.push_back(explain_stuck(r));
+    }
+    if (!stuck.empty()) {
+      const std::size_t shown = std::min<std::size_t>(stuck.size(), 4);
+      fail(ErrorCode::Protocol, "{}: deadlock: no step can progress; {}{}", context(),
+           fmt::join(stuck.begin(), stuck.begin() + static_cast<std::ptrdiff_t>(shown), "; "),
+           stuck.size() > shown ? fmt::format("; and {} more ranks", stuck.size() - shown) : "");
+    }
+    for (int r = 0; r < call_.size; ++r) {
+      for (const auto& [from, inbox] : state(r).inbox) {
+        if (inbox.empty()) continue;
+        const Message& message = messages_[inbox.front()];
+        fail(ErrorCode::Protocol, "{}: rank {} step {} ({}) was never received: rank {} posts no more receives from it",
+             context(), from, message.send_step, describe(state(from).steps()[message.send_step]), r);
+      }
+    }
+  }
+
+  std::string explain_stuck(int r) {
+    RankState& rank = state(r);
+    // The first undone step that is ready says best why the rank is stuck.
+    for (StepIndex i = 0; i < rank.steps().size(); ++i) {
+      if (rank.done[i] || !rank.ready[i]) continue;
+      const Step& step = rank.steps()[i];
+      const std::string where = fmt::format("rank {} step {} ({})", r, i, describe(step));
+      if (step.kind == StepKind::Send) {
+        const PeerQueue& queue = rank.sends_to[step.peer];
+        return fmt::format("{} waits behind its earlier send step {} to the same peer", where,
+                           queue.steps[queue.next]);
+      }
+      if (step.kind == StepKind::Copy) return where + " is running";
+      const PeerQueue& queue = rank.recvs_from[step.peer];
+      if (queue.next < queue.steps.size() && queue.steps[queue.next] != i) {
+        return fmt::format("{} waits behind its earlier receive step {} from the same peer", where,
+                           queue.steps[queue.next]);
+      }
+      const PeerQueue& their_sends = state(step.peer).sends_to[r];
+      return fmt::format("{} waits for a message rank {} never sends ({} of its {} sends to rank {} went out)",
+                         where, step.peer, their_sends.next, their_sends.steps.size(), r);
+    }
+    for (StepIndex i = 0; i < rank.steps().size(); ++i) {
+      if (!rank.done[i]) return fmt::format("rank {} step {} ({}) waits for its dependencies", r, i,
+                                            describe(rank.steps()[i]));
+    }
+    return fmt::format("rank {}", r);
+  }
+
+  const Algorithm& algorithm_;
+  CollectiveCall call_;
+  std::size_t element_size_;
+  LinkModel model_;
+  std::optional<DataModel> data_;
+  std::vector<RankState> ranks_;
+  std::vector<Message> messages_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::uint64_t sequence_ = 0;
+  double finish_time_ = 0;
+  std::vector<TransferEvent>* transfers_ = nullptr;
+};
+
+}  // namespace
+
+Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, DataType type, ReduceOp op,
+                    std::vector<std::vector<std::byte>> inputs, const LinkModel& model) {
+  if (op == ReduceOp::Avg) {
+    fail(ErrorCode::InvalidArgument,
+         "simulate {} {}: Avg is Sum finished by the executor (finish_average); simulate Sum instead",
+         to_string(call.collective), algorithm.name);
+  }
+  const std::size_t element_size = size_of(type);
+  if (inputs.size() != static_cast<std::size_t>(std::max(call.size, 0))) {
+    fail(ErrorCode::InvalidArgument, "simulate {} {}: {} input buffers for {} ranks", to_string(call.collective),
+         algorithm.name, inputs.size(), call.size);
+  }
+  for (std::size_t r = 0; r < inputs.size(); ++r) {
+    if (inputs[r].size() != call.data_count() * element_size) {
+      fail(ErrorCode::InvalidArgument, "simulate {} {}: rank {}'s input holds {} bytes, expected {} ({} x {})",
+           to_string(call.collective), algorithm.name, r, inputs[r].size(), call.data_count() * element_size,
+           call.data_count(), to_string(type));
+    }
+  }
+  Simulation simulation;
+  simulation.data = std::move(inputs);
+  Engine engine(algorithm, call, element_size, model, DataModel{type, op, &simulation.data});
+  simulation.predicted_seconds = engine.run(&simulation.transfers);
+  for (const TransferEvent& transfer : simulation.transfers) {
+    simulation.rounds = std::max(simulation.rounds, transfer.round);
+  }
+  return simulation;
+}
+
+double predict_seconds(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
+                       const LinkModel& model) {
+  Engine engine(algorithm, call, element_size, model, std::nullopt);
+  return engine.run(nullptr);
+}
+
+}  // namespace canopy::collectives

@@ -1,0 +1,110 @@
+// What every schedule builder writes with: a rank's steps in program order, with their
+// dependencies derived from the memory they touch, so that an algorithm reads like its pseudocode
+// ("receive chunk c from the parent, send it to each child") and the deps are right by construction.
+//
+// A step depends on every earlier step of the rank whose access conflicts with its own: it reads
+// what an earlier step writes (read after write), or writes what an earlier step reads or writes
+// (write after read / write after write). Any execution that respects these deps computes what the
+// sequential program computes, however the executor overlaps the steps; pipelining follows by
+// itself: a send of chunk c waits for the receive of chunk c only, not of the whole buffer.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <vector>
+
+#include "collectives/schedules/schedule.hpp"
+
+namespace canopy::collectives {
+
+using StepIndex = std::uint32_t;
+
+// The tag of one message: the algorithm's round (or phase) in the high 12 bits, the chunk in the low
+// 20 (both wrap around; the tag is a check that sender and receiver agree, not an address).
+constexpr std::uint32_t message_tag(std::uint32_t round, std::uint64_t chunk) {
+  return (round << 20) | static_cast<std::uint32_t>(chunk & 0xFFFFF);
+}
+
+// [offset, offset + count) of the Data buffer.
+constexpr Block data_block(std::uint64_t offset, std::uint64_t count) {
+  return Block{Buffer::Data, offset, count};
+}
+
+// Part `index` of `parts` near-equal parts of [0, total): the first total % parts parts hold one
+// element more. Parts may be empty when total < parts.
+Block part_of(std::uint64_t total, int parts, int index);
+
+// Parts [first, last) of the same partition, as one contiguous block.
+Block parts_of(std::uint64_t total, int parts, int first, int last);
+
+// Number of chunks of at most chunk_count elements that `block` splits into (0 for an empty block).
+std::uint64_t chunk_total(const Block& block, std::uint64_t chunk_count);
+
+// Chunk `index` of `block` (an empty block past the end).
+Block chunk_of(const Block& block, std::uint64_t chunk_count, std::uint64_t index);
+
+// Who last wrote, and who read since, each range of one buffer.
+class BufferHazards {
+ public:
+  // Adds to `deps` the steps an access of [offset, offset + count) must wait for, then records it.
+  void read(std::uint64_t offset, std::uint64_t count, StepIndex step, std::vector<StepIndex>& deps);
+  void write(std::uint64_t offset, std::uint64_t count, StepIndex step, std::vector<StepIndex>& deps);
+
+ private:
+  struct Segment {
+    std::uint64_t end = 0;
+    std::int64_t writer = -1;
+    std::vector<StepIndex> readers;  // since the last write
+  };
+  // Splits the segments at `offset` and `end` and returns the first segment of [offset, end).
+  std::map<std::uint64_t, Segment>::iterator split(std::uint64_t offset, std::uint64_t end);
+
+  std::map<std::uint64_t, Segment> segments_;  // keyed by start; untouched ranges are absent
+};
+
+class StepWriter {
+ public:
+  // Staging is a pool of `staging_slots` regions of min(chunk_count, data_count) elements used in
+  // turn, so it stays bounded however many chunks the call has; reusing a slot waits (through the
+  // hazards above) for the step that used it last.
+  explicit StepWriter(const CollectiveCall& call, int staging_slots = 4);
+
+  const CollectiveCall& call() const { return call_; }
+  int rank() const { return call_.rank; }
+  int size() const { return call_.size; }
+  std::uint64_t chunk_count() const { return call_.chunk_count; }
+
+  // One step each. `after` adds deps the memory cannot express (the rounds of a zero-byte barrier).
+  StepIndex send(int peer, Block src, std::uint32_t tag, std::initializer_list<StepIndex> after = {});
+  StepIndex recv(int peer, Block dst, std::uint32_t tag, std::initializer_list<StepIndex> after = {});
+  StepIndex recv_reduce(int peer, Block dst, std::uint32_t tag, bool incoming_first);
+  StepIndex copy(Block src, Block dst);
+
+  // The whole block, chunk by chunk; chunk c carries message_tag(round, c). Nothing for an empty block.
+  void send_chunks(int peer, Block src, std::uint32_t round);
+  void recv_chunks(int peer, Block dst, std::uint32_t round);
+  void recv_reduce_chunks(int peer, Block dst, std::uint32_t round, bool incoming_first);
+
+  // Send `out` to `to` while receiving `in` from `from`, chunk by chunk interleaved (send chunk c,
+  // receive chunk c, ...) so that each chunk received can be forwarded before the next arrives.
+  void exchange_chunks(int to, Block out, int from, Block in, std::uint32_t round);
+  // The same, reducing what arrives into `in`.
+  void exchange_reduce_chunks(int to, Block out, int from, Block in, std::uint32_t round, bool incoming_first);
+
+  Schedule finish() &&;
+
+ private:
+  StepIndex add(Step step);
+  void track(const Block& block, bool writes, StepIndex index, std::vector<StepIndex>& deps);
+
+  CollectiveCall call_;
+  Schedule schedule_;
+  BufferHazards data_hazards_;
+  BufferHazards staging_hazards_;
+  std::uint64_t slot_count_ = 0;  // elements per staging slot
+  int staging_slots_ = 0;
+  std::uint64_t recv_reduces_ = 0;
+};
+
+}  // namespace canopy::collectives

@@ -1,0 +1,223 @@
+#include "reference.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "collectives/kernels/reduce_kernels.hpp"
+
+namespace canopy::collectives::testing {
+namespace {
+
+bool is_float(DataType type) {
+  return type == DataType::Float32 || type == DataType::Float64 || type == DataType::Float16 ||
+         type == DataType::BFloat16;
+}
+
+bool is_signed(DataType type) { return type != DataType::UInt8; }
+
+template <typename T>
+T read_as(const std::byte* buffer, std::size_t i) {
+  T value;
+  std::memcpy(&value, buffer + i * sizeof(T), sizeof(T));
+  return value;
+}
+
+template <typename T>
+void write_as(std::byte* buffer, std::size_t i, T value) {
+  std::memcpy(buffer + i * sizeof(T), &value, sizeof(T));
+}
+
+double load_double(DataType type, const std::byte* buffer, std::size_t i) {
+  switch (type) {
+    case DataType::Float32: return read_as<float>(buffer, i);
+    case DataType::Float64: return read_as<double>(buffer, i);
+    case DataType::Float16: return half_to_float(read_as<std::uint16_t>(buffer, i));
+    case DataType::BFloat16: return bfloat16_to_float(read_as<std::uint16_t>(buffer, i));
+    default: return static_cast<double>(load_integer(type, buffer, i));
+  }
+}
+
+void store_double(DataType type, std::byte* buffer, std::size_t i, double value) {
+  switch (type) {
+    case DataType::Float32: return write_as<float>(buffer, i, static_cast<float>(value));
+    case DataType::Float64: return write_as<double>(buffer, i, value);
+    case DataType::Float16: return write_as<std::uint16_t>(buffer, i, float_to_half(static_cast<float>(value)));
+    case DataType::BFloat16:
+      return write_as<std::uint16_t>(buffer, i, float_to_bfloat16(static_cast<float>(value)));
+    default: return store_integer(type, buffer, i, static_cast<std::int64_t>(value));
+  }
+}
+
+// One value for rank `rank` whose reduction with `op` is exact in `type` in any order.
+std::int64_t exact_value(DataType type, ReduceOp op, int rank, std::mt19937_64& random) {
+  auto pick = [&](std::int64_t low, std::int64_t high) {
+    return std::uniform_int_distribution<std::int64_t>(low, high)(random);
+  };
+  if (!is_float(type)) {
+    // Integers wrap identically whatever the order, so any value is exact; keep products varied.
+    if (op == ReduceOp::Prod) return is_signed(type) ? pick(-3, 3) : pick(1, 5);
+    return is_signed(type) ? pick(-100, 100) : pick(0, 200);
+  }
+  switch (op) {
+    case ReduceOp::Sum: return pick(-3, 4);  // |partial sums| <= 17 * 4, exact even in bfloat16
+    case ReduceOp::Prod: {
+      // +-1, and 2 on the first 8 ranks: |products| <= 256, exact in every float type.
+      const std::int64_t magnitude = rank < 8 && pick(0, 2) == 0 ? 2 : 1;
+      return pick(0, 1) == 0 ? magnitude : -magnitude;
+    }
+    default: return pick(-50, 50);
+  }
+}
+
+std::int64_t combine(DataType type, ReduceOp op, std::int64_t a, std::int64_t b) {
+  // Sum and product wrap: computed in uint64 and truncated to the type on store (the same modulo 2^w).
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Avg:
+      return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+    case ReduceOp::Prod:
+      return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
+    case ReduceOp::Min: return std::min(a, b);
+    case ReduceOp::Max: return std::max(a, b);
+  }
+  (void)type;
+  return 0;
+}
+
+std::uint64_t block_offset(const CollectiveCall& call, int rank) {
+  return static_cast<std::uint64_t>(rank) * call.count;
+}
+
+}  // namespace
+
+std::int64_t load_integer(DataType type, const std::byte* buffer, std::size_t i) {
+  switch (type) {
+    case DataType::Int8: return read_as<std::int8_t>(buffer, i);
+    case DataType::UInt8: return read_as<std::uint8_t>(buffer, i);
+    case DataType::Int32: return read_as<std::int32_t>(buffer, i);
+    case DataType::Int64: return read_as<std::int64_t>(buffer, i);
+    default: return static_cast<std::int64_t>(load_double(type, buffer, i));
+  }
+}
+
+void store_integer(DataType type, std::byte* buffer, std::size_t i, std::int64_t value) {
+  const auto bits = static_cast<std::uint64_t>(value);
+  switch (type) {
+    case DataType::Int8: return write_as<std::uint8_t>(buffer, i, static_cast<std::uint8_t>(bits));
+    case DataType::UInt8: return write_as<std::uint8_t>(buffer, i, static_cast<std::uint8_t>(bits));
+    case DataType::Int32: return write_as<std::uint32_t>(buffer, i, static_cast<std::uint32_t>(bits));
+    case DataType::Int64: return write_as<std::uint64_t>(buffer, i, bits);
+    default: return store_double(type, buffer, i, static_cast<double>(value));
+  }
+}
+
+Buffers exact_inputs(const CollectiveCall& call, DataType type, ReduceOp op, std::mt19937_64& random) {
+  const std::size_t n = call.data_count();
+  Buffers inputs(static_cast<std::size_t>(call.size), std::vector<std::byte>(n * size_of(type)));
+  for (int r = 0; r < call.size; ++r) {
+    std::byte* buffer = inputs[static_cast<std::size_t>(r)].data();
+    for (std::size_t i = 0; i < n; ++i) store_integer(type, buffer, i, exact_value(type, op, r, random));
+  }
+  return inputs;
+}
+
+Buffers random_float_inputs(const CollectiveCall& call, DataType type, std::mt19937_64& random) {
+  const std::size_t n = call.data_count();
+  std::uniform_real_distribution<double> value(-1000.0, 1000.0);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  Buffers inputs(static_cast<std::size_t>(call.size), std::vector<std::byte>(n * size_of(type)));
+  for (auto& input : inputs) {
+    for (std::size_t i = 0; i < n; ++i) store_double(type, input.data(), i, std::ldexp(value(random), exponent(random)));
+  }
+  return inputs;
+}
+
+Expected reference(const CollectiveCall& call, DataType type, ReduceOp op, const Buffers& inputs) {
+  const std::size_t n = call.data_count();
+  const auto p = static_cast<std::size_t>(call.size);
+  Expected expected;
+  expected.data = inputs;
+  expected.defined.assign(p, std::vector<char>(n, 0));
+  // The reduction of element i over all ranks, stored into `out`.
+  auto reduce_element = [&](std::size_t i, std::byte* out) {
+    if (is_float(type)) {
+      double value = load_double(type, inputs[0].data(), i);
+      for (std::size_t r = 1; r < p; ++r) {
+        const double other = load_double(type, inputs[r].data(), i);
+        switch (op) {
+          case ReduceOp::Prod: value *= other; break;
+          case ReduceOp::Min: value = std::min(value, other); break;
+          case ReduceOp::Max: value = std::max(value, other); break;
+          default: value += other;
+        }
+      }
+      store_double(type, out, i, value);
+    } else {
+      std::int64_t value = load_integer(type, inputs[0].data(), i);
+      for (std::size_t r = 1; r < p; ++r) value = combine(type, op, value, load_integer(type, inputs[r].data(), i));
+      store_integer(type, out, i, value);
+    }
+  };
+  const std::size_t element = size_of(type);
+  switch (call.collective) {
+    case Collective::Broadcast:
+      for (std::size_t r = 0; r < p; ++r) {
+        expected.data[r] = inputs[static_cast<std::size_t>(call.root)];
+        std::fill(expected.defined[r].begin(), expected.defined[r].end(), 1);
+      }
+      break;
+    case Collective::Reduce: {
+      const auto root = static_cast<std::size_t>(call.root);
+      for (std::size_t i = 0; i < n; ++i) reduce_element(i, expected.data[root].data());
+      std::fill(expected.defined[root].begin(), expected.defined[root].end(), 1);
+      break;
+    }
+    case Collective::AllReduce:
+      for (std::size_t i = 0; i < n; ++i) reduce_element(i, expected.data[0].data());
+      for (std::size_t r = 0; r < p; ++r) {
+        expected.data[r] = expected.data[0];
+        std::fill(expected.defined[r].begin(), expected.defined[r].end(), 1);
+      }
+      break;
+    case Collective::AllGather:
+      for (std::size_t r = 0; r < p; ++r) {
+        for (std::size_t owner = 0; owner < p; ++owner) {
+          const std::size_t offset = block_offset(call, static_cast<int>(owner)) * element;
+          std::memcpy(expected.data[r].data() + offset, inputs[owner].data() + offset, call.count * element);
+        }
+        std::fill(expected.defined[r].begin(), expected.defined[r].end(), 1);
+      }
+      break;
+    case Collective::ReduceScatter:
+      for (std::size_t r = 0; r < p; ++r) {
+        const std::uint64_t offset = block_offset(call, static_cast<int>(r));
+        for (std::uint64_t i = offset; i < offset + call.count; ++i) {
+          reduce_element(i, expected.data[r].data());
+          expected.defined[r][i] = 1;
+        }
+      }
+      break;
+    default:
+      break;
+  }
+  return expected;
+}
+
+std::string compare(const Expected& expected, const Buffers& actual, DataType type) {
+  const std::size_t element = size_of(type);
+  for (std::size_t r = 0; r < expected.data.size(); ++r) {
+    for (std::size_t i = 0; i < expected.defined[r].size(); ++i) {
+      if (!expected.defined[r][i]) continue;
+      if (std::memcmp(expected.data[r].data() + i * element, actual[r].data() + i * element, element) != 0) {
+        return fmt::format("rank {} element {}: expected {}, got {}", r, i,
+                           load_double(type, expected.data[r].data(), i), load_double(type, actual[r].data(), i));
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace canopy::collectives::testing

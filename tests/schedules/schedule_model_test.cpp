@@ -1,0 +1,398 @@
+// The simulator's cost model against the textbook formulas, its checks against broken schedules, and
+// the shapes (trees, fold, staging) the algorithms are built from.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "canopy/error.hpp"
+#include "collectives/schedules/algorithms.hpp"
+#include "collectives/schedules/simulator.hpp"
+#include "collectives/schedules/step_writer.hpp"
+#include "collectives/schedules/topology.hpp"
+
+namespace canopy::collectives {
+namespace {
+
+const Algorithm& algorithm(Collective collective, std::string_view name) {
+  const Algorithm* found = find_algorithm(collective, name);
+  if (found == nullptr) throw std::runtime_error(std::string("no algorithm ") + std::string(name));
+  return *found;
+}
+
+std::vector<std::vector<std::byte>> zeros(const CollectiveCall& call, DataType type) {
+  return std::vector<std::vector<std::byte>>(static_cast<std::size_t>(call.size),
+                                             std::vector<std::byte>(call.data_count() * size_of(type)));
+}
+
+TEST(AlgorithmTable, HasEveryAlgorithmInItsOrder) {
+  auto names = [](Collective collective) {
+    std::vector<std::string_view> list;
+    for (const Algorithm& a : algorithms(collective)) list.push_back(a.name);
+    return list;
+  };
+  using Names = std::vector<std::string_view>;
+  EXPECT_EQ(names(Collective::Broadcast), (Names{"flat", "binomial", "chain", "binary-tree", "scatter-allgather"}));
+  EXPECT_EQ(names(Collective::Reduce), (Names{"binomial", "tree"}));
+  EXPECT_EQ(names(Collective::AllReduce),
+            (Names{"reduce-broadcast", "tree", "double-tree", "recursive-doubling", "rabenseifner", "ring"}));
+  EXPECT_EQ(names(Collective::AllGather), (Names{"ring", "recursive-doubling"}));
+  EXPECT_EQ(names(Collective::ReduceScatter), (Names{"ring", "recursive-halving"}));
+  EXPECT_EQ(names(Collective::Barrier), (Names{"dissemination"}));
+  EXPECT_TRUE(algorithms(Collective::PointToPoint).empty());
+  EXPECT_EQ(find_algorithm(Collective::AllReduce, "bcube"), nullptr);
+  EXPECT_EQ(algorithm_index(algorithm(Collective::AllReduce, "ring")), 5);
+  EXPECT_EQ(algorithm_index(algorithm(Collective::Broadcast, "flat")), 0);
+}
+
+// The seed: a 5 MB file to 7 friends at 1 MB/s takes 35 s one after another, 15 s when every holder
+// forwards it.
+TEST(CostModel, FlatBroadcastTakesSevenTimesTheLinkAndBinomialThree) {
+  const LinkModel one_megabyte_per_second{0, 1e-6, 0};
+  const CollectiveCall call{Collective::Broadcast, 0, 8, 5'000'000, 0, 5'000'000};
+  EXPECT_NEAR(predict_seconds(algorithm(Collective::Broadcast, "flat"), call, 1, one_megabyte_per_second), 35, 1e-9);
+  EXPECT_NEAR(predict_seconds(algorithm(Collective::Broadcast, "binomial"), call, 1, one_megabyte_per_second), 15,
+              1e-9);
+}
+
+TEST(CostModel, PredictionMatchesTheFullSimulation) {
+  const LinkModel model{5e-6, 1e-9, 2e-10};
+  for (const Algorithm& a : algorithms(Collective::AllReduce)) {
+    const CollectiveCall call{Collective::AllReduce, 0, 6, 1000, 0, 64};
+    const Simulation simulation = simulate(a, call, DataType::Float32, ReduceOp::Sum, zeros(call, DataType::Float32), model);
+    EXPECT_DOUBLE_EQ(predict_seconds(a, call, 4, model), simulation.predicted_seconds) << a.name;
+    EXPECT_GT(simulation.predicted_seconds, 0) << a.name;
+  }
+}
+
+// A pipelined chain of k chunks: (p + k - 2)(alpha + n beta / k).
+TEST(CostModel, PipelinedChainMatchesItsFormula) {
+  const LinkModel model{10e-6, 1e-9, 0};
+  const double n = 1 << 20;
+  for (int p : {2, 3, 8}) {
+    for (int k : {1, 4, 16}) {
+      const CollectiveCall call{Collective::Broadcast, 0, p, 1 << 20, 0, (1u << 20) / static_cast<unsigned>(k)};
+      const double expected = (p + k - 2) * (model.alpha + n * model.beta / k);
+      EXPECT_NEAR(predict_seconds(algorithm(Collective::Broadcast, "chain"), call, 1, model), expected, 1e-12)
+          << "p=" << p << " k=" << k;
+    }
+  }
+}
+
+// Without reduce costs, a ring all-reduce is 2(p-1) rounds of one part each.
+TEST(CostModel, RingAllReduceMatchesItsFormula) {
+  const LinkModel model{10e-6, 1e-9, 0};
+  for (int p : {2, 3, 5, 8}) {
+    const std::uint64_t count = 1000 * static_cast<std::uint64_t>(p);
+    const CollectiveCall call{Collective::AllReduce, 0, p, count, 0, 1 << 20};
+    const double part_bytes = 4.0 * static_cast<double>(count) / p;
+    const double expected = 2 * (p - 1) * (model.alpha + part_bytes * model.beta);
+    EXPECT_NEAR(predict_seconds(algorithm(Collective::AllReduce, "ring"), call, 4, model), expected, 1e-12);
+  }
+}
+
+// Latency-bound algorithms take their number of rounds times alpha.
+TEST(CostModel, BinomialBroadcastAndBarrierTakeCeilLog2Rounds) {
+  const LinkModel latency_only{1e-5, 0, 0};
+  for (int p = 1; p <= 17; ++p) {
+    const CollectiveCall broadcast{Collective::Broadcast, 0, p, 1, 0, 1};
+    const Simulation simulation = simulate(algorithm(Collective::Broadcast, "binomial"), broadcast, DataType::UInt8,
+                                           ReduceOp::Sum, zeros(broadcast, DataType::UInt8), latency_only);
+    EXPECT_EQ(simulation.rounds, ceil_log2(p)) << p;
+    EXPECT_NEAR(simulation.predicted_seconds, ceil_log2(p) * latency_only.alpha, 1e-15) << p;
+
+    const CollectiveCall barrier{Collective::Barrier, 0, p, 0, 0, 1};
+    const Simulation dissemination = simulate(algorithm(Collective::Barrier, "dissemination"), barrier,
+                                              DataType::UInt8, ReduceOp::Sum, zeros(barrier, DataType::UInt8), latency_only);
+    EXPECT_EQ(dissemination.rounds, ceil_log2(p)) << p;
+    EXPECT_EQ(dissemination.transfers.size(), static_cast<std::size_t>(p * ceil_log2(p))) << p;
+    EXPECT_NEAR(dissemination.predicted_seconds, ceil_log2(p) * latency_only.alpha, 1e-15) << p;
+  }
+}
+
+// The lower bound every all-reduce must pay, and the ring meets it exactly: 2(p-1)/p n per rank.
+TEST(CostModel, RingAllReduceSendsTwoPMinusOneOverPOfTheBufferPerRank) {
+  for (int p : {2, 3, 4, 5, 8, 12}) {
+    const std::uint64_t count = 840 * static_cast<std::uint64_t>(p);
+    const CollectiveCall call{Collective::AllReduce, 0, p, count, 0, 100};
+    const Simulation simulation = simulate(algorithm(Collective::AllReduce, "ring"), call, DataType::Float32,
+                                           ReduceOp::Sum, zeros(call, DataType::Float32));
+    std::map<int, std::uint64_t> sent;
+    std::map<int, std::uint64_t> received;
+    for (const TransferEvent& transfer : simulation.transfers) {
+      sent[transfer.from] += transfer.bytes;
+      received[transfer.to] += transfer.bytes;
+    }
+    const std::uint64_t expected = 2 * static_cast<std::uint64_t>(p - 1) * count * 4 / static_cast<std::uint64_t>(p);
+    for (int r = 0; r < p; ++r) {
+      EXPECT_EQ(sent[r], expected) << "p=" << p << " rank " << r;
+      EXPECT_EQ(received[r], expected) << "p=" << p << " rank " << r;
+    }
+  }
+}
+
+// The double tree shares out the sends a single tree leaves to interior ranks.
+TEST(CostModel, DoubleTreeBeatsOneTreeForLargeBuffers) {
+  const LinkModel model{10e-6, 1e-9, 0};
+  for (int p : {7, 8, 16}) {  // heap trees with interior ranks of two children
+    const CollectiveCall call{Collective::AllReduce, 0, p, 1 << 22, 0, 1 << 14};
+    const double one_tree = predict_seconds(algorithm(Collective::AllReduce, "tree"), call, 4, model);
+    const double two_trees = predict_seconds(algorithm(Collective::AllReduce, "double-tree"), call, 4, model);
+    EXPECT_LT(two_trees, 0.8 * one_tree) << "p=" << p;
+  }
+}
+
+TEST(Staging, StaysWithinAFewChunksForLargeBuffers) {
+  for (Collective collective : {Collective::Broadcast, Collective::Reduce, Collective::AllReduce,
+                                Collective::AllGather, Collective::ReduceScatter}) {
+    for (const Algorithm& a : algorithms(collective)) {
+      for (int rank = 0; rank < 8; ++rank) {
+        const CollectiveCall call{collective, rank, 8, 1 << 20, 0, 1 << 12};
+        const Schedule schedule = a.build(call);
+        EXPECT_LE(schedule.staging_count, 4u * call.chunk_count) << a.name << " rank " << rank;
+      }
+    }
+  }
+}
+
+TEST(Schedules, ArePureFunctionsOfTheCall) {
+  const CollectiveCall call{Collective::AllReduce, 3, 7, 1000, 0, 64};
+  for (const Algorithm& a : algorithms(Collective::AllReduce)) {
+    const Schedule first = a.build(call);
+    const Schedule second = a.build(call);
+    ASSERT_EQ(first.steps.size(), second.steps.size()) << a.name;
+    for (std::size_t i = 0; i < first.steps.size(); ++i) {
+      EXPECT_EQ(first.steps[i].tag, second.steps[i].tag);
+      EXPECT_EQ(first.steps[i].deps, second.steps[i].deps);
+    }
+  }
+}
+
+// --- the step writer derives deps from memory --------------------------------------------------
+
+TEST(StepWriter, ForwardingAChunkWaitsForThatChunkOnly) {
+  StepWriter writer(CollectiveCall{Collective::Broadcast, 1, 3, 8, 0, 4});
+  const StepIndex recv0 = writer.recv(0, data_block(0, 4), 0);
+  const StepIndex recv1 = writer.recv(0, data_block(4, 4), 1);
+  const StepIndex send0 = writer.send(2, data_block(0, 4), 0);
+  const StepIndex send1 = writer.send(2, data_block(4, 4), 1);
+  const StepIndex overwrite = writer.recv(0, data_block(2, 4), 2);  // after both sends read it
+  const Schedule schedule = std::move(writer).finish();
+  EXPECT_TRUE(schedule.steps[recv0].deps.empty());
+  EXPECT_TRUE(schedule.steps[recv1].deps.empty());
+  EXPECT_EQ(schedule.steps[send0].deps, std::vector<std::uint32_t>{recv0});
+  EXPECT_EQ(schedule.steps[send1].deps, std::vector<std::uint32_t>{recv1});
+  EXPECT_EQ(schedule.steps[overwrite].deps, (std::vector<std::uint32_t>{recv0, recv1, send0, send1}));
+}
+
+TEST(StepWriter, ReusesStagingSlotsAfterTheirLastUse) {
+  StepWriter writer(CollectiveCall{Collective::Reduce, 0, 2, 100, 0, 10}, /*staging_slots=*/2);
+  std::vector<StepIndex> steps;
+  for (int c = 0; c < 4; ++c) steps.push_back(writer.recv_reduce(1, data_block(10 * c, 10), c, false));
+  const Schedule schedule = std::move(writer).finish();
+  EXPECT_EQ(schedule.staging_count, 20u);
+  EXPECT_EQ(schedule.steps[steps[2]].staging.offset, 0u);
+  EXPECT_EQ(schedule.steps[steps[3]].staging.offset, 10u);
+  EXPECT_EQ(schedule.steps[steps[2]].deps, std::vector<std::uint32_t>{steps[0]});
+  EXPECT_EQ(schedule.steps[steps[3]].deps, std::vector<std::uint32_t>{steps[1]});
+}
+
+TEST(Partition, PartsCoverTheBufferAndDifferByAtMostOne) {
+  for (std::uint64_t total : {0, 1, 5, 16, 17}) {
+    for (int parts : {1, 3, 4, 17}) {
+      std::uint64_t next = 0;
+      for (int i = 0; i < parts; ++i) {
+        const Block part = part_of(total, parts, i);
+        EXPECT_EQ(part.offset, next);
+        EXPECT_LE(part.count, total / static_cast<std::uint64_t>(parts) + 1);
+        next += part.count;
+      }
+      EXPECT_EQ(next, total);
+    }
+  }
+}
+
+// --- topology ----------------------------------------------------------------------------------
+
+// Every rank reachable from the root exactly once, parents and children agreeing.
+void expect_spanning_tree(const std::vector<TreeLinks>& tree, const std::string& what) {
+  const int p = static_cast<int>(tree.size());
+  int roots = 0;
+  std::vector<int> parent_seen(static_cast<std::size_t>(p), -1);
+  for (int r = 0; r < p; ++r) {
+    if (tree[static_cast<std::size_t>(r)].parent < 0) ++roots;
+    for (int child : tree[static_cast<std::size_t>(r)].children) {
+      ASSERT_GE(child, 0) << what;
+      ASSERT_LT(child, p) << what;
+      EXPECT_EQ(tree[static_cast<std::size_t>(child)].parent, r) << what << " child " << child;
+      EXPECT_EQ(parent_seen[static_cast<std::size_t>(child)], -1) << what << " child " << child << " twice";
+      parent_seen[static_cast<std::size_t>(child)] = r;
+    }
+  }
+  EXPECT_EQ(roots, 1) << what;
+  for (int r = 0; r < p; ++r) {
+    if (tree[static_cast<std::size_t>(r)].parent >= 0) {
+      EXPECT_NE(parent_seen[static_cast<std::size_t>(r)], -1) << what;
+    }
+  }
+}
+
+TEST(Topology, TreesSpanEverySize) {
+  for (int p = 1; p <= 70; ++p) {
+    std::vector<TreeLinks> binomial, heap, first, second;
+    for (int r = 0; r < p; ++r) {
+      binomial.push_back(binomial_tree(r, p));
+      heap.push_back(heap_tree(r, p));
+      first.push_back(double_tree(r, p, 0));
+      second.push_back(double_tree(r, p, 1));
+    }
+    expect_spanning_tree(binomial, fmt::format("binomial p={}", p));
+    expect_spanning_tree(heap, fmt::format("heap p={}", p));
+    expect_spanning_tree(first, fmt::format("double tree 0 p={}", p));
+    expect_spanning_tree(second, fmt::format("double tree 1 p={}", p));
+    int depth_limit = 2 * ceil_log2(p) + 2;
+    for (int r = 0; r < p; ++r) {
+      EXPECT_LE(first[static_cast<std::size_t>(r)].children.size(), 2u);
+      EXPECT_LE(second[static_cast<std::size_t>(r)].children.size(), 2u);
+      // NCCL's property: interior in at most one of the two trees.
+      EXPECT_FALSE(!first[static_cast<std::size_t>(r)].children.empty() &&
+                   !second[static_cast<std::size_t>(r)].children.empty())
+          << "p=" << p << " rank " << r << " is interior in both trees";
+      int depth = 0;
+      for (int x = r; first[static_cast<std::size_t>(x)].parent >= 0; x = first[static_cast<std::size_t>(x)].parent) {
+        ++depth;
+      }
+      EXPECT_LE(depth, depth_limit) << "p=" << p;
+    }
+  }
+}
+
+TEST(Topology, FoldRenumbersTheRemainingRanksContiguously) {
+  for (int p = 1; p <= 40; ++p) {
+    const Fold fold(p);
+    EXPECT_EQ(fold.pow2 + fold.extra, p);
+    EXPECT_LE(fold.extra, fold.pow2 - 1 + (p == 1 ? 1 : 0));
+    std::set<int> new_ranks;
+    for (int r = 0; r < p; ++r) {
+      if (fold.sits_out(r)) continue;
+      const int v = fold.new_rank(r);
+      EXPECT_EQ(fold.real_rank(v), r);
+      new_ranks.insert(v);
+    }
+    EXPECT_EQ(static_cast<int>(new_ranks.size()), fold.pow2);
+    EXPECT_EQ(fold.first_rank(0), 0);
+    EXPECT_EQ(fold.first_rank(fold.pow2), p);
+  }
+}
+
+// --- the simulator's checks ----------------------------------------------------------------------
+
+void expect_protocol_error(ScheduleBuilder build, const std::string& needle) {
+  const Algorithm broken{Collective::AllReduce, "broken", "a deliberately broken schedule", build};
+  const CollectiveCall call{Collective::AllReduce, 0, 2, 4, 0, 4};
+  try {
+    simulate(broken, call, DataType::Int32, ReduceOp::Sum, zeros(call, DataType::Int32));
+    ADD_FAILURE() << "no error; expected one mentioning \"" << needle << "\"";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::Protocol) << error.what();
+    EXPECT_NE(std::string(error.what()).find(needle), std::string::npos) << error.what();
+  }
+}
+
+TEST(SimulatorChecks, TagMismatch) {
+  expect_protocol_error(
+      [](const CollectiveCall& call) {
+        StepWriter writer(call);
+        if (call.rank == 0) writer.send(1, data_block(0, 4), 7);
+        if (call.rank == 1) writer.recv(0, data_block(0, 4), 8);
+        return std::move(writer).finish();
+      },
+      "rank 1 step 0 (Recv Data[0..4) from rank 0, tag 0x8): the next message from rank 0 is its step 0");
+}
+
+TEST(SimulatorChecks, SizeMismatch) {
+  expect_protocol_error(
+      [](const CollectiveCall& call) {
+        StepWriter writer(call);
+        if (call.rank == 0) writer.send(1, data_block(0, 4), 7);
+        if (call.rank == 1) writer.recv(0, data_block(0, 3), 7);
+        return std::move(writer).finish();
+      },
+      "with tag 0x7 and 4 elements");
+}
+
+TEST(SimulatorChecks, Deadlock) {
+  expect_protocol_error(
+      [](const CollectiveCall& call) {
+        // Each rank receives into the block it must send first: a cycle.
+        StepWriter writer(call);
+        const int peer = 1 - call.rank;
+        writer.recv(peer, data_block(0, 4), 1);
+        writer.send(peer, data_block(0, 4), 1);
+        return std::move(writer).finish();
+      },
+      "deadlock");
+}
+
+TEST(SimulatorChecks, MessageNeverReceived) {
+  expect_protocol_error(
+      [](const CollectiveCall& call) {
+        StepWriter writer(call);
+        if (call.rank == 0) writer.send(1, data_block(0, 4), 3);
+        return std::move(writer).finish();
+      },
+      "rank 0 step 0 (Send Data[0..4) to rank 1, tag 0x3) was never received");
+}
+
+TEST(SimulatorChecks, BlockOutOfRange) {
+  expect_protocol_error(
+      [](const CollectiveCall& call) {
+        StepWriter writer(call);
+        if (call.rank == 0) writer.send(1, data_block(2, 4), 3);
+        if (call.rank == 1) writer.recv(0, data_block(0, 4), 3);
+        return std::move(writer).finish();
+      },
+      "outside the Data buffer of 4 elements");
+}
+
+TEST(SimulatorChecks, BadPeerAndDependency) {
+  expect_protocol_error(
+      [](const CollectiveCall& call) {
+        StepWriter writer(call);
+        writer.send(call.rank, data_block(0, 4), 3);
+        return std::move(writer).finish();
+      },
+      "is not another rank");
+  expect_protocol_error(
+      [](const CollectiveCall& call) {
+        Schedule schedule;
+        Step step;
+        step.kind = StepKind::Copy;
+        step.src = data_block(0, 1);
+        step.dst = data_block(1, 1);
+        step.deps = {0};
+        schedule.steps.push_back(step);
+        (void)call;
+        return schedule;
+      },
+      "dependency 0 is not an earlier step");
+}
+
+TEST(SimulatorChecks, RejectsInputsOfTheWrongSize) {
+  const CollectiveCall call{Collective::AllReduce, 0, 2, 4, 0, 4};
+  auto inputs = zeros(call, DataType::Int32);
+  inputs[1].pop_back();
+  try {
+    simulate(algorithm(Collective::AllReduce, "ring"), call, DataType::Int32, ReduceOp::Sum, inputs);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(error.what()).find("rank 1's input holds 15 bytes, expected 16"), std::string::npos)
+        << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace canopy::collectives
