@@ -19,8 +19,9 @@ struct LaunchInfo {
   std::string store_host;
   std::uint16_t store_port = 29500;
   std::string store_file;                 // CANOPY_STORE_FILE=<dir>: use a FileStore instead of TCP
-  bool store_hosted_externally = false;   // canopy-run (CANOPY_STORE_HOSTED=1) or torchrun's agent store
-                                          // (TORCHELASTIC_USE_AGENT_STORE=True) hosts it; else rank 0 does
+  bool store_hosted_externally = false;   // CANOPY_STORE_HOSTED=1: canopy-run hosts it; else rank 0 does.
+                                          // torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True) is a
+                                          // PyTorch TCPStore: Canopy needs CANOPY_MASTER_PORT beside it
   std::string job_token;                  // CANOPY_JOB_TOKEN, else derived from a job id, else ""
   int restart_count = 0;                  // CANOPY_RESTART_COUNT, else TORCHELASTIC_RESTART_COUNT
   std::string source;                     // "canopy", "torchrun", "slurm", "openmpi", "pmi"; "default"

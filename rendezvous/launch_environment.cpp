@@ -188,8 +188,16 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
   }
 
   if (auto dir = env_value(env, "CANOPY_STORE_FILE")) info.store_file = *dir;
-  info.store_hosted_externally =
-      parse_flag(env, "CANOPY_STORE_HOSTED") || parse_flag(env, "TORCHELASTIC_USE_AGENT_STORE");
+  info.store_hosted_externally = parse_flag(env, "CANOPY_STORE_HOSTED");
+  // torchrun's agent hosts a PyTorch TCPStore at MASTER_PORT: another protocol, and the port is taken.
+  // With CANOPY_MASTER_PORT given, rank 0 hosts Canopy's store there instead.
+  bool agent_store = parse_flag(env, "TORCHELASTIC_USE_AGENT_STORE");
+  if (agent_store && info.store_file.empty() && !env_value(env, "CANOPY_STORE_HOSTED") &&
+      !env_value(env, "CANOPY_MASTER_PORT"))
+    fail(ErrorCode::Config,
+         "TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts a PyTorch TCPStore at MASTER_PORT, which "
+         "Canopy cannot use; set CANOPY_MASTER_PORT to a free port (rank 0 then hosts Canopy's store there) or "
+         "CANOPY_STORE_FILE to a shared directory");
 
   const char* port_variable = env_value(env, "CANOPY_MASTER_PORT") ? "CANOPY_MASTER_PORT" : "MASTER_PORT";
   if (auto port = env_integer(env, port_variable)) {

@@ -44,7 +44,7 @@ TEST(LaunchEnvironment, Torchrun) {
                                         {"MASTER_PORT", "1234"},
                                         {"TORCHELASTIC_RESTART_COUNT", "2"},
                                         {"TORCHELASTIC_RUN_ID", "abc"},
-                                        {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+                                        {"TORCHELASTIC_USE_AGENT_STORE", "False"}});
   EXPECT_EQ(info.source, "torchrun");
   EXPECT_EQ(info.rank, 3);
   EXPECT_EQ(info.world_size, 8);
@@ -54,7 +54,23 @@ TEST(LaunchEnvironment, Torchrun) {
   EXPECT_EQ(info.store_port, 1234);
   EXPECT_EQ(info.restart_count, 2);
   EXPECT_EQ(info.job_token, "torchelastic-abc");
-  EXPECT_TRUE(info.store_hosted_externally);
+  EXPECT_FALSE(info.store_hosted_externally);
+}
+
+TEST(LaunchEnvironment, TorchrunsAgentStoreNeedsACanopyPort) {
+  EnvMap env{{"RANK", "1"},
+             {"WORLD_SIZE", "2"},
+             {"MASTER_ADDR", "node0"},
+             {"MASTER_PORT", "29500"},
+             {"TORCHELASTIC_USE_AGENT_STORE", "True"}};
+  std::string message = config_error(env);
+  EXPECT_MENTIONS(message, "TORCHELASTIC_USE_AGENT_STORE");
+  EXPECT_MENTIONS(message, "CANOPY_MASTER_PORT");
+  env["CANOPY_MASTER_PORT"] = "29600";
+  auto info = parse_launch_environment(env);
+  EXPECT_FALSE(info.store_hosted_externally);  // rank 0 hosts Canopy's store on 29600
+  EXPECT_EQ(info.store_port, 29600);
+  EXPECT_EQ(info.store_host, "node0");
 }
 
 TEST(LaunchEnvironment, CanopyVariablesComeFirst) {
