@@ -1,0 +1,125 @@
+#include "launcher/launch_options.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <string_view>
+
+namespace canopy::launcher {
+namespace {
+
+constexpr const char* kUsageHint = "Run 'canopy-run --help' for usage.";
+
+ParsedCommandLine usage_error(const std::string& what) {
+  return ParsedCommandLine{std::nullopt, fmt::format("canopy-run: {}\n{}\n", what, kUsageHint), 2};
+}
+
+// The checks that span several flags, which CLI11 cannot express; empty when the options hang together.
+std::string contradiction(const LaunchOptions& o, bool port_given, bool addr_given) {
+  if (o.node_rank >= o.nnodes) {
+    return fmt::format("--node-rank {} is out of range for --nnodes {} (expected 0 to {})", o.node_rank,
+                       o.nnodes, o.nnodes - 1);
+  }
+  if (o.nnodes > 1 && !addr_given) {
+    return fmt::format("--nnodes {} needs --master-addr: the address of node 0, the same on every node",
+                       o.nnodes);
+  }
+  if (o.nnodes > 1 && !o.job_token) {
+    return fmt::format(
+        "--nnodes {} needs CANOPY_JOB_TOKEN set to the same secret on every node, for example "
+        "export CANOPY_JOB_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \\n')",
+        o.nnodes);
+  }
+  if (o.node_rank > 0 && port_given && o.master_port == 0) {
+    return fmt::format(
+        "--node-rank {} needs node 0's real --master-port (0 means 'pick a free port', which only node 0 "
+        "can do)",
+        o.node_rank);
+  }
+  return {};
+}
+
+}  // namespace
+
+ParsedCommandLine parse_command_line(int argc, const char* const* argv, const EnvMap& env) {
+  LaunchOptions o;
+  int port = -1;
+  double grace_seconds = 5.0;
+  bool no_prefix = false;
+
+  CLI::App app{"Starts the ranks of a Canopy job on this node, hosts the store on node 0, prefixes their "
+               "output, stops them all when one fails and restarts them if asked.",
+               "canopy-run"};
+  app.add_option("--nproc,--nproc-per-node", o.nproc, "Ranks to start on this node")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--nnodes", o.nnodes, "Nodes in the job (one canopy-run on each)")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_option("--node-rank", o.node_rank, "This node's index, 0 to nnodes-1; node 0 hosts the store")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  auto* addr_option = app.add_option("--master-addr", o.master_addr,
+                                     "Address of node 0, given to the ranks as MASTER_ADDR")
+                          ->capture_default_str();
+  auto* port_option =
+      app.add_option("--master-port", port,
+                     "Port of node 0's store; default: a free port on one node, 29500 on several")
+          ->check(CLI::Range(0, 65535));
+  app.add_option("--listen-addr", o.listen_addr,
+                 "Address node 0's store listens on; default: the master address on one node, every "
+                 "address on several");
+  app.add_option("--max-restarts", o.max_restarts, "Restart the whole group up to this many times after a failure")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--stop-grace", grace_seconds, "Seconds between SIGTERM and SIGKILL when stopping ranks")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_flag("--no-prefix", no_prefix, "Pass the ranks' output through without the \"[rank] \" prefix");
+  app.footer(
+      "The program and its arguments follow the options (after '--' if they start with '-').\n"
+      "Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT,\n"
+      "CANOPY_JOB_TOKEN, CANOPY_STORE_HOSTED=1 and CANOPY_RESTART_COUNT (see docs/LAUNCHER.md).");
+  app.prefix_command();  // everything from the program name on belongs to the program
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    return ParsedCommandLine{std::nullopt, app.help(), 0};
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+
+  o.command = app.remaining();
+  if (o.command.empty()) return usage_error("no program given: canopy-run [options] [--] program [args...]");
+  // CLI11 hands over an unknown option as if it were the program; only after "--" may a program start with '-'.
+  bool after_dashes = o.command.front() == "--";
+  if (after_dashes) {
+    o.command.erase(o.command.begin());
+    if (o.command.empty()) return usage_error("no program given after '--'");
+  } else {
+    auto program_index = static_cast<std::size_t>(argc) - o.command.size();
+    after_dashes = program_index > 0 && std::string_view(argv[program_index - 1]) == "--";
+  }
+  if (o.command.front().starts_with('-') && !after_dashes) {
+    return usage_error(fmt::format("unknown option '{}' (a program whose name starts with '-' goes after '--')",
+                                   o.command.front()));
+  }
+
+  o.job_token = env_value(env, "CANOPY_JOB_TOKEN");
+  o.prefix_output = !no_prefix;
+  o.stop_grace = std::chrono::milliseconds(static_cast<long long>(grace_seconds * 1000.0));
+  bool port_given = port_option->count() > 0;
+  if (port_given) {
+    o.master_port = static_cast<std::uint16_t>(port);
+  } else {
+    o.master_port = o.nnodes > 1 ? kDefaultMultiNodePort : 0;
+  }
+  if (std::string problem = contradiction(o, port_given, addr_option->count() > 0); !problem.empty()) {
+    return usage_error(problem);
+  }
+  if (o.listen_addr.empty() && o.nnodes == 1) o.listen_addr = o.master_addr;
+  return ParsedCommandLine{std::move(o), {}, 0};
+}
+
+}  // namespace canopy::launcher

@@ -1,0 +1,94 @@
+// canopy-run: starts the ranks of a Canopy job on this node, like torchrun --standalone / --nnodes.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <exception>
+#include <memory>
+
+#include "common/env.hpp"
+#include "common/log.hpp"
+#include "launcher/console.hpp"
+#include "launcher/job_token.hpp"
+#include "launcher/launch_options.hpp"
+#include "launcher/rank_environment.hpp"
+#include "launcher/rank_group.hpp"
+#include "launcher/signal_watch.hpp"
+#include "launcher/store_host.hpp"
+
+namespace canopy::launcher {
+namespace {
+
+// A rank's pipe must never become fd 1 or 2 of canopy-run itself: give closed standard descriptors a
+// harmless /dev/null.
+void open_missing_standard_fds() {
+  for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; ++fd) {
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) ::open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+  }
+}
+
+// The first stop request (SIGINT, SIGTERM, SIGHUP) that arrived while no group was running, or 0.
+int pending_stop_request(SignalWatch& signals) {
+  for (int signal : signals.take()) {
+    if (SignalWatch::is_stop_request(signal)) return signal;
+  }
+  return 0;
+}
+
+int launch(const LaunchOptions& options) {
+  // Ignored rather than handled: a reader of our output that goes away must not take the ranks with it.
+  ::signal(SIGPIPE, SIG_IGN);
+  SignalWatch signals;  // before the store server's threads exist, so that they inherit the blocked mask
+
+  LaunchRound round;
+  round.job_token = options.job_token ? *options.job_token : generate_job_token();
+  round.master_port = options.master_port;
+  std::unique_ptr<TcpStoreServer> store;
+  if (options.hosts_store()) {
+    store = host_store(options, round.job_token);
+    round.master_port = store->port();
+  }
+
+  const EnvMap base = current_environment();
+  for (int attempt = 0;; ++attempt) {
+    round.restart_count = attempt;
+    std::vector<std::vector<std::string>> envps;
+    for (int local = 0; local < options.nproc; ++local) {
+      envps.push_back(to_envp_strings(rank_environment(base, options, round, local)));
+    }
+    GroupOutcome outcome = run_rank_group(options, envps, signals);
+    if (outcome.succeeded()) return 0;
+    if (outcome.stop_signal != 0) return 128 + outcome.stop_signal;
+    if (!outcome.launch_error.empty()) {
+      report("{}", outcome.launch_error);
+      return outcome.launch_errno == ENOENT ? 127 : 126;  // a shell's statuses for "not found", "cannot run"
+    }
+    if (int signal = pending_stop_request(signals); signal != 0) return 128 + signal;
+    if (attempt < options.max_restarts) {
+      report("restarting all ranks (restart {} of {})", attempt + 1, options.max_restarts);
+      continue;
+    }
+    if (options.max_restarts > 0) report("giving up after {} restarts", options.max_restarts);
+    return outcome.first_failure->shell_status();
+  }
+}
+
+}  // namespace
+}  // namespace canopy::launcher
+
+int main(int argc, char** argv) {
+  using namespace canopy::launcher;
+  open_missing_standard_fds();
+  try {
+    ParsedCommandLine parsed = parse_command_line(argc, argv, canopy::current_environment());
+    if (!parsed.options) {
+      write_fully(parsed.exit_code == 0 ? STDOUT_FILENO : STDERR_FILENO, parsed.message);
+      return parsed.exit_code;
+    }
+    return launch(*parsed.options);
+  } catch (const std::exception& e) {
+    report("{}", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,33 @@
+#include "launcher/rank_environment.hpp"
+
+namespace canopy::launcher {
+
+EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const LaunchRound& round,
+                        int local_rank) {
+  EnvMap env = base;
+  auto set_both = [&env](const std::string& canopy_name, const std::string& torch_name, const std::string& value) {
+    env[canopy_name] = value;
+    env[torch_name] = value;
+  };
+  set_both("CANOPY_RANK", "RANK", std::to_string(options.global_rank(local_rank)));
+  set_both("CANOPY_WORLD_SIZE", "WORLD_SIZE", std::to_string(options.world_size()));
+  set_both("CANOPY_LOCAL_RANK", "LOCAL_RANK", std::to_string(local_rank));
+  set_both("CANOPY_LOCAL_WORLD_SIZE", "LOCAL_WORLD_SIZE", std::to_string(options.nproc));
+  set_both("CANOPY_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT", std::to_string(round.restart_count));
+  set_both("CANOPY_MAX_RESTARTS", "TORCHELASTIC_MAX_RESTARTS", std::to_string(options.max_restarts));
+  env["GROUP_RANK"] = std::to_string(options.node_rank);
+  env["MASTER_ADDR"] = options.master_addr;
+  env["MASTER_PORT"] = std::to_string(round.master_port);
+  env.insert_or_assign("CANOPY_STORE_HOSTED", std::string("1"));  // not `= "1"`: g++ 12 warns falsely
+  env["CANOPY_JOB_TOKEN"] = round.job_token;
+  return env;
+}
+
+std::vector<std::string> to_envp_strings(const EnvMap& env) {
+  std::vector<std::string> strings;
+  strings.reserve(env.size());
+  for (const auto& [name, value] : env) strings.push_back(name + "=" + value);
+  return strings;
+}
+
+}  // namespace canopy::launcher

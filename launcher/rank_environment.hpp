@@ -1,0 +1,27 @@
+// The environment a rank starts with: the launcher's own, plus the variables that tell the rank who it is
+// and where the store is (torchrun's names and Canopy's own).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/env.hpp"
+#include "launcher/launch_options.hpp"
+
+namespace canopy::launcher {
+
+// What is known only once the job runs: the store's real port, the token, the attempt number.
+struct LaunchRound {
+  std::uint16_t master_port = 0;
+  std::string job_token;
+  int restart_count = 0;
+};
+
+EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const LaunchRound& round,
+                        int local_rank);
+
+// "NAME=value" strings, the shape execve wants.
+std::vector<std::string> to_envp_strings(const EnvMap& env);
+
+}  // namespace canopy::launcher

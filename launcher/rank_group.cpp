@@ -1,0 +1,288 @@
+#include "launcher/rank_group.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "common/deadline.hpp"
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "launcher/console.hpp"
+#include "launcher/line_prefixer.hpp"
+#include "launcher/rank_process.hpp"
+
+namespace canopy::launcher {
+namespace {
+
+using std::chrono::seconds;
+
+// The loop wakes at least this often, so that a lost wake-up can only delay, never hang.
+constexpr auto kHeartbeat = seconds(1);
+// How long, once every rank has exited, something they started may keep their output pipes open.
+constexpr auto kOutputDrainLimit = seconds(2);
+// How long after SIGKILL a process may stay (stuck in the kernel) before canopy-run stops waiting for it.
+constexpr auto kKillLimit = seconds(10);
+// Reads of one pipe when its rank has exited: its writes are all there, at most a pipe's capacity.
+constexpr int kDrainReads = 32;
+
+// One captured output of a rank (its stdout or its stderr) and where its lines go.
+struct OutputStream {
+  int fd = -1;
+  int sink = -1;
+  LinePrefixer prefixer;
+  OutputStream(int from, int to, int rank) : fd(from), sink(to), prefixer(fmt::format("[{}] ", rank)) {}
+};
+
+struct Rank {
+  int rank = -1;
+  pid_t pid = -1;
+  bool running = true;
+  std::vector<OutputStream> outputs;
+};
+
+class Supervisor {
+ public:
+  Supervisor(const LaunchOptions& options, SignalWatch& signals) : options_(options), signals_(signals) {}
+  ~Supervisor() { abandon(); }
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  GroupOutcome run(const std::vector<std::vector<std::string>>& rank_envps) {
+    start(rank_envps);
+    supervise();
+    return outcome_;
+  }
+
+ private:
+  void start(const std::vector<std::vector<std::string>>& rank_envps) {
+    for (int local = 0; local < static_cast<int>(rank_envps.size()); ++local) {
+      int rank = options_.global_rank(local);
+      try {
+        RankProcess process = spawn_rank(options_.command, rank_envps[local], options_.prefix_output);
+        Rank& r = ranks_.emplace_back(Rank{rank, process.pid, true, {}});
+        if (process.stdout_fd >= 0) r.outputs.emplace_back(process.stdout_fd, STDOUT_FILENO, rank);
+        if (process.stderr_fd >= 0) r.outputs.emplace_back(process.stderr_fd, STDERR_FILENO, rank);
+        log::info("canopy-run: started rank {} (local rank {}) as pid {}", rank, local, process.pid);
+      } catch (const SpawnFailure& e) {
+        outcome_.launch_error = e.what();
+        outcome_.launch_errno = e.error();
+        begin_stop(SIGTERM);  // the ranks already started would wait for this one forever
+        return;
+      }
+    }
+  }
+
+  void supervise() {
+    std::optional<Deadline> drain_until;
+    while (true) {
+      if (running_count() == 0) {
+        if (!drain_until) drain_until = Deadline::after(kOutputDrainLimit);
+        if (open_output_count() == 0 || drain_until->expired()) break;
+      }
+      if (kill_at_ && kill_at_->expired() && !give_up_at_) kill_now();
+      if (give_up_at_ && give_up_at_->expired() && running_count() > 0) {
+        for (Rank& r : ranks_) {
+          if (!r.running) continue;
+          report("rank {} (pid {}) did not end after SIGKILL; no longer waiting for it", r.rank, r.pid);
+          r.running = false;
+        }
+        break;
+      }
+      wait_and_handle_events(next_wake(drain_until));
+      reap_exited();
+    }
+    for (Rank& r : ranks_) {
+      for (OutputStream& s : r.outputs) close_stream(s);
+    }
+  }
+
+  Deadline next_wake(const std::optional<Deadline>& drain_until) const {
+    Deadline wake = Deadline::after(kHeartbeat);
+    for (const auto& d : {kill_at_, give_up_at_, drain_until}) {
+      if (d) wake = wake.earlier(*d);
+    }
+    return wake;
+  }
+
+  void wait_and_handle_events(Deadline wake) {
+    std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
+    std::vector<OutputStream*> streams{nullptr};
+    for (Rank& r : ranks_) {
+      for (OutputStream& s : r.outputs) {
+        if (s.fd < 0) continue;
+        fds.push_back({s.fd, POLLIN, 0});
+        streams.push_back(&s);
+      }
+    }
+    int ready = ::poll(fds.data(), fds.size(), wake.poll_timeout_ms());
+    if (ready < 0 && errno != EINTR) fail_errno("poll() on the ranks' output failed");
+    if (ready <= 0) return;
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) read_some(*streams[i]);
+    }
+    if (fds[0].revents != 0) {
+      for (int signal : signals_.take()) {
+        if (SignalWatch::is_stop_request(signal)) on_stop_request(signal);
+      }
+    }
+  }
+
+  // Reads what one pipe holds now; false once nothing more will come from it now.
+  bool read_some(OutputStream& stream) {
+    if (stream.fd < 0) return false;
+    std::array<char, 65536> buffer;
+    ssize_t n = ::read(stream.fd, buffer.data(), buffer.size());
+    if (n > 0) {
+      std::string lines;
+      stream.prefixer.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)), lines);
+      write_fully(stream.sink, lines);
+      return true;
+    }
+    if (n < 0 && (errno == EINTR)) return true;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    close_stream(stream);  // EOF, or an error that will not go away
+    return false;
+  }
+
+  void close_stream(OutputStream& stream) {
+    if (stream.fd < 0) return;
+    std::string tail;
+    stream.prefixer.finish(tail);
+    write_fully(stream.sink, tail);
+    ::close(stream.fd);
+    stream.fd = -1;
+  }
+
+  void reap_exited() {
+    for (Rank& r : ranks_) {
+      if (!r.running) continue;
+      int status = 0;
+      pid_t got = ::waitpid(r.pid, &status, WNOHANG);
+      if (got == 0 || (got < 0 && errno == EINTR)) continue;
+      r.running = false;
+      if (got < 0) {
+        report("rank {} (pid {}) cannot be waited for: {}", r.rank, r.pid, std::strerror(errno));
+        continue;
+      }
+      // Its last lines come before the news of its end.
+      for (OutputStream& s : r.outputs) {
+        for (int i = 0; i < kDrainReads && read_some(s); ++i) {
+        }
+      }
+      on_rank_exit(RankExit::from_wait_status(r.rank, r.pid, status));
+    }
+  }
+
+  void on_rank_exit(const RankExit& exit) {
+    if (!exit.failed()) {
+      log::info("canopy-run: rank {} (pid {}) finished", exit.rank, exit.pid);
+      return;
+    }
+    if (stopping_) {
+      log::info("canopy-run: {} while the group was stopping", exit.describe());
+      return;
+    }
+    report("{}", exit.describe());
+    outcome_.first_failure = exit;
+    if (running_count() > 0) report("stopping the other ranks");
+    begin_stop(SIGTERM);
+  }
+
+  void on_stop_request(int signal) {
+    if (outcome_.stop_signal == 0) {
+      outcome_.stop_signal = signal;
+      report("received SIG{} ({}), stopping the ranks", sigabbrev_np(signal), strsignal(signal));
+      if (stopping_) {
+        signal_running(signal);
+      } else {
+        begin_stop(signal);
+      }
+      return;
+    }
+    if (!give_up_at_) {
+      report("received SIG{} again, killing the ranks", sigabbrev_np(signal));
+      kill_now();
+    }
+  }
+
+  void begin_stop(int signal) {
+    stopping_ = true;
+    signal_running(signal);
+    kill_at_ = Deadline::after(options_.stop_grace);
+  }
+
+  void kill_now() {
+    stopping_ = true;
+    for (const Rank& r : ranks_) {
+      if (r.running) log::info("canopy-run: sending SIGKILL to rank {} (pid {})", r.rank, r.pid);
+    }
+    signal_running(SIGKILL);
+    give_up_at_ = Deadline::after(kKillLimit);
+  }
+
+  // The rank's whole process group, so that what it started ends with it.
+  void signal_running(int signal) {
+    for (const Rank& r : ranks_) {
+      if (r.running && ::kill(-r.pid, signal) != 0) ::kill(r.pid, signal);
+    }
+  }
+
+  int running_count() const {
+    int n = 0;
+    for (const Rank& r : ranks_) n += r.running ? 1 : 0;
+    return n;
+  }
+
+  int open_output_count() const {
+    int n = 0;
+    for (const Rank& r : ranks_) {
+      for (const OutputStream& s : r.outputs) n += s.fd >= 0 ? 1 : 0;
+    }
+    return n;
+  }
+
+  // Only after an exception: nothing may outlive canopy-run, so kill and reap without grace.
+  void abandon() noexcept {
+    signal_running(SIGKILL);
+    Deadline limit = Deadline::after(kKillLimit);
+    for (Rank& r : ranks_) {
+      while (r.running && !limit.expired()) {
+        int status = 0;
+        pid_t got = ::waitpid(r.pid, &status, WNOHANG);
+        if (got == r.pid || (got < 0 && errno != EINTR)) {
+          r.running = false;
+        } else {
+          ::usleep(10'000);
+        }
+      }
+      for (OutputStream& s : r.outputs) {
+        if (s.fd >= 0) ::close(s.fd);
+        s.fd = -1;
+      }
+    }
+  }
+
+  const LaunchOptions& options_;
+  SignalWatch& signals_;
+  std::vector<Rank> ranks_;
+  GroupOutcome outcome_;
+  bool stopping_ = false;
+  std::optional<Deadline> kill_at_;     // SIGKILL then
+  std::optional<Deadline> give_up_at_;  // stop waiting for ranks that ignore SIGKILL then
+};
+
+}  // namespace
+
+GroupOutcome run_rank_group(const LaunchOptions& options, const std::vector<std::vector<std::string>>& rank_envps,
+                            SignalWatch& signals) {
+  Supervisor supervisor(options, signals);
+  return supervisor.run(rank_envps);
+}
+
+}  // namespace canopy::launcher

@@ -1,0 +1,70 @@
+// canopy-run asked to stop: the signal reaches every rank, nothing outlives it, and it exits 128 + signal.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <regex>
+
+#include "tests/launcher/launcher_runner.hpp"
+
+namespace canopy::testing {
+namespace {
+
+using std::chrono::seconds;
+
+std::vector<pid_t> rank_pids(const std::string& out) {
+  std::vector<pid_t> pids;
+  static const std::regex kPid(R"(\[\d+\] PID=(\d+))");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), kPid); it != std::sregex_iterator(); ++it) {
+    pids.push_back(static_cast<pid_t>(std::stol((*it)[1])));
+  }
+  return pids;
+}
+
+TEST(CanopyRunSignals, SigtermStopsEveryRank) {
+  LauncherProcess launcher({"--nproc", "3", launcher_probe_path(), "env", "sleep:60"});
+  ASSERT_TRUE(launcher.wait_for_stdout("PID=", 3, seconds(20))) << launcher.finish(seconds(1)).describe();
+  ASSERT_EQ(::kill(launcher.pid(), SIGTERM), 0);
+  LauncherResult r = launcher.finish(seconds(20));
+  ASSERT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.describe();
+  auto pids = rank_pids(r.out);
+  ASSERT_EQ(pids.size(), 3u) << r.describe();
+  for (pid_t pid : pids) EXPECT_FALSE(process_exists(pid)) << "pid " << pid << " outlived canopy-run";
+  EXPECT_NE(r.err.find("received SIGTERM"), std::string::npos) << r.describe();
+  // Ranks ended by the stop request are not reported as failures.
+  EXPECT_EQ(count_of(r.err, "killed by signal"), 0) << r.describe();
+}
+
+TEST(CanopyRunSignals, SigintIsForwardedAsSigint) {
+  LauncherProcess launcher({"--nproc", "2", launcher_probe_path(), "report-int", "env", "sleep:60"});
+  ASSERT_TRUE(launcher.wait_for_stdout("PID=", 2, seconds(20))) << launcher.finish(seconds(1)).describe();
+  ASSERT_EQ(::kill(launcher.pid(), SIGINT), 0);
+  LauncherResult r = launcher.finish(seconds(20));
+  ASSERT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 128 + SIGINT) << r.describe();
+  EXPECT_EQ(count_of(r.out, "[0] got SIGINT\n"), 1) << r.describe();
+  EXPECT_EQ(count_of(r.out, "[1] got SIGINT\n"), 1) << r.describe();
+}
+
+TEST(CanopyRunSignals, RanksThatIgnoreTheStopRequestAreKilledAfterTheGrace) {
+  LauncherProcess launcher(
+      {"--nproc", "2", "--stop-grace", "0.5", launcher_probe_path(), "ignore-term", "env", "sleep:60"});
+  ASSERT_TRUE(launcher.wait_for_stdout("PID=", 2, seconds(20))) << launcher.finish(seconds(1)).describe();
+  ASSERT_EQ(::kill(launcher.pid(), SIGTERM), 0);
+  LauncherResult r = launcher.finish(seconds(20));
+  ASSERT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.describe();
+  for (pid_t pid : rank_pids(r.out)) EXPECT_FALSE(process_exists(pid));
+}
+
+TEST(CanopyRunSignals, AStopRequestIsNotFollowedByARestart) {
+  LauncherProcess launcher({"--max-restarts", "3", launcher_probe_path(), "env", "sleep:60"});
+  ASSERT_TRUE(launcher.wait_for_stdout("PID=", 1, seconds(20))) << launcher.finish(seconds(1)).describe();
+  ASSERT_EQ(::kill(launcher.pid(), SIGTERM), 0);
+  LauncherResult r = launcher.finish(seconds(20));
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.describe();
+  EXPECT_EQ(count_of(r.out, "CANOPY_RESTART_COUNT=1"), 0) << r.describe();
+}
+
+}  // namespace
+}  // namespace canopy::testing

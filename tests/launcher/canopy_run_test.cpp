@@ -1,0 +1,143 @@
+// canopy-run starting ranks: their environment, their output, their arguments.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <set>
+
+#include "tests/launcher/launcher_runner.hpp"
+
+namespace canopy::testing {
+namespace {
+
+// NAME=value lines printed by the probe's "env" step, per rank, from prefixed stdout.
+std::map<int, std::map<std::string, std::string>> environments_by_rank(const std::string& out) {
+  std::map<int, std::map<std::string, std::string>> by_rank;
+  static const std::regex kLine(R"(^\[(\d+)\] ([A-Z_]+)=(.*)$)");
+  for (const std::string& line : lines_of(out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, kLine)) by_rank[std::stoi(m[1])][m[2]] = m[3];
+  }
+  return by_rank;
+}
+
+TEST(CanopyRun, StartsEveryRankWithItsEnvironment) {
+  LauncherResult r = run_launcher({"--nproc", "3", launcher_probe_path(), "env"}, {{"CANOPY_JOB_TOKEN", ""}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto envs = environments_by_rank(r.out);
+  ASSERT_EQ(envs.size(), 3u) << r.describe();
+  std::set<std::string> ports, tokens;
+  for (int rank = 0; rank < 3; ++rank) {
+    auto& env = envs[rank];
+    EXPECT_EQ(env["RANK"], std::to_string(rank));
+    EXPECT_EQ(env["CANOPY_RANK"], std::to_string(rank));
+    EXPECT_EQ(env["LOCAL_RANK"], std::to_string(rank));
+    EXPECT_EQ(env["CANOPY_LOCAL_RANK"], std::to_string(rank));
+    EXPECT_EQ(env["WORLD_SIZE"], "3");
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "3");
+    EXPECT_EQ(env["GROUP_RANK"], "0");
+    EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1");
+    EXPECT_EQ(env["CANOPY_STORE_HOSTED"], "1");
+    EXPECT_EQ(env["CANOPY_RESTART_COUNT"], "0");
+    EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "0");
+    EXPECT_TRUE(std::regex_match(env["CANOPY_JOB_TOKEN"], std::regex("[0-9a-f]{32}"))) << env["CANOPY_JOB_TOKEN"];
+    int port = std::stoi(env["MASTER_PORT"]);
+    EXPECT_GT(port, 0);
+    EXPECT_LT(port, 65536);
+    ports.insert(env["MASTER_PORT"]);
+    tokens.insert(env["CANOPY_JOB_TOKEN"]);
+  }
+  EXPECT_EQ(ports.size(), 1u) << "every rank must be told the same store port";
+  EXPECT_EQ(tokens.size(), 1u) << "every rank must be given the same job token";
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(CanopyRun, PassesTheJobTokenFromTheEnvironment) {
+  LauncherResult r = run_launcher({"--nproc", "2", launcher_probe_path(), "env"},
+                                  {{"CANOPY_JOB_TOKEN", "shared-secret-42"}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto envs = environments_by_rank(r.out);
+  ASSERT_EQ(envs.size(), 2u) << r.describe();
+  EXPECT_EQ(envs[0]["CANOPY_JOB_TOKEN"], "shared-secret-42");
+  EXPECT_EQ(envs[1]["CANOPY_JOB_TOKEN"], "shared-secret-42");
+}
+
+TEST(CanopyRun, TwoJobsOnOneMachineGetDifferentPortsAndTokens) {
+  LauncherResult a = run_launcher({launcher_probe_path(), "env"}, {{"CANOPY_JOB_TOKEN", ""}});
+  LauncherResult b = run_launcher({launcher_probe_path(), "env"}, {{"CANOPY_JOB_TOKEN", ""}});
+  ASSERT_EQ(a.exit_code, 0) << a.describe();
+  ASSERT_EQ(b.exit_code, 0) << b.describe();
+  EXPECT_NE(environments_by_rank(a.out)[0]["CANOPY_JOB_TOKEN"], environments_by_rank(b.out)[0]["CANOPY_JOB_TOKEN"]);
+}
+
+TEST(CanopyRun, NumbersRanksOfALaterNodeAfterThoseOfEarlierNodes) {
+  // Node 1 of 2 hosts nothing: its ranks are only told where node 0's store is.
+  LauncherResult r = run_launcher({"--nnodes", "2", "--node-rank", "1", "--nproc", "2", "--master-addr",
+                                   "127.0.0.1", "--master-port", "29999", launcher_probe_path(), "env"},
+                                  {{"CANOPY_JOB_TOKEN", "tok"}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto envs = environments_by_rank(r.out);
+  ASSERT_EQ(envs.size(), 2u) << r.describe();
+  for (int local = 0; local < 2; ++local) {
+    auto& env = envs[2 + local];
+    EXPECT_EQ(env["RANK"], std::to_string(2 + local)) << r.describe();
+    EXPECT_EQ(env["LOCAL_RANK"], std::to_string(local));
+    EXPECT_EQ(env["WORLD_SIZE"], "4");
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+    EXPECT_EQ(env["GROUP_RANK"], "1");
+    EXPECT_EQ(env["MASTER_PORT"], "29999");
+    EXPECT_EQ(env["CANOPY_JOB_TOKEN"], "tok");
+  }
+}
+
+TEST(CanopyRun, PrefixesWholeLinesAndNeverMixesRanksWithinALine) {
+  constexpr int kRanks = 4, kLines = 300;
+  LauncherResult r = run_launcher({"--nproc", std::to_string(kRanks), launcher_probe_path(),
+                                   "lines:" + std::to_string(kLines), "stderr:complaint"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  static const std::regex kLine(R"(^\[(\d+)\] line (\d+) (\d+) ([a-z]+)$)");
+  std::map<int, int> next_index;
+  for (const std::string& line : lines_of(r.out)) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, kLine)) << "a line cut or mixed: '" << line << "'";
+    int prefix_rank = std::stoi(m[1]);
+    ASSERT_EQ(std::stoi(m[2]), prefix_rank) << line;
+    ASSERT_EQ(std::stoi(m[3]), next_index[prefix_rank]++) << "lines of one rank out of order: " << line;
+    ASSERT_EQ(m[4].str(), std::string(m[4].length(), static_cast<char>('a' + prefix_rank))) << line;
+  }
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(next_index[rank], kLines) << "rank " << rank;
+  // stderr stays stderr, prefixed too.
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_EQ(count_of(r.err, "[" + std::to_string(rank) + "] complaint\n"), 1) << r.err;
+  }
+  EXPECT_EQ(count_of(r.out, "complaint"), 0);
+}
+
+TEST(CanopyRun, FlushesAnUnfinishedLastLine) {
+  LauncherResult r = run_launcher({"--nproc", "2", launcher_probe_path(), "partial:no-newline"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(count_of(r.out, "[0] no-newline\n"), 1) << r.out;
+  EXPECT_EQ(count_of(r.out, "[1] no-newline\n"), 1) << r.out;
+}
+
+TEST(CanopyRun, NoPrefixPassesOutputThroughUntouched) {
+  LauncherResult r = run_launcher({"--no-prefix", launcher_probe_path(), "partial:raw", "stderr:err-text"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "raw");
+  EXPECT_EQ(r.err, "err-text\n");
+}
+
+TEST(CanopyRun, LeavesTheProgramsArgumentsAlone) {
+  LauncherResult r = run_launcher({"--nproc", "1", "--", launcher_probe_path(), "args", "--nproc", "5", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "[0] argv: args --nproc 5 --help\n");
+}
+
+TEST(CanopyRun, HelpListsTheOptions) {
+  LauncherResult r = run_launcher({"--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("--max-restarts"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace canopy::testing

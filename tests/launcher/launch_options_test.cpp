@@ -1,0 +1,106 @@
+#include "launcher/launch_options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace canopy::launcher {
+namespace {
+
+ParsedCommandLine parse(std::vector<std::string> args, const EnvMap& env = {}) {
+  args.insert(args.begin(), "canopy-run");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return parse_command_line(static_cast<int>(argv.size()), argv.data(), env);
+}
+
+TEST(LaunchOptions, SingleNodeDefaultsPickAFreeLoopbackPort) {
+  auto parsed = parse({"--nproc", "4", "train", "--lr", "0.1"});
+  ASSERT_TRUE(parsed.options) << parsed.message;
+  const LaunchOptions& o = *parsed.options;
+  EXPECT_EQ(o.nproc, 4);
+  EXPECT_EQ(o.nnodes, 1);
+  EXPECT_EQ(o.node_rank, 0);
+  EXPECT_EQ(o.master_addr, "127.0.0.1");
+  EXPECT_EQ(o.master_port, 0);
+  EXPECT_EQ(o.listen_addr, "127.0.0.1");
+  EXPECT_EQ(o.max_restarts, 0);
+  EXPECT_TRUE(o.prefix_output);
+  EXPECT_FALSE(o.job_token);
+  EXPECT_EQ(o.command, (std::vector<std::string>{"train", "--lr", "0.1"}));
+}
+
+TEST(LaunchOptions, TheProgramsOwnFlagsAreLeftAlone) {
+  auto parsed = parse({"--nproc", "2", "--", "prog", "--nproc", "7", "--help"});
+  ASSERT_TRUE(parsed.options) << parsed.message;
+  EXPECT_EQ(parsed.options->nproc, 2);
+  EXPECT_EQ(parsed.options->command, (std::vector<std::string>{"prog", "--nproc", "7", "--help"}));
+
+  auto without_dashes = parse({"prog", "--nproc", "7"});
+  ASSERT_TRUE(without_dashes.options) << without_dashes.message;
+  EXPECT_EQ(without_dashes.options->nproc, 1);
+  EXPECT_EQ(without_dashes.options->command, (std::vector<std::string>{"prog", "--nproc", "7"}));
+}
+
+TEST(LaunchOptions, MultiNodeUsesPort29500AndListensEverywhere) {
+  auto parsed = parse({"--nproc-per-node", "8", "--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.1",
+                       "--max-restarts", "3", "--no-prefix", "--stop-grace", "0.25", "prog"},
+                      {{"CANOPY_JOB_TOKEN", "secret"}});
+  ASSERT_TRUE(parsed.options) << parsed.message;
+  const LaunchOptions& o = *parsed.options;
+  EXPECT_EQ(o.nproc, 8);
+  EXPECT_EQ(o.world_size(), 16);
+  EXPECT_EQ(o.global_rank(3), 11);
+  EXPECT_EQ(o.master_port, kDefaultMultiNodePort);
+  EXPECT_EQ(o.listen_addr, "");
+  EXPECT_EQ(o.max_restarts, 3);
+  EXPECT_FALSE(o.prefix_output);
+  EXPECT_EQ(o.stop_grace, std::chrono::milliseconds(250));
+  EXPECT_EQ(o.job_token, "secret");
+  EXPECT_FALSE(o.hosts_store());
+}
+
+TEST(LaunchOptions, HelpIsNotAnError) {
+  auto parsed = parse({"--help"});
+  EXPECT_FALSE(parsed.options);
+  EXPECT_EQ(parsed.exit_code, 0);
+  EXPECT_NE(parsed.message.find("--nproc"), std::string::npos) << parsed.message;
+  EXPECT_NE(parsed.message.find("--max-restarts"), std::string::npos) << parsed.message;
+}
+
+struct BadCommandLine {
+  std::vector<std::string> args;
+  EnvMap env;
+  std::string expected_in_message;
+};
+
+class LaunchOptionsErrors : public ::testing::TestWithParam<BadCommandLine> {};
+
+TEST_P(LaunchOptionsErrors, AreUsageErrorsThatNameTheProblem) {
+  auto parsed = parse(GetParam().args, GetParam().env);
+  EXPECT_FALSE(parsed.options);
+  EXPECT_EQ(parsed.exit_code, 2);
+  EXPECT_EQ(parsed.message.rfind("canopy-run: ", 0), 0u) << parsed.message;
+  EXPECT_NE(parsed.message.find(GetParam().expected_in_message), std::string::npos) << parsed.message;
+}
+
+const EnvMap kToken{{"CANOPY_JOB_TOKEN", "t"}};
+
+INSTANTIATE_TEST_SUITE_P(
+    LaunchOptions, LaunchOptionsErrors,
+    ::testing::Values(BadCommandLine{{}, {}, "no program given"}, BadCommandLine{{"--nproc", "2"}, {}, "no program"},
+                      BadCommandLine{{"--nproc", "0", "prog"}, {}, "--nproc"},
+                      BadCommandLine{{"--nproc", "two", "prog"}, {}, "--nproc"},
+                      BadCommandLine{{"--frobnicate", "prog"}, {}, "--frobnicate"},
+                      BadCommandLine{{"--master-port", "70000", "prog"}, {}, "--master-port"},
+                      BadCommandLine{{"--nnodes", "2", "--node-rank", "2", "--master-addr", "h", "prog"}, kToken,
+                                     "--node-rank 2 is out of range"},
+                      BadCommandLine{{"--nnodes", "2", "prog"}, kToken, "--master-addr"},
+                      BadCommandLine{{"--nnodes", "2", "--master-addr", "h", "prog"}, {}, "CANOPY_JOB_TOKEN"},
+                      BadCommandLine{{"--nnodes", "2", "--node-rank", "1", "--master-addr", "h", "--master-port",
+                                      "0", "prog"},
+                                     kToken, "real --master-port"}));
+
+}  // namespace
+}  // namespace canopy::launcher
