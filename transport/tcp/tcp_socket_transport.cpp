@@ -21,6 +21,8 @@ constexpr std::uint64_t kMaxBytesPerCall = std::uint64_t{1} << 30;
 // Payloads beyond this are refused up front, so that header + payload can never overflow a u64.
 constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 62;
 
+// While a peer is sent to and received from at once, each direction moves this much before the other's turn.
+constexpr std::uint64_t kDuplexSlice = std::uint64_t{1} << 20;
 // Read-ahead per peer: many small frames per recv(); payloads at least this large skip it.
 constexpr std::size_t kInboxBytes = 64 * 1024;
 
@@ -103,9 +105,11 @@ void TcpSocketTransport::fail_io(int peer, int error, const char* direction) {
                         rank_, peer, p.link.address, cause, direction, pending, peer, peer));
 }
 
-void TcpSocketTransport::drive_sends(int peer, std::vector<OpId>& completed) {
+bool TcpSocketTransport::drive_sends(int peer, std::vector<OpId>& completed, std::uint64_t budget) {
   Peer& p = peers_[peer];
+  std::uint64_t moved = 0;
   while (!p.sends.empty()) {
+    if (moved >= budget) return true;
     SendOp& op = p.sends.front();
     const std::uint64_t total = kFrameHeaderSize + op.payload.size();
     iovec iov[2];
@@ -117,7 +121,7 @@ void TcpSocketTransport::drive_sends(int peer, std::vector<OpId>& completed) {
       payload_offset = op.sent - kFrameHeaderSize;
     }
     if (payload_offset < op.payload.size()) {
-      auto chunk = std::min<std::uint64_t>(op.payload.size() - payload_offset, kMaxBytesPerCall);
+      auto chunk = std::min({op.payload.size() - payload_offset, kMaxBytesPerCall, budget - moved});
       iov[parts++] = {const_cast<std::byte*>(op.payload.data() + payload_offset), chunk};
     }
     msghdr message{};
@@ -125,16 +129,18 @@ void TcpSocketTransport::drive_sends(int peer, std::vector<OpId>& completed) {
     message.msg_iovlen = static_cast<std::size_t>(parts);
     ssize_t n = ::sendmsg(p.link.fd.get(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
-      if (would_block(errno)) return;
+      if (would_block(errno)) return false;
       if (errno == EINTR) continue;
       fail_io(peer, errno, "sending");
     }
     op.sent += static_cast<std::uint64_t>(n);
+    moved += static_cast<std::uint64_t>(n);
     if (op.sent == total) {
       completed.push_back(op.id);
       p.sends.pop_front();
     }
   }
+  return false;
 }
 
 std::size_t TcpSocketTransport::take_from_inbox(Peer& p, std::byte* out, std::size_t wanted) {
@@ -161,15 +167,16 @@ bool TcpSocketTransport::refill_inbox(int peer) {
   }
 }
 
-void TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed) {
+bool TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed, std::uint64_t budget) {
   Peer& p = peers_[peer];
+  std::uint64_t moved = 0;
   while (!p.recvs.empty()) {
     RecvOp& op = p.recvs.front();
     // The header first: no payload byte may reach the destination before it is checked.
     while (p.header_received < kFrameHeaderSize) {
       p.header_received +=
           take_from_inbox(p, p.header_in.data() + p.header_received, kFrameHeaderSize - p.header_received);
-      if (p.header_received < kFrameHeaderSize && !refill_inbox(peer)) return;
+      if (p.header_received < kFrameHeaderSize && !refill_inbox(peer)) return false;
     }
     if (!p.header_checked) {
       try {
@@ -190,19 +197,21 @@ void TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed) {
       const std::uint64_t left = size - p.payload_received;
       if (left < p.inbox.size()) {
         // A small remainder: read ahead into the inbox, the next frames may come with it.
-        if (!refill_inbox(peer)) return;
+        if (!refill_inbox(peer)) return false;
         p.payload_received += take_from_inbox(p, op.destination.data() + p.payload_received, left);
         continue;
       }
       // Straight into the destination, exactly the bytes of this frame.
+      if (moved >= budget) return true;
       ssize_t n = ::recv(p.link.fd.get(), op.destination.data() + p.payload_received,
-                         std::min(left, kMaxBytesPerCall), MSG_DONTWAIT);
+                         std::min({left, kMaxBytesPerCall, budget - moved}), MSG_DONTWAIT);
       if (n > 0) {
         p.payload_received += static_cast<std::uint64_t>(n);
+        moved += static_cast<std::uint64_t>(n);
       } else if (n == 0) {
         fail_io(peer, 0, "receiving");
       } else if (would_block(errno)) {
-        return;
+        return false;
       } else if (errno != EINTR) {
         fail_io(peer, errno, "receiving");
       }
@@ -213,11 +222,21 @@ void TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed) {
     p.header_checked = false;
     p.payload_received = 0;
   }
+  return false;
 }
 
 void TcpSocketTransport::drive(int peer, std::vector<OpId>& completed, bool try_reading) {
-  if (!peers_[peer].sends.empty()) drive_sends(peer, completed);
-  if (!peers_[peer].recvs.empty() && try_reading) drive_recvs(peer, completed);
+  const Peer& p = peers_[peer];
+  for (;;) {
+    // Both directions busy: alternate in slices, so that neither side's socket buffers fill up while this
+    // thread is busy copying the other way (one thread per process drives both directions).
+    const bool duplex = try_reading && !p.sends.empty() && !p.recvs.empty();
+    const std::uint64_t budget = duplex ? kDuplexSlice : ~std::uint64_t{0};
+    bool more = false;
+    if (!p.sends.empty()) more |= drive_sends(peer, completed, budget);
+    if (!p.recvs.empty() && try_reading) more |= drive_recvs(peer, completed, budget);
+    if (!more) return;
+  }
 }
 
 bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& completed) {

@@ -70,8 +70,9 @@ class TcpSocketTransport final : public Transport {
 
   void check_postable(int peer, const char* call) const;
   void drive(int peer, std::vector<OpId>& completed, bool try_reading);
-  void drive_sends(int peer, std::vector<OpId>& completed);
-  void drive_recvs(int peer, std::vector<OpId>& completed);
+  // Each moves at most `budget` bytes; true when it stopped for the budget (more could move now).
+  bool drive_sends(int peer, std::vector<OpId>& completed, std::uint64_t budget);
+  bool drive_recvs(int peer, std::vector<OpId>& completed, std::uint64_t budget);
   // Moves buffered bytes into `out`; returns how many.
   std::size_t take_from_inbox(Peer& p, std::byte* out, std::size_t wanted);
   // One recv() into the empty inbox; false when the socket had nothing.
