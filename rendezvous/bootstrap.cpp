@@ -14,7 +14,9 @@
 namespace canopy::rendezvous {
 namespace {
 
-std::string rank_key(std::string_view what, int rank) { return fmt::format("{}/{}", what, rank); }
+std::string rank_key(std::string_view what, int rank) {
+  return fmt::format("{}/{}", what, rank);
+}
 
 // Two processes launched with the same rank would otherwise deadlock or corrupt a collective much
 // later. The first to write "rank/<r>" wins; the other learns who holds its rank.
@@ -25,7 +27,8 @@ void claim_rank(Store& store, const LaunchInfo& info, const std::string& host_id
   if (holder != me)
     fail(ErrorCode::Config,
          "rendezvous: rank {} is already claimed by {} (we are {}): two processes were given the same rank "
-         "(check the launch variables), or a FileStore directory still holds an earlier run's keys (use a fresh one)",
+         "(check the launch variables), or a FileStore directory still holds an earlier run's keys (use a "
+         "fresh one)",
          info.rank, holder, me);
 }
 
@@ -85,8 +88,8 @@ Rendezvous rendezvous(const EnvMap& env, Duration timeout) {
       }
     }
     base = connect_tcp_store(host, port, info.job_token, timeout);
-    log::info("rendezvous: rank {} of {} ({} launch) uses the TcpStore at {}:{}{}", info.rank, info.world_size,
-              info.source, host, port, result.server ? ", hosted here" : "");
+    log::info("rendezvous: rank {} of {} ({} launch) uses the TcpStore at {}:{}{}", info.rank,
+              info.world_size, info.source, host, port, result.server ? ", hosted here" : "");
   }
   base->set_timeout(timeout);
   result.store = std::make_shared<PrefixStore>(base, fmt::format("round/{}", info.restart_count));

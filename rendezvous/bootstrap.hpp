@@ -18,14 +18,14 @@ struct LaunchInfo {
   // hosts a private store on 127.0.0.1 with an ephemeral port.
   std::string store_host;
   std::uint16_t store_port = 29500;
-  std::string store_file;                 // CANOPY_STORE_FILE=<dir>: use a FileStore instead of TCP
-  bool store_hosted_externally = false;   // CANOPY_STORE_HOSTED=1: canopy-run hosts it; else rank 0 does.
-                                          // torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True) is a
-                                          // PyTorch TCPStore: Canopy needs CANOPY_MASTER_PORT beside it
-  std::string job_token;                  // CANOPY_JOB_TOKEN, else derived from a job id, else ""
-  int restart_count = 0;                  // CANOPY_RESTART_COUNT, else TORCHELASTIC_RESTART_COUNT
-  std::string source;                     // "canopy", "torchrun", "slurm", "openmpi", "pmi"; "default"
-                                          // when no launcher variable is set (one process)
+  std::string store_file;                // CANOPY_STORE_FILE=<dir>: use a FileStore instead of TCP
+  bool store_hosted_externally = false;  // CANOPY_STORE_HOSTED=1: canopy-run hosts it; else rank 0 does.
+                                         // torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True) is a
+                                         // PyTorch TCPStore: Canopy needs CANOPY_MASTER_PORT beside it
+  std::string job_token;                 // CANOPY_JOB_TOKEN, else derived from a job id, else ""
+  int restart_count = 0;                 // CANOPY_RESTART_COUNT, else TORCHELASTIC_RESTART_COUNT
+  std::string source;                    // "canopy", "torchrun", "slurm", "openmpi", "pmi"; "default"
+                                         // when no launcher variable is set (one process)
 };
 
 // Reads the launch variables (docs/RENDEZVOUS.md has the table and the precedence). Pure: no I/O.

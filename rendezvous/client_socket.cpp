@@ -33,7 +33,8 @@ std::string format_endpoint(const std::string& host, std::uint16_t port) {
 
 // Tries one resolved address; returns the connected descriptor or -1 with `error` set.
 int try_connect(const addrinfo& address, Deadline deadline, std::string& error) {
-  int fd = ::socket(address.ai_family, address.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, address.ai_protocol);
+  int fd =
+      ::socket(address.ai_family, address.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, address.ai_protocol);
   if (fd < 0) {
     error = fmt::format("socket(): {}", std::strerror(errno));
     return -1;
@@ -123,7 +124,9 @@ ClientSocket& ClientSocket::operator=(ClientSocket&& other) noexcept {
   return *this;
 }
 
-ClientSocket::~ClientSocket() { close(); }
+ClientSocket::~ClientSocket() {
+  close();
+}
 
 void ClientSocket::close() {
   if (fd_ >= 0) ::close(fd_);
@@ -151,10 +154,12 @@ void ClientSocket::send_all(std::string_view bytes, Deadline deadline) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       if (!wait_ready(POLLOUT, deadline))
-        fail(ErrorCode::Timeout, "sending to the TcpStore at {} timed out ({} bytes left)", endpoint_, bytes.size());
+        fail(ErrorCode::Timeout, "sending to the TcpStore at {} timed out ({} bytes left)", endpoint_,
+             bytes.size());
       continue;
     }
-    fail(ErrorCode::PeerFailed, "the TcpStore at {} failed while we sent to it: {}", endpoint_, std::strerror(errno));
+    fail(ErrorCode::PeerFailed, "the TcpStore at {} failed while we sent to it: {}", endpoint_,
+         std::strerror(errno));
   }
 }
 
@@ -168,8 +173,8 @@ void ClientSocket::receive_exact(char* into, std::size_t size, Deadline deadline
       continue;
     }
     if (n == 0)
-      fail(ErrorCode::PeerFailed, "the TcpStore at {} closed the connection (the server stopped or dropped us)",
-           endpoint_);
+      fail(ErrorCode::PeerFailed,
+           "the TcpStore at {} closed the connection (the server stopped or dropped us)", endpoint_);
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       if (!wait_ready(POLLIN, deadline))

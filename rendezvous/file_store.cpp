@@ -78,7 +78,9 @@ std::string unique_suffix() {
   return fmt::format("{:x}.{:x}.{:x}", process_nonce, static_cast<unsigned>(::getpid()), counter++);
 }
 
-Duration clamp_wait(Duration timeout) { return std::clamp(timeout, Duration::zero(), Duration(kLongestWait)); }
+Duration clamp_wait(Duration timeout) {
+  return std::clamp(timeout, Duration::zero(), Duration(kLongestWait));
+}
 
 // Sleeps before the next poll and lengthens the pause; false when the deadline has passed.
 template <typename Pause>
@@ -101,8 +103,9 @@ class FileStore final : public Store {
     for (;;) {
       if (auto value = read_value(key)) return *value;
       if (!pause_before_retry(deadline, pause, Duration(kMaxPoll)))
-        fail(ErrorCode::Timeout, "get({}) on the FileStore in {} timed out after {} ms: the key was never set",
-             printable(key), directory_, clamp_wait(timeout).count());
+        fail(ErrorCode::Timeout,
+             "get({}) on the FileStore in {} timed out after {} ms: the key was never set", printable(key),
+             directory_, clamp_wait(timeout).count());
     }
   }
 
@@ -114,7 +117,8 @@ class FileStore final : public Store {
     return sum;
   }
 
-  std::string compare_set(std::string_view key, std::string_view expected, std::string_view desired) override {
+  std::string compare_set(std::string_view key, std::string_view expected,
+                          std::string_view desired) override {
     auto lock = lock_key(key, "compare_set");
     auto current = read_value(key);
     bool matches = current ? *current == expected : expected.empty();
@@ -138,8 +142,8 @@ class FileStore final : public Store {
         std::vector<std::string> missing;
         for (std::size_t i = ready; i < keys.size(); ++i)
           if (!exists(keys[i])) missing.push_back(keys[i]);
-        fail(ErrorCode::Timeout, "wait() on the FileStore in {} timed out after {} ms; still missing: {}", directory_,
-             clamp_wait(timeout).count(), rendezvous::printable_list(missing));
+        fail(ErrorCode::Timeout, "wait() on the FileStore in {} timed out after {} ms; still missing: {}",
+             directory_, clamp_wait(timeout).count(), rendezvous::printable_list(missing));
       }
     }
   }
@@ -234,11 +238,14 @@ class FileStore final : public Store {
         ::close(fd);
         return KeyLock(path);
       }
-      if (errno != EEXIST) fail_errno(fmt::format("{}({}) on the FileStore: creating the lock '{}'", call, printable(key), path));
+      if (errno != EEXIST)
+        fail_errno(
+            fmt::format("{}({}) on the FileStore: creating the lock '{}'", call, printable(key), path));
       break_if_stale(path);
       if (!pause_before_retry(deadline, pause, std::chrono::duration_cast<Clock::duration>(kMaxLockRetry)))
         fail(ErrorCode::Timeout,
-             "{}({}) on the FileStore timed out after {} ms waiting for the lock '{}' (remove it by hand if no rank "
+             "{}({}) on the FileStore timed out after {} ms waiting for the lock '{}' (remove it by hand if "
+             "no rank "
              "of this job is alive)",
              call, printable(key), clamp_wait(timeout()).count(), path);
     }
@@ -265,12 +272,13 @@ class FileStore final : public Store {
 }  // namespace
 
 std::shared_ptr<Store> open_file_store(const std::string& directory) {
-  if (directory.empty()) fail(ErrorCode::Config, "open_file_store: the directory is empty (CANOPY_STORE_FILE='')");
+  if (directory.empty())
+    fail(ErrorCode::Config, "open_file_store: the directory is empty (CANOPY_STORE_FILE='')");
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec || !std::filesystem::is_directory(directory, ec))
-    fail(ErrorCode::Config, "open_file_store: '{}' is not a directory that can be created or used: {}", directory,
-         ec ? ec.message() : std::string("exists and is not a directory"));
+    fail(ErrorCode::Config, "open_file_store: '{}' is not a directory that can be created or used: {}",
+         directory, ec ? ec.message() : std::string("exists and is not a directory"));
   if (::access(directory.c_str(), W_OK | X_OK) != 0)
     fail(ErrorCode::Config, "open_file_store: the directory '{}' is not writable: {}", directory,
          std::strerror(errno));

@@ -12,13 +12,13 @@ std::int64_t add_to_counter(std::string_view key, std::string_view current, std:
   if (!current.empty()) {
     auto [end, ec] = std::from_chars(current.data(), current.data() + current.size(), value);
     if (ec != std::errc() || end != current.data() + current.size())
-      fail(ErrorCode::InvalidArgument, "add({}, {}): the stored value {} is not an integer", printable(key), delta,
-           printable(current, 40));
+      fail(ErrorCode::InvalidArgument, "add({}, {}): the stored value {} is not an integer", printable(key),
+           delta, printable(current, 40));
   }
   std::int64_t sum = 0;
   if (__builtin_add_overflow(value, delta, &sum))
-    fail(ErrorCode::InvalidArgument, "add({}, {}): {} + {} overflows a 64-bit integer", printable(key), delta, value,
-         delta);
+    fail(ErrorCode::InvalidArgument, "add({}, {}): {} + {} overflows a 64-bit integer", printable(key), delta,
+         value, delta);
   return sum;
 }
 
@@ -43,8 +43,8 @@ std::int64_t KeyValueTable::add(std::string_view key, std::int64_t delta) {
   return sum;
 }
 
-std::string KeyValueTable::compare_set(std::string_view key, std::string_view expected, std::string_view desired,
-                                       bool& changed) {
+std::string KeyValueTable::compare_set(std::string_view key, std::string_view expected,
+                                       std::string_view desired, bool& changed) {
   const std::string* current = find(key);
   bool matches = current ? *current == expected : expected.empty();
   changed = matches;

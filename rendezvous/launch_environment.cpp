@@ -54,9 +54,7 @@ std::optional<long long> slurm_local_size(const EnvMap& env) {
   if (auto per_node = non_negative(env, "SLURM_NTASKS_PER_NODE")) return per_node;
   auto text = env_value(env, "SLURM_TASKS_PER_NODE");
   if (!text) return std::nullopt;
-  auto bad = [&] {
-    fail(ErrorCode::Config, "SLURM_TASKS_PER_NODE='{}' is not of the form 4(x2),3", *text);
-  };
+  auto bad = [&] { fail(ErrorCode::Config, "SLURM_TASKS_PER_NODE='{}' is not of the form 4(x2),3", *text); };
   std::vector<long long> per_node;  // one entry per node
   std::string_view rest = *text;
   while (!rest.empty()) {
@@ -81,8 +79,8 @@ std::optional<long long> slurm_local_size(const EnvMap& env) {
   }
   if (auto node = non_negative(env, "SLURM_NODEID")) {
     if (*node >= static_cast<long long>(per_node.size()))
-      fail(ErrorCode::Config, "SLURM_NODEID={} but SLURM_TASKS_PER_NODE='{}' lists only {} nodes", *node, *text,
-           per_node.size());
+      fail(ErrorCode::Config, "SLURM_NODEID={} but SLURM_TASKS_PER_NODE='{}' lists only {} nodes", *node,
+           *text, per_node.size());
     return per_node[static_cast<std::size_t>(*node)];
   }
   for (auto n : per_node)
@@ -96,8 +94,9 @@ Reading read_convention(const EnvMap& env, const Convention& convention) {
   r.rank = non_negative(env, convention.rank);
   r.world_size = non_negative(env, convention.world_size);
   r.local_rank = non_negative(env, convention.local_rank);
-  r.local_world_size = std::string_view(convention.source) == "slurm" ? slurm_local_size(env)
-                                                                       : non_negative(env, convention.local_world_size);
+  r.local_world_size = std::string_view(convention.source) == "slurm"
+                           ? slurm_local_size(env)
+                           : non_negative(env, convention.local_world_size);
   return r;
 }
 
@@ -107,15 +106,17 @@ Reading read_convention(const EnvMap& env, const Convention& convention) {
 void check_agreement(const Reading& chosen, const Reading& other) {
   if (!other.rank) return;
   if (other.world_size && *other.world_size != *chosen.world_size) {
-    log::debug("launch environment: ignoring {} ({}={}), an outer launch with {}={}", other.convention->source,
-               other.convention->world_size, *other.world_size, chosen.convention->world_size, *chosen.world_size);
+    log::debug("launch environment: ignoring {} ({}={}), an outer launch with {}={}",
+               other.convention->source, other.convention->world_size, *other.world_size,
+               chosen.convention->world_size, *chosen.world_size);
     return;
   }
   if (*other.rank != *chosen.rank)
     fail(ErrorCode::Config,
-         "{}={} ({}) contradicts {}={} ({}): two launchers disagree about this process's rank; unset the stale one",
-         chosen.convention->rank, *chosen.rank, chosen.convention->source, other.convention->rank, *other.rank,
-         other.convention->source);
+         "{}={} ({}) contradicts {}={} ({}): two launchers disagree about this process's rank; unset the "
+         "stale one",
+         chosen.convention->rank, *chosen.rank, chosen.convention->source, other.convention->rank,
+         *other.rank, other.convention->source);
 }
 
 bool parse_flag(const EnvMap& env, const char* name) {
@@ -156,14 +157,16 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
   if (chosen) {
     const Convention& c = *chosen->convention;
     if (!chosen->world_size)
-      fail(ErrorCode::Config, "{} is set but {} is not: the {} launch convention needs both", c.rank, c.world_size,
-           c.source);
+      fail(ErrorCode::Config, "{} is set but {} is not: the {} launch convention needs both", c.rank,
+           c.world_size, c.source);
     if (!chosen->rank)
-      fail(ErrorCode::Config, "{} is set but {} is not: the {} launch convention needs both", c.world_size, c.rank,
-           c.source);
-    if (*chosen->world_size < 1) fail(ErrorCode::Config, "{}={} must be at least 1", c.world_size, *chosen->world_size);
+      fail(ErrorCode::Config, "{} is set but {} is not: the {} launch convention needs both", c.world_size,
+           c.rank, c.source);
+    if (*chosen->world_size < 1)
+      fail(ErrorCode::Config, "{}={} must be at least 1", c.world_size, *chosen->world_size);
     if (*chosen->rank >= *chosen->world_size)
-      fail(ErrorCode::Config, "{}={} must be below {}={}", c.rank, *chosen->rank, c.world_size, *chosen->world_size);
+      fail(ErrorCode::Config, "{}={} must be below {}={}", c.rank, *chosen->rank, c.world_size,
+           *chosen->world_size);
     for (const auto& other : readings)
       if (&other != chosen) check_agreement(*chosen, other);
 
@@ -179,8 +182,8 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
     if (chosen->local_rank) {
       long long limit = chosen->local_world_size ? *chosen->local_world_size : info.world_size;
       if (*chosen->local_rank >= limit)
-        fail(ErrorCode::Config, "{}={} must be below the local world size {}", c.local_rank, *chosen->local_rank,
-             limit);
+        fail(ErrorCode::Config, "{}={} must be below the local world size {}", c.local_rank,
+             *chosen->local_rank, limit);
       info.local_rank = static_cast<int>(*chosen->local_rank);
     }
   } else {
@@ -196,12 +199,14 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
       !env_value(env, "CANOPY_MASTER_PORT"))
     fail(ErrorCode::Config,
          "TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts a PyTorch TCPStore at MASTER_PORT, which "
-         "Canopy cannot use; set CANOPY_MASTER_PORT to a free port (rank 0 then hosts Canopy's store there) or "
+         "Canopy cannot use; set CANOPY_MASTER_PORT to a free port (rank 0 then hosts Canopy's store there) "
+         "or "
          "CANOPY_STORE_FILE to a shared directory");
 
   const char* port_variable = env_value(env, "CANOPY_MASTER_PORT") ? "CANOPY_MASTER_PORT" : "MASTER_PORT";
   if (auto port = env_integer(env, port_variable)) {
-    if (*port < 1 || *port > 65535) fail(ErrorCode::Config, "{}={} is not a TCP port (1-65535)", port_variable, *port);
+    if (*port < 1 || *port > 65535)
+      fail(ErrorCode::Config, "{}={} is not a TCP port (1-65535)", port_variable, *port);
     info.store_port = static_cast<std::uint16_t>(*port);
   } else {
     info.store_port = kDefaultPort;
@@ -214,7 +219,8 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
   bool needs_address = info.store_file.empty() && (info.world_size > 1 || info.store_hosted_externally);
   if (needs_address && info.store_host.empty())
     fail(ErrorCode::Config,
-         "rank {} of {} ({} launch): no store address; set CANOPY_MASTER_ADDR or MASTER_ADDR to the host of rank 0 "
+         "rank {} of {} ({} launch): no store address; set CANOPY_MASTER_ADDR or MASTER_ADDR to the host of "
+         "rank 0 "
          "(under SLURM: the first host of SLURM_JOB_NODELIST), or CANOPY_STORE_FILE to a shared directory",
          info.rank, info.world_size, info.source);
 

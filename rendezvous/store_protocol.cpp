@@ -152,14 +152,22 @@ bool known_command(std::uint8_t byte) {
 
 std::string_view to_string(Command command) {
   switch (command) {
-    case Command::Set: return "SET";
-    case Command::Get: return "GET";
-    case Command::Add: return "ADD";
-    case Command::CompareSet: return "COMPARE_SET";
-    case Command::Check: return "CHECK";
-    case Command::Wait: return "WAIT";
-    case Command::Delete: return "DELETE";
-    case Command::Ping: return "PING";
+    case Command::Set:
+      return "SET";
+    case Command::Get:
+      return "GET";
+    case Command::Add:
+      return "ADD";
+    case Command::CompareSet:
+      return "COMPARE_SET";
+    case Command::Check:
+      return "CHECK";
+    case Command::Wait:
+      return "WAIT";
+    case Command::Delete:
+      return "DELETE";
+    case Command::Ping:
+      return "PING";
   }
   return "UNKNOWN";
 }
@@ -184,7 +192,9 @@ ParseResult parse_request(std::string_view buffer, Request& request) {
   return in.result();
 }
 
-void put_u8(std::string& out, std::uint8_t value) { out.push_back(static_cast<char>(value)); }
+void put_u8(std::string& out, std::uint8_t value) {
+  out.push_back(static_cast<char>(value));
+}
 void put_u16(std::string& out, std::uint16_t value) {
   for (int i = 0; i < 2; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
 }

@@ -28,7 +28,9 @@ constexpr Duration kReplyGrace = std::chrono::seconds(5);
 // Longer waits are treated as this long: the clock must not overflow.
 constexpr Duration kLongestWait = std::chrono::hours(24 * 365);
 
-Duration clamp_wait(Duration timeout) { return std::clamp(timeout, Duration::zero(), kLongestWait); }
+Duration clamp_wait(Duration timeout) {
+  return std::clamp(timeout, Duration::zero(), kLongestWait);
+}
 
 // A reply the server sent on purpose (TIMEOUT, ERROR): the connection stays usable.
 class ServerAnswered : public Error {
@@ -74,7 +76,8 @@ class TcpStoreClient final : public Store {
     });
   }
 
-  std::string compare_set(std::string_view key, std::string_view expected, std::string_view desired) override {
+  std::string compare_set(std::string_view key, std::string_view expected,
+                          std::string_view desired) override {
     check_key(key, "compare_set");
     check_value(expected, "compare_set", "expected value");
     check_value(desired, "compare_set", "desired value");
@@ -122,7 +125,8 @@ class TcpStoreClient final : public Store {
     proto::Request request;
     request.command = proto::Command::Delete;
     request.keys.emplace_back(key);
-    return call(request, operation_deadline(), fmt::format("remove({})", printable(key)), [&] { return read_flag(); });
+    return call(request, operation_deadline(), fmt::format("remove({})", printable(key)),
+                [&] { return read_flag(); });
   }
 
   void hello(const std::string& token, Deadline deadline) {
@@ -133,26 +137,29 @@ class TcpStoreClient final : public Store {
       socket_.receive_exact(&status, 1, deadline);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::PeerFailed) throw;
-      fail(ErrorCode::Protocol,
-           "the server at {} closed the connection during the Canopy store hello: it is not a Canopy TcpStore "
-           "(a PyTorch TCPStore, e.g. torchrun's agent store, speaks another protocol: point CANOPY_MASTER_PORT "
-           "at a free port) or it is shutting down",
-           socket_.endpoint());
+      fail(
+          ErrorCode::Protocol,
+          "the server at {} closed the connection during the Canopy store hello: it is not a Canopy TcpStore "
+          "(a PyTorch TCPStore, e.g. torchrun's agent store, speaks another protocol: point "
+          "CANOPY_MASTER_PORT "
+          "at a free port) or it is shutting down",
+          socket_.endpoint());
     }
     switch (static_cast<proto::HelloStatus>(status)) {
       case proto::HelloStatus::Ok:
         return;
       case proto::HelloStatus::BadToken:
         fail(ErrorCode::Config,
-             "the TcpStore at {} rejected our job token: every rank of a job must have the same CANOPY_JOB_TOKEN "
+             "the TcpStore at {} rejected our job token: every rank of a job must have the same "
+             "CANOPY_JOB_TOKEN "
              "(or the same job id it is derived from); is another job using this port?",
              socket_.endpoint());
       case proto::HelloStatus::BadVersion:
-        fail(ErrorCode::Protocol, "the TcpStore at {} does not speak store protocol version {}", socket_.endpoint(),
-             proto::kVersion);
+        fail(ErrorCode::Protocol, "the TcpStore at {} does not speak store protocol version {}",
+             socket_.endpoint(), proto::kVersion);
     }
-    fail(ErrorCode::Protocol, "the TcpStore at {} answered the hello with unknown status {}", socket_.endpoint(),
-         static_cast<int>(static_cast<unsigned char>(status)));
+    fail(ErrorCode::Protocol, "the TcpStore at {} answered the hello with unknown status {}",
+         socket_.endpoint(), static_cast<int>(static_cast<unsigned char>(status)));
   }
 
  private:
@@ -164,14 +171,14 @@ class TcpStoreClient final : public Store {
 
   static void check_key(std::string_view key, std::string_view call) {
     if (key.size() > proto::kMaxKeyBytes)
-      fail(ErrorCode::InvalidArgument, "{}: a key of {} bytes exceeds the TcpStore limit of {} bytes ({})", call,
-           key.size(), proto::kMaxKeyBytes, printable(key, 40));
+      fail(ErrorCode::InvalidArgument, "{}: a key of {} bytes exceeds the TcpStore limit of {} bytes ({})",
+           call, key.size(), proto::kMaxKeyBytes, printable(key, 40));
   }
 
   static void check_value(std::string_view value, std::string_view call, std::string_view what) {
     if (value.size() > proto::kMaxValueBytes)
-      fail(ErrorCode::InvalidArgument, "{}: a {} of {} bytes exceeds the TcpStore limit of {} bytes", call, what,
-           value.size(), proto::kMaxValueBytes);
+      fail(ErrorCode::InvalidArgument, "{}: a {} of {} bytes exceeds the TcpStore limit of {} bytes", call,
+           what, value.size(), proto::kMaxValueBytes);
   }
 
   Deadline operation_deadline() const { return Deadline::after(clamp_wait(timeout())); }
@@ -179,8 +186,8 @@ class TcpStoreClient final : public Store {
   // Sends the request and reads the reply; `read_ok` reads the fields of an OK reply. A failure of the
   // connection itself leaves it unusable: a reply may be half read, and requests are not idempotent.
   template <typename ReadOk>
-  std::invoke_result_t<ReadOk&> call(const proto::Request& request, Deadline deadline, const std::string& what,
-                                     ReadOk read_ok) {
+  std::invoke_result_t<ReadOk&> call(const proto::Request& request, Deadline deadline,
+                                     const std::string& what, ReadOk read_ok) {
     std::lock_guard lock(mutex_);
     if (!broken_.empty())
       fail(ErrorCode::PeerFailed, "{} on the TcpStore at {}: the connection failed earlier ({})", what,
@@ -197,11 +204,12 @@ class TcpStoreClient final : public Store {
           throw ServerAnswered(ErrorCode::Timeout, fmt::format("{} on the TcpStore at {} timed out: {}", what,
                                                                socket_.endpoint(), read_message()));
         case proto::Status::Error:
-          throw ServerAnswered(ErrorCode::InvalidArgument, fmt::format("{} on the TcpStore at {} failed: {}", what,
-                                                                       socket_.endpoint(), read_message()));
+          throw ServerAnswered(
+              ErrorCode::InvalidArgument,
+              fmt::format("{} on the TcpStore at {} failed: {}", what, socket_.endpoint(), read_message()));
       }
-      fail(ErrorCode::Protocol, "{}: the TcpStore at {} answered with unknown status {}", what, socket_.endpoint(),
-           static_cast<int>(static_cast<unsigned char>(status)));
+      fail(ErrorCode::Protocol, "{}: the TcpStore at {} answered with unknown status {}", what,
+           socket_.endpoint(), static_cast<int>(static_cast<unsigned char>(status)));
     } catch (const ServerAnswered& e) {
       throw Error(e.code(), e.what());
     } catch (const Error& e) {
@@ -216,8 +224,8 @@ class TcpStoreClient final : public Store {
     socket_.receive_exact(header, sizeof(header), deadline);
     auto length = proto::get_u32(header);
     if (length > limit)
-      fail(ErrorCode::Protocol, "the TcpStore at {} sent a field of {} bytes (limit {})", socket_.endpoint(), length,
-           limit);
+      fail(ErrorCode::Protocol, "the TcpStore at {} sent a field of {} bytes (limit {})", socket_.endpoint(),
+           length, limit);
     std::string bytes(length, '\0');
     socket_.receive_exact(bytes.data(), length, deadline);
     return bytes;
@@ -239,11 +247,15 @@ class TcpStoreClient final : public Store {
 
 }  // namespace
 
-std::shared_ptr<Store> connect_tcp_store(const std::string& host, std::uint16_t port, const std::string& job_token,
-                                         Duration connect_timeout) {
+std::shared_ptr<Store> connect_tcp_store(const std::string& host, std::uint16_t port,
+                                         const std::string& job_token, Duration connect_timeout) {
+  if (host.empty() || port == 0)
+    fail(ErrorCode::InvalidArgument, "connect_tcp_store: '{}' port {} is not an address to connect to", host,
+         port);
   if (job_token.size() > proto::kMaxTokenBytes)
-    fail(ErrorCode::InvalidArgument, "connect_tcp_store: a job token of {} bytes exceeds the limit of {} bytes",
-         job_token.size(), proto::kMaxTokenBytes);
+    fail(ErrorCode::InvalidArgument,
+         "connect_tcp_store: a job token of {} bytes exceeds the limit of {} bytes", job_token.size(),
+         proto::kMaxTokenBytes);
   auto deadline = Deadline::after(clamp_wait(connect_timeout));
   auto client = std::make_shared<TcpStoreClient>(ClientSocket::connect(host, port, deadline));
   // The hello gets a few seconds even when connecting used up the deadline: the server is there.

@@ -1,10 +1,9 @@
 // The TcpStore server: one Asio io_context on one thread of its own serves every client with
 // asynchronous accept, read and write (no thread per client). GET and WAIT wait here, on the
 // server, in a waiter list per key, so that clients never poll.
-#include <asio.hpp>
-
 #include <algorithm>
 #include <array>
+#include <asio.hpp>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -70,7 +69,8 @@ class Session : public std::enable_shared_from_this<Session> {
       : server_(server), socket_(std::move(socket)), timer_(socket_.get_executor()), chunk_(kReadChunk) {
     std::error_code ec;
     auto endpoint = socket_.remote_endpoint(ec);
-    peer_ = ec ? std::string("an unknown peer") : fmt::format("{}:{}", endpoint.address().to_string(), endpoint.port());
+    peer_ = ec ? std::string("an unknown peer")
+               : fmt::format("{}:{}", endpoint.address().to_string(), endpoint.port());
     socket_.set_option(tcp::no_delay(true), ec);
   }
 
@@ -137,20 +137,21 @@ class Session : public std::enable_shared_from_this<Session> {
     if (reading_ || closed_) return;
     if (busy_ && buffered() >= kMaxBufferedWhileBusy) return;
     reading_ = true;
-    socket_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](const std::error_code& ec,
-                                                                             std::size_t n) {
-      self->reading_ = false;
-      if (self->closed_) return;
-      if (ec) {
-        if (ec != asio::error::eof && ec != asio::error::operation_aborted)
-          log::debug("TcpStore :{}: connection from {} ended: {}", self->server_.port, self->peer_, ec.message());
-        self->close();
-        return;
-      }
-      self->inbuf_.append(self->chunk_.data(), n);
-      self->process();
-      self->maybe_read();
-    });
+    socket_.async_read_some(asio::buffer(chunk_),
+                            [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+                              self->reading_ = false;
+                              if (self->closed_) return;
+                              if (ec) {
+                                if (ec != asio::error::eof && ec != asio::error::operation_aborted)
+                                  log::debug("TcpStore :{}: connection from {} ended: {}", self->server_.port,
+                                             self->peer_, ec.message());
+                                self->close();
+                                return;
+                              }
+                              self->inbuf_.append(self->chunk_.data(), n);
+                              self->process();
+                              self->maybe_read();
+                            });
   }
 
   // Handles the requests that have fully arrived, one at a time: the next one starts only when the
@@ -167,8 +168,8 @@ class Session : public std::enable_shared_from_this<Session> {
         auto parsed = proto::parse_request(rest, request);
         if (parsed.kind == proto::ParseResult::Kind::Incomplete) break;
         if (parsed.kind == proto::ParseResult::Kind::Malformed) {
-          log::warn("TcpStore :{}: malformed request from {}: {}; closing the connection", server_.port, peer_,
-                    parsed.error);
+          log::warn("TcpStore :{}: malformed request from {}: {}; closing the connection", server_.port,
+                    peer_, parsed.error);
           close_after_write_ = true;
           reply(proto::encode_failure(proto::Status::Error, "malformed request: " + parsed.error));
           break;
@@ -194,7 +195,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool process_hello(std::string_view rest) {
     if (rest.size() < proto::kHelloHeaderBytes) {
       // Judge the magic as soon as its bytes are here: an HTTP probe should not wait 30 s.
-      if (rest.substr(0, proto::kMagic.size()) != proto::kMagic.substr(0, std::min(rest.size(), proto::kMagic.size())))
+      if (rest.substr(0, proto::kMagic.size()) !=
+          proto::kMagic.substr(0, std::min(rest.size(), proto::kMagic.size())))
         reject("it is not a Canopy store client (bad magic)");
       return false;
     }
@@ -205,7 +207,8 @@ class Session : public std::enable_shared_from_this<Session> {
     auto version = proto::get_u16(rest.data() + proto::kMagic.size());
     auto token_length = proto::get_u32(rest.data() + proto::kMagic.size() + 2);
     if (token_length > proto::kMaxTokenBytes) {
-      reject(fmt::format("its job token of {} bytes exceeds the limit of {}", token_length, proto::kMaxTokenBytes));
+      reject(fmt::format("its job token of {} bytes exceeds the limit of {}", token_length,
+                         proto::kMaxTokenBytes));
       return false;
     }
     if (rest.size() < proto::kHelloHeaderBytes + token_length) return false;
@@ -370,16 +373,17 @@ tcp::acceptor open_acceptor(asio::io_context& io, const std::string& host, std::
     auto acceptor = try_bind(tcp::endpoint(tcp::v6(), port), true, ec);
     if (!ec) return acceptor;
     if (ec == asio::error::address_in_use)
-      fail(ErrorCode::System, "TcpStoreServer: port {} is already in use (choose another with CANOPY_MASTER_PORT)",
-           port);
+      fail(ErrorCode::System,
+           "TcpStoreServer: port {} is already in use (choose another with CANOPY_MASTER_PORT)", port);
     acceptor = try_bind(tcp::endpoint(tcp::v4(), port), false, ec);
     if (!ec) return acceptor;
     fail(ErrorCode::System, "TcpStoreServer: cannot listen on port {}: {}", port, ec.message());
   }
   tcp::resolver resolver(io);
-  auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service,
-                                  ec);
-  if (ec) fail(ErrorCode::Config, "TcpStoreServer: cannot resolve the listen address '{}': {}", host, ec.message());
+  auto results = resolver.resolve(host, std::to_string(port),
+                                  tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec)
+    fail(ErrorCode::Config, "TcpStoreServer: cannot resolve the listen address '{}': {}", host, ec.message());
   std::string errors;
   for (const auto& entry : results) {
     auto acceptor = try_bind(entry.endpoint(), false, ec);
@@ -461,6 +465,8 @@ TcpStoreServer::TcpStoreServer(const std::string& host, std::uint16_t port, std:
 
 TcpStoreServer::~TcpStoreServer() = default;
 
-std::uint16_t TcpStoreServer::port() const { return impl_->port(); }
+std::uint16_t TcpStoreServer::port() const {
+  return impl_->port();
+}
 
 }  // namespace canopy

@@ -1,5 +1,7 @@
 // rendezvous(): real forked ranks meeting through a TcpStore hosted by rank 0 or through a FileStore,
 // deriving local ranks, and failing clearly when the group cannot form.
+#include "rendezvous/bootstrap.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,7 +11,6 @@
 #include "canopy/error.hpp"
 #include "canopy/store.hpp"
 #include "common/deadline.hpp"
-#include "rendezvous/bootstrap.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::rendezvous {
@@ -28,7 +29,8 @@ std::uint16_t free_port() {
 void meet_and_check(Rendezvous& r, int world_size, const std::vector<int>& local_rank,
                     const std::vector<int>& local_world_size) {
   const LaunchInfo& info = r.info;
-  require(info.world_size == world_size, "rank {}: world size {} != {}", info.rank, info.world_size, world_size);
+  require(info.world_size == world_size, "rank {}: world size {} != {}", info.rank, info.world_size,
+          world_size);
   require(info.local_rank == local_rank[static_cast<std::size_t>(info.rank)], "rank {}: local rank {} != {}",
           info.rank, info.local_rank, local_rank[static_cast<std::size_t>(info.rank)]);
   require(info.local_world_size == local_world_size[static_cast<std::size_t>(info.rank)],
@@ -58,12 +60,10 @@ void expect_all_ok(const std::vector<testing::RankExit>& exits) {
 TEST(Rendezvous, FourTorchrunRanksWithRankZeroHostingAndTwoHosts) {
   std::uint16_t port = free_port();
   auto exits = testing::run_processes(4, [&](int rank) {
-    EnvMap env{{"RANK", std::to_string(rank)},
-               {"WORLD_SIZE", "4"},
-               {"MASTER_ADDR", "127.0.0.1"},
-               {"MASTER_PORT", std::to_string(port)},
-               {"TORCHELASTIC_RUN_ID", "test-run"},
-               {"CANOPY_HOST_ID", rank % 2 == 0 ? "even-host" : "odd-host"}};
+    EnvMap env{
+        {"RANK", std::to_string(rank)},      {"WORLD_SIZE", "4"},
+        {"MASTER_ADDR", "127.0.0.1"},        {"MASTER_PORT", std::to_string(port)},
+        {"TORCHELASTIC_RUN_ID", "test-run"}, {"CANOPY_HOST_ID", rank % 2 == 0 ? "even-host" : "odd-host"}};
     auto r = rendezvous(env, 20s);
     require((r.server != nullptr) == (rank == 0), "rank {}: hosts the store: {}", rank, r.server != nullptr);
     require(r.info.source == "torchrun", "rank {}: source {}", rank, r.info.source);
@@ -76,8 +76,12 @@ TEST(Rendezvous, FourTorchrunRanksWithRankZeroHostingAndTwoHosts) {
 TEST(Rendezvous, GivenLocalRanksAreKept) {
   std::uint16_t port = free_port();
   auto exits = testing::run_processes(2, [&](int rank) {
-    EnvMap env{{"RANK", std::to_string(rank)},     {"WORLD_SIZE", "2"},       {"LOCAL_RANK", std::to_string(rank)},
-               {"LOCAL_WORLD_SIZE", "2"},          {"MASTER_ADDR", "localhost"}, {"MASTER_PORT", std::to_string(port)},
+    EnvMap env{{"RANK", std::to_string(rank)},
+               {"WORLD_SIZE", "2"},
+               {"LOCAL_RANK", std::to_string(rank)},
+               {"LOCAL_WORLD_SIZE", "2"},
+               {"MASTER_ADDR", "localhost"},
+               {"MASTER_PORT", std::to_string(port)},
                {"CANOPY_HOST_ID", std::to_string(rank)}};  // would give local rank 0 of 1 if derived
     auto r = rendezvous(env, 20s);
     meet_and_check(r, 2, {0, 1}, {2, 2});
@@ -126,7 +130,10 @@ TEST(Rendezvous, TheRestartRoundPrefixesEveryKey) {
 
 TEST(Rendezvous, TwoProcessesWithOneRankAreAConfigError) {
   testing::TempDir dir;
-  EnvMap env{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"},
+  EnvMap env{{"RANK", "1"},
+             {"WORLD_SIZE", "2"},
+             {"LOCAL_RANK", "0"},
+             {"LOCAL_WORLD_SIZE", "1"},
              {"CANOPY_STORE_FILE", dir.path()}};
   auto first = rendezvous(env, 5s);
   try {

@@ -122,8 +122,10 @@ TEST(LaunchEnvironment, Slurm) {
   auto uneven_without_node = parse_launch_environment(
       {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "5"}, {"SLURM_TASKS_PER_NODE", "3,2"}, {"MASTER_ADDR", "n0"}});
   EXPECT_EQ(uneven_without_node.local_world_size, -1);
-  auto even = parse_launch_environment(
-      {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}, {"SLURM_TASKS_PER_NODE", "4(x2)"}, {"MASTER_ADDR", "n0"}});
+  auto even = parse_launch_environment({{"SLURM_PROCID", "0"},
+                                        {"SLURM_NTASKS", "8"},
+                                        {"SLURM_TASKS_PER_NODE", "4(x2)"},
+                                        {"MASTER_ADDR", "n0"}});
   EXPECT_EQ(even.local_world_size, 4);
   EXPECT_MENTIONS(config_error({{"SLURM_PROCID", "0"},
                                 {"SLURM_NTASKS", "8"},
@@ -147,7 +149,8 @@ TEST(LaunchEnvironment, OpenMpiAndPmi) {
   EXPECT_EQ(ompi.local_world_size, 2);
   EXPECT_EQ(ompi.job_token, "ompi-99");
 
-  auto pmi = parse_launch_environment({{"PMI_RANK", "1"}, {"PMI_SIZE", "3"}, {"CANOPY_STORE_FILE", "/shared/x"}});
+  auto pmi =
+      parse_launch_environment({{"PMI_RANK", "1"}, {"PMI_SIZE", "3"}, {"CANOPY_STORE_FILE", "/shared/x"}});
   EXPECT_EQ(pmi.source, "pmi");
   EXPECT_EQ(pmi.rank, 1);
   EXPECT_EQ(pmi.world_size, 3);
@@ -163,8 +166,9 @@ TEST(LaunchEnvironment, MissingOrImpossibleValuesNameTheVariable) {
   EXPECT_MENTIONS(config_error({{"RANK", "0"}, {"WORLD_SIZE", "0"}}), "WORLD_SIZE=0");
   EXPECT_MENTIONS(config_error({{"RANK", "x"}, {"WORLD_SIZE", "2"}}), "RANK");
   EXPECT_MENTIONS(config_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}}), "MASTER_ADDR");
-  EXPECT_MENTIONS(config_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}}),
-                  "MASTER_PORT=70000");
+  EXPECT_MENTIONS(
+      config_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}}),
+      "MASTER_PORT=70000");
   EXPECT_MENTIONS(
       config_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"CANOPY_MASTER_PORT", "0"}}),
       "CANOPY_MASTER_PORT");
@@ -177,25 +181,36 @@ TEST(LaunchEnvironment, MissingOrImpossibleValuesNameTheVariable) {
   EXPECT_MENTIONS(
       config_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "3"}, {"MASTER_ADDR", "h"}}),
       "LOCAL_WORLD_SIZE=3");
-  EXPECT_MENTIONS(config_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"CANOPY_STORE_HOSTED", "maybe"}}),
-                  "CANOPY_STORE_HOSTED");
-  EXPECT_MENTIONS(config_error({{"CANOPY_STORE_HOSTED", "1"}}), "MASTER_ADDR");  // a hosted store needs an address
   EXPECT_MENTIONS(
-      config_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"TORCHELASTIC_RESTART_COUNT", "-2"}}),
+      config_error(
+          {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"CANOPY_STORE_HOSTED", "maybe"}}),
+      "CANOPY_STORE_HOSTED");
+  EXPECT_MENTIONS(config_error({{"CANOPY_STORE_HOSTED", "1"}}),
+                  "MASTER_ADDR");  // a hosted store needs an address
+  EXPECT_MENTIONS(
+      config_error(
+          {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"TORCHELASTIC_RESTART_COUNT", "-2"}}),
       "TORCHELASTIC_RESTART_COUNT");
 }
 
 TEST(LaunchEnvironment, ContradictingLaunchersNameBothVariables) {
-  std::string message = config_error(
-      {{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"MASTER_ADDR", "h"}});
+  std::string message = config_error({{"RANK", "1"},
+                                      {"WORLD_SIZE", "4"},
+                                      {"SLURM_PROCID", "2"},
+                                      {"SLURM_NTASKS", "4"},
+                                      {"MASTER_ADDR", "h"}});
   EXPECT_MENTIONS(message, "RANK=1");
   EXPECT_MENTIONS(message, "SLURM_PROCID=2");
-  message = config_error({{"CANOPY_RANK", "0"}, {"CANOPY_WORLD_SIZE", "2"}, {"PMI_RANK", "1"}, {"MASTER_ADDR", "h"}});
+  message = config_error(
+      {{"CANOPY_RANK", "0"}, {"CANOPY_WORLD_SIZE", "2"}, {"PMI_RANK", "1"}, {"MASTER_ADDR", "h"}});
   EXPECT_MENTIONS(message, "CANOPY_RANK=0");
   EXPECT_MENTIONS(message, "PMI_RANK=1");
   // Agreeing launchers are fine.
-  auto agreeing = parse_launch_environment(
-      {{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"MASTER_ADDR", "h"}});
+  auto agreeing = parse_launch_environment({{"RANK", "2"},
+                                            {"WORLD_SIZE", "4"},
+                                            {"SLURM_PROCID", "2"},
+                                            {"SLURM_NTASKS", "4"},
+                                            {"MASTER_ADDR", "h"}});
   EXPECT_EQ(agreeing.rank, 2);
 }
 

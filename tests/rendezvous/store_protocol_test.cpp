@@ -1,11 +1,11 @@
 // The TcpStore wire format: every request survives a round trip, arrives incomplete at every split
 // point, and a lying length field is refused before its bytes arrive.
+#include "rendezvous/store_protocol.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "rendezvous/store_protocol.hpp"
 
 namespace canopy::rendezvous::protocol {
 namespace {

@@ -1,17 +1,21 @@
 // Every Store operation, against both the TcpStore (a real server on loopback) and the FileStore (a
 // real directory): one typed suite, so the two cannot drift apart in semantics.
+#include "canopy/store.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/time.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "canopy/error.hpp"
-#include "canopy/store.hpp"
 #include "common/deadline.hpp"
 #include "tests/support/ranks.hpp"
 
@@ -242,7 +246,8 @@ TYPED_TEST(StoreTest, ConcurrentClientsGiveExactCounts) {
   constexpr int kAdds = TypeParam::kAddsPerClient;
   constexpr int kSwaps = TypeParam::kSwapsPerClient;
   std::vector<std::shared_ptr<Store>> clients(kClients);
-  testing::run_threads(kClients, [&](int i) { clients[static_cast<std::size_t>(i)] = this->backend_.connect(); });
+  testing::run_threads(kClients,
+                       [&](int i) { clients[static_cast<std::size_t>(i)] = this->backend_.connect(); });
   testing::run_threads(kClients, [&](int i) {
     Store& store = *clients[static_cast<std::size_t>(i)];
     for (int op = 0; op < kAdds; ++op) store.add("adds", 1);
@@ -273,8 +278,45 @@ TYPED_TEST(StoreTest, ForkedProcessesGiveExactCounts) {
     auto total = store->add("adds", 0);
     require(total >= kOps, "rank {} saw the counter at {} after its own {} adds", rank, total, kOps);
   });
-  for (int rank = 0; rank < kProcesses; ++rank) EXPECT_TRUE(exits[rank].ok()) << rank << ": " << exits[rank].describe();
+  for (int rank = 0; rank < kProcesses; ++rank)
+    EXPECT_TRUE(exits[rank].ok()) << rank << ": " << exits[rank].describe();
   EXPECT_EQ(this->store_->get("adds", 1s), std::to_string(kProcesses * kOps));
+}
+
+// FileStore locks are files "l.<encoded key>" beside the values (docs/RENDEZVOUS.md).
+TEST(FileStoreLocks, AHeldLockTimesOutNamingItAndAStaleOneIsBroken) {
+  testing::TempDir dir;
+  auto store = open_file_store(dir.path());
+  store->set_timeout(200ms);
+  std::string lock = dir.path() + "/l.counter";
+  {
+    std::FILE* f = std::fopen(lock.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+  }
+  std::string message;
+  auto start = Clock::now();
+  EXPECT_EQ(error_code_of([&] { store->add("counter", 1); }, &message), ErrorCode::Timeout);
+  EXPECT_GE(Clock::now() - start, 190ms);
+  EXPECT_NE(message.find("l.counter"), std::string::npos) << message;
+
+  // A holder that died two minutes ago.
+  timeval old[2] = {{::time(nullptr) - 120, 0}, {::time(nullptr) - 120, 0}};
+  ASSERT_EQ(::utimes(lock.c_str(), old), 0);
+  EXPECT_EQ(store->add("counter", 1), 1);
+  EXPECT_EQ(store->compare_set("counter", "1", "2"), "2");
+}
+
+TEST(FileStoreOpen, AFileInsteadOfADirectoryIsAConfigError) {
+  testing::TempDir dir;
+  std::string path = dir.path() + "/plain-file";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+  }
+  EXPECT_EQ(error_code_of([&] { open_file_store(path); }), ErrorCode::Config);
+  EXPECT_EQ(error_code_of([&] { open_file_store(""); }), ErrorCode::Config);
 }
 
 }  // namespace

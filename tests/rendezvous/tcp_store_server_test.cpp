@@ -1,5 +1,6 @@
 // The TcpStore server against hostile and failing clients: wrong tokens, garbage, oversized and
 // truncated frames, clients killed mid-request, and its own shutdown while clients wait.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -7,8 +8,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <arpa/inet.h>
 
 #include <chrono>
 #include <cstring>
@@ -157,7 +156,8 @@ TEST_F(TcpStoreServerTest, OversizedLengthFieldsAreRefusedBeforeAnyAllocation) {
   proto::put_u32(big_value, static_cast<std::uint32_t>(proto::kMaxValueBytes + 1));
   requests.push_back(big_value);
   requests.push_back(request_with_field_length(proto::Command::Wait, 1'000'000));
-  requests.push_back(request_with_field_length(proto::Command::Get, static_cast<std::uint32_t>(proto::kMaxKeyBytes + 1)));
+  requests.push_back(
+      request_with_field_length(proto::Command::Get, static_cast<std::uint32_t>(proto::kMaxKeyBytes + 1)));
   for (const auto& request : requests) {
     RawConnection raw(server_->port());
     raw.hello();
@@ -178,7 +178,7 @@ TEST_F(TcpStoreServerTest, TruncatedFramesAndRandomBytesDoNotDisturbOthers) {
     partial += "only part of the key";
     raw.send(partial);
     EXPECT_EQ(raw.receive(1, 200ms), "");  // the server waits for the rest...
-  }  // ...and the client goes away mid-frame
+  }                                        // ...and the client goes away mid-frame
   std::uint32_t seed = 12345;
   for (int connection = 0; connection < 20; ++connection) {
     RawConnection raw(server_->port());
