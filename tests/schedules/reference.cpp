@@ -52,10 +52,8 @@ void store_double(DataType type, std::byte* buffer, std::size_t i, double value)
 }
 
 // One value for rank `rank` whose reduction with `op` is exact in `type` in any order.
-std::int64_t exact_value(DataType type, ReduceOp op, int rank, std::mt19937_64& random) {
-  auto pick = [&](std::int64_t low, std::int64_t high) {
-    return std::uniform_int_distribution<std::int64_t>(low, high)(random);
-  };
+std::int64_t exact_value(DataType type, ReduceOp op, int rank, Random& random) {
+  auto pick = [&](std::int64_t low, std::int64_t high) { return random.between(low, high); };
   if (!is_float(type)) {
     // Integers wrap identically whatever the order, so any value is exact; keep products varied.
     if (op == ReduceOp::Prod) return is_signed(type) ? pick(-3, 3) : pick(1, 5);
@@ -114,7 +112,7 @@ void store_integer(DataType type, std::byte* buffer, std::size_t i, std::int64_t
   }
 }
 
-Buffers exact_inputs(const CollectiveCall& call, DataType type, ReduceOp op, std::mt19937_64& random) {
+Buffers exact_inputs(const CollectiveCall& call, DataType type, ReduceOp op, Random& random) {
   const std::size_t n = call.data_count();
   Buffers inputs(static_cast<std::size_t>(call.size), std::vector<std::byte>(n * size_of(type)));
   for (int r = 0; r < call.size; ++r) {
@@ -124,13 +122,11 @@ Buffers exact_inputs(const CollectiveCall& call, DataType type, ReduceOp op, std
   return inputs;
 }
 
-Buffers random_float_inputs(const CollectiveCall& call, DataType type, std::mt19937_64& random) {
+Buffers random_float_inputs(const CollectiveCall& call, DataType type, Random& random) {
   const std::size_t n = call.data_count();
-  std::uniform_real_distribution<double> value(-1000.0, 1000.0);
-  std::uniform_int_distribution<int> exponent(-20, 20);
   Buffers inputs(static_cast<std::size_t>(call.size), std::vector<std::byte>(n * size_of(type)));
   for (auto& input : inputs) {
-    for (std::size_t i = 0; i < n; ++i) store_double(type, input.data(), i, std::ldexp(value(random), exponent(random)));
+    for (std::size_t i = 0; i < n; ++i) store_double(type, input.data(), i, std::ldexp(2000 * random.unit() - 1000, static_cast<int>(random.between(-20, 20))));
   }
   return inputs;
 }

@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -15,6 +14,28 @@ namespace canopy::collectives::testing {
 
 using Buffers = std::vector<std::vector<std::byte>>;
 
+// SplitMix64: the tests draw millions of values, and a Mersenne twister behind uniform distributions
+// was most of their time.
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform enough in [low, high] for test data.
+  std::int64_t between(std::int64_t low, std::int64_t high) {
+    const auto range = static_cast<std::uint64_t>(high - low + 1);  // small: multiply-shift, no division
+    return low + static_cast<std::int64_t>(((next() >> 32) * range) >> 32);
+  }
+  double unit() { return static_cast<double>(next() >> 11) * 0x1p-53; }
+
+ private:
+  std::uint64_t state_;
+};
+
 // Element i of a buffer of `type` as an exact integer (the tests only store integer values), and back.
 // Integer types wrap around on store, as the kernels do.
 std::int64_t load_integer(DataType type, const std::byte* buffer, std::size_t i);
@@ -24,10 +45,10 @@ void store_integer(DataType type, std::byte* buffer, std::size_t i, std::int64_t
 // integers for sums, +-1 (and a few 2s) for float products, any integer for integer types (which wrap
 // identically in any order), anything for min and max. Blocks an all-gather does not read are filled
 // with garbage, so a schedule that forgets to overwrite them is caught.
-Buffers exact_inputs(const CollectiveCall& call, DataType type, ReduceOp op, std::mt19937_64& random);
+Buffers exact_inputs(const CollectiveCall& call, DataType type, ReduceOp op, Random& random);
 
 // Random finite floats (not exactly summable): for the bit-identity check.
-Buffers random_float_inputs(const CollectiveCall& call, DataType type, std::mt19937_64& random);
+Buffers random_float_inputs(const CollectiveCall& call, DataType type, Random& random);
 
 // The result the collective must leave in each rank's Data, and which elements of it are defined (a
 // reduce defines only the root's buffer, a reduce-scatter only block r of rank r).
