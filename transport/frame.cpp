@@ -11,8 +11,8 @@ namespace {
 
 // Field offsets; see the layout in frame.hpp.
 constexpr std::size_t kMagic = 0, kVersion = 4, kFlags = 5, kCollective = 6, kDtype = 7, kOp = 8,
-                      kAlgorithm = 9, kReserved16 = 10, kRoot = 12, kStep = 16, kReserved32 = 20, kCommId = 24,
-                      kSeq = 32, kCount = 40, kPayloadBytes = 48;
+                      kAlgorithm = 9, kReserved16 = 10, kRoot = 12, kStep = 16, kReserved32 = 20,
+                      kCommId = 24, kSeq = 32, kCount = 40, kPayloadBytes = 48;
 static_assert(kPayloadBytes + 8 == kFrameHeaderSize);
 
 constexpr std::uint8_t kLastCollective = static_cast<std::uint8_t>(Collective::Bootstrap);
@@ -28,13 +28,15 @@ void put(FrameBytes& out, std::size_t offset, T value) {
 template <typename T>
 T get(std::span<const std::byte, kFrameHeaderSize> in, std::size_t offset) {
   std::uint64_t value = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) value |= std::to_integer<std::uint64_t>(in[offset + i]) << (8 * i);
+  for (std::size_t i = 0; i < sizeof(T); ++i)
+    value |= std::to_integer<std::uint64_t>(in[offset + i]) << (8 * i);
   return static_cast<T>(value);
 }
 
 void check_range(const char* field, std::uint8_t value, std::uint8_t last) {
   if (value > last)
-    fail(ErrorCode::Protocol, "malformed frame header: {} value {} is out of range (0..{})", field, value, last);
+    fail(ErrorCode::Protocol, "malformed frame header: {} value {} is out of range (0..{})", field, value,
+         last);
 }
 
 }  // namespace
@@ -61,15 +63,20 @@ FrameBytes encode_frame(const FrameHeader& header) {
 FrameHeader decode_frame(std::span<const std::byte, kFrameHeaderSize> in) {
   auto magic = get<std::uint32_t>(in, kMagic);
   if (magic != kFrameMagic)
-    fail(ErrorCode::Protocol, "malformed frame header: bad magic 0x{:08x} (expected 0x{:08x}): not a Canopy peer, "
-         "or the stream lost its framing", magic, kFrameMagic);
+    fail(ErrorCode::Protocol,
+         "malformed frame header: bad magic 0x{:08x} (expected 0x{:08x}): not a Canopy peer, "
+         "or the stream lost its framing",
+         magic, kFrameMagic);
   FrameHeader header;
   header.version = get<std::uint8_t>(in, kVersion);
   if (header.version != kFrameVersion)
-    fail(ErrorCode::Protocol, "frame header version {} is not supported (this build speaks version {}): are all "
-         "ranks running the same Canopy?", header.version, kFrameVersion);
+    fail(ErrorCode::Protocol,
+         "frame header version {} is not supported (this build speaks version {}): are all "
+         "ranks running the same Canopy?",
+         header.version, kFrameVersion);
   header.flags = get<std::uint8_t>(in, kFlags);
-  if (header.flags != 0) fail(ErrorCode::Protocol, "malformed frame header: unknown flags 0x{:02x}", header.flags);
+  if (header.flags != 0)
+    fail(ErrorCode::Protocol, "malformed frame header: unknown flags 0x{:02x}", header.flags);
   if (get<std::uint16_t>(in, kReserved16) != 0 || get<std::uint32_t>(in, kReserved32) != 0)
     fail(ErrorCode::Protocol, "malformed frame header: reserved bytes are not zero");
   auto collective = get<std::uint8_t>(in, kCollective);
@@ -99,12 +106,12 @@ std::string describe_message(const Envelope& envelope, std::uint64_t payload_byt
   return fmt::format("{} {} bytes", text, payload_bytes);
 }
 
-void check_frame(const FrameHeader& arrived, const Envelope& expected, std::uint64_t expected_bytes, int receiver,
-                 int sender) {
+void check_frame(const FrameHeader& arrived, const Envelope& expected, std::uint64_t expected_bytes,
+                 int receiver, int sender) {
   if (arrived.envelope == expected && arrived.payload_bytes == expected_bytes) return;
   bool with_comm = arrived.envelope.comm_id != expected.comm_id;
-  fail(ErrorCode::Mismatch, "collective mismatch: rank {} expected from rank {}: {}; rank {} sent: {}", receiver,
-       sender, describe_message(expected, expected_bytes, with_comm), sender,
+  fail(ErrorCode::Mismatch, "collective mismatch: rank {} expected from rank {}: {}; rank {} sent: {}",
+       receiver, sender, describe_message(expected, expected_bytes, with_comm), sender,
        describe_message(arrived.envelope, arrived.payload_bytes, with_comm));
 }
 

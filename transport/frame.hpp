@@ -46,7 +46,7 @@ std::string describe_message(const Envelope& envelope, std::uint64_t payload_byt
 
 // Checks a header that arrived from `sender` at `receiver` against the receive that was posted.
 // Throws Error(Mismatch) naming both sides when the envelopes or the byte counts differ.
-void check_frame(const FrameHeader& arrived, const Envelope& expected, std::uint64_t expected_bytes, int receiver,
-                 int sender);
+void check_frame(const FrameHeader& arrived, const Envelope& expected, std::uint64_t expected_bytes,
+                 int receiver, int sender);
 
 }  // namespace canopy::transport

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <exception>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 #include "common/error.hpp"
@@ -56,7 +56,8 @@ void PlainSocketLink::recv(std::span<std::byte> bytes) {
   while (got < bytes.size()) {
     ssize_t n = ::read(fd_, bytes.data() + got, bytes.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail(ErrorCode::PeerFailed, "plain socket read: {}", n == 0 ? "closed" : std::strerror(errno));
+    if (n <= 0)
+      fail(ErrorCode::PeerFailed, "plain socket read: {}", n == 0 ? "closed" : std::strerror(errno));
     got += static_cast<std::size_t>(n);
   }
 }

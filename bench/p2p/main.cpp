@@ -41,7 +41,8 @@ struct Result {
 };
 
 // Rank 0 times; rank 1 mirrors. One-way ends with an 8-byte answer so the time covers delivery.
-Result measure(Link& link, int rank, const Config& config, std::vector<std::byte>& out, std::vector<std::byte>& in) {
+Result measure(Link& link, int rank, const Config& config, std::vector<std::byte>& out,
+               std::vector<std::byte>& in) {
   Result result;
   std::byte small_out[8] = {}, small_in[8] = {};
   const double bytes = static_cast<double>(out.size()) * config.messages;
@@ -92,7 +93,8 @@ int plain_connection(int rank, int listener, const transport::SocketAddress& add
 
 void print_table(const Config& config, const Result& canopy, const Result& plain) {
   auto row = [](const char* what, double c, double p, bool higher_is_better) {
-    std::printf("%-34s %12.3f %14.3f %12.2f%s\n", what, c, p, c / p, higher_is_better ? "" : " (lower is better)");
+    std::printf("%-34s %12.3f %14.3f %12.2f%s\n", what, c, p, c / p,
+                higher_is_better ? "" : " (lower is better)");
   };
   std::printf("canopy-p2p-bench: 2 processes over loopback, %zu MiB x %d messages, %d round trips of 8 B\n",
               config.message_mib, config.messages, config.pings);
@@ -105,7 +107,8 @@ void print_table(const Config& config, const Result& canopy, const Result& plain
 
 void run_rank(int rank, const Config& config, std::uint16_t store_port, int listener,
               const transport::SocketAddress& plain_address, int result_pipe) {
-  std::vector<std::byte> out(config.message_mib << 20, std::byte{0x42}), in(config.message_mib << 20, std::byte{0});
+  std::vector<std::byte> out(config.message_mib << 20, std::byte{0x42}),
+      in(config.message_mib << 20, std::byte{0});
 
   auto store = connect_tcp_store("127.0.0.1", store_port, "p2p-bench", std::chrono::seconds(30));
   transport::TcpOptions options;
@@ -123,7 +126,8 @@ void run_rank(int rank, const Config& config, std::uint16_t store_port, int list
 
   if (rank == 0) {
     Result both[2] = {canopy, plain};
-    if (::write(result_pipe, both, sizeof(both)) != static_cast<ssize_t>(sizeof(both))) fail_errno("result pipe");
+    if (::write(result_pipe, both, sizeof(both)) != static_cast<ssize_t>(sizeof(both)))
+      fail_errno("result pipe");
   }
 }
 
@@ -134,10 +138,13 @@ int main(int argc, char** argv) {
   using namespace canopy;
   bench::Config config;
   CLI::App app{"canopy-p2p-bench: Canopy's TCP transport against a plain socket, between 2 local processes"};
-  app.add_option("--message-mib", config.message_mib, "size of the large messages, MiB")->check(CLI::Range(1, 4096));
-  app.add_option("--messages", config.messages, "large messages per throughput test")->check(CLI::Range(1, 100000));
+  app.add_option("--message-mib", config.message_mib, "size of the large messages, MiB")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--messages", config.messages, "large messages per throughput test")
+      ->check(CLI::Range(1, 100000));
   app.add_option("--pings", config.pings, "8-byte round trips measured")->check(CLI::Range(1, 10000000));
-  app.add_option("--warmup", config.warmup, "8-byte round trips before measuring")->check(CLI::Range(0, 10000000));
+  app.add_option("--warmup", config.warmup, "8-byte round trips before measuring")
+      ->check(CLI::Range(0, 10000000));
   app.add_option("--ifname", config.ifname, "CANOPY_SOCKET_IFNAME for Canopy's mesh");
   CLI11_PARSE(app, argc, argv);
 
@@ -145,7 +152,8 @@ int main(int argc, char** argv) {
     TcpStoreServer server("127.0.0.1", 0, "p2p-bench");
     auto plain_address = transport::SocketAddress::parse("127.0.0.1:0");
     transport::UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (::bind(listener.get(), plain_address.get(), plain_address.length) != 0 || ::listen(listener.get(), 4) != 0)
+    if (::bind(listener.get(), plain_address.get(), plain_address.length) != 0 ||
+        ::listen(listener.get(), 4) != 0)
       fail_errno("plain listener");
     plain_address = transport::SocketAddress::local_of(listener.get());
     int pipe_fds[2];

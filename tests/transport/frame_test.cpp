@@ -133,7 +133,9 @@ TEST(Frame, CheckNamesBothSidesOfAMismatch) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::Mismatch);
     std::string m = e.what();
-    EXPECT_NE(m.find("rank 1 expected from rank 0: all_reduce #5 (float32 sum, 1000 elements"), std::string::npos) << m;
+    EXPECT_NE(m.find("rank 1 expected from rank 0: all_reduce #5 (float32 sum, 1000 elements"),
+              std::string::npos)
+        << m;
     EXPECT_NE(m.find("4000 bytes; rank 0 sent: broadcast #5"), std::string::npos) << m;
     EXPECT_NE(m.find("64 bytes"), std::string::npos) << m;
   }

@@ -1,7 +1,6 @@
 #include "transport/tcp/interfaces.hpp"
 
 #include <gtest/gtest.h>
-
 #include <sys/socket.h>
 
 #include "canopy/error.hpp"
@@ -20,7 +19,7 @@ InterfaceAddress make(const std::string& name, const std::string& ip, bool loopb
 // A machine with the usual suspects; only the selection logic runs, nothing binds to these.
 std::vector<InterfaceAddress> sample() {
   return {make("lo", "127.0.0.1", true), make("docker0", "172.17.0.1"), make("eth0", "10.0.0.2"),
-          make("ib0", "192.168.1.2"), make("lo", "[::1]", true), make("eth0", "[fd00::2]")};
+          make("ib0", "192.168.1.2"),    make("lo", "[::1]", true),     make("eth0", "[fd00::2]")};
 }
 
 TEST(InterfaceFilter, PrefixesExclusionsAndExactNames) {

@@ -34,7 +34,8 @@ class MemoryStore final : public Store {
     changed_.notify_all();
     return result;
   }
-  std::string compare_set(std::string_view key, std::string_view expected, std::string_view desired) override {
+  std::string compare_set(std::string_view key, std::string_view expected,
+                          std::string_view desired) override {
     std::lock_guard lock(mutex_);
     auto it = values_.find(std::string(key));
     std::string current = it == values_.end() ? std::string() : it->second;

@@ -58,7 +58,8 @@ Error error_from(Fn&& fn, const char* what) {
 
 TEST(TcpData, MeshOfTwoToFiveRanksAsProcesses) {
   for (int size = 2; size <= 5; ++size)
-    expect_all_ok(run_mesh_processes(size, 200 + size, [&](Transport& t) { exchange_with_everyone(t, 200 + size); }));
+    expect_all_ok(
+        run_mesh_processes(size, 200 + size, [&](Transport& t) { exchange_with_everyone(t, 200 + size); }));
 }
 
 TEST(TcpData, OddSizesRoundTripBitExactly) {
@@ -88,8 +89,8 @@ TEST(TcpData, BackToBackMessagesOfMixedSizesArriveIntact) {
   // Posted all at once, so frames are read ahead together and headers straddle reads: sizes around the
   // header (56 B) and the read-ahead buffer (64 KiB), large ones in between.
   constexpr std::uint64_t kComm = 12;
-  const std::vector<std::size_t> sizes = {0,     1,     55,    56,          57,      3,     4099,  65535,
-                                          65536, 65537, 0,     (1u << 20) + 3, 7,  131072, 65479, 1};
+  const std::vector<std::size_t> sizes = {
+      0, 1, 55, 56, 57, 3, 4099, 65535, 65536, 65537, 0, (1u << 20) + 3, 7, 131072, 65479, 1};
   expect_all_ok(run_mesh_processes(2, kComm, [&](Transport& t) {
     std::vector<std::vector<std::byte>> buffers;
     std::vector<OpId> ids;
@@ -106,8 +107,8 @@ TEST(TcpData, BackToBackMessagesOfMixedSizesArriveIntact) {
     wait_all(t, ids);
     if (t.rank() == 1)
       for (std::size_t i = 0; i < sizes.size(); ++i)
-        require(testing::first_difference(buffers[i], 77 + i) == -1, "message {} ({} bytes) arrived corrupted", i,
-                sizes[i]);
+        require(testing::first_difference(buffers[i], 77 + i) == -1,
+                "message {} ({} bytes) arrived corrupted", i, sizes[i]);
   }));
 }
 
@@ -173,23 +174,31 @@ TEST(TcpData, MismatchIsReportedOnTheReceiverNamingBothSidesWithTheDestinationUn
   expect_all_ok(run_mesh_processes(2, kComm, [&](Transport& t) {
     log::set_level(log::Level::Error);
     if (t.rank() == 0) {
-      Envelope sent{.comm_id = kComm, .seq = 5, .collective = Collective::Broadcast, .dtype = DataType::Float32,
+      Envelope sent{.comm_id = kComm,
+                    .seq = 5,
+                    .collective = Collective::Broadcast,
+                    .dtype = DataType::Float32,
                     .count = 16};
       std::vector<std::byte> payload(64, std::byte{1});
       wait_one(t, t.post_send(1, sent, payload));
       return;
     }
-    Envelope expected{.comm_id = kComm, .seq = 5, .collective = Collective::AllReduce, .dtype = DataType::Float32,
+    Envelope expected{.comm_id = kComm,
+                      .seq = 5,
+                      .collective = Collective::AllReduce,
+                      .dtype = DataType::Float32,
                       .count = 1000};
     std::vector<std::byte> destination(4000, std::byte{0xAB});
     t.post_recv(0, expected, destination);
     Error e = error_from([&] { wait_one(t, 0); }, "receive of a mismatched message");
     std::string m = e.what();
     require(e.code() == ErrorCode::Mismatch, "code {} ({})", to_string(e.code()), m);
-    require(m.find("rank 1 expected from rank 0: all_reduce #5 (float32 sum, 1000 elements") != std::string::npos &&
-                m.find("4000 bytes; rank 0 sent: broadcast #5 (float32 sum, 16 elements") != std::string::npos &&
-                m.find("64 bytes") != std::string::npos,
-            "message does not name both sides: {}", m);
+    require(
+        m.find("rank 1 expected from rank 0: all_reduce #5 (float32 sum, 1000 elements") !=
+                std::string::npos &&
+            m.find("4000 bytes; rank 0 sent: broadcast #5 (float32 sum, 16 elements") != std::string::npos &&
+            m.find("64 bytes") != std::string::npos,
+        "message does not name both sides: {}", m);
     for (std::byte b : destination) require(b == std::byte{0xAB}, "the destination was written to");
     Error later = error_from([&] { t.post_recv(0, expected, destination); }, "post after a mismatch");
     require(later.code() == ErrorCode::Mismatch, "later post failed with {}", to_string(later.code()));
@@ -212,15 +221,18 @@ TEST(TcpData, KilledPeerTurnsIntoPeerFailedOnEverySurvivorAndOthersKeepWorking) 
     t.post_recv(kVictim, p2p_envelope(kComm, 2, 0, 8), incoming);
     if (!big.empty()) t.post_send(kVictim, p2p_envelope(kComm, 2, 1), big);
     auto start = Clock::now();
-    Error e = error_from([&] { wait_one(t, 0, Deadline::after(std::chrono::seconds(20))); }, "waiting on a dead peer");
+    Error e = error_from([&] { wait_one(t, 0, Deadline::after(std::chrono::seconds(20))); },
+                         "waiting on a dead peer");
     auto waited = Clock::now() - start;
     std::string m = e.what();
     require(e.code() == ErrorCode::PeerFailed, "rank {}: code {} ({})", t.rank(), to_string(e.code()), m);
-    require(m.find(fmt::format("rank {}: connection to rank {} (127.0.0.1:", t.rank(), kVictim)) != std::string::npos,
+    require(m.find(fmt::format("rank {}: connection to rank {} (127.0.0.1:", t.rank(), kVictim)) !=
+                std::string::npos,
             "rank {}: message does not name the dead rank: {}", t.rank(), m);
     require(waited < std::chrono::seconds(10), "rank {}: the failure took {} ms to surface", t.rank(),
             std::chrono::duration_cast<std::chrono::milliseconds>(waited).count());
-    Error later = error_from([&] { t.post_send(kVictim, p2p_envelope(kComm, 3), {}); }, "post to a dead peer");
+    Error later =
+        error_from([&] { t.post_send(kVictim, p2p_envelope(kComm, 3), {}); }, "post to a dead peer");
     require(later.code() == ErrorCode::PeerFailed, "later post failed with {}", to_string(later.code()));
     // The two survivors still talk.
     int other = 1 - t.rank();
@@ -249,7 +261,8 @@ TEST(TcpData, AbortFromAnotherThreadWakesABlockedProgress) {
         t->abort("the test gave up");
       });
     auto start = Clock::now();
-    Error e = error_from([&] { wait_one(*t, 0, Deadline::after(std::chrono::seconds(20))); }, "blocked progress");
+    Error e =
+        error_from([&] { wait_one(*t, 0, Deadline::after(std::chrono::seconds(20))); }, "blocked progress");
     auto waited = Clock::now() - start;
     if (aborter.joinable()) aborter.join();
     std::string m = e.what();
@@ -293,7 +306,8 @@ TEST(TcpData, ProgressReturnsFalseAtTheDeadline) {
       return;
     }
     std::vector<OpId> done;
-    require(!t->progress(Deadline::after(std::chrono::milliseconds(50)), done), "progress with nothing posted");
+    require(!t->progress(Deadline::after(std::chrono::milliseconds(50)), done),
+            "progress with nothing posted");
     OpId recv = t->post_recv(1, envelope, std::as_writable_bytes(std::span(&value, 1)));
     require(!t->progress(Deadline::after(std::chrono::milliseconds(50)), done), "progress with nothing sent");
     require(done.empty(), "something completed");

@@ -24,9 +24,9 @@
 namespace canopy::transport {
 namespace {
 
+using testing::exchange_with_everyone;
 using testing::loopback_options;
 using testing::MemoryStore;
-using testing::exchange_with_everyone;
 using testing::require;
 
 TEST(TcpMesh, FormsAndWorksWithTwoToFiveRanksAsThreads) {

@@ -18,7 +18,8 @@
 namespace canopy::testing {
 
 // Tests never leave the loopback interface.
-inline transport::TcpOptions loopback_options(std::uint64_t comm_id, std::string token = "transport-test-token") {
+inline transport::TcpOptions loopback_options(std::uint64_t comm_id,
+                                              std::string token = "transport-test-token") {
   transport::TcpOptions options;
   options.comm_id = comm_id;
   options.job_token = std::move(token);
@@ -39,7 +40,9 @@ inline transport::Envelope p2p_envelope(std::uint64_t comm_id, std::uint64_t seq
 }
 
 // A generous deadline for one blocking step of a test: a correct run takes milliseconds.
-inline Deadline test_deadline() { return Deadline::after(std::chrono::seconds(30)); }
+inline Deadline test_deadline() {
+  return Deadline::after(std::chrono::seconds(30));
+}
 
 // splitmix64: fast, reproducible bytes from a seed (so a receiver can check without a copy).
 inline void fill_random(std::span<std::byte> out, std::uint64_t seed) {
@@ -89,7 +92,8 @@ inline void exchange_with_everyone(transport::Transport& t, std::uint64_t comm_i
   }
   std::vector<transport::OpId> done;
   Deadline deadline = test_deadline();
-  while (done.size() < ids.size()) require(t.progress(deadline, done), "rank {}: exchange timed out", t.rank());
+  while (done.size() < ids.size())
+    require(t.progress(deadline, done), "rank {}: exchange timed out", t.rank());
   for (int peer = 0; peer < size; ++peer) {
     if (peer == t.rank()) continue;
     require(incoming[peer][0] == peer && incoming[peer][1] == t.rank(), "rank {} got {}->{} from rank {}",
@@ -98,11 +102,14 @@ inline void exchange_with_everyone(transport::Transport& t, std::uint64_t comm_i
 }
 
 // Progresses until every one of `ids` is done; fails the test at the deadline.
-inline void wait_all(transport::Transport& t, std::vector<transport::OpId> ids, Deadline deadline = test_deadline()) {
+inline void wait_all(transport::Transport& t, std::vector<transport::OpId> ids,
+                     Deadline deadline = test_deadline()) {
   std::vector<transport::OpId> done;
   while (!ids.empty()) {
-    require(t.progress(deadline, done), "rank {}: operation {} did not complete in time", t.rank(), ids.front());
-    std::erase_if(ids, [&](transport::OpId id) { return std::find(done.begin(), done.end(), id) != done.end(); });
+    require(t.progress(deadline, done), "rank {}: operation {} did not complete in time", t.rank(),
+            ids.front());
+    std::erase_if(ids,
+                  [&](transport::OpId id) { return std::find(done.begin(), done.end(), id) != done.end(); });
   }
 }
 inline void wait_one(transport::Transport& t, transport::OpId id, Deadline deadline = test_deadline()) {

@@ -24,19 +24,24 @@ T get(const std::byte* in) {
 
 std::string_view to_string(AckStatus status) {
   switch (status) {
-    case AckStatus::Accepted: return "accepted";
-    case AckStatus::WrongToken: return "wrong job token";
-    case AckStatus::WrongComm: return "wrong communicator id";
-    case AckStatus::BadRank: return "rank out of range or not expected on this side";
-    case AckStatus::Duplicate: return "a connection from this rank already exists";
+    case AckStatus::Accepted:
+      return "accepted";
+    case AckStatus::WrongToken:
+      return "wrong job token";
+    case AckStatus::WrongComm:
+      return "wrong communicator id";
+    case AckStatus::BadRank:
+      return "rank out of range or not expected on this side";
+    case AckStatus::Duplicate:
+      return "a connection from this rank already exists";
   }
   return "unknown status";
 }
 
 std::vector<std::byte> encode_hello(const Hello& hello, std::string_view token) {
   if (token.size() > kMaxTokenBytes)
-    fail(ErrorCode::InvalidArgument, "CANOPY_JOB_TOKEN is {} bytes long; at most {} are allowed", token.size(),
-         kMaxTokenBytes);
+    fail(ErrorCode::InvalidArgument, "CANOPY_JOB_TOKEN is {} bytes long; at most {} are allowed",
+         token.size(), kMaxTokenBytes);
   std::vector<std::byte> out(kHelloSize + token.size());
   put(&out[0], kHelloMagic);
   put(&out[4], kHandshakeVersion);
@@ -58,8 +63,8 @@ Hello decode_hello(std::span<const std::byte, kHelloSize> in) {
   Hello hello;
   hello.token_bytes = get<std::uint16_t>(&in[6]);
   if (hello.token_bytes > kMaxTokenBytes)
-    fail(ErrorCode::Protocol, "handshake announces a {}-byte token; at most {} are allowed", hello.token_bytes,
-         kMaxTokenBytes);
+    fail(ErrorCode::Protocol, "handshake announces a {}-byte token; at most {} are allowed",
+         hello.token_bytes, kMaxTokenBytes);
   hello.comm_id = get<std::uint64_t>(&in[8]);
   hello.rank = get<std::uint32_t>(&in[16]);
   hello.size = get<std::uint32_t>(&in[20]);

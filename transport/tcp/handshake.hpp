@@ -31,7 +31,13 @@ struct Hello {
   std::uint16_t token_bytes = 0;  // the token follows the fixed part
 };
 
-enum class AckStatus : std::uint8_t { Accepted = 0, WrongToken = 1, WrongComm = 2, BadRank = 3, Duplicate = 4 };
+enum class AckStatus : std::uint8_t {
+  Accepted = 0,
+  WrongToken = 1,
+  WrongComm = 2,
+  BadRank = 3,
+  Duplicate = 4
+};
 std::string_view to_string(AckStatus status);
 
 struct Ack {

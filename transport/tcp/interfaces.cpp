@@ -100,14 +100,16 @@ std::vector<InterfaceAddress> list_interfaces() {
 InterfaceAddress choose_interface(const std::vector<InterfaceAddress>& interfaces, std::string_view spec,
                                   std::string_view family_name) {
   int family = parse_family(family_name);
-  auto family_fits = [&](const InterfaceAddress& i) { return family == AF_UNSPEC || i.address.family() == family; };
+  auto family_fits = [&](const InterfaceAddress& i) {
+    return family == AF_UNSPEC || i.address.family() == family;
+  };
 
   if (!spec.empty()) {
     InterfaceFilter filter = InterfaceFilter::parse(spec);
     for (const auto& i : interfaces)
       if (family_fits(i) && filter.matches(i.name)) return i;
-    fail(ErrorCode::Config, "CANOPY_SOCKET_IFNAME='{}'{} matches no interface that is up; available: {}", spec,
-         family == AF_UNSPEC ? "" : fmt::format(" with CANOPY_SOCKET_FAMILY='{}'", family_name),
+    fail(ErrorCode::Config, "CANOPY_SOCKET_IFNAME='{}'{} matches no interface that is up; available: {}",
+         spec, family == AF_UNSPEC ? "" : fmt::format(" with CANOPY_SOCKET_FAMILY='{}'", family_name),
          describe_all(interfaces));
   }
   InterfaceFilter fallback_excluded = InterfaceFilter::parse("docker,virbr");

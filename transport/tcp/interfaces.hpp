@@ -11,7 +11,7 @@
 namespace canopy::transport {
 
 struct InterfaceAddress {
-  std::string name;  // "eth0"
+  std::string name;       // "eth0"
   SocketAddress address;  // port 0
   bool loopback = false;
 };

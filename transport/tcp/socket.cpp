@@ -22,7 +22,8 @@ constexpr unsigned kUserTimeoutMs = 20'000;
 
 template <typename T>
 void set_option(int fd, int level, int name, T value, const char* what) {
-  if (::setsockopt(fd, level, name, &value, sizeof(value)) != 0) fail_errno(fmt::format("setsockopt({})", what));
+  if (::setsockopt(fd, level, name, &value, sizeof(value)) != 0)
+    fail_errno(fmt::format("setsockopt({})", what));
 }
 
 }  // namespace

@@ -26,7 +26,9 @@ using std::chrono::milliseconds;
 
 constexpr auto kRetryPause = milliseconds(20);
 
-long long millis(Duration d) { return d.count(); }
+long long millis(Duration d) {
+  return d.count();
+}
 
 std::string rank_list(const std::vector<int>& ranks) {
   std::string text;
@@ -76,7 +78,8 @@ class MeshBuilder {
  private:
   // ---- publishing ----
   void listen_and_publish() {
-    InterfaceAddress chosen = choose_interface(list_interfaces(), options_.socket_ifname, options_.socket_family);
+    InterfaceAddress chosen =
+        choose_interface(list_interfaces(), options_.socket_ifname, options_.socket_family);
     listener_ = listen_on(chosen.address, size_ + 64);
     std::string address = SocketAddress::local_of(listener_.get()).to_string();
     log::info("rank {}: listening on {} (interface {}{}) for comm {}", rank_, address, chosen.name,
@@ -91,9 +94,10 @@ class MeshBuilder {
       return SocketAddress::parse(store_.get(key, duration_cast<Duration>(deadline_.remaining())));
     } catch (const Error& e) {
       if (e.code() != ErrorCode::Timeout) throw;
-      fail(ErrorCode::Timeout, "rank {}: TCP mesh set-up for comm {} timed out after {} ms: rank {} never published "
-           "its address (store key '{}'); is it running, with the same store and world size {}?", rank_,
-           options_.comm_id, millis(options_.connect_timeout), peer, key, size_);
+      fail(ErrorCode::Timeout,
+           "rank {}: TCP mesh set-up for comm {} timed out after {} ms: rank {} never published "
+           "its address (store key '{}'); is it running, with the same store and world size {}?",
+           rank_, options_.comm_id, millis(options_.connect_timeout), peer, key, size_);
     }
   }
 
@@ -105,12 +109,14 @@ class MeshBuilder {
       Attempt attempt = try_connect(peer, address);
       if (attempt.connected) return;
       problem = attempt.problem;
-      log::debug("rank {}: connecting to rank {} at {}: {}; retrying", rank_, peer, address.to_string(), problem);
+      log::debug("rank {}: connecting to rank {} at {}: {}; retrying", rank_, peer, address.to_string(),
+                 problem);
       std::this_thread::sleep_for(std::min<Clock::duration>(kRetryPause, deadline_.remaining()));
     }
-    fail(ErrorCode::Timeout, "rank {}: TCP mesh set-up for comm {} timed out after {} ms: never connected with rank {} "
-         "at {} (last problem: {})", rank_, options_.comm_id, millis(options_.connect_timeout), peer,
-         address.to_string(), problem);
+    fail(ErrorCode::Timeout,
+         "rank {}: TCP mesh set-up for comm {} timed out after {} ms: never connected with rank {} "
+         "at {} (last problem: {})",
+         rank_, options_.comm_id, millis(options_.connect_timeout), peer, address.to_string(), problem);
   }
 
   Attempt try_connect(int peer, const SocketAddress& address) {
@@ -135,8 +141,10 @@ class MeshBuilder {
     try {
       ack = decode_ack(answer);
     } catch (const Error& e) {
-      fail(ErrorCode::Protocol, "rank {}: the address published for rank {} ({}) answered with something that is not "
-           "a Canopy handshake: {}", rank_, peer, address.to_string(), e.what());
+      fail(ErrorCode::Protocol,
+           "rank {}: the address published for rank {} ({}) answered with something that is not "
+           "a Canopy handshake: {}",
+           rank_, peer, address.to_string(), e.what());
     }
     if (ack.status != AckStatus::Accepted)
       fail(ack.status == AckStatus::WrongToken ? ErrorCode::Config : ErrorCode::Protocol,
@@ -144,9 +152,10 @@ class MeshBuilder {
            options_.comm_id, to_string(ack.status),
            ack.status == AckStatus::WrongToken ? " (every rank must have the same CANOPY_JOB_TOKEN)" : "");
     if (ack.rank != static_cast<std::uint32_t>(peer) || ack.comm_id != options_.comm_id)
-      fail(ErrorCode::Protocol, "rank {}: the address published for rank {} of comm {} ({}) answered as rank {} of "
-           "comm {}: stale keys from an earlier round in the store?", rank_, peer, options_.comm_id,
-           address.to_string(), ack.rank, ack.comm_id);
+      fail(ErrorCode::Protocol,
+           "rank {}: the address published for rank {} of comm {} ({}) answered as rank {} of "
+           "comm {}: stale keys from an earlier round in the store?",
+           rank_, peer, options_.comm_id, address.to_string(), ack.rank, ack.comm_id);
     links_[peer] = PeerLink{std::move(fd), address.to_string()};
     return {true, {}};
   }
@@ -213,7 +222,8 @@ class MeshBuilder {
     std::vector<pollfd> fds;
     while (!missing_higher().empty()) {
       if (deadline_.expired())
-        fail(ErrorCode::Timeout, "rank {}: TCP mesh set-up for comm {} timed out after {} ms: ranks {} never "
+        fail(ErrorCode::Timeout,
+             "rank {}: TCP mesh set-up for comm {} timed out after {} ms: ranks {} never "
              "connected (they published no address, could not reach {}, or were refused: see their logs)",
              rank_, options_.comm_id, millis(options_.connect_timeout), rank_list(missing_higher()),
              SocketAddress::local_of(listener_.get()).to_string());
@@ -254,7 +264,8 @@ class MeshBuilder {
           log::warn("rank {}: accept: {}", rank_, std::strerror(errno));
           return;
         }
-        fail_errno(fmt::format("rank {}: accept on {}", rank_, SocketAddress::local_of(listener_.get()).to_string()));
+        fail_errno(fmt::format("rank {}: accept on {}", rank_,
+                               SocketAddress::local_of(listener_.get()).to_string()));
       }
       Inbound in;
       in.fd = UniqueFd(fd);
@@ -312,7 +323,8 @@ class MeshBuilder {
 
   Step send_answer(Inbound& in) {
     while (in.ack_sent < kAckSize) {
-      ssize_t n = ::send(in.fd.get(), in.ack.data() + in.ack_sent, kAckSize - in.ack_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n = ::send(in.fd.get(), in.ack.data() + in.ack_sent, kAckSize - in.ack_sent,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         in.ack_sent += static_cast<std::size_t>(n);
       } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -344,7 +356,9 @@ class MeshBuilder {
 
 }  // namespace
 
-std::string tcp_address_key(std::uint64_t comm_id, int rank) { return fmt::format("tcp/{}/addr/{}", comm_id, rank); }
+std::string tcp_address_key(std::uint64_t comm_id, int rank) {
+  return fmt::format("tcp/{}/addr/{}", comm_id, rank);
+}
 
 TcpOptions TcpOptions::from_environment() {
   TcpOptions options;

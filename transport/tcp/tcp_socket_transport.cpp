@@ -26,7 +26,9 @@ constexpr std::uint64_t kDuplexSlice = std::uint64_t{1} << 20;
 // Read-ahead per peer: many small frames per recv(); payloads at least this large skip it.
 constexpr std::size_t kInboxBytes = 64 * 1024;
 
-bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
+bool would_block(int error) {
+  return error == EAGAIN || error == EWOULDBLOCK;
+}
 
 }  // namespace
 
@@ -54,18 +56,20 @@ void TcpSocketTransport::throw_aborted() const {
 void TcpSocketTransport::check_postable(int peer, const char* call) const {
   if (aborted_.load(std::memory_order_acquire)) throw_aborted();
   if (peer < 0 || peer >= size_)
-    fail(ErrorCode::InvalidArgument, "rank {}: {} to/from rank {}, but the group has ranks 0..{}", rank_, call, peer,
-         size_ - 1);
+    fail(ErrorCode::InvalidArgument, "rank {}: {} to/from rank {}, but the group has ranks 0..{}", rank_,
+         call, peer, size_ - 1);
   if (peer == rank_)
-    fail(ErrorCode::InvalidArgument, "rank {}: {} with itself: a schedule must copy locally instead", rank_, call);
+    fail(ErrorCode::InvalidArgument, "rank {}: {} with itself: a schedule must copy locally instead", rank_,
+         call);
   if (peers_[peer].failure) throw *peers_[peer].failure;
 }
 
 OpId TcpSocketTransport::post_send(int peer, const Envelope& envelope, std::span<const std::byte> payload) {
   check_postable(peer, "post_send");
   if (payload.size() > kMaxPayloadBytes)
-    fail(ErrorCode::InvalidArgument, "rank {}: post_send of {} bytes to rank {}: at most {} bytes per message", rank_,
-         payload.size(), peer, kMaxPayloadBytes);
+    fail(ErrorCode::InvalidArgument,
+         "rank {}: post_send of {} bytes to rank {}: at most {} bytes per message", rank_, payload.size(),
+         peer, kMaxPayloadBytes);
   SendOp op;
   op.id = next_id_++;
   op.header = encode_frame(FrameHeader{.envelope = envelope, .payload_bytes = payload.size()});
@@ -99,10 +103,11 @@ void TcpSocketTransport::fail_io(int peer, int error, const char* direction) {
   const Peer& p = peers_[peer];
   std::size_t pending = p.sends.size() + p.recvs.size();
   std::string cause = error == 0 ? std::string("the peer closed it (end of stream)") : std::strerror(error);
-  fail_peer(peer, ErrorCode::PeerFailed,
-            fmt::format("rank {}: connection to rank {} ({}) closed: {}, while {}; {} operation(s) to/from rank {} "
-                        "failed (did rank {} exit or crash?)",
-                        rank_, peer, p.link.address, cause, direction, pending, peer, peer));
+  fail_peer(
+      peer, ErrorCode::PeerFailed,
+      fmt::format("rank {}: connection to rank {} ({}) closed: {}, while {}; {} operation(s) to/from rank {} "
+                  "failed (did rank {} exit or crash?)",
+                  rank_, peer, p.link.address, cause, direction, pending, peer, peer));
 }
 
 bool TcpSocketTransport::drive_sends(int peer, std::vector<OpId>& completed, std::uint64_t budget) {
@@ -184,15 +189,16 @@ bool TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed, std
         check_frame(header, op.envelope, op.destination.size(), rank_, peer);
       } catch (const Error& e) {
         // The stream is out of step with what this rank expects: nothing more can be read from it.
-        fail_peer(peer, e.code(), e.code() == ErrorCode::Protocol
-                                      ? fmt::format("rank {}: from rank {} ({}): {}", rank_, peer, p.link.address,
-                                                    e.what())
-                                      : std::string(e.what()));
+        fail_peer(peer, e.code(),
+                  e.code() == ErrorCode::Protocol
+                      ? fmt::format("rank {}: from rank {} ({}): {}", rank_, peer, p.link.address, e.what())
+                      : std::string(e.what()));
       }
       p.header_checked = true;
     }
     const std::uint64_t size = op.destination.size();
-    p.payload_received += take_from_inbox(p, op.destination.data() + p.payload_received, size - p.payload_received);
+    p.payload_received +=
+        take_from_inbox(p, op.destination.data() + p.payload_received, size - p.payload_received);
     while (p.payload_received < size) {
       const std::uint64_t left = size - p.payload_received;
       if (left < p.inbox.size()) {
