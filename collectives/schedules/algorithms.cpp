@@ -11,29 +11,36 @@ namespace {
 // The order within a collective is part of the wire format (an algorithm's index travels in frame
 // headers): append, never reorder.
 constexpr std::array kBroadcast{
-    Algorithm{Collective::Broadcast, "flat", "the root sends the whole buffer to each rank in turn", broadcast_flat},
-    Algorithm{Collective::Broadcast, "binomial", "binomial tree: holders double every round", broadcast_binomial},
-    Algorithm{Collective::Broadcast, "chain", "pipelined chain from the root, chunk by chunk", broadcast_chain},
-    Algorithm{Collective::Broadcast, "binary-tree", "pipelined binary tree, chunk by chunk", broadcast_binary_tree},
-    Algorithm{Collective::Broadcast, "scatter-allgather", "van de Geijn: binomial scatter, then ring all-gather",
-              broadcast_scatter_allgather},
+    Algorithm{Collective::Broadcast, "flat", "the root sends the whole buffer to each rank in turn",
+              broadcast_flat},
+    Algorithm{Collective::Broadcast, "binomial", "binomial tree: holders double every round",
+              broadcast_binomial},
+    Algorithm{Collective::Broadcast, "chain", "pipelined chain from the root, chunk by chunk",
+              broadcast_chain},
+    Algorithm{Collective::Broadcast, "binary-tree", "pipelined binary tree, chunk by chunk",
+              broadcast_binary_tree},
+    Algorithm{Collective::Broadcast, "scatter-allgather",
+              "van de Geijn: binomial scatter, then ring all-gather", broadcast_scatter_allgather},
 };
 constexpr std::array kReduce{
     Algorithm{Collective::Reduce, "binomial", "binomial tree towards the root", reduce_binomial},
-    Algorithm{Collective::Reduce, "tree", "pipelined binary tree towards the root, chunk by chunk", reduce_tree},
+    Algorithm{Collective::Reduce, "tree", "pipelined binary tree towards the root, chunk by chunk",
+              reduce_tree},
 };
 constexpr std::array kAllReduce{
     Algorithm{Collective::AllReduce, "reduce-broadcast", "binomial reduce to rank 0, then binomial broadcast",
               all_reduce_reduce_broadcast},
     Algorithm{Collective::AllReduce, "tree", "pipelined binary tree: reduce up and broadcast down at once",
               all_reduce_tree},
-    Algorithm{Collective::AllReduce, "double-tree", "two complementary pipelined binary trees, half the data each",
-              all_reduce_double_tree},
+    Algorithm{Collective::AllReduce, "double-tree",
+              "two complementary pipelined binary trees, half the data each", all_reduce_double_tree},
     Algorithm{Collective::AllReduce, "recursive-doubling", "lg p exchanges of the whole buffer",
               all_reduce_recursive_doubling},
     Algorithm{Collective::AllReduce, "rabenseifner",
-              "recursive-halving reduce-scatter, then recursive-doubling all-gather", all_reduce_rabenseifner},
-    Algorithm{Collective::AllReduce, "ring", "pipelined ring: reduce-scatter, then all-gather", all_reduce_ring},
+              "recursive-halving reduce-scatter, then recursive-doubling all-gather",
+              all_reduce_rabenseifner},
+    Algorithm{Collective::AllReduce, "ring", "pipelined ring: reduce-scatter, then all-gather",
+              all_reduce_ring},
 };
 constexpr std::array kAllGather{
     Algorithm{Collective::AllGather, "ring", "p-1 rounds passing blocks to the next rank", all_gather_ring},
@@ -43,8 +50,8 @@ constexpr std::array kAllGather{
 constexpr std::array kReduceScatter{
     Algorithm{Collective::ReduceScatter, "ring", "p-1 rounds passing partial blocks to the next rank",
               reduce_scatter_ring},
-    Algorithm{Collective::ReduceScatter, "recursive-halving", "lg p exchanges, halving what each rank reduces",
-              reduce_scatter_recursive_halving},
+    Algorithm{Collective::ReduceScatter, "recursive-halving",
+              "lg p exchanges, halving what each rank reduces", reduce_scatter_recursive_halving},
 };
 constexpr std::array kBarrier{
     Algorithm{Collective::Barrier, "dissemination", "ceil(lg p) rounds of zero-byte signals to r + 2^k",
@@ -86,8 +93,8 @@ std::uint8_t algorithm_index(const Algorithm& algorithm) {
   for (std::size_t i = 0; i < table.size(); ++i) {
     if (table[i].name == algorithm.name) return static_cast<std::uint8_t>(i);
   }
-  fail(ErrorCode::InvalidArgument, "algorithm_index: \"{}\" is not a {} algorithm of the table", algorithm.name,
-       to_string(algorithm.collective));
+  fail(ErrorCode::InvalidArgument, "algorithm_index: \"{}\" is not a {} algorithm of the table",
+       algorithm.name, to_string(algorithm.collective));
 }
 
 }  // namespace canopy::collectives

@@ -7,7 +7,9 @@
 namespace canopy::collectives {
 namespace {
 
-Block whole_buffer(const StepWriter& writer) { return data_block(0, writer.call().count); }
+Block whole_buffer(const StepWriter& writer) {
+  return data_block(0, writer.call().count);
+}
 
 }  // namespace
 
@@ -16,7 +18,8 @@ Schedule broadcast_flat(const CollectiveCall& call) {
   StepWriter writer(call);
   const int root = call.root;
   if (call.rank == root) {
-    for (int v = 1; v < call.size; ++v) writer.send_chunks(to_real(v, root, call.size), whole_buffer(writer), 0);
+    for (int v = 1; v < call.size; ++v)
+      writer.send_chunks(to_real(v, root, call.size), whole_buffer(writer), 0);
   } else {
     writer.recv_chunks(root, whole_buffer(writer), 0);
   }
@@ -61,7 +64,8 @@ Schedule broadcast_binary_tree(const CollectiveCall& call) {
   for (std::uint64_t c = 0; c < chunk_total(data, call.chunk_count); ++c) {
     const Block chunk = chunk_of(data, call.chunk_count, c);
     if (tree.parent >= 0) writer.recv(to_real(tree.parent, call.root, call.size), chunk, message_tag(0, c));
-    for (int child : tree.children) writer.send(to_real(child, call.root, call.size), chunk, message_tag(0, c));
+    for (int child : tree.children)
+      writer.send(to_real(child, call.root, call.size), chunk, message_tag(0, c));
   }
   return std::move(writer).finish();
 }
@@ -82,7 +86,8 @@ Schedule broadcast_scatter_allgather(const CollectiveCall& call) {
     const int span = u == 0 ? size : (u & -u);
     return std::min(size, u + span);
   };
-  if (tree.parent >= 0) writer.recv_chunks(to_real(tree.parent, call.root, size), parts(v, subtree_end(v)), 0);
+  if (tree.parent >= 0)
+    writer.recv_chunks(to_real(tree.parent, call.root, size), parts(v, subtree_end(v)), 0);
   for (int child : tree.children) {
     writer.send_chunks(to_real(child, call.root, size), parts(child, subtree_end(child)), 0);
   }

@@ -37,8 +37,8 @@ Schedule reduce_scatter_ring(const CollectiveCall& call);
 // barrier_schedules.cpp
 Schedule barrier_dissemination(const CollectiveCall& call);
 
-// Pieces the all-reduce builders compose (the rooted ones act on the whole Data buffer, from `round`
-// on: each uses the rounds [round, round + 64) for its tags).
+// Pieces the all-reduce builders compose: each acts on the whole Data buffer and tags its messages
+// with round `round`.
 void write_binomial_broadcast(StepWriter& writer, int root, std::uint32_t round);
 void write_binomial_reduce(StepWriter& writer, int root, std::uint32_t round);
 

@@ -15,7 +15,9 @@ Block rank_blocks(const CollectiveCall& call, int first, int last) {
 
 // In the exchange between new ranks v and partner, the partner's operand covers lower ranks when the
 // partner is lower: it goes on the left, on both sides, so both evaluate the same expression.
-bool partner_first(int v, int partner_v) { return partner_v < v; }
+bool partner_first(int v, int partner_v) {
+  return partner_v < v;
+}
 
 }  // namespace
 
@@ -70,7 +72,10 @@ Schedule all_reduce_rabenseifner(const CollectiveCall& call) {
     const int mid = (lo + hi) / 2;
     const bool lower = v < partner_v;
     const Block give = lower ? parts(mid, hi) : parts(lo, mid);
-    if (lower) hi = mid; else lo = mid;
+    if (lower)
+      hi = mid;
+    else
+      lo = mid;
     writer.exchange_reduce_chunks(fold.real_rank(partner_v), give, fold.real_rank(partner_v), parts(lo, hi),
                                   round, partner_first(v, partner_v));
   }
@@ -111,7 +116,8 @@ Schedule all_gather_recursive_doubling(const CollectiveCall& call) {
   for (int mask = 1; mask < fold.pow2; mask *= 2, ++round) {
     const int group = v & ~(mask - 1);
     const int partner = fold.real_rank(v ^ mask);
-    writer.exchange_chunks(partner, group_blocks(group, mask), partner, group_blocks(group ^ mask, mask), round);
+    writer.exchange_chunks(partner, group_blocks(group, mask), partner, group_blocks(group ^ mask, mask),
+                           round);
   }
   if (fold.absorbs(r)) {
     writer.send_chunks(r - 1, rank_blocks(call, 0, r - 1), last_round);
@@ -148,7 +154,10 @@ Schedule reduce_scatter_recursive_halving(const CollectiveCall& call) {
     const int mid = (lo + hi) / 2;
     const bool lower = v < partner_v;
     const Block give = lower ? group_blocks(mid, hi) : group_blocks(lo, mid);
-    if (lower) hi = mid; else lo = mid;
+    if (lower)
+      hi = mid;
+    else
+      lo = mid;
     writer.exchange_reduce_chunks(fold.real_rank(partner_v), give, fold.real_rank(partner_v),
                                   group_blocks(lo, hi), round, partner_first(v, partner_v));
   }

@@ -6,7 +6,9 @@
 namespace canopy::collectives {
 namespace {
 
-int modulo(int a, int p) { return ((a % p) + p) % p; }
+int modulo(int a, int p) {
+  return ((a % p) + p) % p;
+}
 
 struct Ring {
   int next;
@@ -46,9 +48,12 @@ Schedule all_gather_ring(const CollectiveCall& call) {
   const int p = call.size;
   const int r = call.rank;
   const Ring ring(call);
-  auto block = [&](int i) { return data_block(static_cast<std::uint64_t>(modulo(i, p)) * call.count, call.count); };
+  auto block = [&](int i) {
+    return data_block(static_cast<std::uint64_t>(modulo(i, p)) * call.count, call.count);
+  };
   for (int s = 0; s + 1 < p; ++s) {
-    writer.exchange_chunks(ring.next, block(r - s), ring.prev, block(r - s - 1), static_cast<std::uint32_t>(s));
+    writer.exchange_chunks(ring.next, block(r - s), ring.prev, block(r - s - 1),
+                           static_cast<std::uint32_t>(s));
   }
   return std::move(writer).finish();
 }
@@ -61,7 +66,9 @@ Schedule reduce_scatter_ring(const CollectiveCall& call) {
   const int p = call.size;
   const int r = call.rank;
   const Ring ring(call);
-  auto block = [&](int i) { return data_block(static_cast<std::uint64_t>(modulo(i, p)) * call.count, call.count); };
+  auto block = [&](int i) {
+    return data_block(static_cast<std::uint64_t>(modulo(i, p)) * call.count, call.count);
+  };
   for (int s = 0; s + 1 < p; ++s) {
     writer.exchange_reduce_chunks(ring.next, block(r - s - 1), ring.prev, block(r - s - 2),
                                   static_cast<std::uint32_t>(s), false);

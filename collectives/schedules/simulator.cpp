@@ -7,6 +7,10 @@
 // rounds: one friend after the other).
 // Sends are eager: a message travels as soon as its step is ready and both links are free, whether or
 // not the receiver has posted its receive; the k-th receive from a peer takes the k-th message.
+#include "collectives/schedules/simulator.hpp"
+
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -16,10 +20,7 @@
 #include <string>
 #include <utility>
 
-#include <fmt/ranges.h>
-
 #include "collectives/kernels/reduce_kernels.hpp"
-#include "collectives/schedules/simulator.hpp"
 #include "collectives/schedules/step_writer.hpp"
 #include "common/error.hpp"
 
@@ -38,8 +39,8 @@ std::string describe(const Step& step) {
     case StepKind::Recv:
       return fmt::format("Recv {} from rank {}, tag {:#x}", describe(step.dst), step.peer, step.tag);
     case StepKind::RecvReduce:
-      return fmt::format("RecvReduce {} via {} from rank {}, tag {:#x}", describe(step.dst), describe(step.staging),
-                         step.peer, step.tag);
+      return fmt::format("RecvReduce {} via {} from rank {}, tag {:#x}", describe(step.dst),
+                         describe(step.staging), step.peer, step.tag);
     case StepKind::Copy:
       return fmt::format("Copy {} to {}", describe(step.src), describe(step.dst));
   }
@@ -90,8 +91,8 @@ struct RankState {
 
 class Engine {
  public:
-  Engine(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size, const LinkModel& model,
-         std::optional<DataModel> data)
+  Engine(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
+         const LinkModel& model, std::optional<DataModel> data)
       : algorithm_(algorithm), call_(call), element_size_(element_size), model_(model), data_(data) {
     check_call();
     ranks_.resize(static_cast<std::size_t>(call.size));
@@ -153,7 +154,8 @@ class Engine {
     }
     const bool rooted = call_.collective == Collective::Broadcast || call_.collective == Collective::Reduce;
     if (rooted && (call_.root < 0 || call_.root >= call_.size)) {
-      fail(ErrorCode::InvalidArgument, "{}: root {} is not a rank of 0..{}", context(), call_.root, call_.size - 1);
+      fail(ErrorCode::InvalidArgument, "{}: root {} is not a rank of 0..{}", context(), call_.root,
+           call_.size - 1);
     }
     if (call_.chunk_count == 0) fail(ErrorCode::InvalidArgument, "{}: chunk_count must be >= 1", context());
   }
@@ -163,8 +165,8 @@ class Engine {
         block.buffer == Buffer::Data ? call_.data_count() : state(rank).schedule.staging_count;
     if (block.offset > limit || block.count > limit - block.offset) {
       fail_step(rank, index,
-                fmt::format("its {} block {} lies outside the {} buffer of {} elements", role, describe(block),
-                            block.buffer == Buffer::Data ? "Data" : "Staging", limit));
+                fmt::format("its {} block {} lies outside the {} buffer of {} elements", role,
+                            describe(block), block.buffer == Buffer::Data ? "Data" : "Staging", limit));
     }
   }
 
@@ -309,10 +311,11 @@ class Engine {
       inbox.pop_front();
       const Step& step = rank.steps()[i];
       if (message.tag != step.tag || message.count != step.dst.count) {
-        fail_step(r, i,
-                  fmt::format("the next message from rank {} is its step {} ({}) with tag {:#x} and {} elements",
-                              from, message.send_step, describe(state(from).steps()[message.send_step]),
-                              message.tag, message.count));
+        fail_step(
+            r, i,
+            fmt::format("the next message from rank {} is its step {} ({}) with tag {:#x} and {} elements",
+                        from, message.send_step, describe(state(from).steps()[message.send_step]),
+                        message.tag, message.count));
       }
       rank.round[i] = std::max(rank.round[i], message.round);
       const Block& landing = step.kind == StepKind::Recv ? step.dst : step.staging;
@@ -320,7 +323,8 @@ class Engine {
         std::memcpy(bytes_of(r, landing), message.payload.data(), message.payload.size());
       }
       message.payload = {};
-      const double done = step.kind == StepKind::Recv ? now : occupy_cpu(rank, now, reduce_seconds(step.dst.count));
+      const double done =
+          step.kind == StepKind::Recv ? now : occupy_cpu(rank, now, reduce_seconds(step.dst.count));
       push(done, EventKind::Done, r, i);
     }
   }
@@ -360,7 +364,8 @@ class Engine {
     }
     messages_.push_back(std::move(message));
     if (transfers_ != nullptr) {
-      transfers_->push_back(TransferEvent{r, step.peer, step.tag, step.src, bytes, now, finish, rank.round[i]});
+      transfers_->push_back(
+          TransferEvent{r, step.peer, step.tag, step.src, bytes, now, finish, rank.round[i]});
     }
     push(finish, EventKind::Arrive, r, messages_.size() - 1);
   }
@@ -383,8 +388,9 @@ class Engine {
       for (const auto& [from, inbox] : state(r).inbox) {
         if (inbox.empty()) continue;
         const Message& message = messages_[inbox.front()];
-        fail(ErrorCode::Protocol, "{}: rank {} step {} ({}) was never received: rank {} posts no more receives from it",
-             context(), from, message.send_step, describe(state(from).steps()[message.send_step]), r);
+        fail(ErrorCode::Protocol,
+             "{}: rank {} step {} ({}) was never received: rank {} posts no more receives from it", context(),
+             from, message.send_step, describe(state(from).steps()[message.send_step]), r);
       }
     }
   }
@@ -408,12 +414,14 @@ class Engine {
                            queue.steps[queue.next]);
       }
       const PeerQueue& their_sends = state(step.peer).sends_to[r];
-      return fmt::format("{} waits for a message rank {} never sends ({} of its {} sends to rank {} went out)",
-                         where, step.peer, their_sends.next, their_sends.steps.size(), r);
+      return fmt::format(
+          "{} waits for a message rank {} never sends ({} of its {} sends to rank {} went out)", where,
+          step.peer, their_sends.next, their_sends.steps.size(), r);
     }
     for (StepIndex i = 0; i < rank.steps().size(); ++i) {
-      if (!rank.done[i]) return fmt::format("rank {} step {} ({}) waits for its dependencies", r, i,
-                                            describe(rank.steps()[i]));
+      if (!rank.done[i])
+        return fmt::format("rank {} step {} ({}) waits for its dependencies", r, i,
+                           describe(rank.steps()[i]));
     }
     return fmt::format("rank {}", r);
   }
@@ -442,12 +450,13 @@ Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, Data
   }
   const std::size_t element_size = size_of(type);
   if (inputs.size() != static_cast<std::size_t>(std::max(call.size, 0))) {
-    fail(ErrorCode::InvalidArgument, "simulate {} {}: {} input buffers for {} ranks", to_string(call.collective),
-         algorithm.name, inputs.size(), call.size);
+    fail(ErrorCode::InvalidArgument, "simulate {} {}: {} input buffers for {} ranks",
+         to_string(call.collective), algorithm.name, inputs.size(), call.size);
   }
   for (std::size_t r = 0; r < inputs.size(); ++r) {
     if (inputs[r].size() != call.data_count() * element_size) {
-      fail(ErrorCode::InvalidArgument, "simulate {} {}: rank {}'s input holds {} bytes, expected {} ({} x {})",
+      fail(ErrorCode::InvalidArgument,
+           "simulate {} {}: rank {}'s input holds {} bytes, expected {} ({} x {})",
            to_string(call.collective), algorithm.name, r, inputs[r].size(), call.data_count() * element_size,
            call.data_count(), to_string(type));
     }

@@ -7,7 +7,9 @@
 
 namespace canopy::collectives {
 
-Block part_of(std::uint64_t total, int parts, int index) { return parts_of(total, parts, index, index + 1); }
+Block part_of(std::uint64_t total, int parts, int index) {
+  return parts_of(total, parts, index, index + 1);
+}
 
 Block parts_of(std::uint64_t total, int parts, int first, int last) {
   const auto n = static_cast<std::uint64_t>(parts);
@@ -31,7 +33,7 @@ Block chunk_of(const Block& block, std::uint64_t chunk_count, std::uint64_t inde
 }
 
 std::map<std::uint64_t, BufferHazards::Segment>::iterator BufferHazards::split(std::uint64_t offset,
-                                                                                std::uint64_t end) {
+                                                                               std::uint64_t end) {
   // Cover [offset, end) with segments (filling holes with untouched ones), cut at both ends.
   auto cut = [this](std::uint64_t at) {
     auto it = segments_.upper_bound(at);
@@ -81,9 +83,7 @@ void BufferHazards::write(std::uint64_t offset, std::uint64_t count, StepIndex s
 }
 
 StepWriter::StepWriter(const CollectiveCall& call, int staging_slots)
-    : call_(call),
-      slot_count_(std::min(call.chunk_count, call.data_count())),
-      staging_slots_(staging_slots) {
+    : call_(call), slot_count_(std::min(call.chunk_count, call.data_count())), staging_slots_(staging_slots) {
   if (call.chunk_count == 0) {
     fail(ErrorCode::InvalidArgument, "{} schedule: chunk_count must be at least 1 element",
          to_string(call.collective));
@@ -171,12 +171,14 @@ StepIndex StepWriter::copy(Block src, Block dst) {
 
 void StepWriter::send_chunks(int peer, Block src, std::uint32_t round) {
   const std::uint64_t chunks = chunk_total(src, call_.chunk_count);
-  for (std::uint64_t c = 0; c < chunks; ++c) send(peer, chunk_of(src, call_.chunk_count, c), message_tag(round, c));
+  for (std::uint64_t c = 0; c < chunks; ++c)
+    send(peer, chunk_of(src, call_.chunk_count, c), message_tag(round, c));
 }
 
 void StepWriter::recv_chunks(int peer, Block dst, std::uint32_t round) {
   const std::uint64_t chunks = chunk_total(dst, call_.chunk_count);
-  for (std::uint64_t c = 0; c < chunks; ++c) recv(peer, chunk_of(dst, call_.chunk_count, c), message_tag(round, c));
+  for (std::uint64_t c = 0; c < chunks; ++c)
+    recv(peer, chunk_of(dst, call_.chunk_count, c), message_tag(round, c));
 }
 
 void StepWriter::recv_reduce_chunks(int peer, Block dst, std::uint32_t round, bool incoming_first) {
@@ -201,7 +203,8 @@ void StepWriter::exchange_reduce_chunks(int to, Block out, int from, Block in, s
   const std::uint64_t in_chunks = chunk_total(in, call_.chunk_count);
   for (std::uint64_t c = 0; c < std::max(out_chunks, in_chunks); ++c) {
     if (c < out_chunks) send(to, chunk_of(out, call_.chunk_count, c), message_tag(round, c));
-    if (c < in_chunks) recv_reduce(from, chunk_of(in, call_.chunk_count, c), message_tag(round, c), incoming_first);
+    if (c < in_chunks)
+      recv_reduce(from, chunk_of(in, call_.chunk_count, c), message_tag(round, c), incoming_first);
   }
 }
 

@@ -90,7 +90,8 @@ class StepWriter {
   // receive chunk c, ...) so that each chunk received can be forwarded before the next arrives.
   void exchange_chunks(int to, Block out, int from, Block in, std::uint32_t round);
   // The same, reducing what arrives into `in`.
-  void exchange_reduce_chunks(int to, Block out, int from, Block in, std::uint32_t round, bool incoming_first);
+  void exchange_reduce_chunks(int to, Block out, int from, Block in, std::uint32_t round,
+                              bool incoming_first);
 
   Schedule finish() &&;
 

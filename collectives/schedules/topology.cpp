@@ -3,7 +3,9 @@
 namespace canopy::collectives {
 namespace {
 
-int lowest_bit(int v) { return v & -v; }
+int lowest_bit(int v) {
+  return v & -v;
+}
 
 int highest_power_of_two_at_most(int n) {
   int p = 1;

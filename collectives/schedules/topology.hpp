@@ -13,8 +13,12 @@ struct TreeLinks {
 };
 
 // Rank relative to a root and back: the algorithms build trees rooted at virtual rank 0.
-inline int to_virtual(int rank, int root, int size) { return (rank - root + size) % size; }
-inline int to_real(int vrank, int root, int size) { return (vrank + root) % size; }
+inline int to_virtual(int rank, int root, int size) {
+  return (rank - root + size) % size;
+}
+inline int to_real(int vrank, int root, int size) {
+  return (vrank + root) % size;
+}
 
 // MPICH's binomial tree rooted at 0: v's parent is v without its lowest set bit, its children are
 // v + 2^k for every 2^k below that bit. Children come largest subtree first (what a broadcast wants:

@@ -20,7 +20,8 @@ std::string describe_transfer(const TransferEvent& transfer) {
 }
 
 std::string describe_call(const Simulation& simulation, const CollectiveCall& call) {
-  std::string what = fmt::format("{} on {} ranks, {} elements", to_string(call.collective), call.size, call.count);
+  std::string what =
+      fmt::format("{} on {} ranks, {} elements", to_string(call.collective), call.size, call.count);
   if (call.collective == Collective::AllGather || call.collective == Collective::ReduceScatter) {
     what += " per rank";
   }
@@ -28,18 +29,28 @@ std::string describe_call(const Simulation& simulation, const CollectiveCall& ca
     what += fmt::format(", root {}", call.root);
   }
   return fmt::format("{} in chunks of {}: {} messages in {} rounds, predicted {}", what, call.chunk_count,
-                     simulation.transfers.size(), simulation.rounds, format_seconds(simulation.predicted_seconds));
+                     simulation.transfers.size(), simulation.rounds,
+                     format_seconds(simulation.predicted_seconds));
 }
 
 std::string escape_xml(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -120,15 +131,17 @@ std::string trace_svg(const Simulation& simulation, const CollectiveCall& call) 
     const double start = by_round ? transfer.round - 1 : transfer.start;
     const double finish = by_round ? transfer.round : transfer.finish;
     // Hue from the middle of the carried range: the same chunk keeps its colour hop after hop.
-    const double middle = static_cast<double>(transfer.block.offset) + static_cast<double>(transfer.block.count) / 2;
+    const double middle =
+        static_cast<double>(transfer.block.offset) + static_cast<double>(transfer.block.count) / 2;
     const double hue = transfer.block.count == 0 ? 0 : 300.0 * middle / data_count;
     const char* saturation = transfer.block.count == 0 ? "0%" : "75%";
     svg += fmt::format(
         "<line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"hsl({:.0f},{},42%)\" "
-        "stroke-width=\"2\" marker-end=\"url(#head)\"><title>{} (round {}, {} bytes, {} .. {})</title></line>\n",
+        "stroke-width=\"2\" marker-end=\"url(#head)\"><title>{} (round {}, {} bytes, {} .. "
+        "{})</title></line>\n",
         x_of(start), y_of(transfer.from), x_of(finish), y_of(transfer.to), hue, saturation,
-        escape_xml(describe_transfer(transfer)), transfer.round, transfer.bytes, format_seconds(transfer.start),
-        format_seconds(transfer.finish));
+        escape_xml(describe_transfer(transfer)), transfer.round, transfer.bytes,
+        format_seconds(transfer.start), format_seconds(transfer.finish));
   }
   svg += "</svg>\n";
   return svg;

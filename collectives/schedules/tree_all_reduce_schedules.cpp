@@ -8,7 +8,8 @@ namespace {
 
 // The reduce-up half of chunk `c` of `block` through `tree` (links in real ranks), in round `round`.
 // A child lower than this rank covers lower ranks in an in-order tree, so its partial goes on the left.
-void write_up(StepWriter& writer, const TreeLinks& tree, const Block& chunk, std::uint64_t c, std::uint32_t round) {
+void write_up(StepWriter& writer, const TreeLinks& tree, const Block& chunk, std::uint64_t c,
+              std::uint32_t round) {
   for (int child : tree.children) {
     writer.recv_reduce(child, chunk, message_tag(round, c), /*incoming_first=*/child < writer.rank());
   }
@@ -16,7 +17,8 @@ void write_up(StepWriter& writer, const TreeLinks& tree, const Block& chunk, std
 }
 
 // The broadcast-down half, in round `round`: the result comes from the root and goes on to the children.
-void write_down(StepWriter& writer, const TreeLinks& tree, const Block& chunk, std::uint64_t c, std::uint32_t round) {
+void write_down(StepWriter& writer, const TreeLinks& tree, const Block& chunk, std::uint64_t c,
+                std::uint32_t round) {
   if (tree.parent >= 0) writer.recv(tree.parent, chunk, message_tag(round, c));
   for (int child : tree.children) writer.send(child, chunk, message_tag(round, c));
 }
@@ -58,7 +60,8 @@ Schedule all_reduce_tree(const CollectiveCall& call) {
 Schedule all_reduce_double_tree(const CollectiveCall& call) {
   StepWriter writer(call);
   const TreeLinks trees[2] = {double_tree(call.rank, call.size, 0), double_tree(call.rank, call.size, 1)};
-  const Block halves[2] = {data_block(0, call.count / 2), data_block(call.count / 2, call.count - call.count / 2)};
+  const Block halves[2] = {data_block(0, call.count / 2),
+                           data_block(call.count / 2, call.count - call.count / 2)};
   const std::uint64_t chunks = chunk_total(halves[1], call.chunk_count);  // the larger half
   const auto lag = static_cast<std::uint64_t>(2 * ceil_log2(call.size) + 2);
   auto each_tree = [&](std::uint64_t c, auto write) {

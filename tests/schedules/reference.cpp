@@ -16,7 +16,9 @@ bool is_float(DataType type) {
          type == DataType::BFloat16;
 }
 
-bool is_signed(DataType type) { return type != DataType::UInt8; }
+bool is_signed(DataType type) {
+  return type != DataType::UInt8;
+}
 
 template <typename T>
 T read_as(const std::byte* buffer, std::size_t i) {
@@ -32,22 +34,31 @@ void write_as(std::byte* buffer, std::size_t i, T value) {
 
 double load_double(DataType type, const std::byte* buffer, std::size_t i) {
   switch (type) {
-    case DataType::Float32: return read_as<float>(buffer, i);
-    case DataType::Float64: return read_as<double>(buffer, i);
-    case DataType::Float16: return half_to_float(read_as<std::uint16_t>(buffer, i));
-    case DataType::BFloat16: return bfloat16_to_float(read_as<std::uint16_t>(buffer, i));
-    default: return static_cast<double>(load_integer(type, buffer, i));
+    case DataType::Float32:
+      return read_as<float>(buffer, i);
+    case DataType::Float64:
+      return read_as<double>(buffer, i);
+    case DataType::Float16:
+      return half_to_float(read_as<std::uint16_t>(buffer, i));
+    case DataType::BFloat16:
+      return bfloat16_to_float(read_as<std::uint16_t>(buffer, i));
+    default:
+      return static_cast<double>(load_integer(type, buffer, i));
   }
 }
 
 void store_double(DataType type, std::byte* buffer, std::size_t i, double value) {
   switch (type) {
-    case DataType::Float32: return write_as<float>(buffer, i, static_cast<float>(value));
-    case DataType::Float64: return write_as<double>(buffer, i, value);
-    case DataType::Float16: return write_as<std::uint16_t>(buffer, i, float_to_half(static_cast<float>(value)));
+    case DataType::Float32:
+      return write_as<float>(buffer, i, static_cast<float>(value));
+    case DataType::Float64:
+      return write_as<double>(buffer, i, value);
+    case DataType::Float16:
+      return write_as<std::uint16_t>(buffer, i, float_to_half(static_cast<float>(value)));
     case DataType::BFloat16:
       return write_as<std::uint16_t>(buffer, i, float_to_bfloat16(static_cast<float>(value)));
-    default: return store_integer(type, buffer, i, static_cast<std::int64_t>(value));
+    default:
+      return store_integer(type, buffer, i, static_cast<std::int64_t>(value));
   }
 }
 
@@ -60,13 +71,15 @@ std::int64_t exact_value(DataType type, ReduceOp op, int rank, Random& random) {
     return is_signed(type) ? pick(-100, 100) : pick(0, 200);
   }
   switch (op) {
-    case ReduceOp::Sum: return pick(-3, 4);  // |partial sums| <= 17 * 4, exact even in bfloat16
+    case ReduceOp::Sum:
+      return pick(-3, 4);  // |partial sums| <= 17 * 4, exact even in bfloat16
     case ReduceOp::Prod: {
       // +-1, and 2 on the first 8 ranks: |products| <= 256, exact in every float type.
       const std::int64_t magnitude = rank < 8 && pick(0, 2) == 0 ? 2 : 1;
       return pick(0, 1) == 0 ? magnitude : -magnitude;
     }
-    default: return pick(-50, 50);
+    default:
+      return pick(-50, 50);
   }
 }
 
@@ -78,8 +91,10 @@ std::int64_t combine(DataType type, ReduceOp op, std::int64_t a, std::int64_t b)
       return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
     case ReduceOp::Prod:
       return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
-    case ReduceOp::Min: return std::min(a, b);
-    case ReduceOp::Max: return std::max(a, b);
+    case ReduceOp::Min:
+      return std::min(a, b);
+    case ReduceOp::Max:
+      return std::max(a, b);
   }
   (void)type;
   return 0;
@@ -93,22 +108,32 @@ std::uint64_t block_offset(const CollectiveCall& call, int rank) {
 
 std::int64_t load_integer(DataType type, const std::byte* buffer, std::size_t i) {
   switch (type) {
-    case DataType::Int8: return read_as<std::int8_t>(buffer, i);
-    case DataType::UInt8: return read_as<std::uint8_t>(buffer, i);
-    case DataType::Int32: return read_as<std::int32_t>(buffer, i);
-    case DataType::Int64: return read_as<std::int64_t>(buffer, i);
-    default: return static_cast<std::int64_t>(load_double(type, buffer, i));
+    case DataType::Int8:
+      return read_as<std::int8_t>(buffer, i);
+    case DataType::UInt8:
+      return read_as<std::uint8_t>(buffer, i);
+    case DataType::Int32:
+      return read_as<std::int32_t>(buffer, i);
+    case DataType::Int64:
+      return read_as<std::int64_t>(buffer, i);
+    default:
+      return static_cast<std::int64_t>(load_double(type, buffer, i));
   }
 }
 
 void store_integer(DataType type, std::byte* buffer, std::size_t i, std::int64_t value) {
   const auto bits = static_cast<std::uint64_t>(value);
   switch (type) {
-    case DataType::Int8: return write_as<std::uint8_t>(buffer, i, static_cast<std::uint8_t>(bits));
-    case DataType::UInt8: return write_as<std::uint8_t>(buffer, i, static_cast<std::uint8_t>(bits));
-    case DataType::Int32: return write_as<std::uint32_t>(buffer, i, static_cast<std::uint32_t>(bits));
-    case DataType::Int64: return write_as<std::uint64_t>(buffer, i, bits);
-    default: return store_double(type, buffer, i, static_cast<double>(value));
+    case DataType::Int8:
+      return write_as<std::uint8_t>(buffer, i, static_cast<std::uint8_t>(bits));
+    case DataType::UInt8:
+      return write_as<std::uint8_t>(buffer, i, static_cast<std::uint8_t>(bits));
+    case DataType::Int32:
+      return write_as<std::uint32_t>(buffer, i, static_cast<std::uint32_t>(bits));
+    case DataType::Int64:
+      return write_as<std::uint64_t>(buffer, i, bits);
+    default:
+      return store_double(type, buffer, i, static_cast<double>(value));
   }
 }
 
@@ -126,7 +151,9 @@ Buffers random_float_inputs(const CollectiveCall& call, DataType type, Random& r
   const std::size_t n = call.data_count();
   Buffers inputs(static_cast<std::size_t>(call.size), std::vector<std::byte>(n * size_of(type)));
   for (auto& input : inputs) {
-    for (std::size_t i = 0; i < n; ++i) store_double(type, input.data(), i, std::ldexp(2000 * random.unit() - 1000, static_cast<int>(random.between(-20, 20))));
+    for (std::size_t i = 0; i < n; ++i)
+      store_double(type, input.data(), i,
+                   std::ldexp(2000 * random.unit() - 1000, static_cast<int>(random.between(-20, 20))));
   }
   return inputs;
 }
@@ -144,16 +171,24 @@ Expected reference(const CollectiveCall& call, DataType type, ReduceOp op, const
       for (std::size_t r = 1; r < p; ++r) {
         const double other = load_double(type, inputs[r].data(), i);
         switch (op) {
-          case ReduceOp::Prod: value *= other; break;
-          case ReduceOp::Min: value = std::min(value, other); break;
-          case ReduceOp::Max: value = std::max(value, other); break;
-          default: value += other;
+          case ReduceOp::Prod:
+            value *= other;
+            break;
+          case ReduceOp::Min:
+            value = std::min(value, other);
+            break;
+          case ReduceOp::Max:
+            value = std::max(value, other);
+            break;
+          default:
+            value += other;
         }
       }
       store_double(type, out, i, value);
     } else {
       std::int64_t value = load_integer(type, inputs[0].data(), i);
-      for (std::size_t r = 1; r < p; ++r) value = combine(type, op, value, load_integer(type, inputs[r].data(), i));
+      for (std::size_t r = 1; r < p; ++r)
+        value = combine(type, op, value, load_integer(type, inputs[r].data(), i));
       store_integer(type, out, i, value);
     }
   };
@@ -209,7 +244,8 @@ std::string compare(const Expected& expected, const Buffers& actual, DataType ty
       if (!expected.defined[r][i]) continue;
       if (std::memcmp(expected.data[r].data() + i * element, actual[r].data() + i * element, element) != 0) {
         return fmt::format("rank {} element {}: expected {}, got {}", r, i,
-                           load_double(type, expected.data[r].data(), i), load_double(type, actual[r].data(), i));
+                           load_double(type, expected.data[r].data(), i),
+                           load_double(type, actual[r].data(), i));
       }
     }
   }

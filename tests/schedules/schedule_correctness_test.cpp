@@ -51,8 +51,8 @@ std::string name_of(const Algorithm& algorithm) {
 // Runs one case; "" when the result matches the reference, else what went wrong.
 std::string check(const Algorithm& algorithm, const CollectiveCall& call, DataType type, ReduceOp op,
                   testing::Random& random) {
-  const std::string where = fmt::format("P={} count={} root={} chunk={} {} {}", call.size, call.count, call.root,
-                                        call.chunk_count, to_string(type), to_string(op));
+  const std::string where = fmt::format("P={} count={} root={} chunk={} {} {}", call.size, call.count,
+                                        call.root, call.chunk_count, to_string(type), to_string(op));
   try {
     Buffers inputs = testing::exact_inputs(call, type, op, random);
     const testing::Expected expected = testing::reference(call, type, op, inputs);
@@ -66,8 +66,15 @@ std::string check(const Algorithm& algorithm, const CollectiveCall& call, DataTy
 
 std::vector<std::uint64_t> counts_for(Collective collective, int p) {
   const bool blocked = collective == Collective::AllGather || collective == Collective::ReduceScatter;
-  std::vector<std::uint64_t> counts{0, 1, 2, 3, 7, static_cast<std::uint64_t>(p - 1), static_cast<std::uint64_t>(p),
-                                    static_cast<std::uint64_t>(p + 1), blocked ? kLargeOddPrimeBlock : kLargeOddPrime};
+  std::vector<std::uint64_t> counts{0,
+                                    1,
+                                    2,
+                                    3,
+                                    7,
+                                    static_cast<std::uint64_t>(p - 1),
+                                    static_cast<std::uint64_t>(p),
+                                    static_cast<std::uint64_t>(p + 1),
+                                    blocked ? kLargeOddPrimeBlock : kLargeOddPrime};
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   return counts;
@@ -76,7 +83,8 @@ std::vector<std::uint64_t> counts_for(Collective collective, int p) {
 std::vector<std::uint64_t> chunks_for(int p, std::uint64_t count) {
   if (count == kLargeOddPrime || count == kLargeOddPrimeBlock) {
     // One element per chunk makes ~10^5 messages: only on the smallest worlds.
-    return p <= 3 ? std::vector<std::uint64_t>{1, 1000, kLargeChunk} : std::vector<std::uint64_t>{1000, kLargeChunk};
+    return p <= 3 ? std::vector<std::uint64_t>{1, 1000, kLargeChunk}
+                  : std::vector<std::uint64_t>{1000, kLargeChunk};
   }
   return {1, 2, kLargeChunk};
 }
@@ -99,14 +107,16 @@ TEST_P(EveryAlgorithm, MatchesTheReferenceOnEverySizeCountRootAndChunk) {
   testing::Random random(1);
   int cases = 0;
   for (int p = 1; p <= 17; ++p) {
-    const std::vector<std::uint64_t> counts =
-        algorithm.collective == Collective::Barrier ? std::vector<std::uint64_t>{0} : counts_for(algorithm.collective, p);
+    const std::vector<std::uint64_t> counts = algorithm.collective == Collective::Barrier
+                                                  ? std::vector<std::uint64_t>{0}
+                                                  : counts_for(algorithm.collective, p);
     for (std::uint64_t count : counts) {
       for (std::uint64_t chunk : chunks_for(p, count)) {
         for (int root : roots_for(algorithm, p, count)) {
           CollectiveCall call{algorithm.collective, 0, p, count, root, chunk};
           // An integer and a float type, each with an op whose result any order gives exactly.
-          for (auto [type, op] : {std::pair{DataType::Int32, ReduceOp::Sum}, {DataType::Float32, ReduceOp::Prod}}) {
+          for (auto [type, op] :
+               {std::pair{DataType::Int32, ReduceOp::Sum}, {DataType::Float32, ReduceOp::Prod}}) {
             const std::string failure = check(algorithm, call, type, op, random);
             ASSERT_EQ(failure, "") << algorithm.name;
             ++cases;
@@ -123,8 +133,8 @@ TEST_P(EveryAlgorithm, MatchesTheReferenceForEveryTypeAndOp) {
   if (algorithm.collective == Collective::Barrier) GTEST_SKIP() << "a barrier moves no data";
   testing::Random random(2);
   for (int p : {1, 2, 3, 5, 8, 13}) {
-    for (std::uint64_t count : {std::uint64_t{0}, std::uint64_t{7}, static_cast<std::uint64_t>(p + 1),
-                                std::uint64_t{100}}) {
+    for (std::uint64_t count :
+         {std::uint64_t{0}, std::uint64_t{7}, static_cast<std::uint64_t>(p + 1), std::uint64_t{100}}) {
       for (std::uint64_t chunk : {std::uint64_t{3}, kLargeChunk}) {
         for (int root : rooted(algorithm.collective) ? std::vector<int>{0, p - 1} : std::vector<int>{0}) {
           CollectiveCall call{algorithm.collective, 0, p, count, root, chunk};
@@ -141,7 +151,9 @@ TEST_P(EveryAlgorithm, MatchesTheReferenceForEveryTypeAndOp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, EveryAlgorithm, ::testing::ValuesIn(every_algorithm()),
-                         [](const ::testing::TestParamInfo<const Algorithm*>& param) { return name_of(*param.param); });
+                         [](const ::testing::TestParamInfo<const Algorithm*>& param) {
+                           return name_of(*param.param);
+                         });
 
 // The same all-reduce must leave the same bits on every rank even where the evaluation order changes
 // the result (random floats): each element is computed as one expression tree everywhere.
@@ -177,7 +189,9 @@ std::vector<const Algorithm*> every_all_reduce() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, EveryAllReduce, ::testing::ValuesIn(every_all_reduce()),
-                         [](const ::testing::TestParamInfo<const Algorithm*>& param) { return name_of(*param.param); });
+                         [](const ::testing::TestParamInfo<const Algorithm*>& param) {
+                           return name_of(*param.param);
+                         });
 
 // The bit-identity check above can fail: these inputs do give different sums in different orders.
 TEST(BitIdentityCheck, RandomFloatSumsDependOnTheOrder) {

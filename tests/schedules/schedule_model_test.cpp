@@ -34,7 +34,8 @@ TEST(AlgorithmTable, HasEveryAlgorithmInItsOrder) {
     return list;
   };
   using Names = std::vector<std::string_view>;
-  EXPECT_EQ(names(Collective::Broadcast), (Names{"flat", "binomial", "chain", "binary-tree", "scatter-allgather"}));
+  EXPECT_EQ(names(Collective::Broadcast),
+            (Names{"flat", "binomial", "chain", "binary-tree", "scatter-allgather"}));
   EXPECT_EQ(names(Collective::Reduce), (Names{"binomial", "tree"}));
   EXPECT_EQ(names(Collective::AllReduce),
             (Names{"reduce-broadcast", "tree", "double-tree", "recursive-doubling", "rabenseifner", "ring"}));
@@ -52,16 +53,18 @@ TEST(AlgorithmTable, HasEveryAlgorithmInItsOrder) {
 TEST(CostModel, FlatBroadcastTakesSevenTimesTheLinkAndBinomialThree) {
   const LinkModel one_megabyte_per_second{0, 1e-6, 0};
   const CollectiveCall call{Collective::Broadcast, 0, 8, 5'000'000, 0, 5'000'000};
-  EXPECT_NEAR(predict_seconds(algorithm(Collective::Broadcast, "flat"), call, 1, one_megabyte_per_second), 35, 1e-9);
-  EXPECT_NEAR(predict_seconds(algorithm(Collective::Broadcast, "binomial"), call, 1, one_megabyte_per_second), 15,
+  EXPECT_NEAR(predict_seconds(algorithm(Collective::Broadcast, "flat"), call, 1, one_megabyte_per_second), 35,
               1e-9);
+  EXPECT_NEAR(predict_seconds(algorithm(Collective::Broadcast, "binomial"), call, 1, one_megabyte_per_second),
+              15, 1e-9);
 }
 
 TEST(CostModel, PredictionMatchesTheFullSimulation) {
   const LinkModel model{5e-6, 1e-9, 2e-10};
   for (const Algorithm& a : algorithms(Collective::AllReduce)) {
     const CollectiveCall call{Collective::AllReduce, 0, 6, 1000, 0, 64};
-    const Simulation simulation = simulate(a, call, DataType::Float32, ReduceOp::Sum, zeros(call, DataType::Float32), model);
+    const Simulation simulation =
+        simulate(a, call, DataType::Float32, ReduceOp::Sum, zeros(call, DataType::Float32), model);
     EXPECT_DOUBLE_EQ(predict_seconds(a, call, 4, model), simulation.predicted_seconds) << a.name;
     EXPECT_GT(simulation.predicted_seconds, 0) << a.name;
   }
@@ -73,7 +76,8 @@ TEST(CostModel, PipelinedChainMatchesItsFormula) {
   const double n = 1 << 20;
   for (int p : {2, 3, 8}) {
     for (int k : {1, 4, 16}) {
-      const CollectiveCall call{Collective::Broadcast, 0, p, 1 << 20, 0, (1u << 20) / static_cast<unsigned>(k)};
+      const CollectiveCall call{
+          Collective::Broadcast, 0, p, 1 << 20, 0, (1u << 20) / static_cast<unsigned>(k)};
       const double expected = (p + k - 2) * (model.alpha + n * model.beta / k);
       EXPECT_NEAR(predict_seconds(algorithm(Collective::Broadcast, "chain"), call, 1, model), expected, 1e-12)
           << "p=" << p << " k=" << k;
@@ -98,14 +102,16 @@ TEST(CostModel, BinomialBroadcastAndBarrierTakeCeilLog2Rounds) {
   const LinkModel latency_only{1e-5, 0, 0};
   for (int p = 1; p <= 17; ++p) {
     const CollectiveCall broadcast{Collective::Broadcast, 0, p, 1, 0, 1};
-    const Simulation simulation = simulate(algorithm(Collective::Broadcast, "binomial"), broadcast, DataType::UInt8,
-                                           ReduceOp::Sum, zeros(broadcast, DataType::UInt8), latency_only);
+    const Simulation simulation =
+        simulate(algorithm(Collective::Broadcast, "binomial"), broadcast, DataType::UInt8, ReduceOp::Sum,
+                 zeros(broadcast, DataType::UInt8), latency_only);
     EXPECT_EQ(simulation.rounds, ceil_log2(p)) << p;
     EXPECT_NEAR(simulation.predicted_seconds, ceil_log2(p) * latency_only.alpha, 1e-15) << p;
 
     const CollectiveCall barrier{Collective::Barrier, 0, p, 0, 0, 1};
-    const Simulation dissemination = simulate(algorithm(Collective::Barrier, "dissemination"), barrier,
-                                              DataType::UInt8, ReduceOp::Sum, zeros(barrier, DataType::UInt8), latency_only);
+    const Simulation dissemination =
+        simulate(algorithm(Collective::Barrier, "dissemination"), barrier, DataType::UInt8, ReduceOp::Sum,
+                 zeros(barrier, DataType::UInt8), latency_only);
     EXPECT_EQ(dissemination.rounds, ceil_log2(p)) << p;
     EXPECT_EQ(dissemination.transfers.size(), static_cast<std::size_t>(p * ceil_log2(p))) << p;
     EXPECT_NEAR(dissemination.predicted_seconds, ceil_log2(p) * latency_only.alpha, 1e-15) << p;
@@ -125,7 +131,8 @@ TEST(CostModel, RingAllReduceSendsTwoPMinusOneOverPOfTheBufferPerRank) {
       sent[transfer.from] += transfer.bytes;
       received[transfer.to] += transfer.bytes;
     }
-    const std::uint64_t expected = 2 * static_cast<std::uint64_t>(p - 1) * count * 4 / static_cast<std::uint64_t>(p);
+    const std::uint64_t expected =
+        2 * static_cast<std::uint64_t>(p - 1) * count * 4 / static_cast<std::uint64_t>(p);
     for (int r = 0; r < p; ++r) {
       EXPECT_EQ(sent[r], expected) << "p=" << p << " rank " << r;
       EXPECT_EQ(received[r], expected) << "p=" << p << " rank " << r;
@@ -261,7 +268,8 @@ TEST(Topology, TreesSpanEverySize) {
                    !second[static_cast<std::size_t>(r)].children.empty())
           << "p=" << p << " rank " << r << " is interior in both trees";
       int depth = 0;
-      for (int x = r; first[static_cast<std::size_t>(x)].parent >= 0; x = first[static_cast<std::size_t>(x)].parent) {
+      for (int x = r; first[static_cast<std::size_t>(x)].parent >= 0;
+           x = first[static_cast<std::size_t>(x)].parent) {
         ++depth;
       }
       EXPECT_LE(depth, depth_limit) << "p=" << p;

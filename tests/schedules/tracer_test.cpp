@@ -1,14 +1,16 @@
 // The tracer's text and SVG views of a simulated collective.
+#include "collectives/schedules/tracer.hpp"
+
 #include <gtest/gtest.h>
 
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
-#include "collectives/schedules/tracer.hpp"
 
 namespace canopy::collectives {
 namespace {
 
-Simulation run(Collective collective, std::string_view name, const CollectiveCall& call, const LinkModel& model) {
+Simulation run(Collective collective, std::string_view name, const CollectiveCall& call,
+               const LinkModel& model) {
   std::vector<std::vector<std::byte>> inputs(static_cast<std::size_t>(call.size),
                                              std::vector<std::byte>(call.data_count() * 4));
   return simulate(*find_algorithm(collective, name), call, DataType::Float32, ReduceOp::Sum, inputs, model);
@@ -55,7 +57,8 @@ TEST(Tracer, SvgDrawsOneArrowPerMessageAndOneLanePerRank) {
 
 TEST(Tracer, SvgFallsBackToRoundsWhenTheModelIsFree) {
   const CollectiveCall call{Collective::Barrier, 0, 3, 0, 0, 1};
-  const std::string svg = trace_svg(run(Collective::Barrier, "dissemination", call, LinkModel{0, 0, 0}), call);
+  const std::string svg =
+      trace_svg(run(Collective::Barrier, "dissemination", call, LinkModel{0, 0, 0}), call);
   EXPECT_NE(svg.find(">round 2</text>"), std::string::npos) << svg;
 }
 
