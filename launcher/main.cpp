@@ -69,7 +69,9 @@ int launch(const LaunchOptions& options) {
       report("restarting all ranks (restart {} of {})", attempt + 1, options.max_restarts);
       continue;
     }
-    if (options.max_restarts > 0) report("giving up after {} restarts", options.max_restarts);
+    if (options.max_restarts > 0) {
+      report("giving up after {} restart{}", options.max_restarts, options.max_restarts == 1 ? "" : "s");
+    }
     return outcome.first_failure->shell_status();
   }
 }

@@ -1,6 +1,12 @@
 // The store canopy-run hosts: ranks find it through the environment alone, and a restart gets a fresh round.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <map>
+#include <regex>
 
 #include "tests/launcher/launcher_runner.hpp"
 #include "tests/support/ranks.hpp"
@@ -9,7 +15,13 @@ namespace canopy::testing {
 namespace {
 
 TEST(CanopyRunStore, RanksJoinThroughTheHostedStore) {
-  LauncherResult r = run_launcher({"--nproc", "3", launcher_probe_path(), "rendezvous"}, {{"CANOPY_JOB_TOKEN", ""}});
+  // Leftovers of an outer job in the environment must not lead the ranks astray.
+  LauncherResult r = run_launcher({"--nproc", "3", launcher_probe_path(), "rendezvous"},
+                                  {{"CANOPY_JOB_TOKEN", ""},
+                                   {"CANOPY_MASTER_ADDR", "::1"},
+                                   {"CANOPY_MASTER_PORT", "1"},
+                                   {"RANK", "7"},
+                                   {"WORLD_SIZE", "9"}});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   for (int rank = 0; rank < 3; ++rank) {
     EXPECT_EQ(count_of(r.out, fmt::format("[{}] store rank={} world=3 count=3 hosted=by-launcher\n", rank, rank)),
@@ -39,6 +51,59 @@ TEST(CanopyRunStore, AStrangerWithoutTheTokenIsTurnedAway) {
                                   {}, std::chrono::seconds(60));
   EXPECT_NE(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.err.find("rendezvous failed"), std::string::npos) << r.describe();
+}
+
+TEST(CanopyRunStore, TwoNodesMeetThroughNodeZerosStore) {
+  // Two canopy-runs on one machine play two nodes; node 0's store listens on loopback only (--listen-addr).
+  const std::map<std::string, std::string> env{{"CANOPY_JOB_TOKEN", "two-node-test-token"}};
+  LauncherProcess node0({"--nnodes", "2", "--node-rank", "0", "--nproc", "2", "--master-addr", "127.0.0.1",
+                         "--listen-addr", "127.0.0.1", "--master-port", "0", launcher_probe_path(), "env",
+                         "rendezvous"},
+                        env);
+  ASSERT_TRUE(node0.wait_for_stdout("[0] MASTER_PORT=", 1, std::chrono::seconds(20)))
+      << node0.finish(std::chrono::seconds(1)).describe();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(node0.out_so_far(), m, std::regex(R"(\[0\] MASTER_PORT=(\d+)\n)")));
+  std::string port = m[1];
+
+  LauncherResult node1 = run_launcher({"--nnodes", "2", "--node-rank", "1", "--nproc", "2", "--master-addr",
+                                       "127.0.0.1", "--master-port", port, launcher_probe_path(), "rendezvous"},
+                                      env);
+  EXPECT_EQ(node1.exit_code, 0) << node1.describe();
+  for (int rank : {2, 3}) {
+    EXPECT_EQ(count_of(node1.out, fmt::format("[{}] store rank={} world=4 count=4 hosted=by-launcher\n", rank, rank)),
+              1)
+        << node1.describe();
+  }
+  LauncherResult node0_result = node0.finish(std::chrono::seconds(30));
+  EXPECT_EQ(node0_result.exit_code, 0) << node0_result.describe();
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(count_of(node0_result.out, fmt::format("[{}] store rank={} world=4 count=4 hosted=by-launcher\n", rank,
+                                                     rank)),
+              1)
+        << node0_result.describe();
+  }
+}
+
+TEST(CanopyRunStore, ABusyMasterPortIsAClearError) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  socklen_t length = sizeof address;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  std::string port = std::to_string(ntohs(address.sin_port));
+
+  LauncherResult r = run_launcher({"--master-port", port, launcher_probe_path(), "env"});
+  ::close(listener);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.out, "") << "no rank may start without its store";
+  EXPECT_NE(r.err.find("canopy-run: cannot host the store on 127.0.0.1 port " + port + " (--master-port)"),
+            std::string::npos)
+      << r.describe();
 }
 
 }  // namespace

@@ -37,6 +37,8 @@ class LauncherProcess {
   pid_t pid() const { return pid_; }
   // Collects output until stdout holds `count` occurrences of `text`; false at the timeout or exit.
   bool wait_for_stdout(std::string_view text, int count, std::chrono::milliseconds timeout);
+  // What canopy-run has printed on stdout so far (as collected by wait_for_stdout).
+  const std::string& out_so_far() const { return result_.out; }
   // Collects everything until canopy-run exits; SIGKILL after `timeout` (then timed_out is set).
   LauncherResult finish(std::chrono::milliseconds timeout);
 

@@ -15,7 +15,7 @@ TEST(RankEnvironment, NumbersRanksByNodeAndLocalIndex) {
   options.master_addr = "node0.example";
   options.max_restarts = 5;
   LaunchRound round{29501, "cafe", 2};
-  EnvMap env = rank_environment({{"PATH", "/bin"}, {"RANK", "stale"}}, options, round, 1);
+  EnvMap env = rank_environment({{"PATH", "/bin"}, {"RANK", "stale"}, {"CANOPY_MASTER_PORT", "1"}}, options, round, 1);
 
   EXPECT_EQ(env["PATH"], "/bin");
   EXPECT_EQ(env["RANK"], "9");
@@ -29,6 +29,8 @@ TEST(RankEnvironment, NumbersRanksByNodeAndLocalIndex) {
   EXPECT_EQ(env["GROUP_RANK"], "2");
   EXPECT_EQ(env["MASTER_ADDR"], "node0.example");
   EXPECT_EQ(env["MASTER_PORT"], "29501");
+  EXPECT_EQ(env["CANOPY_MASTER_PORT"], "29501");
+  EXPECT_EQ(env["CANOPY_MASTER_ADDR"], "node0.example");
   EXPECT_EQ(env["CANOPY_JOB_TOKEN"], "cafe");
   EXPECT_EQ(env["CANOPY_STORE_HOSTED"], "1");
   EXPECT_EQ(env["CANOPY_RESTART_COUNT"], "2");
