@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -184,7 +185,7 @@ TEST_P(ReduceEveryTypeAndOp, MatchesTheReferenceOnAwkwardLengthsAndOffsets) {
     reduce_into(type, op, dst, src, c.count);
 
     expect_same_bytes(type, op, dst, want.data(), dst_in.data(), src_in.data(), c.count);
-    EXPECT_EQ(std::memcmp(src, src_in.data(), src_in.size()), 0) << "src was modified";
+    EXPECT_TRUE(std::equal(src_in.begin(), src_in.end(), src)) << "src was modified";
     const auto* store_begin = reinterpret_cast<const std::byte*>(dst_store.data());
     const auto* store_end = store_begin + dst_store.size() * sizeof(std::uint64_t);
     auto expect_untouched = [&](const std::byte* from, const std::byte* to) {
