@@ -47,13 +47,12 @@ inline Deadline test_deadline() {
 // splitmix64: fast, reproducible bytes from a seed (so a receiver can check without a copy).
 inline void fill_random(std::span<std::byte> out, std::uint64_t seed) {
   std::uint64_t state = seed;
-  std::size_t i = 0;
-  while (i < out.size()) {
+  for (std::size_t i = 0; i < out.size(); i += 8) {
     std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     z ^= z >> 31;
-    for (int b = 0; b < 8 && i < out.size(); ++b, ++i) out[i] = static_cast<std::byte>(z >> (8 * b));
+    std::memcpy(out.data() + i, &z, std::min<std::size_t>(8, out.size() - i));  // a word at a time: fast
   }
 }
 

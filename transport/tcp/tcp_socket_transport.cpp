@@ -276,6 +276,9 @@ bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& complete
       poll_fds_.push_back({p.link.fd.get(), events, 0});
       poll_peers_.push_back(peer);
     }
+    if (poll_peers_.empty() && deadline.is_never())
+      fail(ErrorCode::InvalidArgument,
+           "rank {}: progress() without a deadline while no operation is pending would wait forever", rank_);
     int ready = ::poll(poll_fds_.data(), poll_fds_.size(), deadline.poll_timeout_ms());
     if (ready < 0) {
       if (errno == EINTR) {
