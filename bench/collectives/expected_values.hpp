@@ -11,7 +11,7 @@
 namespace canopy::bench {
 
 // The value rank `rank` contributes at element `index`.
-std::int64_t input_value(ReduceOp op, int rank, std::uint64_t index);
+std::int64_t input_value(DataType type, ReduceOp op, int rank, std::uint64_t index);
 
 // Fills `count` elements of `type` at `data` with rank's inputs, starting at element `first_index`.
 void fill_inputs(DataType type, ReduceOp op, int rank, std::uint64_t first_index, void* data, std::uint64_t count);

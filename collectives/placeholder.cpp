@@ -1,1 +1,0 @@
-// replaced by the communicator's sources once rendezvous/ and transport/tcp/ land
