@@ -2,11 +2,10 @@
 // middle of a rank's line, and a closed terminal or pipe never kills the launcher.
 #pragma once
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace canopy::launcher {
 
@@ -16,7 +15,8 @@ void write_fully(int fd, std::string_view text);
 // "canopy-run: <message>\n" on stderr.
 template <typename... Args>
 void report(fmt::format_string<Args...> format, Args&&... args) {
-  write_fully(STDERR_FILENO, fmt::format("canopy-run: {}\n", fmt::format(format, std::forward<Args>(args)...)));
+  write_fully(STDERR_FILENO,
+              fmt::format("canopy-run: {}\n", fmt::format(format, std::forward<Args>(args)...)));
 }
 
 }  // namespace canopy::launcher

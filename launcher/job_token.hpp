@@ -5,7 +5,8 @@
 
 namespace canopy::launcher {
 
-// 128 random bits from /dev/urandom as 32 lowercase hex digits; throws Error(System) when it cannot read them.
+// 128 random bits from /dev/urandom as 32 lowercase hex digits; throws Error(System) when it cannot read
+// them.
 std::string generate_job_token();
 
 }  // namespace canopy::launcher

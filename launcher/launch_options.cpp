@@ -47,9 +47,10 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   double grace_seconds = 5.0;
   bool no_prefix = false;
 
-  CLI::App app{"Starts the ranks of a Canopy job on this node, hosts the store on node 0, prefixes their "
-               "output, stops them all when one fails and restarts them if asked.",
-               "canopy-run"};
+  CLI::App app{
+      "Starts the ranks of a Canopy job on this node, hosts the store on node 0, prefixes their "
+      "output, stops them all when one fails and restarts them if asked.",
+      "canopy-run"};
   app.add_option("--nproc,--nproc-per-node", o.nproc, "Ranks to start on this node")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
@@ -59,9 +60,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   app.add_option("--node-rank", o.node_rank, "This node's index, 0 to nnodes-1; node 0 hosts the store")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  auto* addr_option = app.add_option("--master-addr", o.master_addr,
-                                     "Address of node 0, given to the ranks as MASTER_ADDR")
-                          ->capture_default_str();
+  auto* addr_option =
+      app.add_option("--master-addr", o.master_addr, "Address of node 0, given to the ranks as MASTER_ADDR")
+          ->capture_default_str();
   auto* port_option =
       app.add_option("--master-port", port,
                      "Port of node 0's store; default: a free port on one node, 29500 on several")
@@ -69,7 +70,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   app.add_option("--listen-addr", o.listen_addr,
                  "Address node 0's store listens on; default: the master address on one node, every "
                  "address on several");
-  app.add_option("--max-restarts", o.max_restarts, "Restart the whole group up to this many times after a failure")
+  app.add_option("--max-restarts", o.max_restarts,
+                 "Restart the whole group up to this many times after a failure")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   app.add_option("--stop-grace", grace_seconds, "Seconds between SIGTERM and SIGKILL when stopping ranks")
@@ -92,7 +94,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
 
   o.command = app.remaining();
   if (o.command.empty()) return usage_error("no program given: canopy-run [options] [--] program [args...]");
-  // CLI11 hands over an unknown option as if it were the program; only after "--" may a program start with '-'.
+  // CLI11 hands over an unknown option as if it were the program; only after "--" may a program start with
+  // '-'.
   bool after_dashes = o.command.front() == "--";
   if (after_dashes) {
     o.command.erase(o.command.begin());
@@ -102,8 +105,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
     after_dashes = program_index > 0 && std::string_view(argv[program_index - 1]) == "--";
   }
   if (o.command.front().starts_with('-') && !after_dashes) {
-    return usage_error(fmt::format("unknown option '{}' (a program whose name starts with '-' goes after '--')",
-                                   o.command.front()));
+    return usage_error(fmt::format(
+        "unknown option '{}' (a program whose name starts with '-' goes after '--')", o.command.front()));
   }
 
   o.job_token = env_value(env, "CANOPY_JOB_TOKEN");

@@ -21,7 +21,7 @@ struct LaunchOptions {
   int node_rank = 0;  // this node's index; node 0 hosts the store
   std::string master_addr = "127.0.0.1";
   std::uint16_t master_port = 0;  // 0: node 0 picks a free one
-  std::string listen_addr;        // where node 0's store listens: loopback alone, every address with nnodes > 1
+  std::string listen_addr;  // where node 0's store listens: loopback alone, every address with nnodes > 1
   int max_restarts = 0;
   std::chrono::milliseconds stop_grace = std::chrono::seconds(5);  // SIGTERM -> SIGKILL
   bool prefix_output = true;

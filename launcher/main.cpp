@@ -12,6 +12,7 @@
 #include "launcher/console.hpp"
 #include "launcher/job_token.hpp"
 #include "launcher/launch_options.hpp"
+#include "launcher/node_sync.hpp"
 #include "launcher/rank_environment.hpp"
 #include "launcher/rank_group.hpp"
 #include "launcher/signal_watch.hpp"
@@ -24,7 +25,8 @@ namespace {
 // harmless /dev/null.
 void open_missing_standard_fds() {
   for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; ++fd) {
-    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) ::open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF)
+      ::open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
   }
 }
 
@@ -34,6 +36,39 @@ int pending_stop_request(SignalWatch& signals) {
     if (SignalWatch::is_stop_request(signal)) return signal;
   }
   return 0;
+}
+
+struct JobEnd {
+  int exit_status = 0;
+  bool stop_requested = false;  // by a signal to canopy-run
+};
+
+// Runs the group, and again after each failure while restarts are left.
+JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatch& signals) {
+  const EnvMap base = current_environment();
+  for (int attempt = 0;; ++attempt) {
+    round.restart_count = attempt;
+    std::vector<std::vector<std::string>> envps;
+    for (int local = 0; local < options.nproc; ++local) {
+      envps.push_back(to_envp_strings(rank_environment(base, options, round, local)));
+    }
+    GroupOutcome outcome = run_rank_group(options, envps, signals);
+    if (outcome.succeeded()) return {0, false};
+    if (outcome.stop_signal != 0) return {128 + outcome.stop_signal, true};
+    if (!outcome.launch_error.empty()) {
+      report("{}", outcome.launch_error);
+      return {outcome.launch_errno == ENOENT ? 127 : 126, false};  // a shell's "not found", "cannot run"
+    }
+    if (int signal = pending_stop_request(signals); signal != 0) return {128 + signal, true};
+    if (attempt < options.max_restarts) {
+      report("restarting all ranks (restart {} of {})", attempt + 1, options.max_restarts);
+      continue;
+    }
+    if (options.max_restarts > 0) {
+      report("giving up after {} restart{}", options.max_restarts, options.max_restarts == 1 ? "" : "s");
+    }
+    return {outcome.first_failure->shell_status(), false};
+  }
 }
 
 int launch(const LaunchOptions& options) {
@@ -50,30 +85,15 @@ int launch(const LaunchOptions& options) {
     round.master_port = store->port();
   }
 
-  const EnvMap base = current_environment();
-  for (int attempt = 0;; ++attempt) {
-    round.restart_count = attempt;
-    std::vector<std::vector<std::string>> envps;
-    for (int local = 0; local < options.nproc; ++local) {
-      envps.push_back(to_envp_strings(rank_environment(base, options, round, local)));
+  JobEnd end = run_attempts(options, round, signals);
+  if (options.nnodes > 1) {
+    if (!options.hosts_store()) {
+      report_node_finished(options, round);
+    } else if (!end.stop_requested) {
+      wait_for_other_nodes(options, round, signals, kOtherNodesLimit);
     }
-    GroupOutcome outcome = run_rank_group(options, envps, signals);
-    if (outcome.succeeded()) return 0;
-    if (outcome.stop_signal != 0) return 128 + outcome.stop_signal;
-    if (!outcome.launch_error.empty()) {
-      report("{}", outcome.launch_error);
-      return outcome.launch_errno == ENOENT ? 127 : 126;  // a shell's statuses for "not found", "cannot run"
-    }
-    if (int signal = pending_stop_request(signals); signal != 0) return 128 + signal;
-    if (attempt < options.max_restarts) {
-      report("restarting all ranks (restart {} of {})", attempt + 1, options.max_restarts);
-      continue;
-    }
-    if (options.max_restarts > 0) {
-      report("giving up after {} restart{}", options.max_restarts, options.max_restarts == 1 ? "" : "s");
-    }
-    return outcome.first_failure->shell_status();
   }
+  return end.exit_status;
 }
 
 }  // namespace

@@ -5,7 +5,8 @@ namespace canopy::launcher {
 EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const LaunchRound& round,
                         int local_rank) {
   EnvMap env = base;
-  auto set_both = [&env](const std::string& canopy_name, const std::string& torch_name, const std::string& value) {
+  auto set_both = [&env](const std::string& canopy_name, const std::string& torch_name,
+                         const std::string& value) {
     env[canopy_name] = value;
     env[torch_name] = value;
   };

@@ -1,10 +1,9 @@
 #include "launcher/rank_exit.hpp"
 
+#include <fmt/format.h>
 #include <sys/wait.h>
 
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace canopy::launcher {
 

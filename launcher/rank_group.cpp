@@ -279,8 +279,8 @@ class Supervisor {
 
 }  // namespace
 
-GroupOutcome run_rank_group(const LaunchOptions& options, const std::vector<std::vector<std::string>>& rank_envps,
-                            SignalWatch& signals) {
+GroupOutcome run_rank_group(const LaunchOptions& options,
+                            const std::vector<std::vector<std::string>>& rank_envps, SignalWatch& signals) {
   Supervisor supervisor(options, signals);
   return supervisor.run(rank_envps);
 }

@@ -24,7 +24,7 @@ struct GroupOutcome {
 
 // Runs one attempt: rank_envps[i] is the environment ("NAME=value") of local rank i. Returns once every
 // rank has been reaped; never leaves a started rank behind, even when it throws.
-GroupOutcome run_rank_group(const LaunchOptions& options, const std::vector<std::vector<std::string>>& rank_envps,
-                            SignalWatch& signals);
+GroupOutcome run_rank_group(const LaunchOptions& options,
+                            const std::vector<std::vector<std::string>>& rank_envps, SignalWatch& signals);
 
 }  // namespace canopy::launcher

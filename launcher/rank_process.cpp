@@ -1,14 +1,13 @@
 #include "launcher/rank_process.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "common/error.hpp"
 

@@ -22,7 +22,9 @@ class SignalWatch {
   std::vector<int> take();
 
   // True for the signals that ask canopy-run to stop (and that it forwards to the ranks).
-  static bool is_stop_request(int signal) { return signal == SIGINT || signal == SIGTERM || signal == SIGHUP; }
+  static bool is_stop_request(int signal) {
+    return signal == SIGINT || signal == SIGTERM || signal == SIGHUP;
+  }
 
  private:
   sigset_t watched_{};

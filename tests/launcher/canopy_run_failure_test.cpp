@@ -50,7 +50,9 @@ TEST(CanopyRunFailure, ARankKilledByASignalIsReported) {
   ASSERT_FALSE(r.timed_out) << r.describe();
   pid_t killed = pid_of_rank(r.out, 0);
   ASSERT_GT(killed, 0) << r.describe();
-  EXPECT_EQ(count_of(r.err, fmt::format("canopy-run: rank 0 (pid {}) was killed by signal 9 (Killed)\n", killed)), 1)
+  EXPECT_EQ(
+      count_of(r.err, fmt::format("canopy-run: rank 0 (pid {}) was killed by signal 9 (Killed)\n", killed)),
+      1)
       << r.describe();
   EXPECT_EQ(r.exit_code, 128 + 9) << r.describe();
   pid_t survivor = pid_of_rank(r.out, 1);
@@ -60,8 +62,9 @@ TEST(CanopyRunFailure, ARankKilledByASignalIsReported) {
 
 TEST(CanopyRunFailure, ARankThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
   TempDir barrier;
-  LauncherResult r = run_launcher({"--nproc", "2", "--stop-grace", "0.5", launcher_probe_path(), "ignore-term", "env",
-                                   "barrier:" + barrier.path(), "exit:4@1", "sleep:60"});
+  LauncherResult r =
+      run_launcher({"--nproc", "2", "--stop-grace", "0.5", launcher_probe_path(), "ignore-term", "env",
+                    "barrier:" + barrier.path(), "exit:4@1", "sleep:60"});
   ASSERT_FALSE(r.timed_out) << r.describe();
   EXPECT_EQ(r.exit_code, 4) << r.describe();
   EXPECT_LT(r.elapsed, seconds(20)) << r.describe();
@@ -77,7 +80,8 @@ TEST(CanopyRunFailure, RestartsTheWholeGroupWithTheNextRestartCount) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   for (int rank : {0, 1}) {
     for (int attempt : {0, 1}) {
-      EXPECT_EQ(count_of(r.out, fmt::format("[{}] CANOPY_RESTART_COUNT={}\n", rank, attempt)), 1) << r.describe();
+      EXPECT_EQ(count_of(r.out, fmt::format("[{}] CANOPY_RESTART_COUNT={}\n", rank, attempt)), 1)
+          << r.describe();
       EXPECT_EQ(count_of(r.out, fmt::format("[{}] TORCHELASTIC_RESTART_COUNT={}\n", rank, attempt)), 1);
     }
     EXPECT_EQ(count_of(r.out, fmt::format("[{}] CANOPY_RESTART_COUNT=2\n", rank)), 0) << r.describe();
@@ -102,12 +106,14 @@ TEST(CanopyRunFailure, GivesUpAfterTheLastRestartWithTheRanksStatus) {
 TEST(CanopyRunFailure, AProgramThatDoesNotExistIsNamedClearly) {
   LauncherResult by_path = run_launcher({"--nproc", "2", "/nonexistent/canopy-no-such-program"});
   EXPECT_EQ(by_path.exit_code, 127) << by_path.describe();
-  EXPECT_EQ(by_path.err, "canopy-run: cannot run '/nonexistent/canopy-no-such-program': No such file or directory\n")
+  EXPECT_EQ(by_path.err,
+            "canopy-run: cannot run '/nonexistent/canopy-no-such-program': No such file or directory\n")
       << by_path.describe();
 
   LauncherResult by_name = run_launcher({"--max-restarts", "5", "canopy-no-such-program-in-path", "x"});
   EXPECT_EQ(by_name.exit_code, 127) << by_name.describe();
-  EXPECT_EQ(by_name.err, "canopy-run: cannot run 'canopy-no-such-program-in-path': No such file or directory\n")
+  EXPECT_EQ(by_name.err,
+            "canopy-run: cannot run 'canopy-no-such-program-in-path': No such file or directory\n")
       << "a program that cannot run is not restarted: " << by_name.describe();
 }
 

@@ -66,5 +66,21 @@ TEST(CanopyRunSignals, AStopRequestIsNotFollowedByARestart) {
   EXPECT_EQ(count_of(r.out, "CANOPY_RESTART_COUNT=1"), 0) << r.describe();
 }
 
+TEST(CanopyRunSignals, NodeZeroWaitingForOtherNodesStopsWhenAsked) {
+  // Node 0's ranks are done; node 1 never comes, so node 0 keeps the store up for it until told to stop.
+  LauncherProcess node0({"--nnodes", "2", "--master-addr", "127.0.0.1", "--listen-addr", "127.0.0.1",
+                         "--master-port", "0", launcher_probe_path(), "env"},
+                        {{"CANOPY_JOB_TOKEN", "lonely-node"}, {"CANOPY_DEBUG", "INFO"}});
+  ASSERT_TRUE(node0.wait_for_stderr(
+      "keeping the store up until every other node is done with it (0 of 1 so far)", 1, seconds(20)))
+      << node0.finish(seconds(1)).describe();
+  ASSERT_EQ(::kill(node0.pid(), SIGTERM), 0);
+  LauncherResult r = node0.finish(seconds(20));
+  ASSERT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << "its ranks succeeded: " << r.describe();
+  EXPECT_NE(r.err.find("closing the store without waiting for the other nodes"), std::string::npos)
+      << r.describe();
+}
+
 }  // namespace
 }  // namespace canopy::testing

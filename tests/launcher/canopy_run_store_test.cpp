@@ -16,16 +16,17 @@ namespace {
 
 TEST(CanopyRunStore, RanksJoinThroughTheHostedStore) {
   // Leftovers of an outer job in the environment must not lead the ranks astray.
-  LauncherResult r = run_launcher({"--nproc", "3", launcher_probe_path(), "rendezvous"},
-                                  {{"CANOPY_JOB_TOKEN", ""},
-                                   {"CANOPY_MASTER_ADDR", "::1"},
-                                   {"CANOPY_MASTER_PORT", "1"},
-                                   {"RANK", "7"},
-                                   {"WORLD_SIZE", "9"}});
+  LauncherResult r =
+      run_launcher({"--nproc", "3", launcher_probe_path(), "rendezvous"}, {{"CANOPY_JOB_TOKEN", ""},
+                                                                           {"CANOPY_MASTER_ADDR", "::1"},
+                                                                           {"CANOPY_MASTER_PORT", "1"},
+                                                                           {"RANK", "7"},
+                                                                           {"WORLD_SIZE", "9"}});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   for (int rank = 0; rank < 3; ++rank) {
-    EXPECT_EQ(count_of(r.out, fmt::format("[{}] store rank={} world=3 count=3 hosted=by-launcher\n", rank, rank)),
-              1)
+    EXPECT_EQ(
+        count_of(r.out, fmt::format("[{}] store rank={} world=3 count=3 hosted=by-launcher\n", rank, rank)),
+        1)
         << r.describe();
   }
 }
@@ -38,48 +39,65 @@ TEST(CanopyRunStore, ARestartedGroupMeetsInAFreshRound) {
                                    "barrier:" + barrier.path(), "fail-before-restart:1@1"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   for (int rank : {0, 1}) {
-    EXPECT_EQ(count_of(r.out, fmt::format("[{}] store rank={} world=2 count=2 hosted=by-launcher\n", rank, rank)),
-              2)
+    EXPECT_EQ(
+        count_of(r.out, fmt::format("[{}] store rank={} world=2 count=2 hosted=by-launcher\n", rank, rank)),
+        2)
         << r.describe();
   }
 }
 
 TEST(CanopyRunStore, AStrangerWithoutTheTokenIsTurnedAway) {
   // The ranks are given the launcher's token; one that presents another cannot join.
-  LauncherResult r = run_launcher({"--nproc", "2", "--", "/usr/bin/env", "CANOPY_JOB_TOKEN=wrong",
-                                   launcher_probe_path(), "rendezvous"},
-                                  {}, std::chrono::seconds(60));
+  LauncherResult r = run_launcher(
+      {"--nproc", "2", "--", "/usr/bin/env", "CANOPY_JOB_TOKEN=wrong", launcher_probe_path(), "rendezvous"},
+      {}, std::chrono::seconds(60));
   EXPECT_NE(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.err.find("rendezvous failed"), std::string::npos) << r.describe();
 }
 
 TEST(CanopyRunStore, TwoNodesMeetThroughNodeZerosStore) {
   // Two canopy-runs on one machine play two nodes; node 0's store listens on loopback only (--listen-addr).
+  // Node 0's ranks finish first; node 0 must keep the store up until node 1's are done with it too.
   const std::map<std::string, std::string> env{{"CANOPY_JOB_TOKEN", "two-node-test-token"}};
-  LauncherProcess node0({"--nnodes", "2", "--node-rank", "0", "--nproc", "2", "--master-addr", "127.0.0.1",
-                         "--listen-addr", "127.0.0.1", "--master-port", "0", launcher_probe_path(), "env",
-                         "rendezvous"},
-                        env);
+  LauncherProcess node0(
+      {"--nnodes", "2", "--node-rank", "0", "--nproc", "2", "--master-addr", "127.0.0.1", "--listen-addr",
+       "127.0.0.1", "--master-port", "0", launcher_probe_path(), "env", "rendezvous"},
+      env);
   ASSERT_TRUE(node0.wait_for_stdout("[0] MASTER_PORT=", 1, std::chrono::seconds(20)))
       << node0.finish(std::chrono::seconds(1)).describe();
   std::smatch m;
   ASSERT_TRUE(std::regex_search(node0.out_so_far(), m, std::regex(R"(\[0\] MASTER_PORT=(\d+)\n)")));
   std::string port = m[1];
 
-  LauncherResult node1 = run_launcher({"--nnodes", "2", "--node-rank", "1", "--nproc", "2", "--master-addr",
-                                       "127.0.0.1", "--master-port", port, launcher_probe_path(), "rendezvous"},
-                                      env);
+  LauncherResult node1 =
+      run_launcher({"--nnodes", "2", "--node-rank", "1", "--nproc", "2", "--master-addr", "127.0.0.1",
+                    "--master-port", port, launcher_probe_path(), "env", "rendezvous"},
+                   env);
   EXPECT_EQ(node1.exit_code, 0) << node1.describe();
+  // Node 1's ranks come after node 0's.
+  auto envs = environments_by_rank(node1.out);
+  ASSERT_EQ(envs.size(), 2u) << node1.describe();
+  for (int local = 0; local < 2; ++local) {
+    auto& rank_env = envs[2 + local];
+    EXPECT_EQ(rank_env["RANK"], std::to_string(2 + local)) << node1.describe();
+    EXPECT_EQ(rank_env["LOCAL_RANK"], std::to_string(local));
+    EXPECT_EQ(rank_env["WORLD_SIZE"], "4");
+    EXPECT_EQ(rank_env["LOCAL_WORLD_SIZE"], "2");
+    EXPECT_EQ(rank_env["GROUP_RANK"], "1");
+    EXPECT_EQ(rank_env["MASTER_PORT"], port);
+    EXPECT_EQ(rank_env["CANOPY_JOB_TOKEN"], "two-node-test-token");
+  }
   for (int rank : {2, 3}) {
-    EXPECT_EQ(count_of(node1.out, fmt::format("[{}] store rank={} world=4 count=4 hosted=by-launcher\n", rank, rank)),
+    EXPECT_EQ(count_of(node1.out,
+                       fmt::format("[{}] store rank={} world=4 count=4 hosted=by-launcher\n", rank, rank)),
               1)
         << node1.describe();
   }
   LauncherResult node0_result = node0.finish(std::chrono::seconds(30));
   EXPECT_EQ(node0_result.exit_code, 0) << node0_result.describe();
   for (int rank : {0, 1}) {
-    EXPECT_EQ(count_of(node0_result.out, fmt::format("[{}] store rank={} world=4 count=4 hosted=by-launcher\n", rank,
-                                                     rank)),
+    EXPECT_EQ(count_of(node0_result.out,
+                       fmt::format("[{}] store rank={} world=4 count=4 hosted=by-launcher\n", rank, rank)),
               1)
         << node0_result.describe();
   }

@@ -44,8 +44,8 @@ TEST(LaunchOptions, TheProgramsOwnFlagsAreLeftAlone) {
 }
 
 TEST(LaunchOptions, MultiNodeUsesPort29500AndListensEverywhere) {
-  auto parsed = parse({"--nproc-per-node", "8", "--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.1",
-                       "--max-restarts", "3", "--no-prefix", "--stop-grace", "0.25", "prog"},
+  auto parsed = parse({"--nproc-per-node", "8", "--nnodes", "2", "--node-rank", "1", "--master-addr",
+                       "10.0.0.1", "--max-restarts", "3", "--no-prefix", "--stop-grace", "0.25", "prog"},
                       {{"CANOPY_JOB_TOKEN", "secret"}});
   ASSERT_TRUE(parsed.options) << parsed.message;
   const LaunchOptions& o = *parsed.options;
@@ -89,18 +89,21 @@ const EnvMap kToken{{"CANOPY_JOB_TOKEN", "t"}};
 
 INSTANTIATE_TEST_SUITE_P(
     LaunchOptions, LaunchOptionsErrors,
-    ::testing::Values(BadCommandLine{{}, {}, "no program given"}, BadCommandLine{{"--nproc", "2"}, {}, "no program"},
+    ::testing::Values(BadCommandLine{{}, {}, "no program given"},
+                      BadCommandLine{{"--nproc", "2"}, {}, "no program"},
                       BadCommandLine{{"--nproc", "0", "prog"}, {}, "--nproc"},
                       BadCommandLine{{"--nproc", "two", "prog"}, {}, "--nproc"},
                       BadCommandLine{{"--frobnicate", "prog"}, {}, "--frobnicate"},
                       BadCommandLine{{"--master-port", "70000", "prog"}, {}, "--master-port"},
-                      BadCommandLine{{"--nnodes", "2", "--node-rank", "2", "--master-addr", "h", "prog"}, kToken,
+                      BadCommandLine{{"--nnodes", "2", "--node-rank", "2", "--master-addr", "h", "prog"},
+                                     kToken,
                                      "--node-rank 2 is out of range"},
                       BadCommandLine{{"--nnodes", "2", "prog"}, kToken, "--master-addr"},
                       BadCommandLine{{"--nnodes", "2", "--master-addr", "h", "prog"}, {}, "CANOPY_JOB_TOKEN"},
-                      BadCommandLine{{"--nnodes", "2", "--node-rank", "1", "--master-addr", "h", "--master-port",
-                                      "0", "prog"},
-                                     kToken, "real --master-port"}));
+                      BadCommandLine{{"--nnodes", "2", "--node-rank", "1", "--master-addr", "h",
+                                      "--master-port", "0", "prog"},
+                                     kToken,
+                                     "real --master-port"}));
 
 }  // namespace
 }  // namespace canopy::launcher

@@ -11,10 +11,12 @@
 //   fail-before-restart:K   exit 1 while CANOPY_RESTART_COUNT < K
 //   ignore-term             ignore SIGTERM from now on
 //   report-int              on SIGINT, print "got SIGINT" and exit 0
-//   barrier:DIR             wait (20 s at most) until every rank of this attempt has reached this step, through
+//   barrier:DIR             wait (20 s at most) until every rank of this attempt has reached this step,
+//   through
 //                           files in DIR: lets a test make sure all ranks run before one of them fails
 //   rendezvous              join the job through the store canopy-run hosts (rendezvous::rendezvous), add 1
 //                           to a counter and wait until every rank has; print "store rank=R world=W count=C"
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -26,8 +28,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "common/deadline.hpp"
 #include "common/env.hpp"
@@ -48,14 +48,27 @@ std::string env_or_empty(const char* name) {
   return value ? value : "";
 }
 
-int my_rank() { return std::atoi(env_or_empty("RANK").c_str()); }
+int my_rank() {
+  return std::atoi(env_or_empty("RANK").c_str());
+}
 
 void print_environment() {
-  static constexpr const char* kNames[] = {
-      "RANK",        "WORLD_SIZE",         "LOCAL_RANK",          "LOCAL_WORLD_SIZE",
-      "GROUP_RANK",  "MASTER_ADDR",        "MASTER_PORT",         "CANOPY_RANK",
-      "CANOPY_WORLD_SIZE", "CANOPY_LOCAL_RANK", "CANOPY_LOCAL_WORLD_SIZE", "CANOPY_JOB_TOKEN",
-      "CANOPY_STORE_HOSTED", "CANOPY_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT", "CANOPY_MAX_RESTARTS"};
+  static constexpr const char* kNames[] = {"RANK",
+                                           "WORLD_SIZE",
+                                           "LOCAL_RANK",
+                                           "LOCAL_WORLD_SIZE",
+                                           "GROUP_RANK",
+                                           "MASTER_ADDR",
+                                           "MASTER_PORT",
+                                           "CANOPY_RANK",
+                                           "CANOPY_WORLD_SIZE",
+                                           "CANOPY_LOCAL_RANK",
+                                           "CANOPY_LOCAL_WORLD_SIZE",
+                                           "CANOPY_JOB_TOKEN",
+                                           "CANOPY_STORE_HOSTED",
+                                           "CANOPY_RESTART_COUNT",
+                                           "TORCHELASTIC_RESTART_COUNT",
+                                           "CANOPY_MAX_RESTARTS"};
   std::string text;
   for (const char* name : kNames) text += fmt::format("{}={}\n", name, env_or_empty(name));
   text += fmt::format("PID={}\n", ::getpid());
@@ -79,11 +92,13 @@ void join_through_the_store() {
   joined.store->add("launcher-test/arrived", 1);
   auto deadline = canopy::Deadline::after(std::chrono::seconds(20));
   std::int64_t count = 0;
-  while ((count = joined.store->add("launcher-test/arrived", 0)) < joined.info.world_size && !deadline.expired()) {
+  while ((count = joined.store->add("launcher-test/arrived", 0)) < joined.info.world_size &&
+         !deadline.expired()) {
     ::usleep(5000);
   }
-  write_out(STDOUT_FILENO, fmt::format("store rank={} world={} count={} hosted={}\n", joined.info.rank,
-                                       joined.info.world_size, count, joined.server ? "by-rank" : "by-launcher"));
+  write_out(STDOUT_FILENO,
+            fmt::format("store rank={} world={} count={} hosted={}\n", joined.info.rank,
+                        joined.info.world_size, count, joined.server ? "by-rank" : "by-launcher"));
 }
 
 bool file_barrier(const std::string& directory) {

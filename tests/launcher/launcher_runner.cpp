@@ -1,6 +1,7 @@
 #include "tests/launcher/launcher_runner.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -10,9 +11,8 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <regex>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 extern char** environ;
 
@@ -43,15 +43,19 @@ std::vector<std::string> environment_with(const std::map<std::string, std::strin
 
 }  // namespace
 
-std::string canopy_run_path() { return CANOPY_RUN_PATH; }
-std::string launcher_probe_path() { return LAUNCHER_PROBE_PATH; }
+std::string canopy_run_path() {
+  return CANOPY_RUN_PATH;
+}
+std::string launcher_probe_path() {
+  return LAUNCHER_PROBE_PATH;
+}
 
 std::string LauncherResult::describe() const {
   std::string status = timed_out ? "timed out"
                        : signal  ? fmt::format("killed by signal {}", signal)
                                  : fmt::format("exit status {}", exit_code);
-  return fmt::format("canopy-run: {} after {} ms\n--- stdout ---\n{}--- stderr ---\n{}", status, elapsed.count(),
-                     out, err);
+  return fmt::format("canopy-run: {} after {} ms\n--- stdout ---\n{}--- stderr ---\n{}", status,
+                     elapsed.count(), out, err);
 }
 
 LauncherProcess::LauncherProcess(const std::vector<std::string>& args,
@@ -74,7 +78,8 @@ LauncherProcess::LauncherProcess(const std::vector<std::string>& args,
   ::close(err[1]);
   out_fd_ = out[0];
   err_fd_ = err[0];
-  if (rc != 0) throw std::runtime_error(fmt::format("cannot start {}: {}", argv_strings[0], std::strerror(rc)));
+  if (rc != 0)
+    throw std::runtime_error(fmt::format("cannot start {}: {}", argv_strings[0], std::strerror(rc)));
 }
 
 LauncherProcess::~LauncherProcess() {
@@ -113,12 +118,21 @@ bool LauncherProcess::pump(int timeout_ms) {
   return !reaped_ || out_fd_ >= 0 || err_fd_ >= 0;
 }
 
-bool LauncherProcess::wait_for_stdout(std::string_view text, int count, std::chrono::milliseconds timeout) {
+bool LauncherProcess::wait_for(const std::string& collected, std::string_view text, int count,
+                               std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
-  while (count_of(result_.out, text) < count) {
+  while (count_of(collected, text) < count) {
     if (Clock::now() >= deadline || !pump(20)) return false;
   }
   return true;
+}
+
+bool LauncherProcess::wait_for_stdout(std::string_view text, int count, std::chrono::milliseconds timeout) {
+  return wait_for(result_.out, text, count, timeout);
+}
+
+bool LauncherProcess::wait_for_stderr(std::string_view text, int count, std::chrono::milliseconds timeout) {
+  return wait_for(result_.err, text, count, timeout);
 }
 
 LauncherResult LauncherProcess::finish(std::chrono::milliseconds timeout) {
@@ -134,10 +148,21 @@ LauncherResult LauncherProcess::finish(std::chrono::milliseconds timeout) {
   return result_;
 }
 
-LauncherResult run_launcher(const std::vector<std::string>& args, const std::map<std::string, std::string>& extra_env,
+LauncherResult run_launcher(const std::vector<std::string>& args,
+                            const std::map<std::string, std::string>& extra_env,
                             std::chrono::milliseconds timeout) {
   LauncherProcess process(args, extra_env);
   return process.finish(timeout);
+}
+
+std::map<int, std::map<std::string, std::string>> environments_by_rank(const std::string& out) {
+  std::map<int, std::map<std::string, std::string>> by_rank;
+  static const std::regex kLine(R"(^\[(\d+)\] ([A-Z_]+)=(.*)$)");
+  for (const std::string& line : lines_of(out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, kLine)) by_rank[std::stoi(m[1])][m[2]] = m[3];
+  }
+  return by_rank;
 }
 
 int count_of(std::string_view haystack, std::string_view needle) {

@@ -37,12 +37,15 @@ class LauncherProcess {
   pid_t pid() const { return pid_; }
   // Collects output until stdout holds `count` occurrences of `text`; false at the timeout or exit.
   bool wait_for_stdout(std::string_view text, int count, std::chrono::milliseconds timeout);
+  bool wait_for_stderr(std::string_view text, int count, std::chrono::milliseconds timeout);
   // What canopy-run has printed on stdout so far (as collected by wait_for_stdout).
   const std::string& out_so_far() const { return result_.out; }
   // Collects everything until canopy-run exits; SIGKILL after `timeout` (then timed_out is set).
   LauncherResult finish(std::chrono::milliseconds timeout);
 
  private:
+  bool wait_for(const std::string& collected, std::string_view text, int count,
+                std::chrono::milliseconds timeout);
   bool pump(int timeout_ms);  // reads what is there; false once canopy-run was reaped
   std::chrono::steady_clock::time_point started_;
   pid_t pid_ = -1;
@@ -56,6 +59,8 @@ LauncherResult run_launcher(const std::vector<std::string>& args,
                             const std::map<std::string, std::string>& extra_env = {},
                             std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+// The NAME=value lines of the probe's "env" step, by rank, from canopy-run's prefixed stdout.
+std::map<int, std::map<std::string, std::string>> environments_by_rank(const std::string& out);
 // Occurrences of `needle` in `haystack`.
 int count_of(std::string_view haystack, std::string_view needle);
 // The lines of `text` without their newlines.

@@ -15,7 +15,8 @@ TEST(RankEnvironment, NumbersRanksByNodeAndLocalIndex) {
   options.master_addr = "node0.example";
   options.max_restarts = 5;
   LaunchRound round{29501, "cafe", 2};
-  EnvMap env = rank_environment({{"PATH", "/bin"}, {"RANK", "stale"}, {"CANOPY_MASTER_PORT", "1"}}, options, round, 1);
+  EnvMap env =
+      rank_environment({{"PATH", "/bin"}, {"RANK", "stale"}, {"CANOPY_MASTER_PORT", "1"}}, options, round, 1);
 
   EXPECT_EQ(env["PATH"], "/bin");
   EXPECT_EQ(env["RANK"], "9");
