@@ -31,6 +31,7 @@ struct Config {
   int pings = 10000;
   int warmup = 1000;
   std::string ifname = "=lo";
+  int spin_us = 0;
 };
 
 struct Result {
@@ -116,6 +117,7 @@ void run_rank(int rank, const Config& config, std::uint16_t store_port, int list
   options.job_token = "p2p-bench";
   options.socket_ifname = config.ifname;
   options.connect_timeout = std::chrono::seconds(30);
+  options.spin = std::chrono::microseconds(config.spin_us);
   auto transport = transport::connect_tcp_mesh(*store, rank, 2, options);
   CanopyLink canopy_link(*transport);
   Result canopy = measure(canopy_link, rank, config, out, in);
@@ -146,6 +148,9 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", config.warmup, "8-byte round trips before measuring")
       ->check(CLI::Range(0, 10000000));
   app.add_option("--ifname", config.ifname, "CANOPY_SOCKET_IFNAME for Canopy's mesh");
+  app.add_option("--spin-us", config.spin_us,
+                 "Canopy busy-polls this long before blocking (TcpOptions::spin)")
+      ->check(CLI::Range(0, 1000000));
   CLI11_PARSE(app, argc, argv);
 
   try {

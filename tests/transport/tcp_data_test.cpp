@@ -281,6 +281,16 @@ TEST(TcpData, AbortFromAnotherThreadWakesABlockedProgress) {
   log::set_level(log::Level::Warn);
 }
 
+TEST(TcpData, SpinningBeforeBlockingDeliversTheSameMessages) {
+  testing::MemoryStore store;
+  testing::run_threads(3, [&](int rank) {
+    auto options = loopback_options(13);
+    options.spin = std::chrono::microseconds(50);
+    auto t = connect_tcp_mesh(store, rank, 3, options);
+    for (int round = 0; round < 20; ++round) exchange_with_everyone(*t, 13);
+  });
+}
+
 TEST(TcpData, SelfMessagesAndUnknownPeersAreInvalidArguments) {
   testing::MemoryStore store;
   testing::run_threads(2, [&](int rank) {

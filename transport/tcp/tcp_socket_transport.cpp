@@ -32,8 +32,9 @@ bool would_block(int error) {
 
 }  // namespace
 
-TcpSocketTransport::TcpSocketTransport(int rank, int size, std::vector<PeerLink> links)
-    : rank_(rank), size_(size), peers_(static_cast<std::size_t>(size)) {
+TcpSocketTransport::TcpSocketTransport(int rank, int size, std::vector<PeerLink> links,
+                                       std::chrono::microseconds spin)
+    : rank_(rank), size_(size), spin_(spin), peers_(static_cast<std::size_t>(size)) {
   if (links.size() != static_cast<std::size_t>(size))
     fail(ErrorCode::InvalidArgument, "TcpSocketTransport: {} links for a group of {}", links.size(), size);
   for (int p = 0; p < size; ++p) {
@@ -245,6 +246,17 @@ void TcpSocketTransport::drive(int peer, std::vector<OpId>& completed, bool try_
   }
 }
 
+bool TcpSocketTransport::spin(Deadline deadline, std::vector<OpId>& completed) {
+  const std::size_t completed_before = completed.size();
+  const Deadline until = Deadline::after(spin_).earlier(deadline);
+  while (!until.expired() && !aborted_.load(std::memory_order_relaxed)) {
+    for (int peer = 0; peer < size_; ++peer)
+      if (peers_[peer].busy()) drive(peer, completed, true);
+    if (completed.size() > completed_before) return true;
+  }
+  return false;
+}
+
 bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
   const std::size_t completed_before = completed.size();
   bool first_pass = true;
@@ -265,6 +277,7 @@ bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& complete
     }
     if (completed.size() > completed_before) return true;
     if (deadline.expired()) return false;
+    if (spin_.count() > 0 && spin(deadline, completed)) return true;
 
     poll_fds_.clear();
     poll_peers_.clear();

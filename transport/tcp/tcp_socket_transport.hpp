@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -26,7 +27,9 @@ struct PeerLink {
 
 class TcpSocketTransport final : public Transport {
  public:
-  TcpSocketTransport(int rank, int size, std::vector<PeerLink> links);
+  // `spin`: how long progress() busy-polls its sockets before it blocks in poll() (0: never spins).
+  TcpSocketTransport(int rank, int size, std::vector<PeerLink> links,
+                     std::chrono::microseconds spin = std::chrono::microseconds(0));
   ~TcpSocketTransport() override;
   TcpSocketTransport(const TcpSocketTransport&) = delete;
   TcpSocketTransport& operator=(const TcpSocketTransport&) = delete;
@@ -80,9 +83,12 @@ class TcpSocketTransport final : public Transport {
   [[noreturn]] void fail_peer(int peer, ErrorCode code, const std::string& what);
   [[noreturn]] void fail_io(int peer, int error, const char* direction);
   [[noreturn]] void throw_aborted() const;
+  // Busy-polls every busy peer for up to spin_ (bounded by the deadline); true once something completed.
+  bool spin(Deadline deadline, std::vector<OpId>& completed);
 
   const int rank_;
   const int size_;
+  const std::chrono::microseconds spin_;
   std::vector<Peer> peers_;
   std::vector<pollfd> poll_fds_;  // reused by every progress() call
   std::vector<int> poll_peers_;

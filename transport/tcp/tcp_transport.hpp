@@ -19,8 +19,12 @@ struct TcpOptions {
   // An accepted connection that has not completed its handshake by then is dropped (port scanners,
   // stray clients): it never holds up the mesh.
   Duration handshake_timeout = std::chrono::seconds(2);
-  // Reads the defaults above from CANOPY_JOB_TOKEN, CANOPY_SOCKET_IFNAME, CANOPY_SOCKET_FAMILY and
-  // CANOPY_TIMEOUT.
+  // How long progress() busy-polls before it blocks in poll(): cuts small-message latency by the
+  // wake-up (a few us) but burns a core, so only worth it when ranks do not outnumber cores.
+  // CANOPY_SOCKET_SPIN_US; 0 (the default) never spins.
+  std::chrono::microseconds spin = std::chrono::microseconds(0);
+  // Reads the defaults above from CANOPY_JOB_TOKEN, CANOPY_SOCKET_IFNAME, CANOPY_SOCKET_FAMILY,
+  // CANOPY_SOCKET_SPIN_US and CANOPY_TIMEOUT.
   static TcpOptions from_environment();
 };
 
