@@ -97,7 +97,9 @@ RankProcess spawn_rank(const std::vector<std::string>& command, const std::vecto
     check(posix_spawn_file_actions_adddup2(&setup.actions, err_pipe->write_end(), STDERR_FILENO), "stderr");
   }
   // Descriptors the launcher did not mark close-on-exec (a library's socket) must not leak into the rank.
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
   check(posix_spawn_file_actions_addclosefrom_np(&setup.actions, STDERR_FILENO + 1), "closefrom");
+#endif
 
   std::vector<char*> argv = c_strings(command);
   std::vector<char*> env = c_strings(envp);

@@ -52,7 +52,7 @@ TEST(CanopyRunStore, AStrangerWithoutTheTokenIsTurnedAway) {
       {"--nproc", "2", "--", "/usr/bin/env", "CANOPY_JOB_TOKEN=wrong", launcher_probe_path(), "rendezvous"},
       {}, std::chrono::seconds(60));
   EXPECT_NE(r.exit_code, 0) << r.describe();
-  EXPECT_NE(r.err.find("rendezvous failed"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("rejected our job token"), std::string::npos) << r.describe();
 }
 
 TEST(CanopyRunStore, TwoNodesMeetThroughNodeZerosStore) {

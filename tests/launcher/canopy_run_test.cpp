@@ -105,6 +105,13 @@ TEST(CanopyRun, LeavesTheProgramsArgumentsAlone) {
   EXPECT_EQ(r.out, "[0] argv: args --nproc 5 --help\n");
 }
 
+TEST(CanopyRun, RanksInheritOnlyTheStandardDescriptors) {
+  // canopy-run holds the store's sockets, the signalfd and the other ranks' pipes: none may leak into a rank.
+  LauncherResult r = run_launcher({"--nproc", "2", launcher_probe_path(), "fds"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(count_of(r.out, "] open-fds=0 1 2\n"), 2) << r.describe();
+}
+
 TEST(CanopyRun, HelpListsTheOptions) {
   LauncherResult r = run_launcher({"--help"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();

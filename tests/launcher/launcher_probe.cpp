@@ -11,6 +11,7 @@
 //   fail-before-restart:K   exit 1 while CANOPY_RESTART_COUNT < K
 //   ignore-term             ignore SIGTERM from now on
 //   report-int              on SIGINT, print "got SIGINT" and exit 0
+//   fds                     print "open-fds=" and the descriptors this process has open, e.g. "0 1 2"
 //   barrier:DIR             wait (20 s at most) until every rank of this attempt has reached this step,
 //   through
 //                           files in DIR: lets a test make sure all ranks run before one of them fails
@@ -20,6 +21,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -28,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "common/deadline.hpp"
 #include "common/env.hpp"
@@ -101,6 +104,19 @@ void join_through_the_store() {
                         joined.info.world_size, count, joined.server ? "by-rank" : "by-launcher"));
 }
 
+void print_open_descriptors() {
+  std::vector<int> fds;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    fds.push_back(std::atoi(entry.path().filename().c_str()));
+  }
+  std::sort(fds.begin(), fds.end());
+  fds.pop_back();  // the highest is the directory listing itself, opened last
+  std::string text = "open-fds=";
+  for (int fd : fds) text += fmt::format("{} ", fd);
+  text.back() = '\n';
+  write_out(STDOUT_FILENO, text);
+}
+
 bool file_barrier(const std::string& directory) {
   namespace fs = std::filesystem;
   fs::path round = fs::path(directory) / ("attempt-" + env_or_empty("CANOPY_RESTART_COUNT"));
@@ -161,6 +177,8 @@ int main(int argc, char** argv) {
       ::signal(SIGTERM, SIG_IGN);
     } else if (name == "report-int") {
       ::signal(SIGINT, on_sigint);
+    } else if (name == "fds") {
+      print_open_descriptors();
     } else if (name == "barrier") {
       if (!file_barrier(arg)) {
         write_out(STDERR_FILENO, "launcher_probe: the other ranks never reached the barrier\n");
