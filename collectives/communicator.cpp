@@ -11,6 +11,7 @@
 #include "collectives/call_sequencer.hpp"
 #include "collectives/cost_model.hpp"
 #include "collectives/executor.hpp"
+#include "collectives/flight_recorder.hpp"
 #include "collectives/kernels/reduce_kernels.hpp"
 #include "collectives/schedule_cache.hpp"
 #include "common/env.hpp"
@@ -145,6 +146,7 @@ class Communicator::Impl {
   std::vector<std::byte> staging_;  // grows to the largest call's need, then is reused
   std::vector<std::byte> scratch_;  // a working copy where the user's buffer must stay intact
   std::vector<std::uint64_t> p2p_sent_, p2p_received_;
+  collectives::FlightRecorder recorder_;
   std::mutex failure_mutex_;
   std::string failure_;  // set once a call failed: the communicator is then unusable
 };
@@ -327,13 +329,19 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   context.dtype = args.dtype;
   context.op = args.op == ReduceOp::Avg ? ReduceOp::Sum : args.op;
   context.deadline = Deadline::after(options.timeout.count() > 0 ? options.timeout : timeout_);
+  std::size_t slot = recorder_.start(
+      {seq, args.collective, algorithm.name, args.count, args.dtype, args.op, call.root, {}, {}, 0});
   try {
     executor_.run(compiled, context);
   } catch (const Error& e) {
+    recorder_.finish(slot, false);
     // Messages of the failed call may still be in flight: no later call could trust the stream.
     abort(e.what());
-    throw;
+    if (e.code() != ErrorCode::Timeout) throw;
+    // A timeout says who was stuck where: this rank's recent calls, as every rank prints its own.
+    throw Error(ErrorCode::Timeout, fmt::format("{}\nrank {}'s last collectives:{}", e.what(), rank, recorder_.dump()));
   }
+  recorder_.finish(slot, true);
   finish_data(args, data, element_size);
 }
 

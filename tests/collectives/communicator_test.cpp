@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "bench/collectives/expected_values.hpp"
@@ -145,6 +146,43 @@ TEST(Communicator, MismatchedCollectivesFailOnEveryRankNamingBothSides) {
       return;
     }
     throw std::runtime_error("no error");
+  });
+  for (const auto& exit : exits) EXPECT_TRUE(exit.ok()) << exit.describe();
+}
+
+TEST(Communicator, TimeoutNamesTheSilentRankAndPrintsTheFlightRecorder) {
+  testing::TempDir dir;
+  auto exits = testing::run_processes(2, [&](int rank) {
+    CommunicatorOptions options = test_options();
+    options.timeout = std::chrono::seconds(2);
+    Communicator comm(open_file_store(dir.path()), rank, 2, options);
+    std::vector<float> data(1000, 1.0f);
+    comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
+    if (rank == 1) {  // stays silent for the second call
+      std::this_thread::sleep_for(std::chrono::seconds(4));
+      return;
+    }
+    auto begin = std::chrono::steady_clock::now();
+    try {
+      comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
+    } catch (const Error& e) {
+      double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      std::string what = e.what();
+      require(e.code() == ErrorCode::Timeout, "code {}: {}", to_string(e.code()), what);
+      require(waited < 3.5, "took {} s for a 2 s deadline", waited);
+      require(what.find("rank(s) 1") != std::string::npos, "does not name rank 1: {}", what);
+      require(what.find("#1 all_reduce ring") != std::string::npos && what.find("FAILED after") != std::string::npos,
+              "no flight recorder: {}", what);
+      // The communicator now refuses calls rather than hang or corrupt.
+      try {
+        comm.barrier();
+      } catch (const Error& again) {
+        require(again.code() == ErrorCode::Aborted, "later call: {}", again.what());
+        return;
+      }
+      throw std::runtime_error("a call after the failure succeeded");
+    }
+    throw std::runtime_error("no timeout");
   });
   for (const auto& exit : exits) EXPECT_TRUE(exit.ok()) << exit.describe();
 }
