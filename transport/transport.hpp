@@ -45,7 +45,8 @@ class Transport {
   virtual void abort(const std::string& reason) = 0;
 };
 
-// Blocking conveniences: post, then progress until that one operation is done.
+// Blocking conveniences: post, then progress until that one operation is done. Only for callers with
+// nothing else in flight on this transport: other operations completing meanwhile are not reported.
 void send(Transport& transport, int peer, const Envelope& envelope, std::span<const std::byte> payload,
           Deadline deadline);
 void recv(Transport& transport, int peer, const Envelope& envelope, std::span<std::byte> destination,
