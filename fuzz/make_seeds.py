@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Writes the small seed corpora under fuzz/corpus/ (committed; rerun only when a format changes).
+
+Each seed is a valid message of its format, so the fuzzer starts from inputs that get past the magic
+bytes and explores the fields, not the first byte."""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(target, name, data):
+    directory = os.path.join(HERE, "corpus", target)
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, name), "wb") as out:
+        out.write(data)
+
+
+def frame(collective, dtype, op, algorithm, root, step, comm, seq, count, payload):
+    # transport/frame.hpp: magic, version, flags, collective, dtype, op, algorithm, u16 0, root, step, u32 0,
+    # comm_id, seq, count, payload_bytes.
+    return struct.pack("<IBBBBBBHIIIQQQQ", 0x59504E43, 1, 0, collective, dtype, op, algorithm, 0, root, step, 0,
+                       comm, seq, count, payload)
+
+
+def field(data):
+    return struct.pack("<I", len(data)) + data
+
+
+def main():
+    ar = frame(3, 0, 0, 3, 0, 5, 7, 12, 1000, 4000)
+    write("frame", "all_reduce", ar)
+    write("frame", "all_reduce_vs_broadcast", ar + frame(1, 0, 0, 0, 1, 5, 7, 12, 16, 64))
+    write("frame", "huge_sizes", frame(0, 7, 4, 0, 2**32 - 1, 2**32 - 1, 2**64 - 1, 2**64 - 1, 2**64 - 1,
+                                       2**64 - 1))
+
+    hello = struct.pack("<IBBHQII", 0x48504E43, 1, 0, 5, 51, 1, 4) + b"token"
+    ack = struct.pack("<IBBHQII", 0x41504E43, 1, 0, 0, 51, 0, 0)
+    write("handshake", "hello", hello)
+    write("handshake", "ack_wrong_token", struct.pack("<IBBHQII", 0x41504E43, 1, 1, 0, 51, 0, 0))
+    write("handshake", "ack", ack)
+
+    set_req = b"\x01" + field(b"rank/0") + field(b"host pid 1")
+    get_req = b"\x02" + field(b"tcp/1/addr/2") + struct.pack("<Q", 5000)
+    add_req = b"\x03" + field(b"canopy/communicators/0") + struct.pack("<q", 1)
+    cas_req = b"\x04" + field(b"k") + field(b"") + field(b"v")
+    check_req = b"\x05" + struct.pack("<I", 2) + field(b"a") + field(b"b")
+    wait_req = b"\x06" + struct.pack("<I", 1) + field(b"host/3") + struct.pack("<Q", 100)
+    write("store_protocol", "set", set_req)
+    write("store_protocol", "pipelined", get_req + add_req + cas_req + check_req + wait_req + b"\x07" +
+          field(b"k") + b"\x08")
+    write("store_protocol", "value_over_limit", b"\x01" + field(b"k") + struct.pack("<I", 64 * 1024 * 1024 + 1))
+
+    write("launch_environment", "torchrun",
+          b"RANK=1\nWORLD_SIZE=4\nLOCAL_RANK=1\nLOCAL_WORLD_SIZE=2\nMASTER_ADDR=127.0.0.1\nMASTER_PORT=29500\n")
+    write("launch_environment", "slurm",
+          b"SLURM_PROCID=5\nSLURM_NTASKS=7\nSLURM_NODEID=1\nSLURM_TASKS_PER_NODE=4(x1),3\nSLURM_JOB_ID=42\n"
+          b"MASTER_ADDR=node0\n")
+    write("launch_environment", "canopy",
+          b"CANOPY_RANK=0\nCANOPY_WORLD_SIZE=2\nCANOPY_STORE_HOSTED=yes\nCANOPY_MASTER_ADDR=::1\n"
+          b"CANOPY_MASTER_PORT=4000\nCANOPY_JOB_TOKEN=t\nCANOPY_RESTART_COUNT=2\n")
+    write("launch_environment", "openmpi_pmi",
+          b"OMPI_COMM_WORLD_RANK=2\nOMPI_COMM_WORLD_SIZE=3\nPMI_RANK=2\nPMI_SIZE=3\nCANOPY_STORE_FILE=/tmp/s\n")
+
+
+if __name__ == "__main__":
+    main()
