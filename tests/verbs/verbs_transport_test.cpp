@@ -1,0 +1,251 @@
+// The verbs transport between real processes. Where this machine has no RDMA device the device tests
+// skip, saying why; the selection tests run everywhere. The soft-RoCE harness (tests/rxe) runs this
+// binary inside a QEMU guest with rdma_rxe, where nothing skips.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "canopy/error.hpp"
+#include "canopy/store.hpp"
+#include "tests/support/ranks.hpp"
+#include "tests/transport/memory_store.hpp"
+#include "tests/transport/transport_test_support.hpp"
+#include "transport/select_transport.hpp"
+#include "transport/verbs/verbs_transport.hpp"
+
+namespace canopy::transport {
+namespace {
+
+using testing::exchange_with_everyone;
+using testing::p2p_envelope;
+using testing::require;
+using testing::wait_all;
+using testing::wait_one;
+
+using RankBody = std::function<void(Transport& t)>;
+
+VerbsOptions test_options(std::uint64_t comm_id) {
+  VerbsOptions options = VerbsOptions::from_environment(EnvMap{});
+  options.comm_id = comm_id;
+  options.connect_timeout = std::chrono::seconds(30);
+  return options;
+}
+
+std::string no_device_reason() {
+  static const std::string reason = verbs_unavailable_reason(VerbsOptions::from_environment(EnvMap{}));
+  return reason;
+}
+
+#define SKIP_WITHOUT_DEVICE()                                              \
+  do {                                                                     \
+    if (!no_device_reason().empty()) GTEST_SKIP() << no_device_reason();   \
+  } while (0)
+
+std::vector<testing::RankExit> run_mesh_processes(int size, const VerbsOptions& options, const RankBody& body,
+                                                  std::chrono::seconds timeout = std::chrono::seconds(90)) {
+  const std::string token = "verbs-test-token";
+  TcpStoreServer server("127.0.0.1", 0, token);
+  const std::uint16_t port = server.port();
+  return testing::run_processes(
+      size,
+      [&](int rank) {
+        auto store = connect_tcp_store("127.0.0.1", port, token, std::chrono::seconds(10));
+        auto t = connect_verbs_mesh(*store, rank, size, options);
+        body(*t);
+      },
+      timeout);
+}
+
+void expect_all_ok(const std::vector<testing::RankExit>& exits) {
+  for (std::size_t rank = 0; rank < exits.size(); ++rank)
+    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+}
+
+template <typename Fn>
+Error error_from(Fn&& fn, const char* what) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e;
+  }
+  throw std::runtime_error(fmt::format("{}: expected a canopy::Error, none was thrown", what));
+}
+
+// ---- selection: runs everywhere ----
+
+TEST(VerbsSelection, VerbsWithoutADeviceIsAClearConfigError) {
+  if (no_device_reason().empty()) GTEST_SKIP() << "this machine has an RDMA device";
+  testing::MemoryStore store;
+  Error e = error_from(
+      [&] {
+        connect_mesh(store, 0, 1, testing::loopback_options(1), TransportKind::Verbs,
+                     VerbsOptions::from_environment(EnvMap{}));
+      },
+      "connect_mesh(verbs)");
+  EXPECT_EQ(e.code(), ErrorCode::Config);
+  EXPECT_EQ(std::string(e.what()).rfind("no RDMA device", 0), 0u) << e.what();
+}
+
+TEST(VerbsSelection, AnHcaThatMatchesNothingIsNoDevice) {
+  VerbsOptions options = VerbsOptions::from_environment(EnvMap{{"CANOPY_IB_HCA", "=no_such_hca"}});
+  std::string reason = verbs_unavailable_reason(options);
+  EXPECT_EQ(reason.rfind("no RDMA device", 0), 0u) << reason;
+}
+
+// Two ranks as threads with auto: both agree through the store and can talk, whichever was chosen.
+TEST(VerbsSelection, AutoAgreesAcrossRanksAndWorks) {
+  testing::MemoryStore store;
+  testing::run_threads(2, [&](int rank) {
+    auto t = connect_mesh(store, rank, 2, testing::loopback_options(7), TransportKind::Auto,
+                          VerbsOptions::from_environment(EnvMap{}));
+    exchange_with_everyone(*t, 7);
+  });
+}
+
+// A rank that cannot use verbs makes the whole group take TCP under auto.
+TEST(VerbsSelection, AutoFallsBackToTcpWhenAnyRankLacksVerbs) {
+  testing::MemoryStore store;
+  testing::run_threads(2, [&](int rank) {
+    VerbsOptions verbs = VerbsOptions::from_environment(EnvMap{});
+    if (rank == 1) verbs.hca = "=no_such_hca";
+    auto t = connect_mesh(store, rank, 2, testing::loopback_options(8), TransportKind::Auto, verbs);
+    exchange_with_everyone(*t, 8);
+  });
+  EXPECT_TRUE(store.check({"tcp/8/addr/0", "tcp/8/addr/1"}));
+}
+
+// ---- the transport on a device ----
+
+TEST(VerbsTransport, MeshOfTwoAndThreeRanks) {
+  SKIP_WITHOUT_DEVICE();
+  for (int size = 2; size <= 3; ++size)
+    expect_all_ok(run_mesh_processes(size, test_options(100 + size),
+                                     [&](Transport& t) { exchange_with_everyone(t, 100 + size); }));
+}
+
+// Sizes around the staging slot (64 KiB) and far above the chunk size, so that chunking, the
+// send-queue limit and the registration path all run. Both ways, bit-exact.
+TEST(VerbsTransport, OddSizesRoundTripBitExactly) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr std::uint64_t kComm = 3;
+  VerbsOptions options = test_options(kComm);
+  options.max_chunk_bytes = 4096;  // 1 MiB = 256 writes: more than the send queue holds
+  const std::vector<std::size_t> sizes = {0, 1, 7, 4099, 65536, 65536 + 1, (std::size_t{1} << 20) + 3};
+  expect_all_ok(run_mesh_processes(2, options, [&](Transport& t) {
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const std::size_t n = sizes[i];
+      auto envelope = p2p_envelope(kComm, i, 0, n);
+      if (t.rank() == 0) {
+        auto original = testing::random_bytes(n, 1000 + n);
+        wait_one(t, t.post_send(1, envelope, original));
+        std::vector<std::byte> back(n, std::byte{0x5A});
+        wait_one(t, t.post_recv(1, envelope, back));
+        require(back == original, "{} bytes did not come back bit-exactly", n);
+      } else {
+        std::vector<std::byte> received(n, std::byte{0x5A});
+        wait_one(t, t.post_recv(0, envelope, received));
+        require(testing::first_difference(received, 1000 + n) < 0, "{} bytes arrived damaged at byte {}", n,
+                testing::first_difference(received, 1000 + n));
+        wait_one(t, t.post_send(0, envelope, received));
+      }
+    }
+  }));
+}
+
+// Many more messages in flight both ways than there are receive slots, staging slots or send-queue
+// entries: credits and queues must hold everything back in order, with nothing lost or reordered.
+TEST(VerbsTransport, ManyMessagesInFlightBothWaysStayInOrder) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr std::uint64_t kComm = 4;
+  constexpr int kMessages = 300;
+  VerbsOptions options = test_options(kComm);
+  options.keep_registrations = true;
+  expect_all_ok(run_mesh_processes(2, options, [&](Transport& t) {
+    const int peer = 1 - t.rank();
+    std::vector<std::vector<std::byte>> out(kMessages), in(kMessages);
+    std::vector<OpId> ids;
+    for (int i = 0; i < kMessages; ++i) {
+      // Every tenth message is large enough to take the registration path.
+      std::size_t n = i % 10 == 9 ? 100'000 + i : 8 + i;
+      out[i] = testing::random_bytes(n, 50'000 * t.rank() + i);
+      in[i].assign(n, std::byte{0});
+      auto envelope = p2p_envelope(kComm, 1, static_cast<std::uint32_t>(i), n);
+      ids.push_back(t.post_recv(peer, envelope, in[i]));
+      ids.push_back(t.post_send(peer, envelope, out[i]));
+    }
+    wait_all(t, ids);
+    for (int i = 0; i < kMessages; ++i)
+      require(testing::first_difference(in[i], 50'000 * peer + i) < 0, "message {} damaged", i);
+  }));
+}
+
+TEST(VerbsTransport, MismatchIsCaughtOnBothSidesBeforeAnyByteIsWritten) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr std::uint64_t kComm = 5;
+  expect_all_ok(run_mesh_processes(2, test_options(kComm), [&](Transport& t) {
+    std::vector<std::byte> buffer(1000, std::byte{0x11});
+    Error e = error_from(
+        [&] {
+          if (t.rank() == 0) {
+            wait_one(t, t.post_send(1, p2p_envelope(kComm, 1, 0, 1000), buffer));
+          } else {
+            wait_one(t, t.post_recv(0, p2p_envelope(kComm, 2, 0, 1000), buffer));  // another sequence number
+          }
+        },
+        "mismatched message");
+    require(e.code() == ErrorCode::Mismatch, "rank {}: expected Mismatch, got {}", t.rank(), e.what());
+    require(std::string(e.what()).find("#1") != std::string::npos && std::string(e.what()).find("#2") != std::string::npos,
+            "rank {}: the message should name both sides: {}", t.rank(), e.what());
+    if (t.rank() == 1)
+      for (std::byte b : buffer) require(b == std::byte{0x11}, "rank 1: the destination was written");
+  }));
+}
+
+TEST(VerbsTransport, AbortWakesABlockedProgress) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr std::uint64_t kComm = 6;
+  expect_all_ok(run_mesh_processes(2, test_options(kComm), [&](Transport& t) {
+    if (t.rank() == 1) return;  // never sends
+    std::vector<std::byte> buffer(64);
+    t.post_recv(1, p2p_envelope(kComm, 1), buffer);
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      t.abort("test abort");
+    });
+    Error e = error_from(
+        [&] {
+          std::vector<OpId> done;
+          t.progress(Deadline::after(std::chrono::seconds(60)), done);
+        },
+        "progress after abort");
+    aborter.join();
+    require(e.code() == ErrorCode::Aborted && std::string(e.what()).find("test abort") != std::string::npos,
+            "expected the abort, got {}", e.what());
+  }));
+}
+
+// A peer that exits: the survivor's receive (its clear-to-send goes nowhere) fails with PeerFailed, or
+// at worst times out at its deadline; it never hangs and never crashes.
+TEST(VerbsTransport, PeerExitIsAnErrorNotAHang) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr std::uint64_t kComm = 9;
+  expect_all_ok(run_mesh_processes(2, test_options(kComm), [&](Transport& t) {
+    exchange_with_everyone(t, kComm);
+    if (t.rank() == 1) _exit(0);  // gone, without any goodbye
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::vector<std::byte> buffer(64);
+    Error e = error_from(
+        [&] {
+          wait_one(t, t.post_recv(1, p2p_envelope(kComm, 2), buffer), Deadline::after(std::chrono::seconds(20)));
+        },
+        "receive from an exited peer");
+    require(e.code() == ErrorCode::PeerFailed || e.code() == ErrorCode::Timeout ||
+                std::string(e.what()).find("did not complete") != std::string::npos,
+            "expected PeerFailed or a timeout, got {}", e.what());
+  }));
+}
+
+}  // namespace
+}  // namespace canopy::transport

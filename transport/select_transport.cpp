@@ -1,0 +1,70 @@
+#include "transport/select_transport.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+
+namespace canopy::transport {
+namespace {
+
+std::string verdict_key(std::uint64_t comm_id, int rank) {
+  return fmt::format("transport/{}/verbs_usable/{}", comm_id, rank);
+}
+
+// Every rank publishes whether it can use verbs ("1", or "0" and why not) and reads everyone's:
+// verbs only if all can. Returns the first rank that cannot and its reason, or nullopt.
+std::optional<std::pair<int, std::string>> first_rank_without_verbs(Store& store, int rank, int size,
+                                                                    const VerbsOptions& verbs) {
+  std::string reason = verbs_unavailable_reason(verbs);
+  store.set(verdict_key(verbs.comm_id, rank), reason.empty() ? "1" : "0" + reason);
+  Deadline deadline = Deadline::after(verbs.connect_timeout);
+  for (int peer = 0; peer < size; ++peer) {
+    std::string verdict =
+        peer == rank ? (reason.empty() ? "1" : "0" + reason)
+                     : store.get(verdict_key(verbs.comm_id, peer),
+                                 std::chrono::duration_cast<Duration>(deadline.remaining()));
+    if (verdict != "1") return std::make_pair(peer, verdict.substr(verdict.empty() ? 0 : 1));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TransportKind transport_kind_from(const EnvMap& env) {
+  std::string value = env_value(env, "CANOPY_TRANSPORT").value_or("auto");
+  if (value == "tcp") return TransportKind::Tcp;
+  if (value == "verbs") return TransportKind::Verbs;
+  if (value == "auto") return TransportKind::Auto;
+  fail(ErrorCode::Config, "CANOPY_TRANSPORT='{}' is not a transport: use tcp, verbs or auto", value);
+}
+
+std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp, TransportKind kind,
+                                        VerbsOptions verbs) {
+  verbs.comm_id = tcp.comm_id;
+  verbs.connect_timeout = tcp.connect_timeout;
+  switch (kind) {
+    case TransportKind::Tcp:
+      log::info("rank {}: transport: tcp (CANOPY_TRANSPORT=tcp)", rank);
+      return connect_tcp_mesh(store, rank, size, tcp);
+    case TransportKind::Verbs:
+      log::info("rank {}: transport: verbs (CANOPY_TRANSPORT=verbs)", rank);
+      return connect_verbs_mesh(store, rank, size, verbs);
+    case TransportKind::Auto:
+      break;
+  }
+  if (auto without = first_rank_without_verbs(store, rank, size, verbs)) {
+    log::info("rank {}: transport: tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {})", rank, without->first,
+              without->second);
+    return connect_tcp_mesh(store, rank, size, tcp);
+  }
+  log::info("rank {}: transport: verbs (CANOPY_TRANSPORT=auto; every rank has an RDMA device)", rank);
+  return connect_verbs_mesh(store, rank, size, verbs);
+}
+
+std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp) {
+  EnvMap env = current_environment();
+  return connect_mesh(store, rank, size, tcp, transport_kind_from(env), VerbsOptions::from_environment(env));
+}
+
+}  // namespace canopy::transport

@@ -1,0 +1,49 @@
+// The RDMA verbs transport: a full mesh of reliable-connected queue pairs among the ranks of a group,
+// set up through the store, moving every message by an RDMA write with immediate into the place the
+// receiver advertised. See docs/VERBS.md for the protocol and what has run where.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "canopy/store.hpp"
+#include "common/env.hpp"
+#include "transport/transport.hpp"
+
+namespace canopy::transport {
+
+struct VerbsOptions {
+  std::uint64_t comm_id = 0;  // scopes the store keys
+  // CANOPY_IB_HCA (NCCL_IB_HCA syntax, see verbs/hca_spec.hpp): which devices and ports; "" = any
+  // device with an ACTIVE port.
+  std::string hca;
+  // CANOPY_IB_GID_INDEX: a fixed GID index; -1 (default) chooses RoCE v2 IPv4 first.
+  int gid_index = -1;
+  Duration connect_timeout = std::chrono::seconds(60);
+  // CANOPY_IB_SPIN_US: how long progress() polls the completion queue before it sleeps on the
+  // completion channel. Spinning only pays when ranks do not outnumber cores.
+  std::chrono::microseconds spin = std::chrono::microseconds(20);
+  // CANOPY_IB_CHUNK_BYTES: the most one RDMA write carries; 0 = the port's maximum message size.
+  std::size_t max_chunk_bytes = 0;
+  // CANOPY_IB_REG_CACHE=1 keeps registrations of user buffers after use (safe only when buffers are
+  // not freed while the communicator lives: see verbs/registration_cache.hpp).
+  bool keep_registrations = false;
+
+  // Reads the settings above from the environment (and CANOPY_TIMEOUT for connect_timeout).
+  static VerbsOptions from_environment(const EnvMap& env);
+  static VerbsOptions from_environment() { return from_environment(current_environment()); }
+};
+
+// Every rank calls this with the same store, its rank, the group size and comm_id; returns once every
+// queue pair is connected and every rank has posted its receives. Throws Error(Config) "no RDMA
+// device ..." when there is none to use, Error(Timeout) naming the ranks that never appeared.
+std::unique_ptr<Transport> connect_verbs_mesh(Store& store, int rank, int size, const VerbsOptions& options);
+
+// Empty when this process can open a device and ACTIVE port that `options` allow; otherwise the
+// reason, starting with "no RDMA device" (also when Canopy was built without verbs).
+std::string verbs_unavailable_reason(const VerbsOptions& options);
+
+}  // namespace canopy::transport
