@@ -1,0 +1,34 @@
+// How gradients are grouped into buckets: a pure function, so that the rules are tested on their own.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "canopy/gradsync.hpp"
+
+namespace canopy::gradsync {
+
+struct GradientSlot {
+  std::size_t bytes = 0;
+  DataType dtype = DataType::Float32;
+  Device device = Device::CPU;
+};
+
+struct Bucket {
+  std::vector<std::size_t> gradients;  // indices, in the order they are laid out in the bucket
+  std::vector<std::size_t> offsets;    // byte offset of each gradient in the bucket
+  std::size_t bytes = 0;
+  DataType dtype = DataType::Float32;
+  Device device = Device::CPU;
+};
+
+// Fills buckets in `order` (gradient indices, each once): a bucket closes when the next gradient would
+// pass its cap (first_bucket_bytes for the first, bucket_bytes after) or has another dtype or device.
+// A gradient is never split: one larger than the cap gets a bucket of its own.
+std::vector<Bucket> plan_buckets(const std::vector<GradientSlot>& slots, const std::vector<std::size_t>& order,
+                                 std::size_t first_bucket_bytes, std::size_t bucket_bytes);
+
+// Reverse registration order: backward produces the last layer's gradients first.
+std::vector<std::size_t> reverse_registration_order(std::size_t count);
+
+}  // namespace canopy::gradsync
