@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <thread>
 
 #include "canopy/error.hpp"
@@ -207,7 +209,10 @@ TEST(VerbsTransport, AbortWakesABlockedProgress) {
   SKIP_WITHOUT_DEVICE();
   constexpr std::uint64_t kComm = 6;
   expect_all_ok(run_mesh_processes(2, test_options(kComm), [&](Transport& t) {
-    if (t.rank() == 1) return;  // never sends
+    if (t.rank() == 1) {  // never sends, and stays until rank 0 is done
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      return;
+    }
     std::vector<std::byte> buffer(64);
     t.post_recv(1, p2p_envelope(kComm, 1), buffer);
     std::thread aborter([&] {
@@ -226,8 +231,10 @@ TEST(VerbsTransport, AbortWakesABlockedProgress) {
   }));
 }
 
-// A peer that exits: the survivor's receive (its clear-to-send goes nowhere) fails with PeerFailed, or
-// at worst times out at its deadline; it never hangs and never crashes.
+// A peer that exits: the survivor's receive (its clear-to-send goes to a queue pair that is gone) ends
+// in PeerFailed when the device reports the failed send, or else progress() returns at its deadline;
+// it never hangs past the deadline and never crashes. (On soft-RoCE the send to a destroyed queue pair
+// has been seen to complete, leaving only the deadline: a silent peer, as the interface allows.)
 TEST(VerbsTransport, PeerExitIsAnErrorNotAHang) {
   SKIP_WITHOUT_DEVICE();
   constexpr std::uint64_t kComm = 9;
@@ -236,14 +243,24 @@ TEST(VerbsTransport, PeerExitIsAnErrorNotAHang) {
     if (t.rank() == 1) _exit(0);  // gone, without any goodbye
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     std::vector<std::byte> buffer(64);
-    Error e = error_from(
-        [&] {
-          wait_one(t, t.post_recv(1, p2p_envelope(kComm, 2), buffer), Deadline::after(std::chrono::seconds(20)));
-        },
-        "receive from an exited peer");
-    require(e.code() == ErrorCode::PeerFailed || e.code() == ErrorCode::Timeout ||
-                std::string(e.what()).find("did not complete") != std::string::npos,
-            "expected PeerFailed or a timeout, got {}", e.what());
+    const auto limit = std::chrono::seconds(5);
+    const auto start = Clock::now();
+    const Deadline deadline = Deadline::after(limit);
+    std::string outcome;
+    try {
+      t.post_recv(1, p2p_envelope(kComm, 2), buffer);
+      std::vector<OpId> done;
+      while (t.progress(deadline, done)) require(false, "a receive from an exited peer completed");
+      outcome = "the deadline passed";
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::PeerFailed, "expected PeerFailed, got {}", e.what());
+      outcome = e.what();
+    }
+    const auto waited = Clock::now() - start;
+    require(waited < limit + std::chrono::seconds(3), "progress() overran its deadline by {} ms",
+            std::chrono::duration_cast<std::chrono::milliseconds>(waited - limit).count());
+    fmt::print("rank 0: receive from an exited peer: {} after {} ms\n", outcome,
+               std::chrono::duration_cast<std::chrono::milliseconds>(waited).count());
   }));
 }
 

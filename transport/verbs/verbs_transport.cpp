@@ -52,6 +52,7 @@ constexpr std::size_t kStagingSlotBytes = 64 * 1024;
 constexpr int kMaxSendRequests = 128;    // send queue depth per queue pair
 constexpr std::size_t kIdleRegistrations = 64;
 constexpr auto kTeardownLimit = std::chrono::seconds(5);
+constexpr auto kGracefulSendLimit = std::chrono::seconds(2);
 static_assert(verbs::kControlMessageSize <= kControlSlotBytes);
 
 // Work request ids: kind in the top byte, peer in the next three, a slot or message number below.
@@ -342,6 +343,24 @@ void VerbsTransport::connect(int peer, const QpAddress& remote) {
 void VerbsTransport::teardown() {
   bool reaped = true;
   if (cq_ != nullptr) {
+    // Let what is already on the wire finish first (a Mismatch refusal, the last credit update), so
+    // that the peer hears it instead of a flush; a dead peer bounds this by the retry timeout.
+    Deadline graceful = Deadline::after(kGracefulSendLimit);
+    auto sends_outstanding = [&] {
+      int n = 0;
+      for (const Peer& p : peers_) n += p.send_requests;
+      return n;
+    };
+    ibv_wc batch[32];
+    while (sends_outstanding() > 0 && !graceful.expired()) {
+      int n = ibv_poll_cq(cq_, 32, batch);
+      if (n < 0) break;
+      for (int i = 0; i < n; ++i) {
+        Peer& p = peers_[peer_of(batch[i].wr_id)];
+        (kind_of(batch[i].wr_id) == WrKind::ControlReceive ? p.receive_requests : p.send_requests) -= 1;
+      }
+      if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
     for (Peer& p : peers_) {
       if (p.qp == nullptr) continue;
       ibv_qp_attr attr{};
