@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 
 #include <fstream>
-#include <regex>
 
 #include "tests/launcher/launcher_runner.hpp"
 #include "tests/support/ranks.hpp"
@@ -16,9 +15,9 @@ using std::chrono::seconds;
 
 // The PID the probe's "env" step printed for `rank`, or -1.
 pid_t pid_of_rank(const std::string& out, int rank) {
-  std::smatch m;
-  std::regex line("\\[" + std::to_string(rank) + "\\] PID=(\\d+)");
-  return std::regex_search(out, m, line) ? static_cast<pid_t>(std::stol(m[1])) : -1;
+  auto env = environments_by_rank(out);
+  auto pid = env[rank].find("PID");
+  return pid == env[rank].end() ? -1 : static_cast<pid_t>(std::stol(pid->second));
 }
 
 TEST(CanopyRunFailure, AFailingRankStopsTheOthersAndItsStatusIsReported) {
@@ -88,8 +87,7 @@ TEST(CanopyRunFailure, RestartsTheWholeGroupWithTheNextRestartCount) {
   }
   EXPECT_EQ(count_of(r.err, "canopy-run: restarting all ranks (restart 1 of 3)\n"), 1) << r.describe();
   // The store and its token stay the same for every attempt.
-  std::smatch m;
-  std::string port_line = (std::regex_search(r.out, m, std::regex("\\[0\\] MASTER_PORT=\\d+\n")), m.str());
+  std::string port_line = "[0] MASTER_PORT=" + environments_by_rank(r.out)[0]["MASTER_PORT"] + "\n";
   EXPECT_EQ(count_of(r.out, port_line), 2) << r.describe();
 }
 

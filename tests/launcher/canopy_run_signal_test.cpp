@@ -2,8 +2,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <regex>
-
 #include "tests/launcher/launcher_runner.hpp"
 
 namespace canopy::testing {
@@ -13,9 +11,8 @@ using std::chrono::seconds;
 
 std::vector<pid_t> rank_pids(const std::string& out) {
   std::vector<pid_t> pids;
-  static const std::regex kPid(R"(\[\d+\] PID=(\d+))");
-  for (auto it = std::sregex_iterator(out.begin(), out.end(), kPid); it != std::sregex_iterator(); ++it) {
-    pids.push_back(static_cast<pid_t>(std::stol((*it)[1])));
+  for (auto& [rank, env] : environments_by_rank(out)) {
+    if (env.count("PID") != 0) pids.push_back(static_cast<pid_t>(std::stol(env["PID"])));
   }
   return pids;
 }

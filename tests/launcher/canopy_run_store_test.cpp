@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <map>
-#include <regex>
 
 #include "tests/launcher/launcher_runner.hpp"
 #include "tests/support/ranks.hpp"
@@ -65,9 +64,9 @@ TEST(CanopyRunStore, TwoNodesMeetThroughNodeZerosStore) {
       env);
   ASSERT_TRUE(node0.wait_for_stdout("[0] MASTER_PORT=", 1, std::chrono::seconds(20)))
       << node0.finish(std::chrono::seconds(1)).describe();
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(node0.out_so_far(), m, std::regex(R"(\[0\] MASTER_PORT=(\d+)\n)")));
-  std::string port = m[1];
+  ASSERT_TRUE(node0.wait_for_stdout("[0] PID=", 1, std::chrono::seconds(20)));  // the whole env is there
+  std::string port = environments_by_rank(node0.out_so_far())[0]["MASTER_PORT"];
+  ASSERT_FALSE(port.empty()) << node0.out_so_far();
 
   LauncherResult node1 =
       run_launcher({"--nnodes", "2", "--node-rank", "1", "--nproc", "2", "--master-addr", "127.0.0.1",

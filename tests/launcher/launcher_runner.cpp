@@ -10,8 +10,8 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <regex>
 #include <stdexcept>
 
 extern char** environ;
@@ -157,10 +157,15 @@ LauncherResult run_launcher(const std::vector<std::string>& args,
 
 std::map<int, std::map<std::string, std::string>> environments_by_rank(const std::string& out) {
   std::map<int, std::map<std::string, std::string>> by_rank;
-  static const std::regex kLine(R"(^\[(\d+)\] ([A-Z_]+)=(.*)$)");
   for (const std::string& line : lines_of(out)) {
-    std::smatch m;
-    if (std::regex_match(line, m, kLine)) by_rank[std::stoi(m[1])][m[2]] = m[3];
+    int rank = -1, prefix_length = 0;
+    if (std::sscanf(line.c_str(), "[%d] %n", &rank, &prefix_length) != 1 || prefix_length == 0) continue;
+    std::string_view rest = std::string_view(line).substr(static_cast<std::size_t>(prefix_length));
+    auto eq = rest.find('=');
+    if (eq == 0 || eq == std::string_view::npos) continue;
+    std::string_view name = rest.substr(0, eq);
+    if (name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != std::string_view::npos) continue;
+    by_rank[rank][std::string(name)] = std::string(rest.substr(eq + 1));
   }
   return by_rank;
 }
