@@ -26,8 +26,7 @@ using testing::CommandResult;
 
 const std::vector<std::string> kExact{"--layers", "6,1", "--data", "integer", "--zero-init", "--lr", "0.125",
                                       "--steps", "6"};
-const std::vector<std::string> kMlp{"--layers", "8,48,48,4", "--data", "random", "--lr", "0.05", "--steps", "12",
-                                    "--bucket-kib", "8", "--first-bucket-kib", "2"};
+const std::vector<std::string> kMlp{"--layers", "8,48,48,4", "--data", "random", "--lr", "0.05", "--bucket-kib", "8", "--first-bucket-kib", "2"};
 
 std::string read_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -94,9 +93,9 @@ TEST(GradSyncTrainer, equivalence_large_batch) {
   expect_trained(one);
   EXPECT_EQ(four, one) << "4 x 2 and 1 x 8 differ in the exact configuration";
   // A 3-layer MLP in several buckets, ranks starting from different weights (broadcast_parameters), 3 ranks.
-  std::string three = trainer.run(3, with(kMlp, {"--batch", "4"}), "mlp3");
+  std::string three = trainer.run(3, with(kMlp, {"--batch", "4", "--steps", "12"}), "mlp3");
   EXPECT_NE(trainer.last().out.find("buckets"), std::string::npos);
-  std::string single = trainer.run(1, with(kMlp, {"--batch", "12"}), "mlp1");
+  std::string single = trainer.run(1, with(kMlp, {"--batch", "12", "--steps", "12"}), "mlp1");
   expect_close(three, single, 1e-12);
 }
 
@@ -116,7 +115,7 @@ TEST(GradSyncTrainer, replicas_identical) {
   std::string out_dir = trainer.path("replicas");
   std::filesystem::create_directory(out_dir);
   // --check-replicas fails the job when any rank's weights differ after any step.
-  trainer.run(4, with(kMlp, {"--batch", "3", "--check-replicas", "--rebuild-buckets", "--out-dir", out_dir}), "rep");
+  trainer.run(4, with(kMlp, {"--batch", "3", "--steps", "12", "--check-replicas", "--rebuild-buckets", "--out-dir", out_dir}), "rep");
   std::string first = read_file(out_dir + "/weights.rank0.bin");
   ASSERT_FALSE(first.empty());
   for (int r = 1; r < 4; ++r)
