@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The test suite under the sanitizers (docs/RELIABILITY.md).
+#
+#   scripts/ci/sanitizers.sh asan   # whole project, -fsanitize=address,undefined, in build-asan, all of ctest
+#   scripts/ci/sanitizers.sh tsan   # -fsanitize=thread in build-tsan: the layers with threads and sockets
+#   scripts/ci/sanitizers.sh        # both
+#
+# Each step prints what it runs and how long it took, is bounded by `timeout`, and a failure anywhere
+# makes the script exit non-zero. CANOPY_CI_JOBS (default 2) sets build and test parallelism;
+# CANOPY_CI_WERROR=OFF builds without -Werror (only to measure while another part is mid-change).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+JOBS=${CANOPY_CI_JOBS:-2}
+WERROR=${CANOPY_CI_WERROR:-ON}
+WHICH=${1:-all}
+
+# The ThreadSanitizer subset: the labels whose code starts threads or shares sockets (the store
+# server's Asio thread, client mutexes, transport abort from another thread, forked groups), plus the
+# communicator's tests. The schedule simulator and the reduction kernels are single-threaded,
+# exhaustive, and many times slower under TSan: the ASan stage covers them.
+TSAN_LABELS='rendezvous|transport|reliability'
+TSAN_TARGETS=(rendezvous_test transport_frame_test transport_tcp_test chaos_test soak_test communicator_test)
+
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS
+  echo "+++ $name (limit ${limit}s): $*"
+  if ! timeout --kill-after=30 "$limit" "$@"; then
+    echo "+++ $name FAILED after $((SECONDS - start))s"
+    exit 1
+  fi
+  echo "+++ $name took $((SECONDS - start))s"
+}
+
+# Sanitizer reports stop the process with an error status, with a stack a person can read.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+# The reliability tests at their quick default scale; the soak shorter (sanitized calls are slow).
+export CANOPY_SOAK_COLLECTIVES=${CANOPY_SOAK_COLLECTIVES:-2000}
+
+run_asan() {
+  local build="$ROOT/build-asan"
+  step "asan: configure" 300 cmake -S "$ROOT" -B "$build" -G Ninja -DCANOPY_SANITIZE=address,undefined \
+    -DCANOPY_WERROR="$WERROR"
+  step "asan: build everything" 2400 cmake --build "$build" -j "$JOBS"
+  step "asan: ctest (all labels)" 2400 ctest --test-dir "$build" --output-on-failure -j "$JOBS"
+}
+
+run_tsan() {
+  local build="$ROOT/build-tsan"
+  step "tsan: configure" 300 cmake -S "$ROOT" -B "$build" -G Ninja -DCANOPY_SANITIZE=thread -DCANOPY_WERROR="$WERROR"
+  step "tsan: build ${TSAN_TARGETS[*]}" 2400 cmake --build "$build" -j "$JOBS" --target "${TSAN_TARGETS[@]}"
+  step "tsan: ctest -L '$TSAN_LABELS'" 2400 ctest --test-dir "$build" --output-on-failure -j "$JOBS" \
+    -L "$TSAN_LABELS"
+  step "tsan: communicator_test" 1200 "$build/bin/communicator_test"
+}
+
+start=$SECONDS
+case "$WHICH" in
+  asan) run_asan ;;
+  tsan) run_tsan ;;
+  all) run_asan; run_tsan ;;
+  *) echo "usage: $0 [asan|tsan|all]" >&2; exit 2 ;;
+esac
+echo "+++ sanitizers ($WHICH) passed in $((SECONDS - start))s"
