@@ -1,43 +1,59 @@
 #include "bench/collectives/report.hpp"
 
+#include <fmt/format.h>
+
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include "bench/collectives/ceiling.hpp"
 
 namespace canopy::bench {
 
-std::string command_name(Collective collective) {
-  switch (collective) {
-    case Collective::Broadcast: return "broadcast";
-    case Collective::Reduce: return "reduce";
-    case Collective::AllReduce: return "allreduce";
-    case Collective::AllGather: return "allgather";
-    case Collective::ReduceScatter: return "reducescatter";
-    case Collective::Barrier: return "barrier";
-    default: return std::string(to_string(collective));
-  }
+namespace {
+
+constexpr auto kColumns =
+    "{:>12} {:>12} {:>8} {:>6} {:>5} {:>18} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>7}";
+
+double ceiling_of(const RunInfo& info, Collective collective) {
+  return ceiling_busbw_gbps(collective, info.ranks, 2 * info.loopback_each_way_gbps);
 }
 
+}  // namespace
+
 void TablePrinter::header(Collective collective, const RunInfo& info) {
-  fmt::print(out_, "#\n# {} on {} ranks ({} host{}), transport {}; cost model: alpha {:.1f} us, {:.2f} GB/s, "
-                   "reduce {:.2f} GB/s\n#\n",
+  info_ = info;
+  collective_ = collective;
+  const double ceiling = ceiling_of(info, collective);
+  if (ceiling > 0)
+    fmt::print(out_,
+               "#\n# ceiling, measured now: loopback exchange {:.2f} GB/s each way, {:.2f} GB/s in all; "
+               "{} on {} ranks of one host cannot pass busbw {:.3f} GB/s\n",
+               info.loopback_each_way_gbps, 2 * info.loopback_each_way_gbps, command_name(collective),
+               info.ranks, ceiling);
+  fmt::print(out_,
+             "#\n# {} on {} ranks ({} host{}), transport {}; cost model: alpha {:.1f} us, {:.2f} GB/s, "
+             "reduce {:.2f} GB/s\n#\n",
              command_name(collective), info.ranks, info.hosts, info.hosts == 1 ? "" : "s", info.transport,
              info.link.alpha_seconds * 1e6, 1e-9 / info.link.beta_seconds_per_byte,
              1e-9 / info.link.gamma_seconds_per_byte);
-  fmt::print(out_, "{:>12} {:>12} {:>8} {:>6} {:>5} {:>18} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>7}\n", "size",
-             "count", "type", "redop", "root", "algo", "time(us)", "min(us)", "max(us)", "model(us)", "algbw",
-             "busbw", "#wrong");
-  fmt::print(out_, "{:>12} {:>12} {:>8} {:>6} {:>5} {:>18} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>7}\n", "(B)",
-             "(elements)", "", "", "", "", "", "", "", "", "(GB/s)", "(GB/s)", "");
+  fmt::print(out_, kColumns, "size", "count", "type", "redop", "root", "algo", "time(us)", "min(us)",
+             "max(us)", "model(us)", "algbw", "busbw", "#wrong");
+  fmt::print(out_, "{}\n", ceiling > 0 ? fmt::format(" {:>7}", "ceil") : "");
+  fmt::print(out_, kColumns, "(B)", "(elements)", "", "", "", "", "", "", "", "", "(GB/s)", "(GB/s)", "");
+  fmt::print(out_, "{}\n", ceiling > 0 ? fmt::format(" {:>7}", "(%)") : "");
   std::fflush(out_);
 }
 
 void TablePrinter::row(const BenchResult& r) {
-  fmt::print(out_, "{:>12} {:>12} {:>8} {:>6} {:>5} {:>18} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>8.3f} {:>8.3f} {:>7}\n",
-             r.bytes, r.count, to_string(r.with.dtype), to_string(r.with.op), r.with.root, r.algorithm, r.time_us,
-             r.min_time_us, r.max_time_us, r.predicted_time_us, r.algbw_gbps, r.busbw_gbps, r.wrong);
+  const double ceiling = ceiling_of(info_, collective_);
+  fmt::print(out_,
+             "{:>12} {:>12} {:>8} {:>6} {:>5} {:>18} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>8.3f} "
+             "{:>8.3f} {:>7}",
+             r.bytes, r.count, to_string(r.with.dtype), to_string(r.with.op), r.with.root, r.algorithm,
+             r.time_us, r.min_time_us, r.max_time_us, r.predicted_time_us, r.algbw_gbps, r.busbw_gbps,
+             r.wrong);
+  fmt::print(out_, "{}\n", ceiling > 0 ? fmt::format(" {:>7.1f}", 100 * r.busbw_gbps / ceiling) : "");
   std::fflush(out_);
   busbw_sum_ += r.busbw_gbps;
   ++rows_;
@@ -52,28 +68,35 @@ void TablePrinter::footer() {
 namespace {
 
 nlohmann::ordered_json to_json(const RunInfo& info, const BenchResult& r) {
-  return {{"collective", command_name(r.with.collective)},
-          {"algo", r.algorithm},
-          {"requested_algo", r.with.algorithm},
-          {"bytes", r.bytes},
-          {"count", r.count},
-          {"dtype", std::string(to_string(r.with.dtype))},
-          {"op", std::string(to_string(r.with.op))},
-          {"root", r.with.root},
-          {"in_place", r.with.in_place},
-          {"ranks", info.ranks},
-          {"hosts", info.hosts},
-          {"transport", info.transport},
-          {"time_us", r.time_us},
-          {"min_time_us", r.min_time_us},
-          {"max_time_us", r.max_time_us},
-          {"predicted_time_us", r.predicted_time_us},
-          {"algbw_gbps", r.algbw_gbps},
-          {"busbw_gbps", r.busbw_gbps},
-          {"wrong", r.wrong},
-          {"alpha_s", info.link.alpha_seconds},
-          {"beta_s_per_byte", info.link.beta_seconds_per_byte},
-          {"gamma_s_per_byte", info.link.gamma_seconds_per_byte}};
+  nlohmann::ordered_json row = {{"collective", command_name(r.with.collective)},
+                                {"algo", r.algorithm},
+                                {"requested_algo", r.with.algorithm},
+                                {"bytes", r.bytes},
+                                {"count", r.count},
+                                {"dtype", std::string(to_string(r.with.dtype))},
+                                {"op", std::string(to_string(r.with.op))},
+                                {"root", r.with.root},
+                                {"in_place", r.with.in_place},
+                                {"ranks", info.ranks},
+                                {"hosts", info.hosts},
+                                {"transport", info.transport},
+                                {"time_us", r.time_us},
+                                {"min_time_us", r.min_time_us},
+                                {"max_time_us", r.max_time_us},
+                                {"predicted_time_us", r.predicted_time_us},
+                                {"algbw_gbps", r.algbw_gbps},
+                                {"busbw_gbps", r.busbw_gbps},
+                                {"wrong", r.wrong},
+                                {"alpha_s", info.link.alpha_seconds},
+                                {"beta_s_per_byte", info.link.beta_seconds_per_byte},
+                                {"gamma_s_per_byte", info.link.gamma_seconds_per_byte}};
+  const double ceiling = ceiling_busbw_gbps(r.with.collective, info.ranks, 2 * info.loopback_each_way_gbps);
+  if (ceiling > 0) {
+    row["loopback_each_way_gbps"] = info.loopback_each_way_gbps;
+    row["ceiling_busbw_gbps"] = ceiling;
+    row["busbw_of_ceiling"] = r.busbw_gbps / ceiling;
+  }
+  return row;
 }
 
 std::ofstream open_output(const std::string& path) {
@@ -84,10 +107,14 @@ std::ofstream open_output(const std::string& path) {
 
 }  // namespace
 
-void write_json(const std::string& path, const RunInfo& info, const std::vector<BenchResult>& results) {
+nlohmann::ordered_json results_json(const RunInfo& info, const std::vector<BenchResult>& results) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& r : results) rows.push_back(to_json(info, r));
-  open_output(path) << rows.dump(2) << "\n";
+  return rows;
+}
+
+void write_json(const std::string& path, const RunInfo& info, const std::vector<BenchResult>& results) {
+  open_output(path) << results_json(info, results).dump(2) << "\n";
 }
 
 void write_csv(const std::string& path, const RunInfo& info, const std::vector<BenchResult>& results) {

@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "bench/collectives/measurement.hpp"
+#include "bench/collectives/selection.hpp"
 
 namespace canopy::bench {
 
@@ -15,10 +17,10 @@ struct RunInfo {
   int hosts = 1;
   std::string transport = "tcp";
   Communicator::LinkEstimate link;
+  // Measured in the same run (canopy-bench --ceiling): two processes exchanging over loopback, each
+  // way. 0 = not measured; then no ceiling column and no ceiling keys.
+  double loopback_each_way_gbps = 0;
 };
-
-// The name used on the command line and in JSON: "allreduce", "broadcast", ...
-std::string command_name(Collective collective);
 
 class TablePrinter {
  public:
@@ -29,10 +31,14 @@ class TablePrinter {
 
  private:
   std::FILE* out_;
+  RunInfo info_;
+  Collective collective_ = Collective::AllReduce;
   double busbw_sum_ = 0;
   int rows_ = 0;
 };
 
+// Every row as the JSON object written to --json (and drawn by --plot).
+nlohmann::ordered_json results_json(const RunInfo& info, const std::vector<BenchResult>& results);
 void write_json(const std::string& path, const RunInfo& info, const std::vector<BenchResult>& results);
 void write_csv(const std::string& path, const RunInfo& info, const std::vector<BenchResult>& results);
 

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# emulated-cluster.sh: N "nodes" on one machine, one canopy-bench rank per node, links capped.
+#
+# Every node is a network namespace with one veth link to a bridge that lives in its own "switch"
+# namespace. Each link is shaped with tbf at --rate in both directions (node side = the node's egress,
+# switch side = the node's ingress: the bridge device's own qdisc is never traversed). Burst is about
+# 2 ms of traffic and at least 4 MTU. Addresses come from the benchmarking range 198.18.0.0/15, inside
+# namespaces this script made; nothing outside them is touched, and everything made is removed on
+# exit, also when interrupted.
+#
+#   sudo bench/cluster/emulated-cluster.sh --nodes 8 --rate 100mbit -- broadcast --algo all -b 5M -e 5M
+#
+# Everything after `--` goes to canopy-bench. Ranks meet torchrun-style: RANK, WORLD_SIZE,
+# LOCAL_RANK=0, MASTER_ADDR = node 0's address, MASTER_PORT; CANOPY_SOCKET_IFNAME selects the veth.
+# Before the benchmark, the achieved rate of one link (node 1 -> node 0) is measured (iperf3 when
+# installed, else a 2-rank canopy-bench broadcast) and printed beside the configured rate: on 2 cores
+# above about 1 Gbit/s per link the CPU, not the cap, sets the rate.
+set -euo pipefail
+
+usage() {
+  cat >&2 <<'EOF'
+usage: emulated-cluster.sh [--nodes N] [--rate RATE] [--bench-dir DIR] [--tag TAG] [--port PORT]
+                           [--timeout SECONDS] [--no-link-test] -- <canopy-bench arguments>
+  --nodes N        nodes (network namespaces), one rank each (2..64; default 8)
+  --rate RATE      cap of every link, each direction, as tc writes it: 8mbit, 100mbit, 1gbit (default 100mbit)
+  --bench-dir DIR  where canopy-bench is (default: build/bin of this checkout)
+  --tag TAG        names the namespaces cnpy-TAG-* (default: this script's pid), so runs never collide
+  --port PORT      the store's port on node 0 (default 29500; namespaces are private, nothing else uses it)
+  --timeout S      stop the ranks after S seconds (default 1800)
+  --no-link-test   skip measuring the achieved link rate
+EOF
+  exit 2
+}
+
+nodes=8
+rate=100mbit
+bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/bin"
+tag=$$
+port=29500
+timeout_s=1800
+link_test=1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --nodes) nodes="$2"; shift 2 ;;
+    --rate) rate="$2"; shift 2 ;;
+    --bench-dir) bench_dir="$2"; shift 2 ;;
+    --tag) tag="$2"; shift 2 ;;
+    --port) port="$2"; shift 2 ;;
+    --timeout) timeout_s="$2"; shift 2 ;;
+    --no-link-test) link_test=0; shift ;;
+    --) shift; break ;;
+    -h|--help) usage ;;
+    *) echo "emulated-cluster: unknown option '$1'" >&2; usage ;;
+  esac
+done
+[[ $# -gt 0 ]] || usage
+[[ "$nodes" =~ ^[0-9]+$ && "$nodes" -ge 2 && "$nodes" -le 64 ]] || { echo "emulated-cluster: --nodes must be 2..64, got '$nodes'" >&2; exit 2; }
+[[ "$tag" =~ ^[A-Za-z0-9]{1,8}$ ]] || { echo "emulated-cluster: --tag must be 1-8 letters or digits, got '$tag'" >&2; exit 2; }
+
+# tc's rate syntax -> bits per second (for the burst and the report).
+rate_bits() {
+  local text="${1,,}" number unit
+  [[ "$text" =~ ^([0-9]+)(bit|kbit|mbit|gbit)?$ ]] || { echo "emulated-cluster: --rate '$1' is not like 100mbit or 1gbit" >&2; exit 2; }
+  number="${BASH_REMATCH[1]}"; unit="${BASH_REMATCH[2]:-bit}"
+  case "$unit" in
+    bit) echo "$number" ;;
+    kbit) echo $((number * 1000)) ;;
+    mbit) echo $((number * 1000000)) ;;
+    gbit) echo $((number * 1000000000)) ;;
+  esac
+}
+bits=$(rate_bits "$rate")
+burst=$((bits / 8 / 500))              # 2 ms of traffic
+((burst >= 4 * 1514)) || burst=$((4 * 1514))
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "emulated-cluster: must run as root: it makes network namespaces, veth pairs, a bridge and tc qdiscs" >&2
+  exit 1
+fi
+bench="$bench_dir/canopy-bench"
+[[ -x "$bench" ]] || { echo "emulated-cluster: no canopy-bench at '$bench' (build it, or pass --bench-dir)" >&2; exit 1; }
+
+switch="cnpy-$tag-sw"
+made=()        # namespaces to delete, in the order made
+pids=()        # processes this script started
+work=$(mktemp -d /tmp/cnpy-cluster-XXXXXX)
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  # Deleting a node's namespace deletes its veth pair; the switch's takes the bridge with it.
+  for ((i = ${#made[@]} - 1; i >= 0; i--)); do ip netns del "${made[i]}" 2>/dev/null || true; done
+  rm -rf "$work"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+make_namespace() {
+  if ! ip netns add "$1" 2>"$work/netns.err"; then
+    echo "emulated-cluster: cannot make network namespace '$1': $(cat "$work/netns.err")" >&2
+    echo "  (namespaces are unavailable here, or a namespace of that name exists: choose another --tag)" >&2
+    exit 1
+  fi
+  made+=("$1")
+  ip -n "$1" link set lo up
+}
+
+node() { echo "cnpy-$tag-n$1"; }
+address() { echo "198.18.$(($1 / 250)).$(($1 % 250 + 1))"; }
+
+shape() {  # namespace device
+  tc -n "$1" qdisc add dev "$2" root tbf rate "$rate" burst "$burst" latency 20ms
+}
+
+make_namespace "$switch"
+ip -n "$switch" link add br0 type bridge
+ip -n "$switch" link set br0 up
+for ((i = 0; i < nodes; i++)); do
+  ns=$(node "$i")
+  make_namespace "$ns"
+  ip -n "$ns" link add eth0 type veth peer name "p$i" netns "$switch"
+  ip -n "$ns" addr add "$(address "$i")/16" dev eth0
+  ip -n "$ns" link set eth0 up
+  ip -n "$switch" link set "p$i" master br0 up
+  shape "$ns" eth0
+  shape "$switch" "p$i"
+done
+echo "# emulated cluster: $nodes nodes on a bridge, every link configured $rate each way" \
+     "(tbf burst $burst B), addresses $(address 0)..$(address $((nodes - 1)))"
+
+run_rank() {  # rank world-size log-file canopy-bench-arguments...
+  local rank=$1 world=$2 log=$3
+  shift 3
+  ip netns exec "$(node "$rank")" env RANK="$rank" WORLD_SIZE="$world" LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
+    MASTER_ADDR="$(address 0)" MASTER_PORT="$port" CANOPY_SOCKET_IFNAME==eth0 CANOPY_HOST_ID="$(node "$rank")" \
+    timeout --kill-after=5 "$timeout_s" "$bench" "$@" >"$log" 2>&1
+}
+
+# The achieved rate of one link, node 1 -> node 0 (both tbf on the path).
+if ((link_test)); then
+  achieved=""
+  if command -v iperf3 >/dev/null; then
+    ip netns exec "$(node 0)" timeout 20 iperf3 -s -1 -B "$(address 0)" >"$work/iperf-server.log" 2>&1 &
+    pids+=($!)
+    sleep 0.3
+    if ip netns exec "$(node 1)" timeout 20 iperf3 -c "$(address 0)" -t 2 -f m >"$work/iperf.log" 2>&1; then
+      achieved=$(awk '/receiver/ {print $(NF-2) " Mbit/s (iperf3, TCP payload, 1 flow)"}' "$work/iperf.log")
+    fi
+  else
+    # No iperf3: a 2-rank broadcast of 4 MiB carries the whole buffer over one link; busbw is its rate.
+    run_rank 0 2 "$work/link0.log" broadcast --algo flat -b 4M -e 4M -n 3 -w 1 -c 0 &
+    pids+=($!)
+    if run_rank 1 2 "$work/link1.log" broadcast --algo flat -b 4M -e 4M -n 3 -w 1 -c 0 && wait "${pids[-1]}"; then
+      achieved=$(awk '!/^#/ && NF >= 12 {printf "%.0f Mbit/s (2-rank canopy-bench broadcast)", $12 * 8000}' "$work/link0.log")
+    fi
+  fi
+  echo "# link rate: configured $rate, achieved ${achieved:-unknown (the link test failed)}"
+fi
+
+# One rank per node; rank 0's output is the benchmark's, the others' are shown only when they fail.
+rank_pids=()
+for ((i = 1; i < nodes; i++)); do
+  run_rank "$i" "$nodes" "$work/rank$i.log" "$@" &
+  rank_pids+=($!)
+  pids+=($!)
+done
+status=0
+run_rank 0 "$nodes" "$work/rank0.log" "$@" || status=$?
+cat "$work/rank0.log"
+for ((i = 1; i < nodes; i++)); do
+  rc=0
+  wait "${rank_pids[i - 1]}" || rc=$?
+  if ((rc != 0)); then
+    echo "# rank $i (namespace $(node "$i")) failed with status $rc:" >&2
+    tail -n 20 "$work/rank$i.log" >&2
+    ((status != 0)) || status=$rc
+  fi
+done
+pids=()
+exit "$status"

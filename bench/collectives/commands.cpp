@@ -1,0 +1,124 @@
+#include "bench/collectives/commands.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "bench/collectives/ceiling.hpp"
+#include "bench/collectives/compare.hpp"
+#include "bench/collectives/plot.hpp"
+#include "bench/collectives/selection.hpp"
+#include "bench/collectives/sizes.hpp"
+#include "bench/collectives/trace_command.hpp"
+
+namespace canopy::bench {
+namespace {
+
+// Runs `body` and turns every error into a message on stderr and exit status 1.
+template <typename Body>
+int guarded(CLI::App& app, const char* name, Body body) {
+  try {
+    return body();
+  } catch (const CLI::Error& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "canopy-bench {}: {}\n", name, e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+int trace_command(int argc, char** argv) {
+  TraceSettings s;
+  CLI::App app{"canopy-bench trace: show a collective's schedule round by round, simulated (no network)"};
+  app.add_option("collective", s.collective, "broadcast|reduce|allreduce|allgather|reducescatter|barrier")
+      ->required();
+  app.add_option("--algo", s.algorithms, "algorithms: a comma-separated list or 'all'")
+      ->capture_default_str();
+  app.add_option("-p,--ranks", s.ranks, "number of ranks")->capture_default_str();
+  app.add_option("--count", s.count, "elements (all-gather, reduce-scatter: per rank)")
+      ->capture_default_str();
+  app.add_option("--chunk-bytes", s.chunk_bytes, "pipelining granularity (suffixes K, M, G)")
+      ->capture_default_str();
+  app.add_option("--dtype", s.dtype, "element type")->capture_default_str();
+  app.add_option("--root", s.root, "root of broadcast and reduce")->capture_default_str();
+  app.add_option("--alpha-us", s.alpha_us, "model: latency per message, microseconds")->capture_default_str();
+  app.add_option("--link-gbps", s.link_gbps, "model: link bandwidth, 10^9 bytes/s")->capture_default_str();
+  app.add_option("--reduce-gbps", s.reduce_gbps, "model: reduction speed, 10^9 bytes/s")
+      ->capture_default_str();
+  app.add_option("--svg", s.svg, "also draw the trace here (with several algorithms: FILE-<algo>.svg)");
+  CLI11_PARSE(app, argc, argv);
+  return guarded(app, "trace", [&] {
+    std::fputs(run_trace(s).c_str(), stdout);
+    return 0;
+  });
+}
+
+int ceiling_command(int argc, char** argv) {
+  std::string bytes = "64M";
+  CeilingOptions options;
+  CLI::App app{
+      "canopy-bench ceiling: how fast two processes exchange data both ways over loopback TCP, and "
+      "the busbw ceiling that implies for each collective on one host"};
+  app.add_option("--bytes", bytes, "message size each way per repetition")->capture_default_str();
+  app.add_option("--repetitions", options.repetitions, "timed repetitions (the median is reported)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  CLI11_PARSE(app, argc, argv);
+  return guarded(app, "ceiling", [&] {
+    options.message_bytes = parse_size(bytes);
+    LoopbackCeiling ceiling = measure_loopback_ceiling(options);
+    fmt::print(
+        "loopback exchange, 2 processes, {} each way x {}: {:.2f} GB/s each way (median; best {:.2f}), "
+        "{:.2f} GB/s in all\n",
+        format_size(options.message_bytes), options.repetitions, ceiling.each_way_gbps,
+        ceiling.best_each_way_gbps, ceiling.aggregate_gbps());
+    fmt::print("{:>14} {:>9} {:>9} {:>9} {:>9}   busbw ceiling on one host (GB/s)\n", "collective", "P=2",
+               "P=4", "P=8", "P=16");
+    for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce,
+                         Collective::AllGather, Collective::ReduceScatter}) {
+      fmt::print("{:>14}", command_name(c));
+      for (int p : {2, 4, 8, 16}) fmt::print(" {:>9.3f}", ceiling_busbw_gbps(c, p, ceiling.aggregate_gbps()));
+      fmt::print("\n");
+    }
+    return 0;
+  });
+}
+
+int plot_command(int argc, char** argv) {
+  std::string output;
+  std::vector<std::string> inputs;
+  CLI::App app{
+      "canopy-bench plot: draw busbw vs size per algorithm (and time vs ranks when the files span "
+      "several rank counts) from --json files, with gnuplot"};
+  app.add_option("output", output, "the picture: FILE.svg or FILE.png")->required();
+  app.add_option("rows", inputs, "canopy-bench --json files")->required();
+  CLI11_PARSE(app, argc, argv);
+  return guarded(app, "plot", [&] {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const std::string& path : inputs)
+      for (auto& row : read_rows(path)) rows.push_back(std::move(row));
+    draw_plot(rows, output);
+    fmt::print("canopy-bench plot: drew {} rows into {}\n", rows.size(), output);
+    return 0;
+  });
+}
+
+int compare_command(int argc, char** argv) {
+  std::string ours, theirs, peer = "mpi";
+  CLI::App app{"canopy-bench compare: Canopy's --json rows beside a peer's (same keys), with ratios"};
+  app.add_option("canopy", ours, "canopy-bench --json file")->required();
+  app.add_option("peer", theirs, "the peer's rows (bench/compare's canopy-mpi-bench --json)")->required();
+  app.add_option("--peer-name", peer, "what to call the peer in the table")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  return guarded(app, "compare", [&] {
+    std::fputs(compare_table(read_rows(ours), read_rows(theirs), peer).c_str(), stdout);
+    return 0;
+  });
+}
+
+}  // namespace canopy::bench

@@ -1,0 +1,95 @@
+#include "bench/collectives/trace_command.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <stdexcept>
+#include <vector>
+
+#include "bench/collectives/selection.hpp"
+#include "bench/collectives/sizes.hpp"
+#include "collectives/schedules/algorithms.hpp"
+#include "collectives/schedules/simulator.hpp"
+#include "collectives/schedules/tracer.hpp"
+#include "common/error.hpp"
+
+namespace canopy::bench {
+namespace {
+
+namespace coll = canopy::collectives;
+
+void check(const TraceSettings& s, Collective collective) {
+  if (s.ranks < 1 || s.ranks > 1024)
+    throw std::invalid_argument(fmt::format("-p {}: the rank count must be 1 to 1024", s.ranks));
+  bool rooted = collective == Collective::Broadcast || collective == Collective::Reduce;
+  if (rooted && (s.root < 0 || s.root >= s.ranks))
+    throw std::invalid_argument(fmt::format("--root {} is not a rank of {}", s.root, s.ranks));
+  if (s.count > (1u << 26))
+    throw std::invalid_argument(fmt::format("--count {}: the tracer draws at most 2^26 elements", s.count));
+  if (s.alpha_us < 0 || s.link_gbps <= 0 || s.reduce_gbps <= 0)
+    throw std::invalid_argument(
+        "the link model needs --alpha-us >= 0, --link-gbps > 0 and --reduce-gbps > 0");
+}
+
+}  // namespace
+
+std::string svg_path_for(const std::string& path, const std::string& algorithm, bool several) {
+  if (!several) return path;
+  std::size_t slash = path.find_last_of('/');
+  std::size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + "-" + algorithm;
+  return path.substr(0, dot) + "-" + algorithm + path.substr(dot);
+}
+
+std::string run_trace(const TraceSettings& s) {
+  auto dtype = parse_data_type(s.dtype);
+  if (!dtype) throw std::invalid_argument(fmt::format("unknown --dtype '{}'", s.dtype));
+  auto collectives = collectives_named(s.collective);
+  if (collectives.size() != 1) throw std::invalid_argument("trace shows one collective at a time");
+  const Collective collective = collectives.front();
+  check(s, collective);
+  const std::vector<std::string> names = algorithms_for(collective, s.algorithms, /*allow_auto=*/false);
+  const std::uint64_t chunk_elements =
+      std::max<std::uint64_t>(1, parse_size(s.chunk_bytes) / size_of(*dtype));
+
+  coll::CollectiveCall call;
+  call.collective = collective;
+  call.size = s.ranks;
+  call.count = collective == Collective::Barrier ? 0 : s.count;
+  call.root = s.root;
+  call.chunk_count = chunk_elements;
+  const coll::LinkModel model{s.alpha_us * 1e-6, 1.0 / (s.link_gbps * 1e9), 1.0 / (s.reduce_gbps * 1e9)};
+  const std::size_t buffer_bytes = call.data_count() * size_of(*dtype);
+
+  std::string text =
+      fmt::format("# model: alpha {} us per message, {} GB/s per link, reduce {} GB/s; {} bytes\n",
+                  s.alpha_us, s.link_gbps, s.reduce_gbps, buffer_bytes);
+  std::vector<std::pair<std::string, double>> predictions;
+  for (const std::string& name : names) {
+    const coll::Algorithm& algorithm = *coll::find_algorithm(collective, name);
+    std::vector<std::vector<std::byte>> inputs(static_cast<std::size_t>(s.ranks),
+                                               std::vector<std::byte>(buffer_bytes));
+    coll::Simulation simulation =
+        coll::simulate(algorithm, call, *dtype, ReduceOp::Sum, std::move(inputs), model);
+    text += fmt::format("\n== {} {}: {}\n", command_name(collective), name, algorithm.summary);
+    text += coll::trace_text(simulation, call);
+    predictions.emplace_back(name, simulation.predicted_seconds);
+    if (!s.svg.empty()) {
+      std::string path = svg_path_for(s.svg, name, names.size() > 1);
+      std::ofstream out(path);
+      out << coll::trace_svg(simulation, call);
+      if (!out) fail(ErrorCode::Config, "canopy-bench trace: cannot write the SVG file '{}'", path);
+      text += fmt::format("(drawn in {})\n", path);
+    }
+  }
+  if (predictions.size() > 1) {
+    text += "\n# predicted:";
+    for (const auto& [name, seconds] : predictions)
+      text += fmt::format(" {} {}{}", name, coll::format_seconds(seconds),
+                          &name == &predictions.back().first ? "" : ",");
+    text += "\n";
+  }
+  return text;
+}
+
+}  // namespace canopy::bench

@@ -1,0 +1,33 @@
+// `canopy-bench trace`: the teaching view. Builds the schedules of every rank of one call, runs them in
+// the simulator (no network) and prints who sends what to whom, round by round, with the model's
+// predicted time; optionally draws the same as an SVG picture.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace canopy::bench {
+
+struct TraceSettings {
+  std::string collective = "broadcast";
+  std::string algorithms = "all";  // comma-separated list or "all"
+  int ranks = 8;
+  std::uint64_t count = 8;         // elements (all-gather, reduce-scatter: per rank)
+  std::string chunk_bytes = "1M";  // pipelining granularity, as canopy-bench -b takes sizes
+  std::string dtype = "float32";
+  int root = 0;
+  double alpha_us = 20;     // the link model: per-message latency,
+  double link_gbps = 1;     // link bandwidth (10^9 bytes/s),
+  double reduce_gbps = 10;  // and reduction speed
+  std::string svg;          // "": no picture; with several algorithms, one file each (name-algo.svg)
+};
+
+// The text of every requested algorithm's trace, one after another, then (for several) a one-line
+// comparison of their predicted times. Writes the SVG file(s) when asked. Throws std::invalid_argument
+// for a bad setting and canopy::Error when a file cannot be written.
+std::string run_trace(const TraceSettings& settings);
+
+// The SVG path for one algorithm: `path` itself for a single algorithm, else "dir/name-<algo>.svg".
+std::string svg_path_for(const std::string& path, const std::string& algorithm, bool several);
+
+}  // namespace canopy::bench

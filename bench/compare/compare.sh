@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# compare.sh: Canopy and Open MPI (forced onto TCP) on the same collectives, sizes and rank counts, on
+# this machine, in the same run; prints Canopy/MPI ratios of time and busbw, and both busbw as a
+# percentage of the loopback ceiling canopy-bench measures in the same run.
+#
+#   bench/compare/compare.sh [--bin DIR] [--ranks "2 4"] [--collectives "allreduce broadcast"]
+#                            [-b 4] [-e 64M] [-f 16] [-n 20] [-w 5] [--out DIR] [--algo auto]
+#
+# Open MPI runs with --mca pml ob1 --mca btl tcp,self (TCP even between local ranks: the same transport
+# as Canopy), --oversubscribe (ranks may outnumber cores) and --allow-run-as-root.
+set -euo pipefail
+
+bin="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/bin"
+ranks="2 4"
+collectives="allreduce broadcast"
+min=4 max=64M factor=16 iters=20 warmup=5 algo=auto
+out=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --bin) bin="$2"; shift 2 ;;
+    --ranks) ranks="$2"; shift 2 ;;
+    --collectives) collectives="$2"; shift 2 ;;
+    --algo) algo="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    -b) min="$2"; shift 2 ;;
+    -e) max="$2"; shift 2 ;;
+    -f) factor="$2"; shift 2 ;;
+    -n) iters="$2"; shift 2 ;;
+    -w) warmup="$2"; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+for tool in canopy-bench canopy-run canopy-mpi-bench; do
+  if [[ ! -x "$bin/$tool" ]]; then
+    echo "compare.sh: no $tool in $bin (canopy-mpi-bench is built only when CMake finds MPI:" \
+         "apt-get install openmpi-bin libopenmpi-dev, then reconfigure)" >&2
+    exit 1
+  fi
+done
+command -v mpirun >/dev/null || { echo "compare.sh: mpirun not found (apt-get install openmpi-bin)" >&2; exit 1; }
+if [[ -z "$out" ]]; then
+  out=$(mktemp -d /tmp/canopy-compare-XXXXXX)
+fi
+mkdir -p "$out"
+echo "# rows in $out; load now: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (others' work makes numbers noisy)"
+
+mpi=(mpirun --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
+status=0
+for p in $ranks; do
+  for c in $collectives; do
+    echo
+    echo "## $c, $p ranks"
+    "$bin/canopy-run" --nproc "$p" --master-port 0 "$bin/canopy-bench" "$c" --algo "$algo" -b "$min" -e "$max" \
+      -f "$factor" -n "$iters" -w "$warmup" --ceiling --json "$out/canopy-$c-$p.json" >"$out/canopy-$c-$p.txt" 2>&1 \
+      || { echo "canopy-bench failed, see $out/canopy-$c-$p.txt" >&2; status=1; continue; }
+    "${mpi[@]}" -np "$p" "$bin/canopy-mpi-bench" "$c" -b "$min" -e "$max" -f "$factor" -n "$iters" -w "$warmup" \
+      --json "$out/mpi-$c-$p.json" >"$out/mpi-$c-$p.txt" 2>&1 \
+      || { echo "canopy-mpi-bench failed, see $out/mpi-$c-$p.txt" >&2; status=1; continue; }
+    grep -m1 "ceiling, measured now" "$out/canopy-$c-$p.txt" | sed 's/^\[0\] //' || true
+    "$bin/canopy-bench" compare "$out/canopy-$c-$p.json" "$out/mpi-$c-$p.json" --peer-name mpi || status=1
+  done
+done
+exit "$status"

@@ -1,0 +1,56 @@
+// One tiny real sweep: 2 ranks under canopy-run, small sizes, with the ceiling, JSON and a plot.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/collectives/plot.hpp"
+#include "tests/bench/command.hpp"
+#include "tests/support/ranks.hpp"
+
+namespace canopy::bench {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(CanopyBenchRun, TwoRanksWithCeilingJsonAndPlot) {
+  canopy::testing::TempDir dir;
+  const bool plot = !find_gnuplot().empty();
+  std::string command = fmt::format(
+      "{} --nproc 2 --master-port 0 {} allreduce --algo ring,tree -b 8 -e 64K -f 32 -n 2 -w 1 --ceiling "
+      "--json {}/rows.json{}",
+      CANOPY_RUN_PATH, CANOPY_BENCH_PATH, dir.path(),
+      plot ? fmt::format(" --plot {}/rows.svg", dir.path()) : "");
+  auto result = testing::run_command(command, 90);
+  ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.output;
+  EXPECT_TRUE(contains(result.output, "ceiling, measured now")) << result.output;
+  EXPECT_TRUE(contains(result.output, "Avg bus bandwidth")) << result.output;
+  // Not a terminal: no progress line (its carriage returns would litter logs).
+  EXPECT_FALSE(contains(result.output, "\r")) << result.output;
+
+  auto rows = nlohmann::json::parse(testing::read_file(dir.path() + "/rows.json"));
+  ASSERT_EQ(rows.size(), 6u) << rows.dump(1);  // 8, 256, 64K x ring, tree
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.at("wrong"), 0) << row.dump();
+    EXPECT_EQ(row.at("ranks"), 2) << row.dump();
+    EXPECT_GT(row.at("ceiling_busbw_gbps").get<double>(), 0) << row.dump();
+    EXPECT_GT(row.at("busbw_of_ceiling").get<double>(), 0) << row.dump();
+  }
+  if (plot) {
+    EXPECT_TRUE(contains(testing::read_file(dir.path() + "/rows.svg"), "<svg"));
+  }
+}
+
+TEST(CanopyBenchRun, BadArgumentsFailBeforeAnyGroupForms) {
+  // No canopy-run around it: an error must come from the argument check, not from a missing group.
+  auto result = testing::run_command(std::string(CANOPY_BENCH_PATH) + " broadcast --algo ring");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_TRUE(contains(result.output, "broadcast has no algorithm 'ring'")) << result.output;
+  auto plot = testing::run_command(std::string(CANOPY_BENCH_PATH) + " allreduce --plot out.pdf");
+  EXPECT_EQ(plot.exit_code, 1) << plot.output;
+  EXPECT_TRUE(contains(plot.output, ".svg or .png")) << plot.output;
+}
+
+}  // namespace
+}  // namespace canopy::bench

@@ -1,0 +1,84 @@
+// canopy-bench trace: the schedule round by round from the simulator, as text and as SVG files.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "bench/collectives/trace_command.hpp"
+#include "tests/bench/command.hpp"
+#include "tests/support/ranks.hpp"
+
+namespace canopy::bench {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(Trace, BinomialBroadcastOnEightRanksTakesThreeRounds) {
+  TraceSettings s;
+  s.collective = "broadcast";
+  s.algorithms = "binomial";
+  s.ranks = 8;
+  std::string text = run_trace(s);
+  EXPECT_TRUE(contains(text, "7 messages in 3 rounds")) << text;
+  EXPECT_TRUE(contains(text, "round 3:")) << text;
+  EXPECT_FALSE(contains(text, "round 4:")) << text;
+}
+
+TEST(Trace, SeveralAlgorithmsEndWithTheirPredictionsSideBySide) {
+  TraceSettings s;
+  s.collective = "broadcast";
+  s.algorithms = "flat,binomial";
+  s.ranks = 8;
+  s.count = 1250000;    // 5 MB of float32: the seed's file
+  s.link_gbps = 0.001;  // 1 MB/s
+  s.alpha_us = 0;
+  std::string text = run_trace(s);
+  // 7 x 5 s for flat, 3 x 5 s for the binomial tree: the seed's 35 s and 15 s.
+  EXPECT_TRUE(contains(text, "# predicted: flat 35 s, binomial 15 s")) << text;
+}
+
+TEST(Trace, WritesOneSvgPerAlgorithm) {
+  canopy::testing::TempDir dir;
+  TraceSettings s;
+  s.collective = "allreduce";
+  s.algorithms = "ring,tree";
+  s.ranks = 4;
+  s.svg = dir.path() + "/allreduce.svg";
+  std::string text = run_trace(s);
+  for (const char* algo : {"ring", "tree"}) {
+    std::string svg = testing::read_file(dir.path() + "/allreduce-" + algo + ".svg");
+    EXPECT_EQ(svg.rfind("<svg", 0), 0u) << algo;
+    EXPECT_TRUE(contains(svg, "</svg>")) << algo;
+  }
+  EXPECT_EQ(svg_path_for("a/b.svg", "ring", false), "a/b.svg");
+  EXPECT_EQ(svg_path_for("a.b/trace", "ring", true), "a.b/trace-ring");
+}
+
+TEST(Trace, RefusesWhatCannotBeTraced) {
+  TraceSettings s;
+  s.ranks = 0;
+  EXPECT_THROW(run_trace(s), std::invalid_argument);
+  s.ranks = 4;
+  s.root = 4;
+  EXPECT_THROW(run_trace(s), std::invalid_argument);
+  s.root = 0;
+  s.algorithms = "auto";
+  EXPECT_THROW(run_trace(s), std::invalid_argument);
+  s.algorithms = "all";
+  s.collective = "all";
+  EXPECT_THROW(run_trace(s), std::invalid_argument);
+}
+
+TEST(Trace, TheCommandLine) {
+  auto result =
+      testing::run_command(std::string(CANOPY_BENCH_PATH) + " trace barrier -p 5 --algo dissemination");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(contains(result.output, "3 rounds")) << result.output;
+  auto bad = testing::run_command(std::string(CANOPY_BENCH_PATH) + " trace allreduce --algo nosuch -p 4");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "no algorithm 'nosuch'")) << bad.output;
+}
+
+}  // namespace
+}  // namespace canopy::bench
