@@ -7,9 +7,9 @@
 // (no-sync micro-steps), rank 0's parameters broadcast at start, checkpoints by global rank 0 and resuming
 // from the newest after a restart, progress on the terminal from local rank 0 of each host, and once-per-
 // job work (metrics, checkpoints, the final weights) from global rank 0, whichever process that is.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -70,9 +70,9 @@ void check_replicas(canopy::Communicator& comm, const mlp::Model& model, int ste
   comm.all_gather(std::span<const std::int64_t>(mine), std::span(all));
   for (int r = 0; r < comm.size(); ++r)
     if (all[static_cast<std::size_t>(r)] != all[0])
-      throw std::runtime_error(fmt::format("after step {}: rank {}'s weights differ from rank 0's ({:x} vs {:x})",
-                                           step, r, static_cast<std::uint64_t>(all[static_cast<std::size_t>(r)]),
-                                           static_cast<std::uint64_t>(all[0])));
+      throw std::runtime_error(fmt::format(
+          "after step {}: rank {}'s weights differ from rank 0's ({:x} vs {:x})", step, r,
+          static_cast<std::uint64_t>(all[static_cast<std::size_t>(r)]), static_cast<std::uint64_t>(all[0])));
 }
 
 int train(const Settings& settings) {
@@ -80,7 +80,7 @@ int train(const Settings& settings) {
   canopy::Communicator& comm = job.comm;
   const int rank = comm.rank(), world = comm.size();
   const bool terminal = comm.local_rank() == 0;  // progress: once per host
-  const bool once_per_job = rank == 0;            // metrics, checkpoints, final weights: once per job
+  const bool once_per_job = rank == 0;           // metrics, checkpoints, final weights: once per job
 
   std::vector<int> widths = parse_widths(settings.layers);
   mlp::DataKind kind = settings.data == "integer" ? mlp::DataKind::Integer : mlp::DataKind::Random;
@@ -95,9 +95,11 @@ int train(const Settings& settings) {
   std::vector<std::size_t> weight_index, bias_index;
   for (std::size_t l = 0; l < model.layers().size(); ++l) {
     mlp::Layer& layer = model.layers()[l];
-    weight_index.push_back(sync.add(fmt::format("layer{}.weight", l), canopy::tensor_view(std::span(layer.weight_grad)),
+    weight_index.push_back(sync.add(fmt::format("layer{}.weight", l),
+                                    canopy::tensor_view(std::span(layer.weight_grad)),
                                     canopy::tensor_view(std::span(layer.weight))));
-    bias_index.push_back(sync.add(fmt::format("layer{}.bias", l), canopy::tensor_view(std::span(layer.bias_grad)),
+    bias_index.push_back(sync.add(fmt::format("layer{}.bias", l),
+                                  canopy::tensor_view(std::span(layer.bias_grad)),
                                   canopy::tensor_view(std::span(layer.bias))));
   }
 
@@ -109,7 +111,8 @@ int train(const Settings& settings) {
     if (auto latest = checkpointer->load_latest()) {
       model.deserialize(latest->data);
       start_step = static_cast<int>(latest->step);
-      if (terminal) fmt::print("attempt {}: resuming from {} (step {})\n", job.restart_count, latest->path, start_step);
+      if (terminal)
+        fmt::print("attempt {}: resuming from {} (step {})\n", job.restart_count, latest->path, start_step);
     }
   }
   // Also after a resume: every rank read the file, but rank 0's copy is the one that counts.
@@ -119,15 +122,17 @@ int train(const Settings& settings) {
                sync.buckets().size(), job.restart_count);
 
   const int inputs = widths.front(), outputs = widths.back();
-  const std::uint64_t per_step = static_cast<std::uint64_t>(world) * static_cast<std::uint64_t>(settings.batch) *
+  const std::uint64_t per_step = static_cast<std::uint64_t>(world) *
+                                 static_cast<std::uint64_t>(settings.batch) *
                                  static_cast<std::uint64_t>(settings.accumulate);
   for (int step = start_step; step < settings.steps; ++step) {
     double loss = 0;
     for (int micro = 0; micro < settings.accumulate; ++micro) {
       // Communicate only on the last micro-step; the others accumulate into the gradient buffers.
       sync.set_sync(micro == settings.accumulate - 1);
-      std::uint64_t first = static_cast<std::uint64_t>(step) * per_step +
-                            static_cast<std::uint64_t>(micro * world + rank) * static_cast<std::uint64_t>(settings.batch);
+      std::uint64_t first =
+          static_cast<std::uint64_t>(step) * per_step +
+          static_cast<std::uint64_t>(micro * world + rank) * static_cast<std::uint64_t>(settings.batch);
       mlp::Batch batch = mlp::make_batch(kind, settings.seed, first, settings.batch, inputs, outputs);
       // The hook: a layer's gradients are final, hand them over while backward continues below it.
       loss += model.forward_backward(batch.x, batch.y, settings.batch, 1.0 / settings.accumulate,
@@ -146,13 +151,14 @@ int train(const Settings& settings) {
     if (once_per_job && !settings.metrics.empty()) {
       std::FILE* file = std::fopen(settings.metrics.c_str(), "a");
       if (file) {
-        fmt::print(file, "{{\"step\": {}, \"rank0_loss\": {:.17g}, \"world\": {}, \"attempt\": {}}}\n", step + 1,
-                   loss, world, job.restart_count);
+        fmt::print(file, "{{\"step\": {}, \"rank0_loss\": {:.17g}, \"world\": {}, \"attempt\": {}}}\n",
+                   step + 1, loss, world, job.restart_count);
         std::fclose(file);
       }
     }
     if (checkpointer && (step + 1) % settings.checkpoint_every == 0)
-      checkpointer->save(static_cast<std::uint64_t>(step + 1), once_per_job ? model.serialize() : std::string());
+      checkpointer->save(static_cast<std::uint64_t>(step + 1),
+                         once_per_job ? model.serialize() : std::string());
     if (step + 1 == settings.fail_at_step && rank == settings.fail_rank && job.restart_count == 0) {
       fmt::print("rank {}: failing on purpose after step {}\n", rank, step + 1);
       std::fflush(stdout);
@@ -161,11 +167,12 @@ int train(const Settings& settings) {
   }
 
   if (once_per_job && !settings.out.empty()) write_file(settings.out, model.serialize());
-  if (!settings.out_dir.empty()) write_file(fmt::format("{}/weights.rank{}.bin", settings.out_dir, rank), model.serialize());
+  if (!settings.out_dir.empty())
+    write_file(fmt::format("{}/weights.rank{}.bin", settings.out_dir, rank), model.serialize());
   if (once_per_job) {
     canopy::GradSyncStats stats = sync.stats();
-    fmt::print("done: synced steps {}, skipped micro-steps {}, bucket all-reduces {}, bytes {}\n", stats.synced_steps,
-               stats.skipped_steps, stats.bucket_all_reduces, stats.bytes_all_reduced);
+    fmt::print("done: synced steps {}, skipped micro-steps {}, bucket all-reduces {}, bytes {}\n",
+               stats.synced_steps, stats.skipped_steps, stats.bucket_all_reduces, stats.bytes_all_reduced);
   }
   comm.barrier();  // nobody tears the store down while another rank still uses it
   return 0;
@@ -181,10 +188,12 @@ int main(int argc, char** argv) {
   app.add_option("--batch", s.batch, "samples per rank per micro-step");
   app.add_option("--accumulate", s.accumulate, "micro-steps per optimizer step (gradient accumulation)");
   app.add_option("--lr", s.learning_rate, "SGD learning rate");
-  app.add_option("--data", s.data, "integer (exact float64 arithmetic) or random")->check(CLI::IsMember({"integer", "random"}));
+  app.add_option("--data", s.data, "integer (exact float64 arithmetic) or random")
+      ->check(CLI::IsMember({"integer", "random"}));
   app.add_option("--seed", s.seed, "data and initial weights");
   app.add_flag("--zero-init", s.zero_init, "start every weight at zero");
-  app.add_option("--checkpoint-dir", s.checkpoint_dir, "save here every --checkpoint-every steps, resume from here");
+  app.add_option("--checkpoint-dir", s.checkpoint_dir,
+                 "save here every --checkpoint-every steps, resume from here");
   app.add_option("--checkpoint-every", s.checkpoint_every);
   app.add_option("--keep", s.keep, "checkpoints kept");
   app.add_option("--out", s.out, "global rank 0 writes the final weights (float64) here");
@@ -193,8 +202,10 @@ int main(int argc, char** argv) {
   app.add_flag("--check-replicas", s.check_replicas, "compare every rank's weights after every step");
   app.add_option("--bucket-kib", s.bucket_kib, "bucket cap in KiB");
   app.add_option("--first-bucket-kib", s.first_bucket_kib, "first bucket cap in KiB");
-  app.add_flag("--rebuild-buckets", s.rebuild_buckets, "rebuild buckets from the first step's gradient order");
-  app.add_option("--fail-at-step", s.fail_at_step, "on the first attempt, --fail-rank kills itself after this step");
+  app.add_flag("--rebuild-buckets", s.rebuild_buckets,
+               "rebuild buckets from the first step's gradient order");
+  app.add_option("--fail-at-step", s.fail_at_step,
+                 "on the first attempt, --fail-rank kills itself after this step");
   app.add_option("--fail-rank", s.fail_rank);
   app.add_option("--log-every", s.log_every);
   CLI11_PARSE(app, argc, argv);

@@ -8,11 +8,10 @@
 // backward) adds the incoming gradient into the buffer itself, marks it ready, and hands autograd zeros
 // to accumulate instead, so the bucket can leave while backward goes on without the gradient being added
 // twice. Hence grads are zeroed with .zero_() and never set to None (optimizer.zero_grad() would).
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
 #include <cstdio>
 #include <sstream>
 
@@ -71,7 +70,8 @@ int main(int argc, char** argv) {
       torch::Tensor p = item.value();
       p.mutable_grad() = torch::zeros_like(p);
       std::size_t index = sync.add(item.key(), view_of(p.grad()), view_of(p));
-      // Captures the buffer, not the parameter: a parameter holding a hook that holds it would never be freed.
+      // Captures the buffer, not the parameter: a parameter holding a hook that holds it would never be
+      // freed.
       p.register_hook([&sync, buffer = p.grad(), index](torch::Tensor incoming) mutable {
         buffer.add_(incoming);
         sync.mark_ready(index);
@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
         archive.load_from(in);
         net->load(archive);
         start = static_cast<int>(latest->step);
-        if (comm.local_rank() == 0) fmt::print("attempt {}: resuming from step {}\n", job.restart_count, start);
+        if (comm.local_rank() == 0)
+          fmt::print("attempt {}: resuming from step {}\n", job.restart_count, start);
       }
     }
     sync.broadcast_parameters();
@@ -100,7 +101,8 @@ int main(int argc, char** argv) {
       double loss_sum = 0;
       for (int micro = 0; micro < accumulate; ++micro) {
         sync.set_sync(micro == accumulate - 1);
-        std::int64_t first = (static_cast<std::int64_t>(step) * accumulate + micro) * world * batch + rank * batch;
+        std::int64_t first =
+            (static_cast<std::int64_t>(step) * accumulate + micro) * world * batch + rank * batch;
         auto [x, y] = make_batch(first, batch, inputs, outputs);
         torch::Tensor loss = torch::mse_loss(net->forward(x), y) / accumulate;
         loss.backward();  // hooks fire layer by layer, last layer first; buckets leave meanwhile
@@ -109,7 +111,8 @@ int main(int argc, char** argv) {
       }
       optimizer.step();
       for (torch::Tensor& p : params) p.grad().zero_();  // not zero_grad(): the buffers must stay
-      if (comm.local_rank() == 0 && (step + 1) % 10 == 0) fmt::print("step {}: local loss {:.5f}\n", step + 1, loss_sum);
+      if (comm.local_rank() == 0 && (step + 1) % 10 == 0)
+        fmt::print("step {}: local loss {:.5f}\n", step + 1, loss_sum);
       if (checkpointer && (step + 1) % checkpoint_every == 0) {
         std::ostringstream out;
         if (rank == 0) {

@@ -37,15 +37,18 @@ void copy_scaled(DataType type, void* dst, const void* src, std::size_t count, d
     return;
   }
   switch (type) {
-    case DataType::Float32: return scale_plain<float>(dst, src, count, static_cast<float>(scale));
-    case DataType::Float64: return scale_plain<double>(dst, src, count, scale);
+    case DataType::Float32:
+      return scale_plain<float>(dst, src, count, static_cast<float>(scale));
+    case DataType::Float64:
+      return scale_plain<double>(dst, src, count, scale);
     case DataType::Float16:
       return scale_half<collectives::half_to_float, collectives::float_to_half>(dst, src, count,
-                                                                               static_cast<float>(scale));
+                                                                                static_cast<float>(scale));
     case DataType::BFloat16:
-      return scale_half<collectives::bfloat16_to_float, collectives::float_to_bfloat16>(dst, src, count,
-                                                                                       static_cast<float>(scale));
-    default: fail(ErrorCode::InvalidArgument, "copy_scaled: {} gradients cannot be averaged", to_string(type));
+      return scale_half<collectives::bfloat16_to_float, collectives::float_to_bfloat16>(
+          dst, src, count, static_cast<float>(scale));
+    default:
+      fail(ErrorCode::InvalidArgument, "copy_scaled: {} gradients cannot be averaged", to_string(type));
   }
 }
 

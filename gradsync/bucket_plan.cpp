@@ -10,8 +10,9 @@ std::vector<std::size_t> reverse_registration_order(std::size_t count) {
   return order;
 }
 
-std::vector<Bucket> plan_buckets(const std::vector<GradientSlot>& slots, const std::vector<std::size_t>& order,
-                                 std::size_t first_bucket_bytes, std::size_t bucket_bytes) {
+std::vector<Bucket> plan_buckets(const std::vector<GradientSlot>& slots,
+                                 const std::vector<std::size_t>& order, std::size_t first_bucket_bytes,
+                                 std::size_t bucket_bytes) {
   if (order.size() != slots.size())
     fail(ErrorCode::InvalidArgument, "bucket plan: order names {} gradients, {} are registered", order.size(),
          slots.size());
@@ -19,13 +20,14 @@ std::vector<Bucket> plan_buckets(const std::vector<GradientSlot>& slots, const s
   std::vector<Bucket> buckets;
   for (std::size_t index : order) {
     if (index >= slots.size() || seen[index])
-      fail(ErrorCode::InvalidArgument, "bucket plan: gradient {} is out of range or repeated in the order", index);
+      fail(ErrorCode::InvalidArgument, "bucket plan: gradient {} is out of range or repeated in the order",
+           index);
     seen[index] = true;
     const GradientSlot& slot = slots[index];
     // The bucket being filled is the first one while only one exists.
     std::size_t cap = buckets.size() == 1 ? first_bucket_bytes : bucket_bytes;
-    bool fits = !buckets.empty() && buckets.back().dtype == slot.dtype && buckets.back().device == slot.device &&
-                buckets.back().bytes + slot.bytes <= cap;
+    bool fits = !buckets.empty() && buckets.back().dtype == slot.dtype &&
+                buckets.back().device == slot.device && buckets.back().bytes + slot.bytes <= cap;
     if (!fits) {
       Bucket fresh;
       fresh.dtype = slot.dtype;

@@ -25,8 +25,9 @@ struct Bucket {
 // Fills buckets in `order` (gradient indices, each once): a bucket closes when the next gradient would
 // pass its cap (first_bucket_bytes for the first, bucket_bytes after) or has another dtype or device.
 // A gradient is never split: one larger than the cap gets a bucket of its own.
-std::vector<Bucket> plan_buckets(const std::vector<GradientSlot>& slots, const std::vector<std::size_t>& order,
-                                 std::size_t first_bucket_bytes, std::size_t bucket_bytes);
+std::vector<Bucket> plan_buckets(const std::vector<GradientSlot>& slots,
+                                 const std::vector<std::size_t>& order, std::size_t first_bucket_bytes,
+                                 std::size_t bucket_bytes);
 
 // Reverse registration order: backward produces the last layer's gradients first.
 std::vector<std::size_t> reverse_registration_order(std::size_t count);

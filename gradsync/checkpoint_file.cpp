@@ -3,10 +3,9 @@
 // the old set of checkpoints or the old set plus the complete new one.
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -45,7 +44,9 @@ T take(const std::string& in, std::size_t at) {
   return value;
 }
 
-std::string file_name(std::uint64_t step) { return fmt::format("{}{:012}{}", kPrefix, step, kSuffix); }
+std::string file_name(std::uint64_t step) {
+  return fmt::format("{}{:012}{}", kPrefix, step, kSuffix);
+}
 
 // The step of a complete checkpoint's name, or -1 for anything else (temporaries, other files).
 long long step_of(const std::string& name) {
@@ -54,7 +55,8 @@ long long step_of(const std::string& name) {
       name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
     return -1;
   std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+  if (digits.empty() ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return -1;
   return std::stoll(digits);
 }
@@ -110,7 +112,8 @@ std::optional<Checkpoint> read_complete(const std::string& path, std::uint64_t s
     log::warn("checkpoint: skipping '{}': {}", path, why);
     return std::nullopt;
   };
-  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0) return reject("not a checkpoint");
+  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    return reject("not a checkpoint");
   if (take<std::uint32_t>(bytes, 8) != kVersion) return reject("unknown version");
   if (take<std::uint64_t>(bytes, 16) != step) return reject("its header names another step");
   std::uint64_t size = take<std::uint64_t>(bytes, 24);
@@ -124,7 +127,8 @@ std::optional<Checkpoint> read_complete(const std::string& path, std::uint64_t s
 
 std::string write_checkpoint_file(const std::string& directory, std::uint64_t step, std::string_view data,
                                   int keep_last) {
-  if (keep_last < 1) fail(ErrorCode::InvalidArgument, "checkpoint: keep_last must be at least 1, got {}", keep_last);
+  if (keep_last < 1)
+    fail(ErrorCode::InvalidArgument, "checkpoint: keep_last must be at least 1, got {}", keep_last);
   if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST)
     fail_errno(fmt::format("checkpoint step {}: cannot create directory '{}'", step, directory));
   std::string final_path = directory + "/" + file_name(step);
@@ -160,7 +164,8 @@ std::string write_checkpoint_file(const std::string& directory, std::uint64_t st
   std::vector<std::pair<long long, std::string>> complete;
   for (const std::string& name : list_directory(directory)) {
     long long s = step_of(name);
-    if (s >= 0) complete.emplace_back(s, name);
+    if (s >= 0)
+      complete.emplace_back(s, name);
     else if (name.rfind(".checkpoint-", 0) == 0 && name.find(".tmp-") != std::string::npos)
       ::unlink((directory + "/" + name).c_str());
   }
@@ -178,7 +183,8 @@ std::optional<Checkpoint> find_latest_checkpoint(const std::string& directory) {
   }
   std::sort(complete.rbegin(), complete.rend());
   for (const auto& [step, name] : complete) {
-    if (auto checkpoint = read_complete(directory + "/" + name, static_cast<std::uint64_t>(step))) return checkpoint;
+    if (auto checkpoint = read_complete(directory + "/" + name, static_cast<std::uint64_t>(step)))
+      return checkpoint;
   }
   return std::nullopt;
 }

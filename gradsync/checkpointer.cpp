@@ -9,16 +9,20 @@
 namespace canopy {
 namespace {
 
-std::string verdict_key(std::uint64_t step) { return fmt::format("gradsync/checkpoint/{}", step); }
+std::string verdict_key(std::uint64_t step) {
+  return fmt::format("gradsync/checkpoint/{}", step);
+}
 
 }  // namespace
 
 Checkpointer::Checkpointer(std::shared_ptr<Store> store, int rank, CheckpointOptions options)
     : store_(std::move(store)), rank_(rank), options_(std::move(options)) {
   if (!store_) fail(ErrorCode::InvalidArgument, "Checkpointer: a store is required (TrainingJob::store)");
-  if (options_.directory.empty()) fail(ErrorCode::InvalidArgument, "Checkpointer: CheckpointOptions::directory is empty");
+  if (options_.directory.empty())
+    fail(ErrorCode::InvalidArgument, "Checkpointer: CheckpointOptions::directory is empty");
   if (options_.keep_last < 1)
-    fail(ErrorCode::InvalidArgument, "Checkpointer: keep_last must be at least 1, got {}", options_.keep_last);
+    fail(ErrorCode::InvalidArgument, "Checkpointer: keep_last must be at least 1, got {}",
+         options_.keep_last);
   if (options_.timeout.count() <= 0) options_.timeout = default_timeout();
 }
 
@@ -41,6 +45,8 @@ void Checkpointer::save(std::uint64_t step, std::string_view data) {
          verdict.rfind("error ", 0) == 0 ? verdict.substr(6) : verdict);
 }
 
-std::optional<Checkpoint> Checkpointer::load_latest() const { return find_latest_checkpoint(options_.directory); }
+std::optional<Checkpoint> Checkpointer::load_latest() const {
+  return find_latest_checkpoint(options_.directory);
+}
 
 }  // namespace canopy

@@ -9,7 +9,6 @@
 // are allocated once: at most two buckets are in flight, and a slot is refilled only after the
 // host-to-device copies out of it have finished (an event orders the two streams).
 #include <cuda_runtime.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -29,8 +28,8 @@ namespace {
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess)
-    fail(ErrorCode::System, "GradientSynchronizer (CUDA): {} failed: {} ({})", what, cudaGetErrorString(status),
-         cudaGetErrorName(status));
+    fail(ErrorCode::System, "GradientSynchronizer (CUDA): {} failed: {} ({})", what,
+         cudaGetErrorString(status), cudaGetErrorName(status));
 }
 
 struct Chunk {
@@ -39,8 +38,8 @@ struct Chunk {
 
 class CudaStaging final : public DeviceStaging {
  public:
-  CudaStaging(Communicator& comm, const std::vector<TensorView>& gradients, const std::vector<Bucket>& buckets,
-              const GradSyncOptions& options)
+  CudaStaging(Communicator& comm, const std::vector<TensorView>& gradients,
+              const std::vector<Bucket>& buckets, const GradSyncOptions& options)
       : comm_(comm), gradients_(gradients), buckets_(buckets), collective_(options.collective) {
     std::string why;
     if (cuda_device_count(&why) == 0)
@@ -51,13 +50,16 @@ class CudaStaging final : public DeviceStaging {
     chunk_bytes_ = std::max(element, options.cuda_chunk_bytes - options.cuda_chunk_bytes % element);
     std::size_t max_chunks = std::max<std::size_t>(1, (largest + chunk_bytes_ - 1) / chunk_bytes_);
 
-    check(cudaStreamCreateWithFlags(&d2h_stream_, cudaStreamNonBlocking), "cudaStreamCreate (device to host)");
-    check(cudaStreamCreateWithFlags(&h2d_stream_, cudaStreamNonBlocking), "cudaStreamCreate (host to device)");
+    check(cudaStreamCreateWithFlags(&d2h_stream_, cudaStreamNonBlocking),
+          "cudaStreamCreate (device to host)");
+    check(cudaStreamCreateWithFlags(&h2d_stream_, cudaStreamNonBlocking),
+          "cudaStreamCreate (host to device)");
     ready_events_.resize(gradients_.size());
     for (cudaEvent_t& event : ready_events_)
       check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
     for (Slot& slot : slots_) {
-      if (largest > 0) check(cudaHostAlloc(&slot.host, largest, cudaHostAllocDefault), "cudaHostAlloc (staging)");
+      if (largest > 0)
+        check(cudaHostAlloc(&slot.host, largest, cudaHostAllocDefault), "cudaHostAlloc (staging)");
       slot.landed.resize(max_chunks);
       for (cudaEvent_t& event : slot.landed)
         check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
@@ -87,7 +89,8 @@ class CudaStaging final : public DeviceStaging {
   }
 
   void gradient_ready(std::size_t index, void* stream) override {
-    check(cudaEventRecord(ready_events_[index], static_cast<cudaStream_t>(stream)), "cudaEventRecord (gradient ready)");
+    check(cudaEventRecord(ready_events_[index], static_cast<cudaStream_t>(stream)),
+          "cudaEventRecord (gradient ready)");
   }
 
   void launch(std::size_t bucket) override {
@@ -103,7 +106,8 @@ class CudaStaging final : public DeviceStaging {
     std::unique_lock lock(mutex_);
     bool done = changed_.wait_until(lock, deadline.at(), [&] { return completed_ == launched_; });
     if (!done)
-      fail(ErrorCode::Timeout, "GradientSynchronizer (CUDA): {} of {} buckets still in flight at the deadline",
+      fail(ErrorCode::Timeout,
+           "GradientSynchronizer (CUDA): {} of {} buckets still in flight at the deadline",
            launched_ - completed_, launched_);
     launched_ = completed_ = 0;
     next_slot_ = 0;
@@ -119,8 +123,9 @@ class CudaStaging final : public DeviceStaging {
     auto host = std::make_unique_for_overwrite<std::byte[]>(bytes);
     if (comm_.rank() == root)
       check(cudaMemcpy(host.get(), tensor.data, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (broadcast)");
-    comm_.run({Collective::Broadcast, host.get(), host.get(), tensor.count, tensor.dtype, ReduceOp::Sum, root},
-              collective_);
+    comm_.run(
+        {Collective::Broadcast, host.get(), host.get(), tensor.count, tensor.dtype, ReduceOp::Sum, root},
+        collective_);
     if (comm_.rank() != root)
       check(cudaMemcpy(tensor.data, host.get(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy (broadcast)");
   }
@@ -128,8 +133,8 @@ class CudaStaging final : public DeviceStaging {
  private:
   struct Slot {
     std::byte* host = nullptr;
-    std::vector<cudaEvent_t> landed;  // chunk c is in host memory
-    cudaEvent_t drained = nullptr;    // the host-to-device copies out of this slot are done
+    std::vector<cudaEvent_t> landed;   // chunk c is in host memory
+    cudaEvent_t drained = nullptr;     // the host-to-device copies out of this slot are done
     std::optional<std::size_t> holds;  // the bucket whose device-to-host copies were issued into it
   };
 
@@ -150,9 +155,11 @@ class CudaStaging final : public DeviceStaging {
       if (lo >= hi) continue;
       auto* device = static_cast<std::byte*>(g.data) + (lo - begin);
       if (to_host)
-        check(cudaMemcpyAsync(host + lo, device, hi - lo, cudaMemcpyDeviceToHost, d2h_stream_), "cudaMemcpyAsync D2H");
+        check(cudaMemcpyAsync(host + lo, device, hi - lo, cudaMemcpyDeviceToHost, d2h_stream_),
+              "cudaMemcpyAsync D2H");
       else
-        check(cudaMemcpyAsync(device, host + lo, hi - lo, cudaMemcpyHostToDevice, h2d_stream_), "cudaMemcpyAsync H2D");
+        check(cudaMemcpyAsync(device, host + lo, hi - lo, cudaMemcpyHostToDevice, h2d_stream_),
+              "cudaMemcpyAsync H2D");
     }
   }
 
@@ -181,8 +188,8 @@ class CudaStaging final : public DeviceStaging {
     for (std::size_t c = 0; c < chunks.size(); ++c) {
       check(cudaEventSynchronize(slot.landed[c]), "cudaEventSynchronize (chunk landed)");
       std::byte* at = slot.host + chunks[c].begin;
-      works[c] = comm_.start({Collective::AllReduce, at, at, (chunks[c].end - chunks[c].begin) / element, bucket.dtype,
-                              ReduceOp::Avg, 0},
+      works[c] = comm_.start({Collective::AllReduce, at, at, (chunks[c].end - chunks[c].begin) / element,
+                              bucket.dtype, ReduceOp::Avg, 0},
                              collective_);
     }
     // While this bucket is on the network, start bringing the next one over (into the other slot).
@@ -250,7 +257,8 @@ class CudaStaging final : public DeviceStaging {
 }  // namespace
 
 std::unique_ptr<DeviceStaging> make_cuda_staging(Communicator& comm, const std::vector<TensorView>& gradients,
-                                                 const std::vector<Bucket>& buckets, const GradSyncOptions& options) {
+                                                 const std::vector<Bucket>& buckets,
+                                                 const GradSyncOptions& options) {
   return std::make_unique<CudaStaging>(comm, gradients, buckets, options);
 }
 

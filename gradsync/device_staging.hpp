@@ -30,7 +30,8 @@ class DeviceStaging {
 // Pinned staging for two buckets of the largest size, allocated once here. Error(Config) when Canopy was
 // built without CUDA; Error(System) when no device can be used.
 std::unique_ptr<DeviceStaging> make_cuda_staging(Communicator& comm, const std::vector<TensorView>& gradients,
-                                                 const std::vector<Bucket>& buckets, const GradSyncOptions& options);
+                                                 const std::vector<Bucket>& buckets,
+                                                 const GradSyncOptions& options);
 
 // Number of CUDA devices usable by this process, 0 without CUDA (and the reason in `why`).
 int cuda_device_count(std::string* why = nullptr);

@@ -26,8 +26,9 @@ class GradientSynchronizer::Impl {
  public:
   Impl(Communicator& comm, GradSyncOptions options) : comm_(comm), options_(std::move(options)) {
     if (options_.bucket_bytes == 0 || options_.first_bucket_bytes == 0)
-      fail(ErrorCode::InvalidArgument, "GradientSynchronizer: bucket sizes must be positive (got {} and first {})",
-           options_.bucket_bytes, options_.first_bucket_bytes);
+      fail(ErrorCode::InvalidArgument,
+           "GradientSynchronizer: bucket sizes must be positive (got {} and first {})", options_.bucket_bytes,
+           options_.first_bucket_bytes);
   }
 
   ~Impl() {
@@ -48,16 +49,20 @@ class GradientSynchronizer::Impl {
       fail(ErrorCode::InvalidArgument, "GradientSynchronizer::add('{}'): null gradient of {} elements", name,
            gradient.count);
     if (!gradsync::is_floating_point(gradient.dtype))
-      fail(ErrorCode::InvalidArgument, "GradientSynchronizer::add('{}'): gradients must be floating point, got {}",
-           name, to_string(gradient.dtype));
-    if (parameter.data != nullptr && (parameter.count != gradient.count || parameter.device != gradient.device))
       fail(ErrorCode::InvalidArgument,
-           "GradientSynchronizer::add('{}'): the parameter ({} elements) must match its gradient ({} elements) "
+           "GradientSynchronizer::add('{}'): gradients must be floating point, got {}", name,
+           to_string(gradient.dtype));
+    if (parameter.data != nullptr &&
+        (parameter.count != gradient.count || parameter.device != gradient.device))
+      fail(ErrorCode::InvalidArgument,
+           "GradientSynchronizer::add('{}'): the parameter ({} elements) must match its gradient ({} "
+           "elements) "
            "in size and device",
            name, parameter.count, gradient.count);
     if (!gradients_.empty() && gradient.device != gradients_.front().device)
       fail(ErrorCode::InvalidArgument,
-           "GradientSynchronizer::add('{}'): all gradients must live on one device (CPU or CUDA); '{}' did not",
+           "GradientSynchronizer::add('{}'): all gradients must live on one device (CPU or CUDA); '{}' did "
+           "not",
            name, names_.front());
     names_.push_back(std::move(name));
     gradients_.push_back(gradient);
@@ -86,8 +91,9 @@ class GradientSynchronizer::Impl {
 
   void set_sync(bool enabled) {
     if (any_marked_ && enabled != sync_)
-      fail(ErrorCode::InvalidArgument,
-           "GradientSynchronizer::set_sync: called in the middle of a step (after mark_ready, before finish)");
+      fail(
+          ErrorCode::InvalidArgument,
+          "GradientSynchronizer::set_sync: called in the middle of a step (after mark_ready, before finish)");
     sync_ = enabled;
   }
   bool sync_enabled() const { return sync_; }
@@ -95,10 +101,12 @@ class GradientSynchronizer::Impl {
   void mark_ready(std::size_t index, void* cuda_stream) {
     freeze();
     if (index >= gradients_.size())
-      fail(ErrorCode::InvalidArgument, "mark_ready({}): only {} gradients are registered", index, gradients_.size());
+      fail(ErrorCode::InvalidArgument, "mark_ready({}): only {} gradients are registered", index,
+           gradients_.size());
     if (ready_[index])
       fail(ErrorCode::InvalidArgument,
-           "mark_ready({}): gradient '{}' was already marked ready in this step (a hook fired twice, or finish() "
+           "mark_ready({}): gradient '{}' was already marked ready in this step (a hook fired twice, or "
+           "finish() "
            "was not called after the previous backward)",
            index, names_[index]);
     ready_[index] = true;
@@ -183,8 +191,8 @@ class GradientSynchronizer::Impl {
       for (std::size_t b = 0; b < buckets_.size(); ++b) host_buffers_[b].resize(buckets_[b].bytes);
     }
     reset_pending();
-    log::info("GradientSynchronizer: {} gradients in {} buckets (first {} B, then {} B caps)", gradients_.size(),
-              buckets_.size(), options_.first_bucket_bytes, options_.bucket_bytes);
+    log::info("GradientSynchronizer: {} gradients in {} buckets (first {} B, then {} B caps)",
+              gradients_.size(), buckets_.size(), options_.first_bucket_bytes, options_.bucket_bytes);
   }
 
   void reset_pending() {
@@ -220,8 +228,10 @@ class GradientSynchronizer::Impl {
   // Waits for every bucket in launch order and copies the sums back, scaled by 1/world on the way.
   void complete_buckets() {
     if (staging_) {
-      Duration timeout = options_.collective.timeout.count() > 0 ? options_.collective.timeout : default_timeout();
-      staging_->wait_all(Deadline::after(timeout * static_cast<long>(std::max<std::size_t>(1, buckets_.size()))));
+      Duration timeout =
+          options_.collective.timeout.count() > 0 ? options_.collective.timeout : default_timeout();
+      staging_->wait_all(
+          Deadline::after(timeout * static_cast<long>(std::max<std::size_t>(1, buckets_.size()))));
       return;
     }
     const double scale = 1.0 / comm_.size();
@@ -274,7 +284,8 @@ class GradientSynchronizer::Impl {
     std::vector<std::int64_t> flat(static_cast<std::size_t>(root_count) * gradsync::kEntryFields);
     if (comm_.rank() == 0)
       for (std::size_t i = 0; i < mine.size(); ++i)
-        std::copy(mine[i].begin(), mine[i].end(), flat.begin() + static_cast<long>(i * gradsync::kEntryFields));
+        std::copy(mine[i].begin(), mine[i].end(),
+                  flat.begin() + static_cast<long>(i * gradsync::kEntryFields));
     comm_.broadcast(std::span(flat), 0);
     std::vector<gradsync::EntryDescription> root(static_cast<std::size_t>(root_count));
     for (std::size_t i = 0; i < root.size(); ++i)
@@ -303,8 +314,9 @@ class GradientSynchronizer::Impl {
       gradsync::EntryDescription their_entry;
       std::copy_n(theirs + 2, gradsync::kEntryFields, their_entry.begin());
       bool they_have = index < static_cast<std::size_t>(theirs[1]);
-      std::string local_name = index < names_.size() ? fmt::format(" ('{}' on rank {})", names_[index], comm_.rank())
-                                                     : std::string();
+      std::string local_name = index < names_.size()
+                                   ? fmt::format(" ('{}' on rank {})", names_[index], comm_.rank())
+                                   : std::string();
       fail(ErrorCode::Mismatch,
            "broadcast_parameters: rank {} registered a different model than rank 0; first difference at "
            "gradient {}{}: {}, {}",
@@ -343,13 +355,29 @@ GradientSynchronizer::~GradientSynchronizer() = default;
 std::size_t GradientSynchronizer::add(std::string name, TensorView gradient, TensorView parameter) {
   return impl_->add(std::move(name), gradient, parameter);
 }
-void GradientSynchronizer::broadcast_parameters() { impl_->broadcast_parameters(); }
-void GradientSynchronizer::set_sync(bool enabled) { impl_->set_sync(enabled); }
-bool GradientSynchronizer::sync_enabled() const { return impl_->sync_enabled(); }
-void GradientSynchronizer::mark_ready(std::size_t index, void* cuda_stream) { impl_->mark_ready(index, cuda_stream); }
-void GradientSynchronizer::finish() { impl_->finish(); }
-std::vector<std::vector<std::size_t>> GradientSynchronizer::buckets() { return impl_->bucket_indices(); }
-GradSyncStats GradientSynchronizer::stats() const { return impl_->stats(); }
-int GradientSynchronizer::world_size() const { return impl_->world_size(); }
+void GradientSynchronizer::broadcast_parameters() {
+  impl_->broadcast_parameters();
+}
+void GradientSynchronizer::set_sync(bool enabled) {
+  impl_->set_sync(enabled);
+}
+bool GradientSynchronizer::sync_enabled() const {
+  return impl_->sync_enabled();
+}
+void GradientSynchronizer::mark_ready(std::size_t index, void* cuda_stream) {
+  impl_->mark_ready(index, cuda_stream);
+}
+void GradientSynchronizer::finish() {
+  impl_->finish();
+}
+std::vector<std::vector<std::size_t>> GradientSynchronizer::buckets() {
+  return impl_->bucket_indices();
+}
+GradSyncStats GradientSynchronizer::stats() const {
+  return impl_->stats();
+}
+int GradientSynchronizer::world_size() const {
+  return impl_->world_size();
+}
 
 }  // namespace canopy

@@ -13,11 +13,14 @@ std::int64_t name_hash(const std::string& name) {
   return static_cast<std::int64_t>(hash & 0x7fffffffffffffffull);
 }
 
-const char* device_name(std::int64_t device) { return device == static_cast<int>(Device::CUDA) ? "cuda" : "cpu"; }
+const char* device_name(std::int64_t device) {
+  return device == static_cast<int>(Device::CUDA) ? "cuda" : "cpu";
+}
 
 }  // namespace
 
-EntryDescription describe_entry(const std::string& name, const TensorView& gradient, const TensorView& parameter) {
+EntryDescription describe_entry(const std::string& name, const TensorView& gradient,
+                                const TensorView& parameter) {
   bool has_parameter = parameter.data != nullptr;
   return {static_cast<std::int64_t>(gradient.count),
           static_cast<std::int64_t>(gradient.dtype),

@@ -16,7 +16,8 @@ namespace canopy::gradsync {
 inline constexpr std::size_t kEntryFields = 6;
 using EntryDescription = std::array<std::int64_t, kEntryFields>;
 
-EntryDescription describe_entry(const std::string& name, const TensorView& gradient, const TensorView& parameter);
+EntryDescription describe_entry(const std::string& name, const TensorView& gradient,
+                                const TensorView& parameter);
 
 // Index of the first entry that differs (or that one side lacks); nullopt when both lists agree.
 std::optional<std::size_t> first_difference(const std::vector<EntryDescription>& a,

@@ -18,7 +18,8 @@ bool ok(cudaError_t status, const char* what) {
 }
 
 // Milliseconds for `repeat` copies of `bytes` on `stream`, timed by events.
-float time_copies(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t stream, int repeat) {
+float time_copies(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t stream,
+                  int repeat) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
@@ -33,7 +34,9 @@ float time_copies(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind 
   return ms;
 }
 
-double gbps(std::size_t bytes, int repeat, float ms) { return ms > 0 ? bytes * static_cast<double>(repeat) / (ms * 1e6) : 0; }
+double gbps(std::size_t bytes, int repeat, float ms) {
+  return ms > 0 ? bytes * static_cast<double>(repeat) / (ms * 1e6) : 0;
+}
 
 }  // namespace
 
@@ -52,7 +55,8 @@ int main(int argc, char** argv) {
   std::size_t max_bytes = max_mib << 20;
 
   void *device_a, *device_b, *pinned_a, *pinned_b;
-  if (!ok(cudaMalloc(&device_a, max_bytes), "cudaMalloc") || !ok(cudaMalloc(&device_b, max_bytes), "cudaMalloc") ||
+  if (!ok(cudaMalloc(&device_a, max_bytes), "cudaMalloc") ||
+      !ok(cudaMalloc(&device_b, max_bytes), "cudaMalloc") ||
       !ok(cudaHostAlloc(&pinned_a, max_bytes, cudaHostAllocDefault), "cudaHostAlloc") ||
       !ok(cudaHostAlloc(&pinned_b, max_bytes, cudaHostAllocDefault), "cudaHostAlloc"))
     return 1;
@@ -61,16 +65,20 @@ int main(int argc, char** argv) {
   cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking);
   cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking);
 
-  std::printf("%10s %12s %12s %14s %14s %16s\n", "MiB", "D2H pinned", "H2D pinned", "D2H pageable", "H2D pageable",
-              "both pinned sum");
+  std::printf("%10s %12s %12s %14s %14s %16s\n", "MiB", "D2H pinned", "H2D pinned", "D2H pageable",
+              "H2D pageable", "both pinned sum");
   for (std::size_t mib = 1; mib <= max_mib; mib *= 4) {
     std::size_t bytes = mib << 20;
     int repeat = mib >= 64 ? 3 : 10;
     time_copies(pinned_a, device_a, bytes, cudaMemcpyDeviceToHost, s1, 1);  // warm up
-    double d2h = gbps(bytes, repeat, time_copies(pinned_a, device_a, bytes, cudaMemcpyDeviceToHost, s1, repeat));
-    double h2d = gbps(bytes, repeat, time_copies(device_a, pinned_a, bytes, cudaMemcpyHostToDevice, s1, repeat));
-    double d2h_page = gbps(bytes, 1, time_copies(pageable.data(), device_a, bytes, cudaMemcpyDeviceToHost, s1, 1));
-    double h2d_page = gbps(bytes, 1, time_copies(device_a, pageable.data(), bytes, cudaMemcpyHostToDevice, s1, 1));
+    double d2h =
+        gbps(bytes, repeat, time_copies(pinned_a, device_a, bytes, cudaMemcpyDeviceToHost, s1, repeat));
+    double h2d =
+        gbps(bytes, repeat, time_copies(device_a, pinned_a, bytes, cudaMemcpyHostToDevice, s1, repeat));
+    double d2h_page =
+        gbps(bytes, 1, time_copies(pageable.data(), device_a, bytes, cudaMemcpyDeviceToHost, s1, 1));
+    double h2d_page =
+        gbps(bytes, 1, time_copies(device_a, pageable.data(), bytes, cudaMemcpyHostToDevice, s1, 1));
     // Both directions at once, as the staging pipeline runs them.
     cudaEvent_t start, stop;
     cudaEventCreate(&start);

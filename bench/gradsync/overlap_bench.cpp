@@ -7,9 +7,9 @@
 // so that compute and communication compete for the machine as they do in training. Alongside the two
 // modes it measures backward alone and communication alone: no overlap costs about their sum, perfect
 // overlap the larger of the two. Modes alternate step by step so that noise hits both alike.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
     canopy::TrainingJob job = canopy::join_training_job();
     canopy::Communicator& comm = job.comm;
     auto count = static_cast<std::size_t>(s.layer_mib * (1 << 20) / sizeof(float));
-    std::vector<std::vector<float>> grads(static_cast<std::size_t>(s.layers), std::vector<float>(count, 1.0f));
+    std::vector<std::vector<float>> grads(static_cast<std::size_t>(s.layers),
+                                          std::vector<float>(count, 1.0f));
     std::vector<float> input(count, 0.5f);
     canopy::GradSyncOptions options;
     options.bucket_bytes = static_cast<std::size_t>(s.bucket_mib * (1 << 20));
@@ -102,9 +103,11 @@ int main(int argc, char** argv) {
         if (step >= s.warmup) times[m].push_back(ms);
       }
     if (comm.rank() == 0) {
-      double overlap = median(times[0]), after = median(times[1]), compute = median(times[2]), net = median(times[3]);
-      fmt::print("gradsync overlap: {} ranks, {} layers x {} MiB float32 = {} MiB, {} buckets, {} FMA passes\n",
-                 comm.size(), s.layers, s.layer_mib, s.layers * s.layer_mib, buckets, s.compute_passes);
+      double overlap = median(times[0]), after = median(times[1]), compute = median(times[2]),
+             net = median(times[3]);
+      fmt::print(
+          "gradsync overlap: {} ranks, {} layers x {} MiB float32 = {} MiB, {} buckets, {} FMA passes\n",
+          comm.size(), s.layers, s.layer_mib, s.layers * s.layer_mib, buckets, s.compute_passes);
       fmt::print("{:>28} {:>10}\n", "median step (ms)", "");
       fmt::print("{:>28} {:>10.2f}\n", "backward alone", compute);
       fmt::print("{:>28} {:>10.2f}\n", "all-reduces alone", net);

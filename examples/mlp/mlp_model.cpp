@@ -36,8 +36,8 @@ Model::Model(const std::vector<int>& widths, std::uint64_t seed, bool zero_init)
   a_.resize(layers_.size() + 1);
 }
 
-double Model::forward_backward(const std::vector<double>& x, const std::vector<double>& y, int batch, double scale,
-                               const std::function<void(std::size_t)>& layer_ready) {
+double Model::forward_backward(const std::vector<double>& x, const std::vector<double>& y, int batch,
+                               double scale, const std::function<void(std::size_t)>& layer_ready) {
   const std::size_t depth = layers_.size();
   const auto b = static_cast<std::size_t>(batch);
   a_[0] = x;
@@ -96,7 +96,8 @@ double Model::forward_backward(const std::vector<double>& x, const std::vector<d
 
 void Model::sgd_step(double learning_rate) {
   for (Layer& layer : layers_) {
-    for (std::size_t k = 0; k < layer.weight.size(); ++k) layer.weight[k] -= learning_rate * layer.weight_grad[k];
+    for (std::size_t k = 0; k < layer.weight.size(); ++k)
+      layer.weight[k] -= learning_rate * layer.weight_grad[k];
     for (std::size_t k = 0; k < layer.bias.size(); ++k) layer.bias[k] -= learning_rate * layer.bias_grad[k];
   }
   zero_grad();
@@ -122,8 +123,8 @@ void Model::deserialize(const std::string& bytes) {
   std::size_t expected = 0;
   for (const Layer& layer : layers_) expected += (layer.weight.size() + layer.bias.size()) * sizeof(double);
   if (bytes.size() != expected)
-    throw std::runtime_error("mlp::Model: checkpoint holds " + std::to_string(bytes.size()) + " bytes, this model " +
-                             std::to_string(expected) + " (another --layers?)");
+    throw std::runtime_error("mlp::Model: checkpoint holds " + std::to_string(bytes.size()) +
+                             " bytes, this model " + std::to_string(expected) + " (another --layers?)");
   std::size_t at = 0;
   for (Layer& layer : layers_) {
     std::memcpy(layer.weight.data(), bytes.data() + at, layer.weight.size() * sizeof(double));

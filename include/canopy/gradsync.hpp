@@ -5,9 +5,9 @@
 //
 //   canopy::TrainingJob job = canopy::join_training_job();      // under canopy-run / torchrun / srun
 //   canopy::GradientSynchronizer sync(job.comm);
-//   for (auto& layer : model) sync.add(layer.name, canopy::tensor_view(layer.grad), canopy::tensor_view(layer.w));
-//   sync.broadcast_parameters();                                // everyone starts from rank 0's weights
-//   for (...) {
+//   for (auto& layer : model) sync.add(layer.name, canopy::tensor_view(layer.grad),
+//   canopy::tensor_view(layer.w)); sync.broadcast_parameters();                                // everyone
+//   starts from rank 0's weights for (...) {
 //     forward(); backward([&](std::size_t i) { sync.mark_ready(i); });   // hook: gradient i is final
 //     sync.finish();                                            // gradients now hold the average over ranks
 //     optimizer_step();
@@ -43,7 +43,7 @@ TensorView tensor_view(std::span<T> data, Device device = Device::CPU) {
 }
 
 struct GradSyncOptions {
-  std::size_t bucket_bytes = std::size_t{25} << 20;      // cap of every bucket but the first
+  std::size_t bucket_bytes = std::size_t{25} << 20;       // cap of every bucket but the first
   std::size_t first_bucket_bytes = std::size_t{1} << 20;  // small, so that communication starts early
   // As DDP does: after the first synchronised step, form the buckets again from the order in which the
   // gradients actually became ready (rank 0's order, shared with every rank).

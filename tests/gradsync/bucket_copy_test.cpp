@@ -1,4 +1,6 @@
 // Averaging on the copy out of a bucket, in every floating-point type.
+#include "gradsync/bucket_copy.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -6,7 +8,6 @@
 
 #include "canopy/error.hpp"
 #include "collectives/kernels/reduce_kernels.hpp"
-#include "gradsync/bucket_copy.hpp"
 
 namespace canopy::gradsync {
 namespace {

@@ -1,9 +1,10 @@
 // The bucket rules: reverse registration order, a small first bucket, caps, never a split tensor, one
 // dtype and device per bucket; and the registration comparison behind broadcast_parameters' error.
+#include "gradsync/bucket_plan.hpp"
+
 #include <gtest/gtest.h>
 
 #include "canopy/error.hpp"
-#include "gradsync/bucket_plan.hpp"
 #include "gradsync/registration_check.hpp"
 
 namespace canopy::gradsync {
@@ -76,7 +77,8 @@ TEST(RegistrationCheck, FirstDifferenceNamesTheEntry) {
   EXPECT_EQ(first_difference(root, renamed), 1u);
   std::vector<EntryDescription> shorter{describe_entry("w", g4, p4)};
   EXPECT_EQ(first_difference(root, shorter), 1u);
-  EXPECT_NE(entry_text(other[1]).find("3 x float32 on cpu, no parameter"), std::string::npos) << entry_text(other[1]);
+  EXPECT_NE(entry_text(other[1]).find("3 x float32 on cpu, no parameter"), std::string::npos)
+      << entry_text(other[1]);
 }
 
 }  // namespace

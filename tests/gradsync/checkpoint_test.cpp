@@ -1,9 +1,10 @@
 // Checkpoints on real files: round trip, the newest kept K, torn and temporary files never loaded, a
 // full disk (RLIMIT_FSIZE) and an unwritable target reported with the previous checkpoint intact, and
 // the other ranks waiting on rank 0's verdict through the store.
-#include <gtest/gtest.h>
+#include "canopy/checkpoint.hpp"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -14,7 +15,6 @@
 #include <fstream>
 #include <thread>
 
-#include "canopy/checkpoint.hpp"
 #include "canopy/error.hpp"
 #include "tests/support/ranks.hpp"
 
@@ -35,7 +35,8 @@ TEST(Checkpoint, RoundTripAndKeepsTheNewestK) {
   testing::TempDir dir;
   for (std::uint64_t step = 1; step <= 5; ++step)
     write_checkpoint_file(dir.path(), step * 10, std::string(1000 + step, static_cast<char>('a' + step)), 2);
-  EXPECT_EQ(names_in(dir.path()), (std::vector<std::string>{"checkpoint-000000000040.ckpt", "checkpoint-000000000050.ckpt"}));
+  EXPECT_EQ(names_in(dir.path()),
+            (std::vector<std::string>{"checkpoint-000000000040.ckpt", "checkpoint-000000000050.ckpt"}));
   auto latest = find_latest_checkpoint(dir.path());
   ASSERT_TRUE(latest.has_value());
   EXPECT_EQ(latest->step, 50u);
@@ -53,7 +54,8 @@ TEST(Checkpoint, TornCorruptAndTemporaryFilesAreNeverLoaded) {
   fs::resize_file(dir.path() + "/checkpoint-000000000008.ckpt", fs::file_size(good) - 3);
   fs::copy_file(good, dir.path() + "/checkpoint-000000000009.ckpt");
   {
-    std::fstream f(dir.path() + "/checkpoint-000000000009.ckpt", std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream f(dir.path() + "/checkpoint-000000000009.ckpt",
+                   std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(-1, std::ios::end);
     f.put('X');
   }
@@ -94,26 +96,30 @@ TEST(Checkpoint, FullDiskIsAClearErrorAndKeepsThePrevious) {
       write_checkpoint_file(dir.path(), 2, std::string(64 * 1024, 'n'), 3);
     } catch (const Error& e) {
       std::string what = e.what();
-      require(what.find("cannot write") != std::string::npos && what.find("File too large") != std::string::npos,
-              "unclear message: {}", what);
+      require(
+          what.find("cannot write") != std::string::npos && what.find("File too large") != std::string::npos,
+          "unclear message: {}", what);
       return;
     }
     throw std::runtime_error("a 64 KiB checkpoint was written under a 4 KiB file size limit");
   });
   EXPECT_TRUE(exits[0].ok()) << exits[0].describe();
-  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"checkpoint-000000000001.ckpt"});  // no temporary left
+  EXPECT_EQ(names_in(dir.path()),
+            std::vector<std::string>{"checkpoint-000000000001.ckpt"});  // no temporary left
   EXPECT_EQ(find_latest_checkpoint(dir.path())->data, std::string(100, 'p'));
 }
 
 TEST(Checkpoint, OtherRanksWaitForRankZeroThroughTheStore) {
   testing::TempDir store_dir, ckpt_dir;
   auto exits = testing::run_processes(3, [&](int rank) {
-    Checkpointer checkpointer(open_file_store(store_dir.path()), rank, {ckpt_dir.path(), 2, std::chrono::seconds(20)});
+    Checkpointer checkpointer(open_file_store(store_dir.path()), rank,
+                              {ckpt_dir.path(), 2, std::chrono::seconds(20)});
     if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a slow save
     checkpointer.save(4, rank == 0 ? "weights at 4" : "");
     // Whoever returns from save finds the checkpoint complete.
     auto latest = checkpointer.load_latest();
-    require(latest && latest->step == 4 && latest->data == "weights at 4", "rank {} found no complete checkpoint", rank);
+    require(latest && latest->step == 4 && latest->data == "weights at 4",
+            "rank {} found no complete checkpoint", rank);
   });
   for (int r = 0; r < 3; ++r) EXPECT_TRUE(exits[r].ok()) << "rank " << r << " " << exits[r].describe();
 }
@@ -128,9 +134,10 @@ TEST(Checkpoint, RankZerosFailureReachesEveryRank) {
       checkpointer.save(1, "x");
     } catch (const Error& e) {
       std::string what = e.what();
-      require(what.find(bad) != std::string::npos, "rank {}: the message does not name the directory: {}", rank, what);
-      require(rank == 0 ? e.code() == ErrorCode::System : e.code() == ErrorCode::PeerFailed, "rank {}: code {}", rank,
-              to_string(e.code()));
+      require(what.find(bad) != std::string::npos, "rank {}: the message does not name the directory: {}",
+              rank, what);
+      require(rank == 0 ? e.code() == ErrorCode::System : e.code() == ErrorCode::PeerFailed,
+              "rank {}: code {}", rank, to_string(e.code()));
       return;
     }
     throw std::runtime_error("save succeeded");

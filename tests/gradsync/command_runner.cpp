@@ -1,6 +1,7 @@
 #include "tests/gradsync/command_runner.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,8 +11,6 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "tests/support/ranks.hpp"
 
@@ -28,12 +27,14 @@ std::string slurp(const std::string& path) {
 }  // namespace
 
 std::string CommandResult::describe() const {
-  std::string status = timed_out ? "timed out" : signal ? fmt::format("killed by signal {}", signal)
-                                                        : fmt::format("exit {}", exit_code);
+  std::string status = timed_out ? "timed out"
+                       : signal  ? fmt::format("killed by signal {}", signal)
+                                 : fmt::format("exit {}", exit_code);
   return fmt::format("{}\n--- stdout ---\n{}--- stderr ---\n{}", status, out, err);
 }
 
-CommandResult run_command(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra_env,
+CommandResult run_command(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& extra_env,
                           std::chrono::milliseconds timeout) {
   TempDir dir;  // output goes to files: no pipe to drain while waiting
   std::string out_path = dir.path() + "/out", err_path = dir.path() + "/err";

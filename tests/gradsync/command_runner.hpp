@@ -19,7 +19,8 @@ struct CommandResult {
 
 // Runs argv with `extra_env` added to this process's environment; SIGKILL to its process group after
 // `timeout`.
-CommandResult run_command(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra_env,
+CommandResult run_command(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& extra_env,
                           std::chrono::milliseconds timeout);
 
 }  // namespace canopy::testing

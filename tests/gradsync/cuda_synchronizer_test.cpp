@@ -3,9 +3,8 @@
 // mark_ready (the staging copy must wait for it), parameters broadcast from rank 0's device memory.
 // Without a GPU the real test skips with the reason, and the error a trainer would get is checked instead.
 // CUDA is only ever touched in forked children: a CUDA context does not survive fork().
-#include <gtest/gtest.h>
-
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,7 +48,8 @@ int device_count_in_child(std::string* why) {
   std::string message;
   char buffer[512];
   ssize_t n;
-  while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0) message.append(buffer, static_cast<std::size_t>(n));
+  while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0)
+    message.append(buffer, static_cast<std::size_t>(n));
   close(pipe_fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -98,7 +98,8 @@ TEST(CudaGradientSynchronizer, AveragesDeviceGradientsThroughPinnedStaging) {
     const int r = comm.rank();
     const std::vector<std::size_t> sizes{300000, 7, 1 << 20, 4096, 250000};  // floats: several buckets
     std::vector<float*> device(sizes.size());
-    for (std::size_t g = 0; g < sizes.size(); ++g) check(cudaMalloc(&device[g], sizes[g] * sizeof(float)), "cudaMalloc");
+    for (std::size_t g = 0; g < sizes.size(); ++g)
+      check(cudaMalloc(&device[g], sizes[g] * sizeof(float)), "cudaMalloc");
     cudaStream_t producer;
     check(cudaStreamCreate(&producer), "cudaStreamCreate");
     GradSyncOptions options;
@@ -113,18 +114,23 @@ TEST(CudaGradientSynchronizer, AveragesDeviceGradientsThroughPinnedStaging) {
     for (int step = 0; step < 3; ++step) {
       for (std::size_t g = sizes.size(); g-- > 0;) {  // backward order
         host[g].assign(sizes[g], 0.0f);
-        for (std::size_t i = 0; i < sizes[g]; ++i) host[g][i] = static_cast<float>((r + 1) * (i % 101) + g + step);
+        for (std::size_t i = 0; i < sizes[g]; ++i)
+          host[g][i] = static_cast<float>((r + 1) * (i % 101) + g + step);
         // The gradient is produced on the trainer's stream; mark_ready must order the staging copy after it.
-        check(cudaMemcpyAsync(device[g], host[g].data(), sizes[g] * sizeof(float), cudaMemcpyHostToDevice, producer),
+        check(cudaMemcpyAsync(device[g], host[g].data(), sizes[g] * sizeof(float), cudaMemcpyHostToDevice,
+                              producer),
               "cudaMemcpyAsync");
         sync.mark_ready(g, producer);
       }
       sync.finish();
       for (std::size_t g = 0; g < sizes.size(); ++g) {
         std::vector<float> back(sizes[g]);
-        check(cudaMemcpy(back.data(), device[g], sizes[g] * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+        check(cudaMemcpy(back.data(), device[g], sizes[g] * sizeof(float), cudaMemcpyDeviceToHost),
+              "cudaMemcpy");
         for (std::size_t i = 0; i < sizes[g]; ++i) {
-          float expected = (static_cast<float>(1 * (i % 101) + g + step) + static_cast<float>(2 * (i % 101) + g + step)) / 2;
+          float expected =
+              (static_cast<float>(1 * (i % 101) + g + step) + static_cast<float>(2 * (i % 101) + g + step)) /
+              2;
           require(back[i] == expected, "step {} gradient {}[{}]: {} != {}", step, g, i, back[i], expected);
         }
       }
@@ -137,7 +143,8 @@ TEST(CudaGradientSynchronizer, AveragesDeviceGradientsThroughPinnedStaging) {
     std::vector<float> mine(1000, static_cast<float>(r + 5));
     check(cudaMemcpy(parameter, mine.data(), 1000 * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
     GradientSynchronizer params(comm);
-    params.add("p", {gradient, 1000, DataType::Float32, Device::CUDA}, {parameter, 1000, DataType::Float32, Device::CUDA});
+    params.add("p", {gradient, 1000, DataType::Float32, Device::CUDA},
+               {parameter, 1000, DataType::Float32, Device::CUDA});
     params.broadcast_parameters();
     check(cudaMemcpy(mine.data(), parameter, 1000 * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
     for (float v : mine) require(v == 5.0f, "rank {}: parameter {} after broadcast", r, v);

@@ -64,11 +64,13 @@ TEST(GradientSynchronizer, AveragesInPlaceWhicheverOrderTheHooksFire) {
     std::vector<std::vector<float>> grads;
     for (std::size_t g = 0; g < kSizes.size(); ++g) grads.emplace_back(kSizes[g]);
     GradientSynchronizer sync(comm, small_buckets());
-    for (std::size_t g = 0; g < grads.size(); ++g) sync.add("g" + std::to_string(g), tensor_view(std::span(grads[g])));
+    for (std::size_t g = 0; g < grads.size(); ++g)
+      sync.add("g" + std::to_string(g), tensor_view(std::span(grads[g])));
     require(sync.buckets().size() >= 3, "expected several buckets, got {}", sync.buckets().size());
     for (int step = 0; step < 3; ++step) {
       for (std::size_t g = 0; g < grads.size(); ++g)
-        for (std::size_t i = 0; i < grads[g].size(); ++i) grads[g][i] = value(r, g, i) + static_cast<float>(step);
+        for (std::size_t i = 0; i < grads[g].size(); ++i)
+          grads[g][i] = value(r, g, i) + static_cast<float>(step);
       // Each rank fires its hooks in a different order: the launches must still agree.
       std::vector<std::size_t> order(grads.size());
       std::iota(order.begin(), order.end(), 0);
@@ -80,7 +82,8 @@ TEST(GradientSynchronizer, AveragesInPlaceWhicheverOrderTheHooksFire) {
           float sum = 0;
           for (int k = 0; k < p; ++k) sum += value(k, g, i) + static_cast<float>(step);
           float expected = sum * static_cast<float>(1.0 / p);
-          require(grads[g][i] == expected, "step {} gradient {}[{}]: {} != {}", step, g, i, grads[g][i], expected);
+          require(grads[g][i] == expected, "step {} gradient {}[{}]: {} != {}", step, g, i, grads[g][i],
+                  expected);
         }
     }
     GradSyncStats stats = sync.stats();
@@ -94,8 +97,10 @@ TEST(GradientSynchronizer, HalfPrecisionAndFloat64Buckets) {
     const int r = comm.rank();
     std::vector<std::uint16_t> half(300), bf(200);
     std::vector<double> wide(100);
-    for (std::size_t i = 0; i < half.size(); ++i) half[i] = collectives::float_to_half(static_cast<float>(r + i % 7));
-    for (std::size_t i = 0; i < bf.size(); ++i) bf[i] = collectives::float_to_bfloat16(static_cast<float>(2 * r + 1));
+    for (std::size_t i = 0; i < half.size(); ++i)
+      half[i] = collectives::float_to_half(static_cast<float>(r + i % 7));
+    for (std::size_t i = 0; i < bf.size(); ++i)
+      bf[i] = collectives::float_to_bfloat16(static_cast<float>(2 * r + 1));
     for (std::size_t i = 0; i < wide.size(); ++i) wide[i] = 0.1 * static_cast<double>(i) + r;
     GradientSynchronizer sync(comm, small_buckets());
     sync.add("half", {half.data(), half.size(), DataType::Float16, Device::CPU});
@@ -105,9 +110,11 @@ TEST(GradientSynchronizer, HalfPrecisionAndFloat64Buckets) {
     sync.finish();
     for (std::size_t i = 0; i < half.size(); ++i) {
       float expected = static_cast<float>(2 * (i % 7) + 1) * 0.5f;
-      require(collectives::half_to_float(half[i]) == expected, "half[{}] = {}", i, collectives::half_to_float(half[i]));
+      require(collectives::half_to_float(half[i]) == expected, "half[{}] = {}", i,
+              collectives::half_to_float(half[i]));
     }
-    require(collectives::bfloat16_to_float(bf[0]) == 2.0f, "bf16 = {}", collectives::bfloat16_to_float(bf[0]));
+    require(collectives::bfloat16_to_float(bf[0]) == 2.0f, "bf16 = {}",
+            collectives::bfloat16_to_float(bf[0]));
     for (std::size_t i = 0; i < wide.size(); ++i) {
       double expected = ((0.1 * static_cast<double>(i) + 0) + (0.1 * static_cast<double>(i) + 1)) * 0.5;
       require(wide[i] == expected, "wide[{}] = {} expected {}", i, wide[i], expected);
@@ -135,7 +142,8 @@ TEST(GradientSynchronizer, NoSyncMicroStepsAccumulateThenOneAllReduce) {
     for (double g : grad) require(g == 7.5, "accumulated average {} != 7.5", g);
     GradSyncStats stats = sync.stats();
     require(stats.skipped_steps == 2 && stats.synced_steps == 1 && stats.bucket_all_reduces == 1,
-            "skipped {} synced {} all-reduces {}", stats.skipped_steps, stats.synced_steps, stats.bucket_all_reduces);
+            "skipped {} synced {} all-reduces {}", stats.skipped_steps, stats.synced_steps,
+            stats.bucket_all_reduces);
   });
 }
 
@@ -166,7 +174,8 @@ TEST(GradientSynchronizer, BroadcastParametersNamesTheFirstDifferenceOnEveryRank
       std::string what = e.what();
       require(e.code() == ErrorCode::Mismatch, "code {}", to_string(e.code()));
       require(what.find("rank 2 registered a different model") != std::string::npos &&
-                  what.find("gradient 1") != std::string::npos && what.find("rank 0 has 4 x float32") != std::string::npos &&
+                  what.find("gradient 1") != std::string::npos &&
+                  what.find("rank 0 has 4 x float32") != std::string::npos &&
                   what.find("rank 2 has 5 x float32") != std::string::npos,
               "unhelpful message: {}", what);
       return;
@@ -221,12 +230,13 @@ TEST(GradientSynchronizer, RebuildsBucketsFromRankZerosArrivalOrder) {
     options.bucket_bytes = 8192;
     options.rebuild_buckets = true;
     GradientSynchronizer sync(comm, options);
-    for (std::size_t g = 0; g < grads.size(); ++g) sync.add("g" + std::to_string(g), tensor_view(std::span(grads[g])));
+    for (std::size_t g = 0; g < grads.size(); ++g)
+      sync.add("g" + std::to_string(g), tensor_view(std::span(grads[g])));
     auto before = sync.buckets();
     require(before == std::vector<std::vector<std::size_t>>{{3, 2}, {1, 0}}, "initial buckets differ");
     // Backward actually produces 0 and 3 first on rank 0 (rank 1's order must not matter).
-    std::vector<std::size_t> order = comm.rank() == 0 ? std::vector<std::size_t>{0, 3, 1, 2}
-                                                      : std::vector<std::size_t>{2, 1, 3, 0};
+    std::vector<std::size_t> order =
+        comm.rank() == 0 ? std::vector<std::size_t>{0, 3, 1, 2} : std::vector<std::size_t>{2, 1, 3, 0};
     for (int step = 0; step < 2; ++step) {
       for (auto& g : grads) std::fill(g.begin(), g.end(), static_cast<float>(comm.rank() * 2 + step));
       for (std::size_t g : order) sync.mark_ready(g);

@@ -24,9 +24,11 @@ namespace {
 
 using testing::CommandResult;
 
-const std::vector<std::string> kExact{"--layers", "6,1", "--data", "integer", "--zero-init", "--lr", "0.125",
-                                      "--steps", "6"};
-const std::vector<std::string> kMlp{"--layers", "8,48,48,4", "--data", "random", "--lr", "0.05", "--bucket-kib", "8", "--first-bucket-kib", "2"};
+const std::vector<std::string> kExact{"--layers", "6,1",   "--data",  "integer", "--zero-init",
+                                      "--lr",     "0.125", "--steps", "6"};
+const std::vector<std::string> kMlp{
+    "--layers", "8,48,48,4",          "--data", "random", "--lr", "0.05", "--bucket-kib",
+    "8",        "--first-bucket-kib", "2"};
 
 std::string read_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -51,7 +53,8 @@ class Trainer {
     argv.push_back(MLP_TRAINER_PATH);
     argv.insert(argv.end(), args.begin(), args.end());
     argv.insert(argv.end(), {"--out", out});
-    last_ = testing::run_command(argv, {{"CANOPY_CALIBRATE", "0"}, {"CANOPY_TIMEOUT", "30"}}, std::chrono::seconds(90));
+    last_ = testing::run_command(argv, {{"CANOPY_CALIBRATE", "0"}, {"CANOPY_TIMEOUT", "30"}},
+                                 std::chrono::seconds(90));
     EXPECT_EQ(last_.exit_code, 0) << tag << ": " << last_.describe();
     std::string weights = read_file(out);
     EXPECT_FALSE(weights.empty()) << tag << ": no weights written";
@@ -80,7 +83,8 @@ void expect_close(const std::string& a, const std::string& b, double tolerance) 
   std::vector<double> x = as_doubles(a), y = as_doubles(b);
   ASSERT_EQ(x.size(), y.size());
   double worst = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]) / std::max(1.0, std::abs(y[i])));
+  for (std::size_t i = 0; i < x.size(); ++i)
+    worst = std::max(worst, std::abs(x[i] - y[i]) / std::max(1.0, std::abs(y[i])));
   EXPECT_LE(worst, tolerance);
   EXPECT_NE(a, std::string(a.size(), '\0'));
 }
@@ -104,7 +108,8 @@ TEST(GradSyncTrainer, accumulation) {
   // 2 ranks x 4 micro-steps of 2 samples == 1 rank x 1 step of 16 samples.
   std::string accumulated = trainer.run(2, with(kExact, {"--batch", "2", "--accumulate", "4"}), "acc");
   EXPECT_NE(trainer.last().out.find("synced steps 6, skipped micro-steps 18"), std::string::npos)
-      << "no-sync micro-steps communicated:\n" << trainer.last().out;
+      << "no-sync micro-steps communicated:\n"
+      << trainer.last().out;
   std::string large = trainer.run(1, with(kExact, {"--batch", "16"}), "large");
   expect_trained(large);
   EXPECT_EQ(accumulated, large);
@@ -115,7 +120,10 @@ TEST(GradSyncTrainer, replicas_identical) {
   std::string out_dir = trainer.path("replicas");
   std::filesystem::create_directory(out_dir);
   // --check-replicas fails the job when any rank's weights differ after any step.
-  trainer.run(4, with(kMlp, {"--batch", "3", "--steps", "12", "--check-replicas", "--rebuild-buckets", "--out-dir", out_dir}), "rep");
+  trainer.run(4,
+              with(kMlp, {"--batch", "3", "--steps", "12", "--check-replicas", "--rebuild-buckets",
+                          "--out-dir", out_dir}),
+              "rep");
   std::string first = read_file(out_dir + "/weights.rank0.bin");
   ASSERT_FALSE(first.empty());
   for (int r = 1; r < 4; ++r)
@@ -125,9 +133,11 @@ TEST(GradSyncTrainer, replicas_identical) {
 TEST(GradSyncTrainer, kill_and_resume) {
   Trainer trainer;
   std::vector<std::string> args = with(kMlp, {"--batch", "2", "--steps", "10", "--checkpoint-every", "3"});
-  std::string uninterrupted = trainer.run(4, with(args, {"--checkpoint-dir", trainer.path("ckpt-a")}), "plain");
+  std::string uninterrupted =
+      trainer.run(4, with(args, {"--checkpoint-dir", trainer.path("ckpt-a")}), "plain");
   std::string resumed = trainer.run(
-      4, with(args, {"--checkpoint-dir", trainer.path("ckpt-b"), "--fail-at-step", "5", "--fail-rank", "2"}), "killed",
+      4, with(args, {"--checkpoint-dir", trainer.path("ckpt-b"), "--fail-at-step", "5", "--fail-rank", "2"}),
+      "killed",
       /*max_restarts=*/1);
   const std::string& out = trainer.last().out;
   EXPECT_NE(out.find("failing on purpose after step 5"), std::string::npos) << out;
