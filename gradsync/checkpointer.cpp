@@ -9,8 +9,8 @@
 namespace canopy {
 namespace {
 
-std::string verdict_key(std::uint64_t step) {
-  return fmt::format("gradsync/checkpoint/{}", step);
+std::string verdict_key(std::uint64_t save, std::uint64_t step) {
+  return fmt::format("gradsync/checkpoint/{}/step-{}", save, step);
 }
 
 }  // namespace
@@ -27,19 +27,20 @@ Checkpointer::Checkpointer(std::shared_ptr<Store> store, int rank, CheckpointOpt
 }
 
 void Checkpointer::save(std::uint64_t step, std::string_view data) {
+  const std::string key = verdict_key(saves_++, step);
   if (rank_ == 0) {
     std::string path;
     try {
       path = write_checkpoint_file(options_.directory, step, data, options_.keep_last);
     } catch (const std::exception& e) {
-      store_->set(verdict_key(step), std::string("error ") + e.what());
+      store_->set(key, std::string("error ") + e.what());
       throw;
     }
-    store_->set(verdict_key(step), "ok " + path);
+    store_->set(key, "ok " + path);
     log::info("checkpoint step {} written to {}", step, path);
     return;
   }
-  std::string verdict = store_->get(verdict_key(step), options_.timeout);
+  std::string verdict = store_->get(key, options_.timeout);
   if (verdict.rfind("ok ", 0) != 0)
     fail(ErrorCode::PeerFailed, "checkpoint step {}: rank 0 could not save it: {}", step,
          verdict.rfind("error ", 0) == 0 ? verdict.substr(6) : verdict);

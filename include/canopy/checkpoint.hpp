@@ -34,9 +34,9 @@ class Checkpointer {
   // `store` is shared by the job's ranks (TrainingJob::store); `rank` is the global rank.
   Checkpointer(std::shared_ptr<Store> store, int rank, CheckpointOptions options);
 
-  // Every rank calls it with the same step; `data` is read on rank 0 only. Returns once the checkpoint
-  // is complete on disk; throws on every rank (Error(System) naming the file and the OS error on rank 0,
-  // Error(PeerFailed) quoting it elsewhere) when rank 0 could not write it.
+  // Every rank calls it, in the same order, with the same step; `data` is read on rank 0 only. Returns once
+  // the checkpoint is complete on disk; throws on every rank (Error(System) naming the file and the OS error
+  // on rank 0, Error(PeerFailed) quoting it elsewhere) when rank 0 could not write it.
   void save(std::uint64_t step, std::string_view data);
 
   // The newest complete checkpoint in the directory (a torn or corrupt file is skipped with a warning).
@@ -48,6 +48,7 @@ class Checkpointer {
   std::shared_ptr<Store> store_;
   int rank_;
   CheckpointOptions options_;
+  std::uint64_t saves_ = 0;  // numbers the verdict keys: saving one step twice must not find the old verdict
 };
 
 // The file operations underneath, for tools and tests: write one checkpoint atomically and keep the

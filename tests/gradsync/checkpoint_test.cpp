@@ -124,6 +124,20 @@ TEST(Checkpoint, OtherRanksWaitForRankZeroThroughTheStore) {
   for (int r = 0; r < 3; ++r) EXPECT_TRUE(exits[r].ok()) << "rank " << r << " " << exits[r].describe();
 }
 
+TEST(Checkpoint, SavingAStepAgainWaitsForTheNewWrite) {
+  testing::TempDir store_dir, ckpt_dir;
+  auto exits = testing::run_processes(2, [&](int rank) {
+    Checkpointer checkpointer(open_file_store(store_dir.path()), rank,
+                              {ckpt_dir.path(), 2, std::chrono::seconds(20)});
+    checkpointer.save(9, rank == 0 ? "first" : "");
+    if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    checkpointer.save(9, rank == 0 ? "second" : "");
+    auto latest = checkpointer.load_latest();
+    require(latest && latest->data == "second", "rank {} returned before the second save of step 9", rank);
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(exits[r].ok()) << "rank " << r << " " << exits[r].describe();
+}
+
 TEST(Checkpoint, RankZerosFailureReachesEveryRank) {
   testing::TempDir store_dir, base;
   std::ofstream(base.path() + "/plain") << "x";
