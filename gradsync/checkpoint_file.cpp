@@ -73,12 +73,14 @@ std::vector<std::string> list_directory(const std::string& directory) {
   return names;
 }
 
-void write_all(int fd, const char* data, std::size_t size, const std::string& path) {
+void write_all(int fd, const char* data, std::size_t size, std::uint64_t step, const std::string& path) {
   while (size > 0) {
     ssize_t n = ::write(fd, data, size);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail_errno(fmt::format("checkpoint: cannot write '{}'", path));
-    if (n == 0) fail(ErrorCode::System, "checkpoint: cannot write '{}': the write made no progress", path);
+    if (n < 0) fail_errno(fmt::format("checkpoint step {}: cannot write '{}'", step, path));
+    if (n == 0)
+      fail(ErrorCode::System, "checkpoint step {}: cannot write '{}': the write made no progress", step,
+           path);
     data += n;
     size -= static_cast<std::size_t>(n);
   }
@@ -145,8 +147,8 @@ std::string write_checkpoint_file(const std::string& directory, std::uint64_t st
   int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail_errno(fmt::format("checkpoint step {}: cannot create '{}'", step, temp_path));
   try {
-    write_all(fd, header.data(), header.size(), temp_path);
-    write_all(fd, data.data(), data.size(), temp_path);
+    write_all(fd, header.data(), header.size(), step, temp_path);
+    write_all(fd, data.data(), data.size(), step, temp_path);
     if (::fsync(fd) != 0) fail_errno(fmt::format("checkpoint step {}: fsync of '{}'", step, temp_path));
     int rc = ::close(fd);
     fd = -1;

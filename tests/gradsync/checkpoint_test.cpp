@@ -96,9 +96,9 @@ TEST(Checkpoint, FullDiskIsAClearErrorAndKeepsThePrevious) {
       write_checkpoint_file(dir.path(), 2, std::string(64 * 1024, 'n'), 3);
     } catch (const Error& e) {
       std::string what = e.what();
-      require(
-          what.find("cannot write") != std::string::npos && what.find("File too large") != std::string::npos,
-          "unclear message: {}", what);
+      require(what.find("checkpoint step 2: cannot write") != std::string::npos &&
+                  what.find("File too large") != std::string::npos,
+              "unclear message: {}", what);
       return;
     }
     throw std::runtime_error("a 64 KiB checkpoint was written under a 4 KiB file size limit");
