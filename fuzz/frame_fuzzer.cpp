@@ -40,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!decode(bytes, arrived)) return 0;
 
   FrameBytes again = canopy::transport::encode_frame(arrived);
-  check(std::memcmp(again.data(), bytes, kFrameHeaderSize) == 0, "a decoded frame does not encode back to its bytes");
+  check(std::memcmp(again.data(), bytes, kFrameHeaderSize) == 0,
+        "a decoded frame does not encode back to its bytes");
   check(!canopy::transport::describe_message(arrived.envelope, arrived.payload_bytes, true).empty(),
         "describe_message is empty");
 

@@ -18,8 +18,9 @@ inline void check(bool condition, const char* what) {
 // A parser of outside input may refuse it only with the error code its contract names.
 inline void check_refusal(const Error& error, ErrorCode allowed, const char* parser) {
   if (error.code() == allowed) return;
-  std::fprintf(stderr, "%s refused input with %s, not %s: %s\n", parser, std::string(to_string(error.code())).c_str(),
-               std::string(to_string(allowed)).c_str(), error.what());
+  std::fprintf(stderr, "%s refused input with %s, not %s: %s\n", parser,
+               std::string(to_string(error.code())).c_str(), std::string(to_string(allowed)).c_str(),
+               error.what());
   std::abort();
 }
 

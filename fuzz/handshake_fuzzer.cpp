@@ -20,7 +20,8 @@ namespace {
 void fuzz_hello(const std::byte* bytes, std::size_t size) {
   transport::Hello hello;
   try {
-    hello = transport::decode_hello(std::span<const std::byte, transport::kHelloSize>(bytes, transport::kHelloSize));
+    hello = transport::decode_hello(
+        std::span<const std::byte, transport::kHelloSize>(bytes, transport::kHelloSize));
   } catch (const Error& e) {
     canopy::fuzz::check_refusal(e, ErrorCode::Protocol, "decode_hello");
     return;
@@ -30,7 +31,8 @@ void fuzz_hello(const std::byte* bytes, std::size_t size) {
   std::string_view token(reinterpret_cast<const char*>(bytes + transport::kHelloSize),
                          std::min<std::size_t>(available, hello.token_bytes));
   auto encoded = transport::encode_hello(hello, token);
-  auto again = transport::decode_hello(std::span<const std::byte, transport::kHelloSize>(encoded.data(), transport::kHelloSize));
+  auto again = transport::decode_hello(
+      std::span<const std::byte, transport::kHelloSize>(encoded.data(), transport::kHelloSize));
   check(again.comm_id == hello.comm_id && again.rank == hello.rank && again.size == hello.size &&
             again.token_bytes == token.size(),
         "a hello does not survive encode -> decode");

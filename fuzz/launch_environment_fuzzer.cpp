@@ -37,10 +37,11 @@ void check_consistent(const LaunchInfo& info) {
   static const std::set<std::string> kSources = {"canopy", "torchrun", "slurm", "openmpi", "pmi", "default"};
   check(info.world_size >= 1, "world size below 1");
   check(info.rank >= 0 && info.rank < info.world_size, "rank outside the world");
-  check(info.local_world_size == -1 || (info.local_world_size >= 1 && info.local_world_size <= info.world_size),
-        "local world size outside 1..world size");
-  check(info.local_rank == -1 || (info.local_rank >= 0 && (info.local_world_size == -1 ||
-                                                           info.local_rank < info.local_world_size)),
+  check(
+      info.local_world_size == -1 || (info.local_world_size >= 1 && info.local_world_size <= info.world_size),
+      "local world size outside 1..world size");
+  check(info.local_rank == -1 || (info.local_rank >= 0 &&
+                                  (info.local_world_size == -1 || info.local_rank < info.local_world_size)),
         "local rank outside the local world");
   check(info.store_port >= 1, "store port 0");
   check(info.world_size == 1 || !info.store_host.empty() || !info.store_file.empty(),
@@ -51,9 +52,10 @@ void check_consistent(const LaunchInfo& info) {
 
 bool same(const LaunchInfo& a, const LaunchInfo& b) {
   return a.rank == b.rank && a.world_size == b.world_size && a.local_rank == b.local_rank &&
-         a.local_world_size == b.local_world_size && a.store_host == b.store_host && a.store_port == b.store_port &&
-         a.store_file == b.store_file && a.store_hosted_externally == b.store_hosted_externally &&
-         a.job_token == b.job_token && a.restart_count == b.restart_count && a.source == b.source;
+         a.local_world_size == b.local_world_size && a.store_host == b.store_host &&
+         a.store_port == b.store_port && a.store_file == b.store_file &&
+         a.store_hosted_externally == b.store_hosted_externally && a.job_token == b.job_token &&
+         a.restart_count == b.restart_count && a.source == b.source;
 }
 
 }  // namespace

@@ -42,11 +42,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     check(result.consumed > 0 && result.consumed <= buffer.size(), "consumed bytes outside the buffer");
     check(request.keys.size() <= protocol::kMaxKeysPerRequest, "more keys than the limit");
-    for (const auto& key : request.keys) check(key.size() <= protocol::kMaxKeyBytes, "a key beyond the limit");
-    check(request.value.size() <= protocol::kMaxValueBytes && request.desired.size() <= protocol::kMaxValueBytes,
+    for (const auto& key : request.keys)
+      check(key.size() <= protocol::kMaxKeyBytes, "a key beyond the limit");
+    check(request.value.size() <= protocol::kMaxValueBytes &&
+              request.desired.size() <= protocol::kMaxValueBytes,
           "a value beyond the limit");
     std::string_view occupied = buffer.substr(0, result.consumed);
-    check(protocol::encode_request(request) == occupied, "a parsed request does not encode back to its bytes");
+    check(protocol::encode_request(request) == occupied,
+          "a parsed request does not encode back to its bytes");
     check_prefixes_incomplete(occupied);
     buffer.remove_prefix(result.consumed);
   }

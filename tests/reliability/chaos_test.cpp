@@ -3,6 +3,7 @@
 // end with an error within its call deadline (plus slack for a loaded machine); none may hang, crash or
 // see a wrong result. CANOPY_CHAOS_TRIALS=<n> runs n trials of each scenario (the default is small so
 // that ctest stays quick); CANOPY_CHAOS_SEED picks the random sequence; every trial prints one line.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -13,8 +14,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "canopy/canopy.hpp"
 #include "collectives/schedules/algorithms.hpp"
@@ -43,7 +42,8 @@ std::string code_name(ErrorCode code) {
 // Back-to-back all-reduces of mixed sizes and algorithms, every result checked exactly, until an
 // error or `calls` calls (or `give_up`: a survivor that never notices the failure must not run on).
 // The last word names the error code first: "error peer_failed after 12 calls: <message>".
-void all_reduce_loop(Communicator& comm, const Reporter& reporter, long long calls, Clock::time_point give_up) {
+void all_reduce_loop(Communicator& comm, const Reporter& reporter, long long calls,
+                     Clock::time_point give_up) {
   static constexpr std::size_t kCounts[] = {1, 7, 64, 1000, 4099, 65537};
   auto algorithms = collectives::algorithms(Collective::AllReduce);
   std::mt19937_64 random(2024);  // the same sequence on every rank: the same calls in the same order
@@ -55,19 +55,21 @@ void all_reduce_loop(Communicator& comm, const Reporter& reporter, long long cal
       std::size_t count = kCounts[random() % std::size(kCounts)];
       std::string algorithm(algorithms[random() % algorithms.size()].name);
       data.resize(count);
-      for (std::size_t j = 0; j < count; ++j) data[j] = (comm.rank() + 1) * static_cast<std::int32_t>(1 + j % 5);
+      for (std::size_t j = 0; j < count; ++j)
+        data[j] = (comm.rank() + 1) * static_cast<std::int32_t>(1 + j % 5);
       comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = algorithm});
       for (std::size_t j = 0; j < count; ++j) {
         if (data[j] != rank_sum * static_cast<std::int32_t>(1 + j % 5)) {
-          reporter.outcome(fmt::format("wrong element {} of {} ({}) in call {}: {}", j, count, algorithm, done,
-                                       data[j]));
+          reporter.outcome(
+              fmt::format("wrong element {} of {} ({}) in call {}: {}", j, count, algorithm, done, data[j]));
           return;
         }
       }
     }
     reporter.outcome(fmt::format("ok {} calls", done));
   } catch (const Error& e) {
-    reporter.outcome(fmt::format("error {} after {} calls: {}", code_name(e.code()), done, one_line(e.what())));
+    reporter.outcome(
+        fmt::format("error {} after {} calls: {}", code_name(e.code()), done, one_line(e.what())));
   }
 }
 
@@ -89,8 +91,8 @@ struct Tally {
   int survivors = 0;
   std::map<std::string, int> outcomes;  // error code (or "ok") -> survivors
   bool victim_is_a_rank = true;
-  int naming_victim = 0;                // survivors whose error names the killed/stopped rank
-  double worst_seconds = 0;             // slowest survivor: from the signal to its exit
+  int naming_victim = 0;     // survivors whose error names the killed/stopped rank
+  double worst_seconds = 0;  // slowest survivor: from the signal to its exit
   std::vector<double> seconds;
 
   void print(const char* scenario) const {
@@ -100,9 +102,10 @@ struct Tally {
     std::string codes;
     for (const auto& [code, n] : outcomes) codes += fmt::format(" {}={}", code, n);
     std::string naming = victim_is_a_rank ? fmt::format("; {} errors name the victim", naming_victim) : "";
-    fmt::print("[chaos] {}: {} trials, {} ranks outside the victim,{}{}; their exit after the signal: median "
-               "{:.2f} s, worst {:.2f} s\n",
-               scenario, trials, survivors, codes, naming, median, worst_seconds);
+    fmt::print(
+        "[chaos] {}: {} trials, {} ranks outside the victim,{}{}; their exit after the signal: median "
+        "{:.2f} s, worst {:.2f} s\n",
+        scenario, trials, survivors, codes, naming, median, worst_seconds);
   }
 };
 
@@ -112,7 +115,9 @@ void print_outcomes(const ProcessGroup& group, const std::vector<int>& ranks) {
   for (int rank : ranks) fmt::print("[chaos]     rank {}: {}\n", rank, group.end(rank).describe());
 }
 
-int trials_of(long long fallback) { return static_cast<int>(setting("CANOPY_CHAOS_TRIALS", fallback)); }
+int trials_of(long long fallback) {
+  return static_cast<int>(setting("CANOPY_CHAOS_TRIALS", fallback));
+}
 
 std::mt19937 trial_random() {
   return std::mt19937(static_cast<std::uint32_t>(setting("CANOPY_CHAOS_SEED", 12345)));
@@ -140,7 +145,8 @@ void rank_failure_trial(int trial, int signal_number, std::mt19937& random, Tall
   if (!during_setup) {
     ASSERT_TRUE(group.wait_ready(kAllRanks, Clock::now() + std::chrono::seconds(60)))
         << "trial " << trial << ": the group did not form";
-    for (int rank : kAllRanks) ASSERT_FALSE(group.end(rank).ended) << "rank " << rank << " " << group.end(rank).describe();
+    for (int rank : kAllRanks)
+      ASSERT_FALSE(group.end(rank).ended) << "rank " << rank << " " << group.end(rank).describe();
   }
   std::this_thread::sleep_for(delay);
   const auto signalled_at = Clock::now();
@@ -155,15 +161,18 @@ void rank_failure_trial(int trial, int signal_number, std::mt19937& random, Tall
   group.wait_ended({victim}, Clock::now() + std::chrono::seconds(10));
 
   ++tally.trials;
-  std::string line = fmt::format("[chaos] trial {:2} {} rank {} {} {} ms:", trial, strsignal(signal_number), victim,
-                                 during_setup ? "while forming, after" : "while reducing, after", delay.count());
+  std::string line =
+      fmt::format("[chaos] trial {:2} {} rank {} {} {} ms:", trial, strsignal(signal_number), victim,
+                  during_setup ? "while forming, after" : "while reducing, after", delay.count());
   for (int rank : survivors) {
     const ProcessEnd& end = group.end(rank);
     double seconds = std::chrono::duration<double>(end.ended_at - signalled_at).count();
     std::string code = error_code_of(end.outcome);
-    line += fmt::format(" r{}={}/{:.2f}s", rank, end.ended ? (code.empty() ? "NO-ERROR" : code) : "HUNG", seconds);
+    line += fmt::format(" r{}={}/{:.2f}s", rank, end.ended ? (code.empty() ? "NO-ERROR" : code) : "HUNG",
+                        seconds);
     EXPECT_TRUE(end.ended) << "trial " << trial << ": rank " << rank << " still runs " << bound.count()
-                           << " ms after rank " << victim << " got " << strsignal(signal_number) << " (a hang)";
+                           << " ms after rank " << victim << " got " << strsignal(signal_number)
+                           << " (a hang)";
     if (!end.ended) continue;
     ++tally.survivors;
     ++tally.outcomes[code.empty() ? "none" : code];
@@ -184,7 +193,8 @@ TEST(Chaos, SigkilledRankFailsEverySurvivorWithinTheDeadline) {
   use_loopback_only();
   auto random = trial_random();
   Tally tally;
-  for (int trial = 0, n = trials_of(10); trial < n; ++trial) rank_failure_trial(trial, SIGKILL, random, tally);
+  for (int trial = 0, n = trials_of(10); trial < n; ++trial)
+    rank_failure_trial(trial, SIGKILL, random, tally);
   tally.print("SIGKILL a rank");
 }
 
@@ -246,7 +256,8 @@ TEST(Chaos, KilledStoreProcessNeverHangsTheJob) {
       const ProcessEnd& end = ranks.end(rank);
       double seconds = std::chrono::duration<double>(end.ended_at - killed_at).count();
       std::string code = end.outcome.rfind("ok ", 0) == 0 ? "ok" : error_code_of(end.outcome);
-      line += fmt::format(" r{}={}/{:.2f}s", rank, end.ended ? (code.empty() ? "BAD" : code) : "HUNG", seconds);
+      line +=
+          fmt::format(" r{}={}/{:.2f}s", rank, end.ended ? (code.empty() ? "BAD" : code) : "HUNG", seconds);
       if (!end.ended) continue;
       ++tally.survivors;
       ++tally.outcomes[code.empty() ? "bad" : code];
@@ -263,7 +274,8 @@ TEST(Chaos, KilledStoreProcessNeverHangsTheJob) {
           << "trial " << trial << ": rank " << rank << ": " << end.describe();
       if (code != "ok") {
         EXPECT_LE(seconds, std::chrono::duration<double>(call_timeout() + exit_slack()).count())
-            << "trial " << trial << ": rank " << rank << " took too long to report the lost store: " << end.describe();
+            << "trial " << trial << ": rank " << rank
+            << " took too long to report the lost store: " << end.describe();
       }
     }
     fmt::print("{}\n", line);

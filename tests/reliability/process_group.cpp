@@ -1,6 +1,7 @@
 #include "tests/reliability/process_group.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,8 +14,6 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace canopy::reliability {
 namespace {
@@ -34,11 +33,15 @@ void write_line(int fd, const std::string& line) {
 
 }  // namespace
 
-void Reporter::ready(const std::string& detail) const { write_line(fd_, "ready " + detail); }
-void Reporter::outcome(const std::string& line) const { write_line(fd_, "outcome " + line); }
+void Reporter::ready(const std::string& detail) const {
+  write_line(fd_, "ready " + detail);
+}
+void Reporter::outcome(const std::string& line) const {
+  write_line(fd_, "outcome " + line);
+}
 
 std::string ProcessEnd::describe() const {
-  std::string how = !ended      ? "still running"
+  std::string how = !ended        ? "still running"
                     : signal != 0 ? fmt::format("killed by signal {} ({})", signal, strsignal(signal))
                                   : fmt::format("exited with status {}", exit_code);
   return outcome.empty() ? how : fmt::format("{}: {}", how, outcome);
@@ -49,7 +52,8 @@ ProcessGroup::ProcessGroup(int n, const std::function<void(int index, const Repo
   std::fflush(nullptr);
   for (int index = 0; index < n; ++index) {
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe2: {}", std::strerror(errno)));
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      throw std::runtime_error(fmt::format("pipe2: {}", std::strerror(errno)));
     pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error(fmt::format("fork: {}", std::strerror(errno)));
     if (pid == 0) {

@@ -28,14 +28,14 @@ class Reporter {
 
 // How one process ended, as the parent saw it.
 struct ProcessEnd {
-  bool ready = false;         // it said ready()
+  bool ready = false;  // it said ready()
   Clock::time_point ready_at;
   std::string ready_detail;
-  bool ended = false;         // it exited or died before the group's deadline
+  bool ended = false;  // it exited or died before the group's deadline
   Clock::time_point ended_at;
-  int exit_code = -1;         // when it exited
-  int signal = 0;             // when a signal ended it
-  std::string outcome;        // its outcome() line, "" when it never sent one
+  int exit_code = -1;   // when it exited
+  int signal = 0;       // when a signal ended it
+  std::string outcome;  // its outcome() line, "" when it never sent one
   std::string describe() const;
 };
 

@@ -33,11 +33,15 @@ inline std::chrono::milliseconds call_timeout() {
 }
 
 // Slack on top of the deadline for a loaded 2-core machine (process exit, reaping, the scheduler).
-inline std::chrono::milliseconds exit_slack() { return std::chrono::seconds(kUnderSanitizer ? 20 : 10); }
+inline std::chrono::milliseconds exit_slack() {
+  return std::chrono::seconds(kUnderSanitizer ? 20 : 10);
+}
 
 // Tests talk over loopback only (the transport would otherwise pick the first non-loopback interface).
 // Set before forking, so that every rank inherits it.
-inline void use_loopback_only() { ::setenv("CANOPY_SOCKET_IFNAME", "lo", 1); }
+inline void use_loopback_only() {
+  ::setenv("CANOPY_SOCKET_IFNAME", "lo", 1);
+}
 
 inline CommunicatorOptions test_communicator_options() {
   CommunicatorOptions options;

@@ -2,14 +2,13 @@
 // mixed kinds, sizes, types, ops and algorithms, every result checked exactly on every rank. Each rank
 // reports its resident memory after a warm-up pass over every combination and at the end; the end
 // must stay within a generous bound of the start (a leak per call would show as megabytes).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "bench/collectives/expected_values.hpp"
 #include "canopy/canopy.hpp"
@@ -61,14 +60,15 @@ std::uint64_t run_and_check(Communicator& comm, const Call& call, std::vector<st
     case Collective::AllReduce:
       return bench::count_wrong(call.type, call.op, kRanks, -1, 0, out, call.count);
     case Collective::Broadcast:
-      return r == call.root ? 0 : bench::count_wrong(call.type, call.op, kRanks, call.root, 0, out, call.count);
+      return r == call.root ? 0
+                            : bench::count_wrong(call.type, call.op, kRanks, call.root, 0, out, call.count);
     case Collective::Reduce:
       return r == call.root ? bench::count_wrong(call.type, call.op, kRanks, -1, 0, out, call.count) : 0;
     case Collective::AllGather: {
       std::uint64_t wrong = 0;
       for (int from = 0; from < kRanks; ++from)
-        wrong += bench::count_wrong(call.type, call.op, kRanks, from, 0, output.data() + from * call.count * element,
-                                    call.count);
+        wrong += bench::count_wrong(call.type, call.op, kRanks, from, 0,
+                                    output.data() + from * call.count * element, call.count);
       return wrong;
     }
     case Collective::ReduceScatter:
@@ -107,16 +107,16 @@ TEST(Soak, MixedCollectivesStayExactAndResidentMemoryStaysFlat) {
       std::uint64_t wrong = run_and_check(comm, call, input, output);
       ++calls;
       if (wrong != 0)
-        throw std::runtime_error(fmt::format("call {}: {} {} {} elements {} {} root {}: {} wrong elements", calls,
-                                             to_string(call.kind), call.algorithm, call.count, to_string(call.type),
-                                             to_string(call.op), call.root, wrong));
+        throw std::runtime_error(fmt::format("call {}: {} {} {} elements {} {} root {}: {} wrong elements",
+                                             calls, to_string(call.kind), call.algorithm, call.count,
+                                             to_string(call.type), to_string(call.op), call.root, wrong));
     };
     // Warm-up: every kind and algorithm at the largest size, so that buffers, staging and schedule
     // caches have grown to what the soak needs before the first measurement.
     for (Collective kind : kKinds)
       for (const auto& algorithm : collectives::algorithms(kind))
-        check({kind, std::string(algorithm.name), kCounts[std::size(kCounts) - 1], DataType::Float64, ReduceOp::Sum,
-               0});
+        check({kind, std::string(algorithm.name), kCounts[std::size(kCounts) - 1], DataType::Float64,
+               ReduceOp::Sum, 0});
     const long long start_rss = resident_bytes();
     std::mt19937_64 random(99);  // the same sequence on every rank
     const long long warm_up_calls = calls;
@@ -131,14 +131,16 @@ TEST(Soak, MixedCollectivesStayExactAndResidentMemoryStaysFlat) {
     const ProcessEnd& end = group.end(rank);
     ASSERT_EQ(end.exit_code, 0) << "rank " << rank << ": " << end.describe();
     long long calls = 0, warm_up_calls = 0, start_rss = 0, end_rss = 0;
-    ASSERT_EQ(std::sscanf(end.outcome.c_str(), "ok %lld %lld %lld %lld", &calls, &warm_up_calls, &start_rss, &end_rss),
+    ASSERT_EQ(std::sscanf(end.outcome.c_str(), "ok %lld %lld %lld %lld", &calls, &warm_up_calls, &start_rss,
+                          &end_rss),
               4)
         << end.describe();
     EXPECT_EQ(calls, total);
-    fmt::print("[soak] rank {}: {} collectives exact (after {} warm-up calls); resident memory {:.1f} MiB after "
-               "warm-up, {:.1f} MiB at the end ({:+.1f} MiB)\n",
-               rank, calls, warm_up_calls, start_rss / 1048576.0, end_rss / 1048576.0,
-               (end_rss - start_rss) / 1048576.0);
+    fmt::print(
+        "[soak] rank {}: {} collectives exact (after {} warm-up calls); resident memory {:.1f} MiB after "
+        "warm-up, {:.1f} MiB at the end ({:+.1f} MiB)\n",
+        rank, calls, warm_up_calls, start_rss / 1048576.0, end_rss / 1048576.0,
+        (end_rss - start_rss) / 1048576.0);
     // Generous: allocator slack and page-cache noise are a few MiB; a leak of even 1 KiB per call is
     // 10 MiB over 10,000 calls. Sanitizers keep freed memory in quarantine: report only.
     if (!kUnderSanitizer) {
