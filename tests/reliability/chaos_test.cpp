@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <regex>
@@ -17,6 +18,7 @@
 
 #include "canopy/canopy.hpp"
 #include "collectives/schedules/algorithms.hpp"
+#include "tests/reliability/leak_check.hpp"
 #include "tests/reliability/process_group.hpp"
 #include "tests/reliability/settings.hpp"
 #include "tests/support/ranks.hpp"
@@ -41,9 +43,8 @@ std::string code_name(ErrorCode code) {
 
 // Back-to-back all-reduces of mixed sizes and algorithms, every result checked exactly, until an
 // error or `calls` calls (or `give_up`: a survivor that never notices the failure must not run on).
-// The last word names the error code first: "error peer_failed after 12 calls: <message>".
-void all_reduce_loop(Communicator& comm, const Reporter& reporter, long long calls,
-                     Clock::time_point give_up) {
+// Returns the outcome, error code first: "error peer_failed after 12 calls: <message>".
+std::string all_reduce_loop(Communicator& comm, long long calls, Clock::time_point give_up) {
   static constexpr std::size_t kCounts[] = {1, 7, 64, 1000, 4099, 65537};
   auto algorithms = collectives::algorithms(Collective::AllReduce);
   std::mt19937_64 random(2024);  // the same sequence on every rank: the same calls in the same order
@@ -59,18 +60,31 @@ void all_reduce_loop(Communicator& comm, const Reporter& reporter, long long cal
         data[j] = (comm.rank() + 1) * static_cast<std::int32_t>(1 + j % 5);
       comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = algorithm});
       for (std::size_t j = 0; j < count; ++j) {
-        if (data[j] != rank_sum * static_cast<std::int32_t>(1 + j % 5)) {
-          reporter.outcome(
-              fmt::format("wrong element {} of {} ({}) in call {}: {}", j, count, algorithm, done, data[j]));
-          return;
-        }
+        if (data[j] != rank_sum * static_cast<std::int32_t>(1 + j % 5))
+          return fmt::format("wrong element {} of {} ({}) in call {}: {}", j, count, algorithm, done,
+                             data[j]);
       }
     }
-    reporter.outcome(fmt::format("ok {} calls", done));
+    return fmt::format("ok {} calls", done);
   } catch (const Error& e) {
-    reporter.outcome(
-        fmt::format("error {} after {} calls: {}", code_name(e.code()), done, one_line(e.what())));
+    return fmt::format("error {} after {} calls: {}", code_name(e.code()), done, one_line(e.what()));
   }
+}
+
+// One rank of a trial: forms the communicator, reduces until the failure, and once every Canopy
+// object is destroyed checks that nothing was left behind. The last word ends with "| leaked nothing"
+// or "| LEAKED ...".
+void chaos_rank(const Reporter& reporter, const std::function<Communicator()>& form, long long calls) {
+  const Holdings before = current_holdings();
+  std::string outcome;
+  try {
+    Communicator comm = form();
+    reporter.ready();
+    outcome = all_reduce_loop(comm, calls, Clock::now() + std::chrono::seconds(120));
+  } catch (const Error& e) {
+    outcome = fmt::format("error {} while forming: {}", code_name(e.code()), one_line(e.what()));
+  }
+  reporter.outcome(fmt::format("{} | {}", outcome, leaks_since(before)));
 }
 
 // Whether a message names `rank` as a rank: "rank 2", "rank(s) 2", "ranks 1, 2".
@@ -134,13 +148,10 @@ void rank_failure_trial(int trial, int signal_number, std::mt19937& random, Tall
   const auto delay = std::chrono::milliseconds(during_setup ? random() % 40 : random() % 300);
 
   ProcessGroup group(kRanks, [&](int rank, const Reporter& reporter) {
-    try {
-      Communicator comm(open_file_store(dir.path()), rank, kRanks, test_communicator_options());
-      reporter.ready();
-      all_reduce_loop(comm, reporter, 1'000'000'000, Clock::now() + std::chrono::seconds(120));
-    } catch (const Error& e) {
-      reporter.outcome(fmt::format("error {} while forming: {}", code_name(e.code()), one_line(e.what())));
-    }
+    chaos_rank(
+        reporter,
+        [&] { return Communicator(open_file_store(dir.path()), rank, kRanks, test_communicator_options()); },
+        1'000'000'000);
   });
   if (!during_setup) {
     ASSERT_TRUE(group.wait_ready(kAllRanks, Clock::now() + std::chrono::seconds(60)))
@@ -182,6 +193,8 @@ void rank_failure_trial(int trial, int signal_number, std::mt19937& random, Tall
         << "trial " << trial << ": rank " << rank << " crashed: " << end.describe();
     EXPECT_TRUE(code == "peer_failed" || code == "timeout" || code == "aborted")
         << "trial " << trial << ": rank " << rank << " should end with the failure: " << end.describe();
+    EXPECT_NE(end.outcome.find("| leaked nothing"), std::string::npos)
+        << "trial " << trial << ": rank " << rank << " left something behind: " << end.describe();
     if (names_rank(end.outcome, victim)) ++tally.naming_victim;
   }
   fmt::print("{}\n", line);
@@ -229,14 +242,13 @@ TEST(Chaos, KilledStoreProcessNeverHangsTheJob) {
     const auto delay = std::chrono::milliseconds(random() % 150);
 
     ProcessGroup ranks(kRanks, [&](int rank, const Reporter& reporter) {
-      try {
-        auto tcp_store = connect_tcp_store("127.0.0.1", port, token, call_timeout());
-        Communicator comm(tcp_store, rank, kRanks, test_communicator_options());
-        reporter.ready();
-        all_reduce_loop(comm, reporter, 300, Clock::now() + std::chrono::seconds(120));
-      } catch (const Error& e) {
-        reporter.outcome(fmt::format("error {} while forming: {}", code_name(e.code()), one_line(e.what())));
-      }
+      chaos_rank(
+          reporter,
+          [&] {
+            return Communicator(connect_tcp_store("127.0.0.1", port, token, call_timeout()), rank, kRanks,
+                                test_communicator_options());
+          },
+          300);
     });
     ranks.wait_ended(kAllRanks, Clock::now() + delay);  // sleeps, noting when each rank is formed
     const auto killed_at = Clock::now();
@@ -272,6 +284,8 @@ TEST(Chaos, KilledStoreProcessNeverHangsTheJob) {
       EXPECT_TRUE(code == "ok" || code == "peer_failed" || code == "timeout" || code == "aborted" ||
                   (code == "protocol_error" && end.outcome.find("shutting down") != std::string::npos))
           << "trial " << trial << ": rank " << rank << ": " << end.describe();
+      EXPECT_NE(end.outcome.find("| leaked nothing"), std::string::npos)
+          << "trial " << trial << ": rank " << rank << " left something behind: " << end.describe();
       if (code != "ok") {
         EXPECT_LE(seconds, std::chrono::duration<double>(call_timeout() + exit_slack()).count())
             << "trial " << trial << ": rank " << rank

@@ -1,0 +1,19 @@
+// What a process holds (descriptors, threads), to check that a failed communicator leaves nothing
+// behind once destroyed; under AddressSanitizer, also a leak check of the heap at that moment.
+#pragma once
+
+#include <string>
+
+namespace canopy::reliability {
+
+struct Holdings {
+  int descriptors = 0;  // entries of /proc/self/fd
+  int threads = 0;      // entries of /proc/self/task
+};
+
+Holdings current_holdings();
+
+// "leaked nothing", or what is held beyond `before` ("LEAKED 2 descriptors, 1 threads, heap").
+std::string leaks_since(const Holdings& before);
+
+}  // namespace canopy::reliability
