@@ -12,14 +12,30 @@ namespace {
 void encode(DataType type, std::int64_t value, std::byte* out) {
   auto put = [out](auto v) { std::memcpy(out, &v, sizeof(v)); };
   switch (type) {
-    case DataType::Float32: put(static_cast<float>(value)); break;
-    case DataType::Float64: put(static_cast<double>(value)); break;
-    case DataType::Float16: put(collectives::float_to_half(static_cast<float>(value))); break;
-    case DataType::BFloat16: put(collectives::float_to_bfloat16(static_cast<float>(value))); break;
-    case DataType::Int8: put(static_cast<std::int8_t>(static_cast<std::uint8_t>(value))); break;
-    case DataType::UInt8: put(static_cast<std::uint8_t>(value)); break;
-    case DataType::Int32: put(static_cast<std::int32_t>(static_cast<std::uint32_t>(value))); break;
-    case DataType::Int64: put(value); break;
+    case DataType::Float32:
+      put(static_cast<float>(value));
+      break;
+    case DataType::Float64:
+      put(static_cast<double>(value));
+      break;
+    case DataType::Float16:
+      put(collectives::float_to_half(static_cast<float>(value)));
+      break;
+    case DataType::BFloat16:
+      put(collectives::float_to_bfloat16(static_cast<float>(value)));
+      break;
+    case DataType::Int8:
+      put(static_cast<std::int8_t>(static_cast<std::uint8_t>(value)));
+      break;
+    case DataType::UInt8:
+      put(static_cast<std::uint8_t>(value));
+      break;
+    case DataType::Int32:
+      put(static_cast<std::int32_t>(static_cast<std::uint32_t>(value)));
+      break;
+    case DataType::Int64:
+      put(value);
+      break;
   }
 }
 
@@ -29,10 +45,18 @@ std::int64_t reduce_all(DataType type, ReduceOp op, int ranks, std::uint64_t ind
     std::int64_t v = input_value(type, op, r, index);
     switch (op) {
       case ReduceOp::Sum:
-      case ReduceOp::Avg: result += v; break;
-      case ReduceOp::Prod: result *= v; break;
-      case ReduceOp::Min: result = std::min(result, v); break;
-      case ReduceOp::Max: result = std::max(result, v); break;
+      case ReduceOp::Avg:
+        result += v;
+        break;
+      case ReduceOp::Prod:
+        result *= v;
+        break;
+      case ReduceOp::Min:
+        result = std::min(result, v);
+        break;
+      case ReduceOp::Max:
+        result = std::max(result, v);
+        break;
     }
   }
   return result;
@@ -49,10 +73,12 @@ std::int64_t input_value(DataType type, ReduceOp op, int rank, std::uint64_t ind
   return static_cast<std::int64_t>(mix % 9) - (unsigned_order ? 0 : 4);
 }
 
-void fill_inputs(DataType type, ReduceOp op, int rank, std::uint64_t first_index, void* data, std::uint64_t count) {
+void fill_inputs(DataType type, ReduceOp op, int rank, std::uint64_t first_index, void* data,
+                 std::uint64_t count) {
   auto* out = static_cast<std::byte*>(data);
   std::size_t size = size_of(type);
-  for (std::uint64_t i = 0; i < count; ++i) encode(type, input_value(type, op, rank, first_index + i), out + i * size);
+  for (std::uint64_t i = 0; i < count; ++i)
+    encode(type, input_value(type, op, rank, first_index + i), out + i * size);
 }
 
 std::uint64_t count_wrong(DataType type, ReduceOp op, int ranks, int from_rank, std::uint64_t first_index,

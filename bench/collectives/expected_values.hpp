@@ -14,7 +14,8 @@ namespace canopy::bench {
 std::int64_t input_value(DataType type, ReduceOp op, int rank, std::uint64_t index);
 
 // Fills `count` elements of `type` at `data` with rank's inputs, starting at element `first_index`.
-void fill_inputs(DataType type, ReduceOp op, int rank, std::uint64_t first_index, void* data, std::uint64_t count);
+void fill_inputs(DataType type, ReduceOp op, int rank, std::uint64_t first_index, void* data,
+                 std::uint64_t count);
 
 // Counts the elements of `data` that differ from the reduction over `ranks` ranks of element
 // first_index + i (or, with from_rank >= 0, from that rank's input alone: broadcast, all-gather).

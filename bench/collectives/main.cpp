@@ -36,6 +36,7 @@ struct Settings {
   int root = 0;
   bool in_place = false;
   std::string json, csv;
+  std::string chunk_bytes = "0";
   bool ceiling = false;
   std::string plot;
   bool progress = true;
@@ -84,6 +85,7 @@ int sweep(const Settings& s) {
   if (!op) throw CLI::ValidationError("--op", fmt::format("unknown op '{}'", s.op));
   auto sizes = size_sweep(parse_size(s.min_size), parse_size(s.max_size), s.factor);
   auto plan = plan_of(s);
+  const std::size_t chunk_bytes = parse_size(s.chunk_bytes);
   if (!s.plot.empty()) require_plot_tools(s.plot);  // before the sweep, not after it
 
   Communicator comm = Communicator::from_environment();
@@ -113,8 +115,8 @@ int sweep(const Settings& s) {
       for (const std::string& name : names) {
         progress.starting(done++,
                           fmt::format("{} {} {}", command_name(collective), name, format_size(bytes)));
-        BenchCase c{collective, name,       bytes,        *dtype,   *op,
-                    s.root,     s.in_place, s.iterations, s.warmup, s.check != 0};
+        BenchCase c{collective, name,         bytes,    *dtype,       *op,        s.root,
+                    s.in_place, s.iterations, s.warmup, s.check != 0, chunk_bytes};
         BenchResult r = measurement.run(c);
         total_wrong += r.wrong;
         progress.clear();
@@ -157,6 +159,8 @@ int sweep_command(int argc, char** argv) {
   app.add_flag("--inplace", s.in_place, "run in place");
   app.add_option("--json", s.json, "write every row as JSON to this file");
   app.add_option("--csv", s.csv, "write every row as CSV to this file");
+  app.add_option("--chunk-bytes", s.chunk_bytes, "pipelining granularity (0 = CANOPY_CHUNK_BYTES or 1M)")
+      ->capture_default_str();
   app.add_flag(
       "--ceiling", s.ceiling,
       "measure the loopback exchange rate first (rank 0) and show busbw as a percentage of the ceiling "

@@ -9,7 +9,9 @@
 namespace canopy::bench {
 namespace {
 
-bool is_blocked(Collective c) { return c == Collective::AllGather || c == Collective::ReduceScatter; }
+bool is_blocked(Collective c) {
+  return c == Collective::AllGather || c == Collective::ReduceScatter;
+}
 
 void grow(std::vector<std::byte>& buffer, std::size_t bytes) {
   if (buffer.size() < bytes) buffer.resize(bytes);
@@ -20,12 +22,16 @@ void grow(std::vector<std::byte>& buffer, std::size_t bytes) {
 double bus_factor(Collective collective, int ranks) {
   double p = ranks;
   switch (collective) {
-    case Collective::AllReduce: return 2 * (p - 1) / p;
+    case Collective::AllReduce:
+      return 2 * (p - 1) / p;
     case Collective::AllGather:
-    case Collective::ReduceScatter: return (p - 1) / p;
+    case Collective::ReduceScatter:
+      return (p - 1) / p;
     case Collective::Broadcast:
-    case Collective::Reduce: return 1;
-    default: return 0;
+    case Collective::Reduce:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -99,6 +105,7 @@ BenchResult Measurement::run(const BenchCase& c) {
 
   CollectiveOptions options;
   options.algorithm = c.algorithm;
+  options.chunk_bytes = c.chunk_bytes;
   CollectiveArgs args = arguments(c, block);
   auto choice = comm_.choose_algorithm(args, options);
   result.algorithm = choice.name;

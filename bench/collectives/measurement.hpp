@@ -12,7 +12,8 @@ namespace canopy::bench {
 struct BenchCase {
   Collective collective = Collective::AllReduce;
   std::string algorithm = "auto";
-  std::uint64_t bytes = 0;  // of the whole buffer (all-gather: the gathered output; reduce-scatter: the input)
+  std::uint64_t bytes =
+      0;  // of the whole buffer (all-gather: the gathered output; reduce-scatter: the input)
   DataType dtype = DataType::Float32;
   ReduceOp op = ReduceOp::Sum;
   int root = 0;
@@ -20,20 +21,22 @@ struct BenchCase {
   int iterations = 20;
   int warmup = 5;
   bool check = true;
+  std::size_t chunk_bytes =
+      0;  // pipelining granularity; 0 = the library's default (CANOPY_CHUNK_BYTES or 1 MiB)
 };
 
 struct BenchResult {
   BenchCase with;
-  std::string algorithm;      // what ran (auto resolved)
-  std::uint64_t bytes = 0;    // after rounding to whole elements (and blocks)
-  std::uint64_t count = 0;    // elements of the whole buffer
-  double time_us = 0;         // average over ranks of the per-iteration time
-  double min_time_us = 0;     // fastest rank
-  double max_time_us = 0;     // slowest rank
+  std::string algorithm;    // what ran (auto resolved)
+  std::uint64_t bytes = 0;  // after rounding to whole elements (and blocks)
+  std::uint64_t count = 0;  // elements of the whole buffer
+  double time_us = 0;       // average over ranks of the per-iteration time
+  double min_time_us = 0;   // fastest rank
+  double max_time_us = 0;   // slowest rank
   double predicted_time_us = 0;
-  double algbw_gbps = 0;      // bytes / time, 10^9 bytes per second
-  double busbw_gbps = 0;      // algbw x the collective's bus factor (nccl-tests)
-  std::uint64_t wrong = 0;    // elements differing from the exact result, summed over ranks
+  double algbw_gbps = 0;    // bytes / time, 10^9 bytes per second
+  double busbw_gbps = 0;    // algbw x the collective's bus factor (nccl-tests)
+  std::uint64_t wrong = 0;  // elements differing from the exact result, summed over ranks
 };
 
 // nccl-tests' bus bandwidth factor.

@@ -93,7 +93,17 @@ PlotScript plot_script(const nlohmann::ordered_json& rows, const std::string& ou
   }
   if (collectives.empty()) fail(ErrorCode::InvalidArgument, "nothing to plot: no rows with a message size");
   const bool rank_sweep = rank_counts.size() > 1;
-  const int panels = static_cast<int>(collectives.size()) * (rank_sweep ? 2 : 1);
+  // With one size per collective, busbw against size is a column of dots: a rank sweep then shows only
+  // time against ranks.
+  auto sizes_of = [&](const std::string& collective) {
+    std::set<double> sizes;
+    for (const auto& row : rows)
+      if (row.at("collective") == collective) sizes.insert(row.at("bytes").get<double>());
+    return sizes.size();
+  };
+  int panels = 0;
+  for (const std::string& collective : collectives)
+    panels += (rank_sweep && sizes_of(collective) == 1 ? 0 : 1) + (rank_sweep ? 1 : 0);
 
   PlotScript plot;
   std::string& s = plot.script;
@@ -101,41 +111,44 @@ PlotScript plot_script(const nlohmann::ordered_json& rows, const std::string& ou
   s += fmt::format("set output {}\n", gnuplot_string(output));
   s += fmt::format("set multiplot layout {},1\n", panels);
   s += "set grid\nset key outside right top\nset style data linespoints\n";
-  auto add_series = [&](const Series& series) {
+  auto add_series = [&](const Series& series, const std::string& style) {
     std::string name = fmt::format("{}/series{}.dat", data_dir, plot.data_files.size());
     plot.data_files.emplace_back(name, data_of(series));
-    return fmt::format("{} using 1:2 title {}", gnuplot_string(name), gnuplot_string(series.title));
+    return fmt::format("{} using 1:2 {} title {}", gnuplot_string(name), style, gnuplot_string(series.title));
   };
 
   for (const std::string& collective : collectives) {
-    // busbw against size: one line per (algorithm, ranks).
-    std::map<std::pair<int, std::string>, Series> by_algo;
-    double ceiling = 0;
-    for (const auto& row : rows) {
-      if (row.at("collective") != collective) continue;
-      int ranks = row.at("ranks").get<int>();
-      std::string algo = row.at("algo").get<std::string>();
-      Series& series = by_algo[{ranks, algo}];
-      series.title = rank_sweep ? fmt::format("{} P={}", algo, ranks) : algo;
-      series.points[row.at("bytes").get<double>()] = row.at("busbw_gbps").get<double>();
-      if (!rank_sweep && row.contains("ceiling_busbw_gbps"))
-        ceiling = row.at("ceiling_busbw_gbps").get<double>();
-    }
-    s += fmt::format(
-        "set title {}\n",
-        gnuplot_string(fmt::format("{}: bus bandwidth{}", collective,
-                                   rank_sweep ? "" : fmt::format(" on {} ranks", *rank_counts.begin()))));
-    s += "set logscale x 2\nset format x '%.0b%B'\nset xlabel 'message size (bytes)'\n";
-    s += "unset logscale y\nset format y '%g'\nset ylabel 'busbw (GB/s)'\nset yrange [0:*]\n";
     std::vector<std::string> plots;
-    for (const auto& [key, series] : by_algo) plots.push_back(add_series(series));
-    if (ceiling > 0)
-      plots.push_back(fmt::format("{} with lines dashtype 2 lc rgb '#888888' title {}", ceiling,
-                                  gnuplot_string(fmt::format("ceiling {:.2f} GB/s (measured)", ceiling))));
-    s += "plot " + fmt::format("{}", fmt::join(plots, ", \\\n     ")) + "\n";
-
+    if (!rank_sweep || sizes_of(collective) > 1) {
+      // busbw against size: one line per (algorithm, ranks).
+      std::map<std::pair<int, std::string>, Series> by_algo;
+      double ceiling = 0;
+      for (const auto& row : rows) {
+        if (row.at("collective") != collective) continue;
+        int ranks = row.at("ranks").get<int>();
+        std::string algo = row.at("algo").get<std::string>();
+        Series& series = by_algo[{ranks, algo}];
+        series.title = rank_sweep ? fmt::format("{} P={}", algo, ranks) : algo;
+        series.points[row.at("bytes").get<double>()] = row.at("busbw_gbps").get<double>();
+        if (!rank_sweep && row.contains("ceiling_busbw_gbps"))
+          ceiling = row.at("ceiling_busbw_gbps").get<double>();
+      }
+      s += fmt::format(
+          "set title {}\n",
+          gnuplot_string(fmt::format("{}: bus bandwidth{}", collective,
+                                     rank_sweep ? "" : fmt::format(" on {} ranks", *rank_counts.begin()))));
+      s += "set logscale x 2\nset format x '%.0b%B'\nset xlabel 'message size (bytes)'\n";
+      s += "set format y '%g'\nset ylabel 'busbw (GB/s)'\nset yrange [0:*]\n";
+      for (const auto& [key, series] : by_algo) plots.push_back(add_series(series, ""));
+      if (ceiling > 0)
+        plots.push_back(fmt::format("{} with lines dashtype 2 lc rgb '#888888' title {}", ceiling,
+                                    gnuplot_string(fmt::format("ceiling {:.2f} GB/s (measured)", ceiling))));
+      s += "plot " + fmt::format("{}", fmt::join(plots, ", \\\n     ")) + "\n";
+    }
     if (!rank_sweep) continue;
-    // Time against P at the largest size that every rank count measured.
+
+    // Time against P at the largest size that every rank count measured, each algorithm beside the
+    // cost model's prediction (dashed, same colour).
     std::map<int, double> largest;
     for (const auto& row : rows)
       if (row.at("collective") == collective) {
@@ -144,20 +157,36 @@ PlotScript plot_script(const nlohmann::ordered_json& rows, const std::string& ou
       }
     double size = largest.begin()->second;
     for (const auto& [ranks, b] : largest) size = std::min(size, b);
-    std::map<std::string, Series> by_ranks;
+    double slowest_us = 0;
+    for (const auto& row : rows)
+      if (row.at("collective") == collective && row.at("bytes").get<double>() == size)
+        slowest_us = std::max(slowest_us, row.at("time_us").get<double>());
+    const bool in_ms = slowest_us > 1e5;
+    const double unit = in_ms ? 1e-3 : 1;
+    std::map<std::string, std::pair<Series, Series>> by_ranks;  // algo -> (measured, predicted)
     for (const auto& row : rows) {
       if (row.at("collective") != collective || row.at("bytes").get<double>() != size) continue;
-      Series& series = by_ranks[row.at("algo").get<std::string>()];
-      series.title = row.at("algo").get<std::string>();
-      series.points[row.at("ranks").get<double>()] = row.at("time_us").get<double>();
+      auto& [measured, predicted] = by_ranks[row.at("algo").get<std::string>()];
+      measured.title = row.at("algo").get<std::string>();
+      predicted.title = measured.title + " (model)";
+      const double ranks = row.at("ranks").get<double>();
+      measured.points[ranks] = row.at("time_us").get<double>() * unit;
+      if (row.contains("predicted_time_us"))
+        predicted.points[ranks] = row.at("predicted_time_us").get<double>() * unit;
     }
     s += fmt::format(
         "set title {}\n",
         gnuplot_string(fmt::format("{}: time against the number of ranks, {:.0f} bytes", collective, size)));
     s += "unset logscale x\nset format x '%g'\nset xlabel 'ranks'\nset xtics 1\n";
-    s += "set ylabel 'time (us)'\nset yrange [0:*]\n";
+    s += fmt::format("set format y '%g'\nset ylabel 'time ({})'\nset yrange [0:*]\n", in_ms ? "ms" : "us");
     plots.clear();
-    for (const auto& [algo, series] : by_ranks) plots.push_back(add_series(series));
+    int colour = 1;
+    for (const auto& [algo, series] : by_ranks) {
+      plots.push_back(add_series(series.first, fmt::format("lc {} pt 7", colour)));
+      if (!series.second.points.empty())
+        plots.push_back(add_series(series.second, fmt::format("with lines dashtype 2 lc {}", colour)));
+      ++colour;
+    }
     s += "plot " + fmt::format("{}", fmt::join(plots, ", \\\n     ")) + "\n";
     s += "set xtics autofreq\n";
   }

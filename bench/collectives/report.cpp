@@ -77,6 +77,7 @@ nlohmann::ordered_json to_json(const RunInfo& info, const BenchResult& r) {
                                 {"op", std::string(to_string(r.with.op))},
                                 {"root", r.with.root},
                                 {"in_place", r.with.in_place},
+                                {"chunk_bytes", r.with.chunk_bytes},
                                 {"ranks", info.ranks},
                                 {"hosts", info.hosts},
                                 {"transport", info.transport},

@@ -1,8 +1,8 @@
 #include "bench/collectives/sizes.hpp"
 
-#include <stdexcept>
-
 #include <fmt/format.h>
+
+#include <stdexcept>
 
 namespace canopy::bench {
 
@@ -15,9 +15,12 @@ std::uint64_t parse_size(const std::string& text) {
     throw std::invalid_argument(fmt::format("'{}' is not a size (examples: 8, 64K, 16M, 1G)", text));
   }
   std::string suffix = text.substr(used);
-  if (suffix == "K" || suffix == "k" || suffix == "KiB") value <<= 10;
-  else if (suffix == "M" || suffix == "m" || suffix == "MiB") value <<= 20;
-  else if (suffix == "G" || suffix == "g" || suffix == "GiB") value <<= 30;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB")
+    value <<= 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MiB")
+    value <<= 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GiB")
+    value <<= 30;
   else if (!suffix.empty() && suffix != "B")
     throw std::invalid_argument(fmt::format("'{}' has an unknown suffix (use K, M or G)", text));
   return value;

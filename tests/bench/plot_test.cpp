@@ -55,6 +55,20 @@ TEST(Plot, ARankSweepAddsTimeAgainstRanks) {
   EXPECT_TRUE(contains(plot.script, "'ring P=2'")) << plot.script;
 }
 
+TEST(Plot, ARankSweepAtOneSizeIsTimeAgainstRanksBesideTheModel) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (int ranks : {2, 4, 8}) {
+    rows.push_back(row("ring", ranks, 5e6, 4e5 * ranks));
+    rows.back()["predicted_time_us"] = 3.9e5 * ranks;
+  }
+  PlotScript plot = plot_script(rows, "out.svg", "/d");
+  EXPECT_TRUE(contains(plot.script, "set multiplot layout 1,1")) << plot.script;
+  EXPECT_TRUE(contains(plot.script, "'ring (model)'")) << plot.script;
+  EXPECT_TRUE(contains(plot.script, "time (ms)")) << plot.script;
+  ASSERT_EQ(plot.data_files.size(), 2u);
+  EXPECT_TRUE(contains(plot.data_files[1].second, "8 3120\n")) << plot.data_files[1].second;
+}
+
 TEST(Plot, RefusesOtherFormatsAndEmptyRows) {
   EXPECT_THROW(require_plot_tools("out.pdf"), Error);
   EXPECT_THROW(plot_script(nlohmann::ordered_json::array(), "out.svg", "/d"), Error);
