@@ -9,9 +9,9 @@
 
 namespace canopy::fuzz {
 
-inline void check(bool condition, const char* what) {
+inline void check(bool condition, const char* what, const char* detail = nullptr) {
   if (condition) return;
-  std::fprintf(stderr, "fuzz property violated: %s\n", what);
+  std::fprintf(stderr, "fuzz property violated: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
   std::abort();
 }
 

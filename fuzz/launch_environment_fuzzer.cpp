@@ -68,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const Error& e) {
     canopy::fuzz::check_refusal(e, ErrorCode::Config, "parse_launch_environment");
     check(std::string_view(e.what()).find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string_view::npos,
-          "a Config error that names no variable");
+          "a Config error that names no variable", e.what());
     return 0;
   }
   check_consistent(info);

@@ -175,7 +175,11 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
     info.world_size = static_cast<int>(*chosen->world_size);
     if (chosen->local_world_size) {
       if (*chosen->local_world_size < 1 || *chosen->local_world_size > info.world_size)
-        fail(ErrorCode::Config, "{}={} must be between 1 and the world size {}", c.local_world_size,
+        fail(ErrorCode::Config, "{}={} must be between 1 and the world size {}",
+             // SLURM has no one variable for it (see slurm_local_size): name the one it came from.
+             *c.local_world_size != '\0'               ? c.local_world_size
+             : env_value(env, "SLURM_NTASKS_PER_NODE") ? "SLURM_NTASKS_PER_NODE"
+                                                       : "SLURM_TASKS_PER_NODE (this node's entry)",
              *chosen->local_world_size, info.world_size);
       info.local_world_size = static_cast<int>(*chosen->local_world_size);
     }

@@ -135,6 +135,22 @@ TEST(LaunchEnvironment, Slurm) {
   EXPECT_MENTIONS(config_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}}), "MASTER_ADDR");
 }
 
+// Found by fuzz/launch_environment_fuzzer: a SLURM local world size above the world size was refused
+// with "=3 must be between 1 and the world size 1", naming no variable.
+TEST(LaunchEnvironment, SlurmLocalWorldSizeAboveTheWorldNamesItsVariable) {
+  EXPECT_MENTIONS(config_error({{"SLURM_PROCID", "0"},
+                                {"SLURM_NTASKS", "1"},
+                                {"SLURM_NODEID", "1"},
+                                {"SLURM_TASKS_PER_NODE", "4(x1),3"},
+                                {"MASTER_ADDR", "node0"}}),
+                  "SLURM_TASKS_PER_NODE (this node's entry)=3 must be between 1 and the world size 1");
+  EXPECT_MENTIONS(config_error({{"SLURM_PROCID", "0"},
+                                {"SLURM_NTASKS", "2"},
+                                {"SLURM_NTASKS_PER_NODE", "4"},
+                                {"MASTER_ADDR", "node0"}}),
+                  "SLURM_NTASKS_PER_NODE=4 must be between 1 and the world size 2");
+}
+
 TEST(LaunchEnvironment, OpenMpiAndPmi) {
   auto ompi = parse_launch_environment({{"OMPI_COMM_WORLD_RANK", "2"},
                                         {"OMPI_COMM_WORLD_SIZE", "4"},
