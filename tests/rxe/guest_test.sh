@@ -4,6 +4,8 @@
 # checked exactly by canopy-bench. Never judges timings: emulation is slow and noisy.
 export HOME=/root TMPDIR=/tmp
 export CANOPY_IB_HCA==rxe0
+# A hang must end as an error long before the harness gives up on the guest.
+export CANOPY_TIMEOUT=60
 failures=0
 step() {
   name=$1

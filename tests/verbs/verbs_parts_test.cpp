@@ -312,6 +312,14 @@ TEST(Wire, ControlMessagesRoundTripAndAreChecked) {
   encode_control(credit, bytes);
   EXPECT_EQ(decode_control(bytes), credit);
 
+  for (ControlType type : {ControlType::ReadyToSend, ControlType::ReadDone, ControlType::Mismatch}) {
+    ControlMessage other = m;
+    other.type = type;
+    if (!carries_frame(type)) other.frame = FrameHeader{};
+    encode_control(other, bytes);
+    EXPECT_EQ(decode_control(bytes), other);
+  }
+
   auto broken = bytes;
   broken[1] = std::byte{9};
   EXPECT_THROW(decode_control(broken), Error);

@@ -183,26 +183,80 @@ TEST(VerbsTransport, ManyMessagesInFlightBothWaysStayInOrder) {
   }));
 }
 
+// Both ranks wait for their send to complete before posting the receive the other needs: the pattern
+// of a schedule whose reduce overwrites the buffer it sends. TCP completes such sends once the kernel
+// took the bytes; verbs must copy them aside rather than wait for a clear-to-send that never comes.
+TEST(VerbsTransport, SendsCompleteBeforeTheirReceiveIsPosted) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr std::uint64_t kComm = 10;
+  expect_all_ok(run_mesh_processes(2, test_options(kComm), [&](Transport& t) {
+    const int peer = 1 - t.rank();
+    std::uint64_t seq = 0;
+    for (std::size_t n : {std::size_t{0}, std::size_t{8}, std::size_t{70'000}, std::size_t{1} << 20}) {
+      ++seq;
+      auto envelope = p2p_envelope(kComm, seq, 0, n);
+      auto mine = testing::random_bytes(n, 7 * n + static_cast<std::size_t>(t.rank()));
+      std::vector<std::byte> sent = mine;
+      wait_one(t, t.post_send(peer, envelope, sent));
+      std::fill(sent.begin(), sent.end(), std::byte{0});  // the caller owns the buffer again
+      std::vector<std::byte> theirs(n);
+      wait_one(t, t.post_recv(peer, envelope, theirs));
+      require(testing::first_difference(theirs, 7 * n + static_cast<std::size_t>(peer)) < 0,
+              "{} bytes from rank {} damaged", n, peer);
+    }
+  }));
+}
+
+// A rank whose last send completed (copied aside) and which then leaves at once: its teardown still
+// delivers the bytes, as a closed TCP socket would.
+TEST(VerbsTransport, ACompletedSendIsDeliveredAfterTheSenderLeaves) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr std::uint64_t kComm = 11;
+  expect_all_ok(run_mesh_processes(2, test_options(kComm), [&](Transport& t) {
+    auto envelope = p2p_envelope(kComm, 1, 0, 100'000);
+    if (t.rank() == 0) {
+      auto payload = testing::random_bytes(100'000, 42);
+      wait_one(t, t.post_send(1, envelope, payload));
+      return;  // the transport is destroyed here, before rank 1 asked for the bytes
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::vector<std::byte> received(100'000);
+    wait_one(t, t.post_recv(0, envelope, received));
+    require(testing::first_difference(received, 42) < 0, "the payload arrived damaged");
+  }));
+}
+
+// A sender may see its send complete (copied aside) before the receiver refuses it; the refusal then
+// surfaces on its next progress(). Either way both sides end with the same Mismatch.
 TEST(VerbsTransport, MismatchIsCaughtOnBothSidesBeforeAnyByteIsWritten) {
   SKIP_WITHOUT_DEVICE();
   constexpr std::uint64_t kComm = 5;
-  expect_all_ok(run_mesh_processes(2, test_options(kComm), [&](Transport& t) {
-    std::vector<std::byte> buffer(1000, std::byte{0x11});
-    Error e = error_from(
-        [&] {
-          if (t.rank() == 0) {
-            wait_one(t, t.post_send(1, p2p_envelope(kComm, 1, 0, 1000), buffer));
-          } else {
-            wait_one(t, t.post_recv(0, p2p_envelope(kComm, 2, 0, 1000), buffer));  // another sequence number
-          }
-        },
-        "mismatched message");
-    require(e.code() == ErrorCode::Mismatch, "rank {}: expected Mismatch, got {}", t.rank(), e.what());
-    require(std::string(e.what()).find("#1") != std::string::npos && std::string(e.what()).find("#2") != std::string::npos,
-            "rank {}: the message should name both sides: {}", t.rank(), e.what());
-    if (t.rank() == 1)
-      for (std::byte b : buffer) require(b == std::byte{0x11}, "rank 1: the destination was written");
-  }));
+  for (bool receiver_first : {true, false}) {
+    expect_all_ok(run_mesh_processes(2, test_options(kComm), [&](Transport& t) {
+      std::vector<std::byte> buffer(1000, std::byte{0x11});
+      Error e = error_from(
+          [&] {
+            if (t.rank() == 0) {
+              if (receiver_first) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+              wait_one(t, t.post_send(1, p2p_envelope(kComm, 1, 0, 1000), buffer));
+              std::vector<OpId> done;
+              Deadline deadline = Deadline::after(std::chrono::seconds(10));
+              while (t.progress(deadline, done)) {
+              }
+            } else {
+              if (!receiver_first) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+              wait_one(t, t.post_recv(0, p2p_envelope(kComm, 2, 0, 1000), buffer));  // another sequence number
+            }
+          },
+          "mismatched message");
+      require(e.code() == ErrorCode::Mismatch, "rank {}: expected Mismatch, got {}", t.rank(), e.what());
+      require(std::string(e.what()).find("#1") != std::string::npos &&
+                  std::string(e.what()).find("#2") != std::string::npos,
+              "rank {}: the message should name both sides: {}", t.rank(), e.what());
+      if (t.rank() == 1)
+        for (std::byte b : buffer) require(b == std::byte{0x11}, "rank 1: the destination was written");
+    }));
+  }
 }
 
 TEST(VerbsTransport, AbortWakesABlockedProgress) {

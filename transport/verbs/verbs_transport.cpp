@@ -51,12 +51,19 @@ constexpr int kStagingSlots = 4;         // per peer and direction
 constexpr std::size_t kStagingSlotBytes = 64 * 1024;
 constexpr int kMaxSendRequests = 128;    // send queue depth per queue pair
 constexpr std::size_t kIdleRegistrations = 64;
+// Sends copied aside so that they complete before the peer asks for them (see buffer_waiting_sends):
+// at most this much memory, kept and reused once allocated.
+constexpr std::size_t kBufferedSendLimit = std::size_t{256} << 20;
+constexpr std::size_t kSmallestBufferBlock = 4096;
 constexpr auto kTeardownLimit = std::chrono::seconds(5);
 constexpr auto kGracefulSendLimit = std::chrono::seconds(2);
+constexpr auto kBufferedDeliveryLimit = std::chrono::seconds(10);
 static_assert(verbs::kControlMessageSize <= kControlSlotBytes);
+// A Mismatch with this rkey refuses our ReadyToSend (send numbers); otherwise our ClearToSend.
+constexpr std::uint32_t kRefusesAnnouncement = 1;
 
 // Work request ids: kind in the top byte, peer in the next three, a slot or message number below.
-enum class WrKind : std::uint8_t { ControlReceive = 1, ControlSend = 2, Write = 3, WriteLast = 4 };
+enum class WrKind : std::uint8_t { ControlReceive = 1, ControlSend = 2, Write = 3, WriteLast = 4, Read = 5, ReadLast = 6 };
 std::uint64_t make_wr_id(WrKind kind, int peer, std::uint32_t value) {
   return (std::uint64_t{static_cast<std::uint8_t>(kind)} << 56) | (std::uint64_t(peer) << 32) | value;
 }
@@ -79,6 +86,14 @@ struct PendingRecv {
   bool advertised = false;
   int staging_slot = -1;                      // small: lands in this slot, copied out on arrival
   std::optional<RegistrationCache::Lease> lease;  // large: written straight into the destination
+  // Set when the sender announced a copy of its message to read (ReadyToSend) instead of writing it:
+  bool reading = false;
+  std::uint64_t remote_address = 0;
+  std::uint32_t rkey = 0;
+  std::size_t read_posted = 0;  // bytes whose reads are posted
+  bool last_read_posted = false;
+
+  std::byte* landing(std::byte* staging) const { return staging_slot >= 0 ? staging : destination.data(); }
 };
 
 struct PendingSend {
@@ -95,6 +110,8 @@ struct PendingSend {
   std::uint32_t rkey = 0;
   std::size_t written = 0;  // bytes whose writes are posted
   bool last_posted = false;
+  int buffer_block = -1;  // copied into this block of buffered_
+  bool reported = false;  // completed for the caller already (buffered), before its writes
 };
 
 struct Peer {
@@ -107,13 +124,15 @@ struct Peer {
   std::deque<ControlMessage> clear_to_send;  // arrived before the matching post_send
   std::deque<PendingRecv> recvs;      // in order; a prefix is advertised
   std::deque<ControlMessage> outbox;  // control messages waiting for a slot, room or a credit
+  std::deque<ControlMessage> ready_to_send;  // announced copies whose receive is not posted yet
+  std::deque<PendingSend> lent;              // our copies announced to the peer, until it has read them
   std::vector<bool> control_slot_busy = std::vector<bool>(kControlSendSlots, false);
   std::vector<bool> send_staging_busy = std::vector<bool>(kStagingSlots, false);
   std::vector<bool> recv_staging_busy = std::vector<bool>(kStagingSlots, false);
   int send_requests = 0;     // posted and not yet completed
   int receive_requests = 0;  // posted and not yet completed
 
-  bool has_pending() const { return !sends.empty() || !writing.empty() || !recvs.empty(); }
+  bool has_pending() const { return !sends.empty() || !writing.empty() || !recvs.empty() || !lent.empty(); }
 };
 
 ControlMessage control(ControlType type, std::uint32_t seq) {
@@ -165,9 +184,17 @@ class VerbsTransport final : public Transport {
   void handle_control(int peer, const ControlMessage& message);
   void handle_arrival(int peer, std::uint32_t seq, std::vector<OpId>& completed);
   void handle_write_done(int peer, std::uint32_t seq, std::vector<OpId>& completed);
+  void start_read(int peer, PendingRecv& recv, const ControlMessage& announcement);
+  void post_reads(int peer);
+  void handle_read_done(int peer, std::uint32_t seq, std::vector<OpId>& completed);
+  PendingRecv* find_recv(int peer, std::uint32_t seq);
+  void finish_recv(int peer, std::uint32_t seq, std::vector<OpId>& completed);
   void drain_async_events();
   bool anything_pending() const;
+  int acquire_buffer_block(std::size_t bytes);
+  void buffer_waiting_sends(std::vector<OpId>& completed);
   void teardown();
+  void deliver_buffered_sends();
 
   const int rank_;
   const int size_;
@@ -180,10 +207,18 @@ class VerbsTransport final : public Transport {
   int wake_fd_ = -1;  // eventfd: abort() wakes a sleeping progress()
   RegisteredBlock control_;
   RegisteredBlock staging_;
+  struct BufferBlock {
+    RegisteredBlock memory;
+    bool busy = false;
+  };
+  std::vector<BufferBlock> buffered_;
+  std::size_t buffered_bytes_ = 0;
   std::unique_ptr<RegistrationCache> registrations_;
   std::vector<Peer> peers_;
   std::vector<std::uint32_t> local_psn_;
   std::size_t max_chunk_ = 0;
+  int read_depth_ = 1;                // RDMA reads in flight per queue pair, within the device's limits
+  std::vector<OpId> early_completions_;  // completed outside progress(): zero-byte announced messages
   OpId next_id_ = 1;
 
   std::optional<Error> failure_;  // sticky: a queue pair in error cannot be trusted again
@@ -194,13 +229,14 @@ class VerbsTransport final : public Transport {
 
 // ---- construction -----------------------------------------------------------------------------
 
-RegisteredBlock register_block(ibv_pd* pd, std::size_t bytes, const char* what) {
+RegisteredBlock register_block(ibv_pd* pd, std::size_t bytes, const char* what,
+                               int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) {
   RegisteredBlock block;
   block.bytes = bytes;
   block.data = static_cast<std::byte*>(std::aligned_alloc(4096, bytes));
   if (block.data == nullptr) fail(ErrorCode::System, "verbs: allocating {} bytes for {} failed", bytes, what);
   std::memset(block.data, 0, bytes);  // touch every page now, not on the data path
-  block.mr = ibv_reg_mr(pd, block.data, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  block.mr = ibv_reg_mr(pd, block.data, bytes, access);
   if (block.mr == nullptr) {
     int err = errno;
     std::free(block.data);
@@ -243,6 +279,9 @@ VerbsTransport::VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> p
         [](const verbs::Registration& r) { ibv_dereg_mr(static_cast<ibv_mr*>(r.handle)); },
         options.keep_registrations, kIdleRegistrations);
 
+    ibv_device_attr device{};
+    if (ibv_query_device(context, &device) == 0)
+      read_depth_ = std::clamp(std::min(device.max_qp_rd_atom, device.max_qp_init_rd_atom), 1, 16);
     std::size_t port_max = port_->attributes().max_msg_sz;
     max_chunk_ = options.max_chunk_bytes != 0 ? std::min(options.max_chunk_bytes, port_max) : port_max;
     if (max_chunk_ == 0) max_chunk_ = std::size_t{1} << 30;
@@ -266,7 +305,7 @@ VerbsTransport::VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> p
       attr.qp_state = IBV_QPS_INIT;
       attr.pkey_index = 0;
       attr.port_num = static_cast<std::uint8_t>(port_->port());
-      attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+      attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
       if (int err = ibv_modify_qp(p.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
         fail_errno(fmt::format("verbs: queue pair for rank {} to INIT", peer), err);
       p.credits.emplace(kReceiveSlots);
@@ -308,7 +347,7 @@ void VerbsTransport::connect(int peer, const QpAddress& remote) {
   attr.path_mtu = static_cast<ibv_mtu>(std::min<int>(remote.mtu, port_->attributes().active_mtu));
   attr.dest_qp_num = remote.qp_number;
   attr.rq_psn = remote.packet_sequence;
-  attr.max_dest_rd_atomic = 1;
+  attr.max_dest_rd_atomic = static_cast<std::uint8_t>(read_depth_);
   attr.min_rnr_timer = 12;
   attr.ah_attr.port_num = static_cast<std::uint8_t>(port_->port());
   attr.ah_attr.dlid = remote.lid;
@@ -328,7 +367,7 @@ void VerbsTransport::connect(int peer, const QpAddress& remote) {
   attr.retry_cnt = 7;
   attr.rnr_retry = 7;  // credits make RNR impossible; retry rather than fail if a provider disagrees
   attr.sq_psn = local_psn_[peer];
-  attr.max_rd_atomic = 1;
+  attr.max_rd_atomic = static_cast<std::uint8_t>(read_depth_);
   mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
   if (int err = ibv_modify_qp(qp, &attr, mask))
     fail_errno(fmt::format("verbs: rank {}: queue pair for rank {} to RTS", rank_, peer), err);
@@ -340,8 +379,35 @@ void VerbsTransport::connect(int peer, const QpAddress& remote) {
 // Memory may only be deregistered once the device can no longer touch it: move every queue pair to
 // ERR (flushing what is posted), reap every completion, then free. If the completions do not all come
 // back in time, the memory is leaked rather than freed under a live DMA.
+// Sends already reported complete (buffered) still owe the peer their bytes, as a closed TCP socket
+// still delivers what the kernel took: keep serving clear-to-sends until they are written, within a
+// bound, and say so if they could not be.
+void VerbsTransport::deliver_buffered_sends() {
+  auto owed = [&] {
+    int n = 0;
+    for (const Peer& p : peers_) n += static_cast<int>(p.lent.size());
+    return n;
+  };
+  Deadline limit = Deadline::after(kBufferedDeliveryLimit);
+  std::vector<OpId> ignored;
+  try {
+    while (owed() > 0 && !limit.expired()) {
+      if (drain_completions(ignored) == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      for (int peer = 0; peer < size_; ++peer)
+        if (peer != rank_) pump(peer);
+      ignored.clear();
+    }
+  } catch (const Error& e) {
+    log::warn("rank {}: verbs teardown: {}", rank_, e.what());
+  }
+  if (owed() > 0)
+    log::warn("rank {}: verbs teardown: {} completed send(s) were never read by their receiver within {} s",
+              rank_, owed(), std::chrono::duration_cast<std::chrono::seconds>(kBufferedDeliveryLimit).count());
+}
+
 void VerbsTransport::teardown() {
   bool reaped = true;
+  if (cq_ != nullptr && !failure_ && !aborted_.load()) deliver_buffered_sends();
   if (cq_ != nullptr) {
     // Let what is already on the wire finish first (a Mismatch refusal, the last credit update), so
     // that the peer hears it instead of a flush; a dead peer bounds this by the retry timeout.
@@ -395,6 +461,11 @@ void VerbsTransport::teardown() {
   }
   if (reaped) {
     registrations_.reset();
+    for (BufferBlock& block : buffered_) {
+      ibv_dereg_mr(block.memory.mr);
+      std::free(block.memory.data);
+    }
+    buffered_.clear();
     for (RegisteredBlock* block : {&control_, &staging_}) {
       if (block->mr != nullptr) ibv_dereg_mr(block->mr);
       std::free(block->data);
@@ -512,6 +583,7 @@ void VerbsTransport::pump(int peer) {
   flush_outbox(peer);
   start_writes(peer);
   post_writes(peer);
+  post_reads(peer);
   Peer& p = peers_[peer];
   // Credits owed that no control message carried (none to send, or none affordable: the peer may be
   // waiting for exactly these to afford its own): a credit update of its own, paid from the reserve.
@@ -541,7 +613,14 @@ void VerbsTransport::advertise(int peer) {
       cts.rkey = recv.lease->rkey;
     }
     recv.advertised = true;
-    p.outbox.push_back(cts);
+    if (!p.ready_to_send.empty() && p.ready_to_send.front().seq == recv.seq) {
+      // The sender already announced a copy: read it instead of asking for a write.
+      ControlMessage announcement = p.ready_to_send.front();
+      p.ready_to_send.pop_front();
+      start_read(peer, recv, announcement);
+    } else {
+      p.outbox.push_back(cts);
+    }
   }
 }
 
@@ -597,7 +676,7 @@ void VerbsTransport::start_writes(int peer) {
       if (p.credits->can_send_update()) post_control(peer, refusal);  // best effort: the peer times out otherwise
       fail_transport(e.code(), e.what());
     }
-    if (!send.payload.empty()) {
+    if (!send.payload.empty() && send.buffer_block < 0) {
       if (send.payload.size() <= kStagingSlotBytes) {
         int slot = free_slot(p.send_staging_busy);
         if (slot < 0) return;
@@ -685,6 +764,9 @@ const char* opcode_name(WrKind kind) {
       return "receive";
     case WrKind::ControlSend:
       return "control send";
+    case WrKind::Read:
+    case WrKind::ReadLast:
+      return "RDMA read";
     default:
       return "RDMA write";
   }
@@ -722,6 +804,11 @@ void VerbsTransport::handle_completion(const ibv_wc& wc, std::vector<OpId>& comp
     case WrKind::WriteLast:
       handle_write_done(peer, value_of(wc.wr_id), completed);
       break;
+    case WrKind::Read:
+      break;
+    case WrKind::ReadLast:
+      handle_read_done(peer, value_of(wc.wr_id), completed);
+      break;
   }
 }
 
@@ -730,14 +817,47 @@ void VerbsTransport::handle_control(int peer, const ControlMessage& message) {
   p.credits->grant(message.credits);
   switch (message.type) {
     case ControlType::ClearToSend:
+      // Crossed with our ReadyToSend for the same message: the peer reads it, nothing to write.
+      if (std::any_of(p.lent.begin(), p.lent.end(), [&](const PendingSend& s) { return s.seq == message.seq; }))
+        break;
       p.clear_to_send.push_back(message);
       break;
+    case ControlType::ReadyToSend:
+      if (PendingRecv* recv = find_recv(peer, message.seq); recv != nullptr && recv->advertised) {
+        start_read(peer, *recv, message);
+      } else {
+        p.ready_to_send.push_back(message);  // advertise() takes it when the receive is posted
+      }
+      break;
+    case ControlType::ReadDone: {
+      auto it = std::find_if(p.lent.begin(), p.lent.end(), [&](const PendingSend& s) { return s.seq == message.seq; });
+      if (it == p.lent.end())
+        fail_transport(ErrorCode::Protocol,
+                       fmt::format("rank {}: rank {} read message #{}, which was never announced", rank_, peer, message.seq));
+      if (it->buffer_block >= 0) buffered_[static_cast<std::size_t>(it->buffer_block)].busy = false;
+      p.lent.erase(it);
+      break;
+    }
     case ControlType::Mismatch: {
-      // The sender refused our clear-to-send: report the same difference here.
-      if (p.recvs.empty() || p.recvs.front().seq != message.seq)
+      // The other side refused what we announced or advertised: report the same difference here.
+      // Send and receive numbers are separate sequences: rkey says which one the refusal is about.
+      auto lent = std::find_if(p.lent.begin(), p.lent.end(), [&](const PendingSend& s) { return s.seq == message.seq; });
+      if (message.rkey == kRefusesAnnouncement) {
+        if (lent == p.lent.end())
+          fail_transport(ErrorCode::Protocol, fmt::format("rank {}: rank {} refused message #{}, which was never announced",
+                                                          rank_, peer, message.seq));
+        FrameHeader mine{.envelope = lent->envelope, .payload_bytes = lent->payload.size()};
+        try {
+          check_frame(mine, message.frame.envelope, message.frame.payload_bytes, peer, rank_);
+        } catch (const Error& e) {
+          fail_transport(e.code(), e.what());
+        }
+      }
+      const PendingRecv* found = find_recv(peer, message.seq);
+      if (found == nullptr)
         fail_transport(ErrorCode::Protocol, fmt::format("rank {}: rank {} refused message #{} that was not expected",
                                                         rank_, peer, message.seq));
-      const PendingRecv& recv = p.recvs.front();
+      const PendingRecv& recv = *found;
       try {
         check_frame(message.frame, recv.envelope, recv.destination.size(), rank_, peer);
       } catch (const Error& e) {
@@ -752,20 +872,93 @@ void VerbsTransport::handle_control(int peer, const ControlMessage& message) {
   }
 }
 
-void VerbsTransport::handle_arrival(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
+PendingRecv* VerbsTransport::find_recv(int peer, std::uint32_t seq) {
+  for (PendingRecv& recv : peers_[peer].recvs)
+    if (recv.seq == seq) return &recv;
+  return nullptr;
+}
+
+// The payload of receive #seq is in place (written, or read): copy it out of staging, release what it
+// held, report it. Receives complete by number, not in posting order: a read may finish after the
+// write of a later message.
+void VerbsTransport::finish_recv(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
   Peer& p = peers_[peer];
-  if (p.recvs.empty() || !p.recvs.front().advertised || p.recvs.front().seq != seq)
-    fail_transport(ErrorCode::Protocol, fmt::format("rank {}: rank {} completed message #{}, which was not the next one "
-                                                    "advertised",
-                                                    rank_, peer, seq));
-  PendingRecv& recv = p.recvs.front();
+  auto it = std::find_if(p.recvs.begin(), p.recvs.end(), [&](const PendingRecv& r) { return r.seq == seq; });
+  if (it == p.recvs.end() || !it->advertised)
+    fail_transport(ErrorCode::Protocol,
+                   fmt::format("rank {}: rank {} completed message #{}, which was not advertised", rank_, peer, seq));
+  PendingRecv& recv = *it;
   if (recv.staging_slot >= 0) {
     std::memcpy(recv.destination.data(), staging_slot(peer, recv.staging_slot, true), recv.destination.size());
     p.recv_staging_busy[recv.staging_slot] = false;
   }
   if (recv.lease) registrations_->release(*recv.lease);
   completed.push_back(recv.id);
-  p.recvs.pop_front();
+  p.recvs.erase(it);
+}
+
+void VerbsTransport::handle_arrival(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
+  finish_recv(peer, seq, completed);
+}
+
+// The sender announced a copy of message #seq: check its header against this receive before a byte
+// moves, then read it into the place this receive would have advertised.
+void VerbsTransport::start_read(int peer, PendingRecv& recv, const ControlMessage& announcement) {
+  Peer& p = peers_[peer];
+  try {
+    check_frame(announcement.frame, recv.envelope, recv.destination.size(), rank_, peer);
+  } catch (const Error& e) {
+    ControlMessage refusal = control(ControlType::Mismatch, recv.seq);
+    refusal.frame = FrameHeader{.envelope = recv.envelope, .payload_bytes = recv.destination.size()};
+    refusal.rkey = kRefusesAnnouncement;
+    if (p.credits->can_send_update()) post_control(peer, refusal);  // best effort
+    fail_transport(e.code(), e.what());
+  }
+  recv.reading = true;
+  recv.remote_address = announcement.address;
+  recv.rkey = announcement.rkey;
+  if (recv.destination.empty()) {
+    recv.last_read_posted = true;
+    finish_recv(peer, recv.seq, early_completions_);
+    p.outbox.push_back(control(ControlType::ReadDone, announcement.seq));
+  }
+}
+
+// Posts queued reads as send-queue room allows (reads need no credit: they consume no receive).
+void VerbsTransport::post_reads(int peer) {
+  Peer& p = peers_[peer];
+  for (PendingRecv& recv : p.recvs) {
+    if (!recv.reading) continue;
+    while (!recv.last_read_posted) {
+      if (p.send_requests >= kMaxSendRequests) return;
+      const std::size_t total = recv.destination.size();
+      const std::size_t chunk = std::min(max_chunk_, total - recv.read_posted);
+      const bool last = recv.read_posted + chunk == total;
+      std::byte* local = recv.landing(recv.staging_slot >= 0 ? staging_slot(peer, recv.staging_slot, true) : nullptr);
+      const std::uint32_t lkey = recv.staging_slot >= 0 ? staging_.mr->lkey : recv.lease->lkey;
+      ibv_sge sge{reinterpret_cast<std::uint64_t>(local) + recv.read_posted, static_cast<std::uint32_t>(chunk), lkey};
+      ibv_send_wr wr{};
+      wr.wr_id = make_wr_id(last ? WrKind::ReadLast : WrKind::Read, peer, recv.seq);
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      wr.opcode = IBV_WR_RDMA_READ;
+      wr.send_flags = IBV_SEND_SIGNALED;
+      wr.wr.rdma.remote_addr = recv.remote_address + recv.read_posted;
+      wr.wr.rdma.rkey = recv.rkey;
+      ibv_send_wr* bad = nullptr;
+      if (int err = ibv_post_send(p.qp, &wr, &bad))
+        fail_transport(ErrorCode::System,
+                       fmt::format("rank {}: ibv_post_send of an RDMA read from rank {}: {}", rank_, peer, std::strerror(err)));
+      ++p.send_requests;
+      recv.read_posted += chunk;
+      recv.last_read_posted = last;
+    }
+  }
+}
+
+void VerbsTransport::handle_read_done(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
+  finish_recv(peer, seq, completed);
+  peers_[peer].outbox.push_back(control(ControlType::ReadDone, seq));
 }
 
 void VerbsTransport::handle_write_done(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
@@ -775,7 +968,8 @@ void VerbsTransport::handle_write_done(int peer, std::uint32_t seq, std::vector<
   PendingSend& send = p.writing.front();
   if (send.staging_slot >= 0) p.send_staging_busy[send.staging_slot] = false;
   if (send.lease) registrations_->release(*send.lease);
-  completed.push_back(send.id);
+  if (send.buffer_block >= 0) buffered_[static_cast<std::size_t>(send.buffer_block)].busy = false;
+  if (!send.reported) completed.push_back(send.id);
   p.writing.pop_front();
 }
 
@@ -810,6 +1004,66 @@ bool VerbsTransport::anything_pending() const {
   return std::any_of(peers_.begin(), peers_.end(), [](const Peer& p) { return p.has_pending(); });
 }
 
+// A free registered block of at least `bytes`, allocating one (a power of two) within the limit;
+// -1 when the limit is reached.
+int VerbsTransport::acquire_buffer_block(std::size_t bytes) {
+  int best = -1;
+  for (std::size_t i = 0; i < buffered_.size(); ++i) {
+    const BufferBlock& block = buffered_[i];
+    if (!block.busy && block.memory.bytes >= bytes &&
+        (best < 0 || block.memory.bytes < buffered_[static_cast<std::size_t>(best)].memory.bytes))
+      best = static_cast<int>(i);
+  }
+  if (best < 0) {
+    std::size_t size = kSmallestBufferBlock;
+    while (size < bytes) size *= 2;
+    if (buffered_bytes_ + size > kBufferedSendLimit) return -1;
+    buffered_.push_back(
+        BufferBlock{register_block(pd_, size, "buffered sends", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ), false});
+    buffered_bytes_ += size;
+    best = static_cast<int>(buffered_.size() - 1);
+  }
+  buffered_[static_cast<std::size_t>(best)].busy = true;
+  return best;
+}
+
+// Sends still waiting for their clear-to-send when progress() is about to sleep: copy each aside,
+// announce the copy (ReadyToSend: address, rkey, frame header) and report the send complete. The
+// receiver reads the copy when its receive is posted, with no help from this rank's CPU, so this rank
+// may go off and do anything (even exit: teardown waits for the reads). In order per peer, and only
+// while the announcement can be posted at once, so that what is reported complete is on its way.
+void VerbsTransport::buffer_waiting_sends(std::vector<OpId>& completed) {
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    Peer& p = peers_[peer];
+    while (!p.sends.empty() && p.clear_to_send.empty() && p.outbox.empty() && p.credits->can_send_message()) {
+      PendingSend& send = p.sends.front();
+      int block = -1;
+      if (!send.payload.empty()) {
+        block = acquire_buffer_block(send.payload.size());
+        if (block < 0) break;  // over the limit: the rest wait for their clear-to-send
+      }
+      ControlMessage announcement = control(ControlType::ReadyToSend, send.seq);
+      announcement.frame = FrameHeader{.envelope = send.envelope, .payload_bytes = send.payload.size()};
+      if (block >= 0) {
+        RegisteredBlock& memory = buffered_[static_cast<std::size_t>(block)].memory;
+        std::memcpy(memory.data, send.payload.data(), send.payload.size());
+        announcement.address = reinterpret_cast<std::uint64_t>(memory.data);
+        announcement.rkey = memory.mr->rkey;
+      }
+      if (!post_control(peer, announcement)) {
+        if (block >= 0) buffered_[static_cast<std::size_t>(block)].busy = false;
+        break;
+      }
+      send.buffer_block = block;
+      send.reported = true;
+      completed.push_back(send.id);
+      p.lent.push_back(send);
+      p.sends.pop_front();
+    }
+  }
+}
+
 bool VerbsTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
   rethrow_failure();
   const std::size_t before = completed.size();
@@ -821,6 +1075,10 @@ bool VerbsTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
   for (;;) {
     drain_async_events();
     int found = drain_completions(completed);
+    if (!early_completions_.empty()) {
+      completed.insert(completed.end(), early_completions_.begin(), early_completions_.end());
+      early_completions_.clear();
+    }
     for (int peer = 0; peer < size_; ++peer)
       if (peer != rank_) pump(peer);
     if (completed.size() > before) return true;
@@ -831,6 +1089,11 @@ bool VerbsTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
       continue;
     }
     if (!armed) {
+      // About to sleep while sends wait for their clear-to-send: complete them by copying them aside.
+      // A schedule may post the receive that lets its peer go on only after such a send completed
+      // (TCP completes a send once the kernel took the bytes), so waiting here could deadlock.
+      buffer_waiting_sends(completed);
+      if (completed.size() > before) return true;
       // Arm, then drain once more before sleeping: a completion that arrived before the arming raises
       // no event.
       if (ibv_req_notify_cq(cq_, 0) != 0) fail_transport(ErrorCode::System, "verbs: ibv_req_notify_cq failed");

@@ -71,7 +71,7 @@ QpAddress decode_address(std::string_view bytes, std::string_view who) {
 }
 
 // Layout: u8 version, u8 type, u16 credits, u32 seq, u64 address, u32 rkey, u32 reserved (0),
-// then the 56-byte frame header (zeros for Credit).
+// then the 56-byte frame header (zeros for Credit and ReadDone).
 void encode_control(const ControlMessage& m, std::span<std::byte, kControlMessageSize> out) {
   std::memset(out.data(), 0, out.size());
   put(out.data() + 0, kControlVersion);
@@ -80,7 +80,7 @@ void encode_control(const ControlMessage& m, std::span<std::byte, kControlMessag
   put(out.data() + 4, m.seq);
   put(out.data() + 8, m.address);
   put(out.data() + 16, m.rkey);
-  if (m.type != ControlType::Credit) {
+  if (carries_frame(m.type)) {
     FrameBytes frame = encode_frame(m.frame);
     std::memcpy(out.data() + 24, frame.data(), frame.size());
   }
@@ -95,14 +95,14 @@ ControlMessage decode_control(std::span<const std::byte> bytes) {
          get<std::uint8_t>(in), kControlVersion);
   ControlMessage m;
   auto type = get<std::uint8_t>(in + 1);
-  if (type < 1 || type > 3 || get<std::uint32_t>(in + 20) != 0)
+  if (type < 1 || type > 5 || get<std::uint32_t>(in + 20) != 0)
     fail(ErrorCode::Protocol, "malformed verbs control message (type {})", type);
   m.type = static_cast<ControlType>(type);
   m.credits = get<std::uint16_t>(in + 2);
   m.seq = get<std::uint32_t>(in + 4);
   m.address = get<std::uint64_t>(in + 8);
   m.rkey = get<std::uint32_t>(in + 16);
-  if (m.type != ControlType::Credit) m.frame = decode_frame(bytes.subspan(24).first<kFrameHeaderSize>());
+  if (carries_frame(m.type)) m.frame = decode_frame(bytes.subspan(24).first<kFrameHeaderSize>());
   return m;
 }
 

@@ -39,7 +39,14 @@ enum class ControlType : std::uint8_t {
   ClearToSend = 1,  // "write your message #seq here": address, rkey and the receive's frame header
   Mismatch = 2,     // "your clear-to-send #seq does not match my message": the sender's frame header
   Credit = 3,       // only returns credits
+  ReadyToSend = 4,  // "read my message #seq from here" (a send copied aside): address, rkey, its frame header
+  ReadDone = 5,     // "I have read your message #seq": the sender may reuse that memory
 };
+
+// Whether a control message of this type carries a frame header.
+inline bool carries_frame(ControlType type) {
+  return type == ControlType::ClearToSend || type == ControlType::Mismatch || type == ControlType::ReadyToSend;
+}
 
 struct ControlMessage {
   ControlType type = ControlType::Credit;
@@ -47,7 +54,7 @@ struct ControlMessage {
   std::uint32_t seq = 0;      // the message number on this peer pair, per direction
   std::uint64_t address = 0;
   std::uint32_t rkey = 0;
-  FrameHeader frame;          // ClearToSend and Mismatch only
+  FrameHeader frame;          // ClearToSend, Mismatch and ReadyToSend only
 
   friend bool operator==(const ControlMessage&, const ControlMessage&) = default;
 };
