@@ -20,10 +20,10 @@ std::optional<std::pair<int, std::string>> first_rank_without_verbs(Store& store
   store.set(verdict_key(verbs.comm_id, rank), reason.empty() ? "1" : "0" + reason);
   Deadline deadline = Deadline::after(verbs.connect_timeout);
   for (int peer = 0; peer < size; ++peer) {
-    std::string verdict =
-        peer == rank ? (reason.empty() ? "1" : "0" + reason)
-                     : store.get(verdict_key(verbs.comm_id, peer),
-                                 std::chrono::duration_cast<Duration>(deadline.remaining()));
+    std::string verdict = peer == rank
+                              ? (reason.empty() ? "1" : "0" + reason)
+                              : store.get(verdict_key(verbs.comm_id, peer),
+                                          std::chrono::duration_cast<Duration>(deadline.remaining()));
     if (verdict != "1") return std::make_pair(peer, verdict.substr(verdict.empty() ? 0 : 1));
   }
   return std::nullopt;
@@ -39,8 +39,8 @@ TransportKind transport_kind_from(const EnvMap& env) {
   fail(ErrorCode::Config, "CANOPY_TRANSPORT='{}' is not a transport: use tcp, verbs or auto", value);
 }
 
-std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp, TransportKind kind,
-                                        VerbsOptions verbs) {
+std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
+                                        TransportKind kind, VerbsOptions verbs) {
   verbs.comm_id = tcp.comm_id;
   verbs.connect_timeout = tcp.connect_timeout;
   switch (kind) {
@@ -54,8 +54,8 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
       break;
   }
   if (auto without = first_rank_without_verbs(store, rank, size, verbs)) {
-    log::info("rank {}: transport: tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {})", rank, without->first,
-              without->second);
+    log::info("rank {}: transport: tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {})", rank,
+              without->first, without->second);
     return connect_tcp_mesh(store, rank, size, tcp);
   }
   log::info("rank {}: transport: verbs (CANOPY_TRANSPORT=auto; every rank has an RDMA device)", rank);

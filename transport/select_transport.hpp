@@ -23,8 +23,8 @@ TransportKind transport_kind_from(const EnvMap& env);
 
 // Builds the mesh of the kind asked for. `verbs` carries the RDMA settings; its comm_id and
 // connect_timeout are taken from `tcp`, so both transports scope their store keys alike.
-std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp, TransportKind kind,
-                                        VerbsOptions verbs);
+std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
+                                        TransportKind kind, VerbsOptions verbs);
 
 // The same with the kind and the RDMA settings read from the environment: what a communicator calls.
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp);

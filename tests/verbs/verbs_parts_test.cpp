@@ -69,7 +69,8 @@ GidEntry gid(int index, GidType type, std::vector<std::uint8_t> bytes) {
   std::memcpy(e.gid.data(), bytes.data(), 16);
   return e;
 }
-const std::vector<std::uint8_t> kLinkLocal = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55};
+const std::vector<std::uint8_t> kLinkLocal = {0xfe, 0x80, 0,    0,    0,    0,    0,    0,
+                                              0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55};
 const std::vector<std::uint8_t> kIpv4 = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1};
 const std::vector<std::uint8_t> kIpv6 = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};
 const std::vector<std::uint8_t> kZero(16, 0);
@@ -84,9 +85,12 @@ TEST(GidChoice, RoceV2Ipv4FirstWhereverItSits) {
 }
 
 TEST(GidChoice, FallsBackInOrder) {
-  EXPECT_EQ(choose_gid(std::vector{gid(0, GidType::RoCEv2, kLinkLocal), gid(4, GidType::RoCEv2, kIpv6)}, true), 4);
-  EXPECT_EQ(choose_gid(std::vector{gid(0, GidType::RoCEv1, kIpv4), gid(1, GidType::RoCEv2, kLinkLocal)}, true), 1);
-  EXPECT_EQ(choose_gid(std::vector{gid(0, GidType::RoCEv1, kLinkLocal), gid(2, GidType::RoCEv1, kIpv4)}, true), 2);
+  EXPECT_EQ(
+      choose_gid(std::vector{gid(0, GidType::RoCEv2, kLinkLocal), gid(4, GidType::RoCEv2, kIpv6)}, true), 4);
+  EXPECT_EQ(
+      choose_gid(std::vector{gid(0, GidType::RoCEv1, kIpv4), gid(1, GidType::RoCEv2, kLinkLocal)}, true), 1);
+  EXPECT_EQ(
+      choose_gid(std::vector{gid(0, GidType::RoCEv1, kLinkLocal), gid(2, GidType::RoCEv1, kIpv4)}, true), 2);
   EXPECT_EQ(choose_gid(std::vector{gid(5, GidType::RoCEv2, kIpv4), gid(6, GidType::RoCEv2, kIpv4)}, true), 5);
 }
 
@@ -97,10 +101,13 @@ TEST(GidChoice, NothingUsable) {
 }
 
 TEST(GidChoice, InfiniBandTakesThePortGid) {
-  EXPECT_EQ(choose_gid(std::vector{gid(0, GidType::InfiniBand, kLinkLocal), gid(1, GidType::InfiniBand, kIpv6)}, false),
-            0);
+  EXPECT_EQ(
+      choose_gid(std::vector{gid(0, GidType::InfiniBand, kLinkLocal), gid(1, GidType::InfiniBand, kIpv6)},
+                 false),
+      0);
   EXPECT_EQ(describe(gid(3, GidType::RoCEv2, kIpv4)), "::ffff:192.0.2.1 (RoCE v2, index 3)");
-  EXPECT_EQ(describe(gid(0, GidType::RoCEv1, kLinkLocal)), "fe80:0000:0000:0000:0211:22ff:fe33:4455 (RoCE v1, index 0)");
+  EXPECT_EQ(describe(gid(0, GidType::RoCEv1, kLinkLocal)),
+            "fe80:0000:0000:0000:0211:22ff:fe33:4455 (RoCE v1, index 0)");
 }
 
 // ---- registration cache ----
@@ -129,12 +136,12 @@ TEST(RegistrationCache, SharesCoveringRegistrationsAndAlignsToPages) {
   ASSERT_EQ(device.registered, 1);
   EXPECT_EQ(device.ranges[0].first, reinterpret_cast<std::uintptr_t>(buffer));
   EXPECT_EQ(device.ranges[0].second, 2 * 4096u);
-  auto b = cache.acquire(buffer + 4096, 4096, true);   // inside the first registration's pages
-  auto c = cache.acquire(buffer + 8000, 100, false);   // a send may use a writable registration
+  auto b = cache.acquire(buffer + 4096, 4096, true);  // inside the first registration's pages
+  auto c = cache.acquire(buffer + 8000, 100, false);  // a send may use a writable registration
   EXPECT_EQ(device.registered, 1);
   EXPECT_EQ(b.lkey, a.lkey);
   EXPECT_EQ(c.rkey, a.rkey);
-  auto d = cache.acquire(buffer + 8192, 4096, true);   // beyond it
+  auto d = cache.acquire(buffer + 8192, 4096, true);  // beyond it
   EXPECT_EQ(device.registered, 2);
   for (const auto& lease : {a, b, c, d}) cache.release(lease);
   EXPECT_EQ(device.deregistered, 2);  // nothing kept idle unless asked
@@ -346,9 +353,9 @@ TEST(Settings, VerbsOptionsFromEnvironment) {
   EXPECT_EQ(defaults.gid_index, -1);
   EXPECT_FALSE(defaults.keep_registrations);
   for (auto [name, value] : std::vector<std::pair<std::string, std::string>>{{"CANOPY_IB_GID_INDEX", "256"},
-                                                                            {"CANOPY_IB_CHUNK_BYTES", "100"},
-                                                                            {"CANOPY_IB_REG_CACHE", "yes"},
-                                                                            {"CANOPY_IB_SPIN_US", "-1"}}) {
+                                                                             {"CANOPY_IB_CHUNK_BYTES", "100"},
+                                                                             {"CANOPY_IB_REG_CACHE", "yes"},
+                                                                             {"CANOPY_IB_SPIN_US", "-1"}}) {
     try {
       VerbsOptions::from_environment(EnvMap{{name, value}});
       ADD_FAILURE() << name << "=" << value << " was accepted";

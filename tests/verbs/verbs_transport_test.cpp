@@ -1,11 +1,12 @@
 // The verbs transport between real processes. Where this machine has no RDMA device the device tests
 // skip, saying why; the selection tests run everywhere. The soft-RoCE harness (tests/rxe) runs this
 // binary inside a QEMU guest with rdma_rxe, where nothing skips.
+#include "transport/verbs/verbs_transport.hpp"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <thread>
 
@@ -15,7 +16,6 @@
 #include "tests/transport/memory_store.hpp"
 #include "tests/transport/transport_test_support.hpp"
 #include "transport/select_transport.hpp"
-#include "transport/verbs/verbs_transport.hpp"
 
 namespace canopy::transport {
 namespace {
@@ -40,9 +40,9 @@ std::string no_device_reason() {
   return reason;
 }
 
-#define SKIP_WITHOUT_DEVICE()                                              \
-  do {                                                                     \
-    if (!no_device_reason().empty()) GTEST_SKIP() << no_device_reason();   \
+#define SKIP_WITHOUT_DEVICE()                                            \
+  do {                                                                   \
+    if (!no_device_reason().empty()) GTEST_SKIP() << no_device_reason(); \
   } while (0)
 
 std::vector<testing::RankExit> run_mesh_processes(int size, const VerbsOptions& options, const RankBody& body,
@@ -245,7 +245,8 @@ TEST(VerbsTransport, MismatchIsCaughtOnBothSidesBeforeAnyByteIsWritten) {
               }
             } else {
               if (!receiver_first) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-              wait_one(t, t.post_recv(0, p2p_envelope(kComm, 2, 0, 1000), buffer));  // another sequence number
+              wait_one(t,
+                       t.post_recv(0, p2p_envelope(kComm, 2, 0, 1000), buffer));  // another sequence number
             }
           },
           "mismatched message");

@@ -16,8 +16,10 @@ namespace canopy::transport::verbs {
 class CreditAccount {
  public:
   // `slots`: how many receives the peer keeps posted for us (and we for it).
-  explicit CreditAccount(int slots) : slots_(slots), available_(slots), threshold_(slots / 2 > 0 ? slots / 2 : 1) {
-    if (slots < 2) fail(ErrorCode::InvalidArgument, "credit account: {} receive slots; at least 2 needed", slots);
+  explicit CreditAccount(int slots)
+      : slots_(slots), available_(slots), threshold_(slots / 2 > 0 ? slots / 2 : 1) {
+    if (slots < 2)
+      fail(ErrorCode::InvalidArgument, "credit account: {} receive slots; at least 2 needed", slots);
   }
 
   bool can_send_message() const { return available_ >= 2; }

@@ -33,7 +33,8 @@ std::vector<GidEntry> read_gid_table(ibv_context* context, int port, int length)
   std::vector<GidEntry> table;
   for (int index = 0; index < length; ++index) {
     ibv_gid_entry raw{};
-    if (ibv_query_gid_ex(context, static_cast<std::uint32_t>(port), static_cast<std::uint32_t>(index), &raw, 0) != 0)
+    if (ibv_query_gid_ex(context, static_cast<std::uint32_t>(port), static_cast<std::uint32_t>(index), &raw,
+                         0) != 0)
       continue;
     GidEntry entry;
     entry.index = index;
@@ -98,7 +99,8 @@ std::unique_ptr<DevicePort> open_device_port(const VerbsOptions& options) {
            "no RDMA device: ibv_get_device_list failed with ENOSYS (this kernel has no RDMA support); "
            "use CANOPY_TRANSPORT=tcp, or auto to fall back to TCP");
     fail(ErrorCode::Config,
-         "no RDMA device: ibv_get_device_list failed: {}; use CANOPY_TRANSPORT=tcp, or auto to fall back to TCP",
+         "no RDMA device: ibv_get_device_list failed: {}; use CANOPY_TRANSPORT=tcp, or auto to fall back to "
+         "TCP",
          std::strerror(err));
   }
   if (list.count == 0)
@@ -118,16 +120,19 @@ std::unique_ptr<DevicePort> open_device_port(const VerbsOptions& options) {
     int ports = ibv_query_device(context, &device_attributes) == 0 ? device_attributes.phys_port_cnt : 0;
     for (int port = 1; port <= ports; ++port) {
       if (!spec.matches(name, port)) {
-        passed_over.push_back(fmt::format("{} port {}: not selected by CANOPY_IB_HCA='{}'", name, port, options.hca));
+        passed_over.push_back(
+            fmt::format("{} port {}: not selected by CANOPY_IB_HCA='{}'", name, port, options.hca));
         continue;
       }
       ibv_port_attr attributes{};
       if (ibv_query_port(context, static_cast<std::uint8_t>(port), &attributes) != 0) {
-        passed_over.push_back(fmt::format("{} port {}: ibv_query_port failed: {}", name, port, std::strerror(errno)));
+        passed_over.push_back(
+            fmt::format("{} port {}: ibv_query_port failed: {}", name, port, std::strerror(errno)));
         continue;
       }
       if (attributes.state != IBV_PORT_ACTIVE) {
-        passed_over.push_back(fmt::format("{} port {}: {}, not ACTIVE", name, port, state_name(attributes.state)));
+        passed_over.push_back(
+            fmt::format("{} port {}: {}, not ACTIVE", name, port, state_name(attributes.state)));
         continue;
       }
       std::string why_not;

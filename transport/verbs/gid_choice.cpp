@@ -52,7 +52,9 @@ std::string describe(const GidEntry& entry) {
     for (std::size_t i = 0; i < 16; i += 2)
       text += fmt::format("{}{:02x}{:02x}", i == 0 ? "" : ":", entry.gid[i], entry.gid[i + 1]);
   }
-  const char* type = entry.type == GidType::RoCEv2 ? "RoCE v2" : entry.type == GidType::RoCEv1 ? "RoCE v1" : "IB";
+  const char* type = entry.type == GidType::RoCEv2   ? "RoCE v2"
+                     : entry.type == GidType::RoCEv1 ? "RoCE v1"
+                                                     : "IB";
   return fmt::format("{} ({}, index {})", text, type, entry.index);
 }
 

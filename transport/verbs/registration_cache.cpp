@@ -49,7 +49,8 @@ RegistrationCache::Lease RegistrationCache::acquire(const void* address, std::si
 void RegistrationCache::release(const Lease& lease) {
   auto it = entries_.find(lease.entry);
   if (it == entries_.end() || it->second.leases <= 0)
-    fail(ErrorCode::Protocol, "registration cache: release of a lease (entry {}) that is not held", lease.entry);
+    fail(ErrorCode::Protocol, "registration cache: release of a lease (entry {}) that is not held",
+         lease.entry);
   --it->second.leases;
   trim();
 }
@@ -61,7 +62,8 @@ void RegistrationCache::trim() {
   while (idle > keep) {
     auto oldest = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
-      if (it->second.leases == 0 && (oldest == entries_.end() || it->second.last_use < oldest->second.last_use))
+      if (it->second.leases == 0 &&
+          (oldest == entries_.end() || it->second.last_use < oldest->second.last_use))
         oldest = it;
     deregister_fn_(oldest->second.registration);
     entries_.erase(oldest);

@@ -16,7 +16,8 @@ VerbsOptions VerbsOptions::from_environment(const EnvMap& env) {
   options.spin = std::chrono::microseconds(spin);
   auto chunk = env_integer(env, "CANOPY_IB_CHUNK_BYTES").value_or(0);
   if (chunk != 0 && (chunk < 4096 || chunk > (1LL << 31)))
-    fail(ErrorCode::Config, "CANOPY_IB_CHUNK_BYTES={} must be 0 (the device maximum) or from 4096 to 2^31", chunk);
+    fail(ErrorCode::Config, "CANOPY_IB_CHUNK_BYTES={} must be 0 (the device maximum) or from 4096 to 2^31",
+         chunk);
   options.max_chunk_bytes = static_cast<std::size_t>(chunk);
   auto cache = env_integer(env, "CANOPY_IB_REG_CACHE").value_or(0);
   if (cache != 0 && cache != 1) fail(ErrorCode::Config, "CANOPY_IB_REG_CACHE={} must be 0 or 1", cache);

@@ -5,10 +5,13 @@
 // control message: address, rkey and the frame header the receiver expects); the sender checks that
 // header against its own before a byte moves (a difference is a Mismatch on both sides, and nothing is
 // written), then RDMA-writes the payload there, the last chunk with an immediate carrying the message
-// number, which completes the receive. Payloads up to a staging slot go through pre-registered
-// staging memory on both sides (no registration per message); larger ones lease registrations of the
-// user's buffers from the registration cache. Control messages and immediates consume receives the
-// peer keeps posted, so both are paid for with credits (verbs/credits.hpp).
+// number, which completes the receive. A send still waiting for its clear-to-send when progress()
+// would sleep is copied aside and announced instead (ready-to-send); the receiver checks the header
+// and RDMA-reads the copy, so sends complete without the peer's receive, as they do over TCP.
+// Payloads up to a staging slot go through pre-registered staging memory (no registration per
+// message); larger ones lease registrations of the user's buffers from the registration cache.
+// Control messages and immediates consume receives the peer keeps posted, so both are paid for with
+// credits (verbs/credits.hpp). docs/VERBS.md has the whole story.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -31,7 +34,6 @@
 #include "transport/verbs/credits.hpp"
 #include "transport/verbs/device.hpp"
 #include "transport/verbs/registration_cache.hpp"
-#include "transport/verbs/verbs_transport.hpp"
 #include "transport/verbs/wire.hpp"
 
 namespace canopy::transport {
@@ -44,12 +46,12 @@ using verbs::DevicePort;
 using verbs::QpAddress;
 using verbs::RegistrationCache;
 
-constexpr int kReceiveSlots = 64;        // receives kept posted per peer: the credits a peer starts with
-constexpr int kControlSendSlots = 16;    // control messages in flight per peer
+constexpr int kReceiveSlots = 64;      // receives kept posted per peer: the credits a peer starts with
+constexpr int kControlSendSlots = 16;  // control messages in flight per peer
 constexpr std::size_t kControlSlotBytes = 128;
-constexpr int kStagingSlots = 4;         // per peer and direction
+constexpr int kStagingSlots = 4;  // per peer and direction
 constexpr std::size_t kStagingSlotBytes = 64 * 1024;
-constexpr int kMaxSendRequests = 128;    // send queue depth per queue pair
+constexpr int kMaxSendRequests = 128;  // send queue depth per queue pair
 constexpr std::size_t kIdleRegistrations = 64;
 // Sends copied aside so that they complete before the peer asks for them (see buffer_waiting_sends):
 // at most this much memory, kept and reused once allocated.
@@ -63,13 +65,26 @@ static_assert(verbs::kControlMessageSize <= kControlSlotBytes);
 constexpr std::uint32_t kRefusesAnnouncement = 1;
 
 // Work request ids: kind in the top byte, peer in the next three, a slot or message number below.
-enum class WrKind : std::uint8_t { ControlReceive = 1, ControlSend = 2, Write = 3, WriteLast = 4, Read = 5, ReadLast = 6 };
+enum class WrKind : std::uint8_t {
+  ControlReceive = 1,
+  ControlSend = 2,
+  Write = 3,
+  WriteLast = 4,
+  Read = 5,
+  ReadLast = 6
+};
 std::uint64_t make_wr_id(WrKind kind, int peer, std::uint32_t value) {
   return (std::uint64_t{static_cast<std::uint8_t>(kind)} << 56) | (std::uint64_t(peer) << 32) | value;
 }
-WrKind kind_of(std::uint64_t id) { return static_cast<WrKind>(id >> 56); }
-int peer_of(std::uint64_t id) { return static_cast<int>((id >> 32) & 0xffffff); }
-std::uint32_t value_of(std::uint64_t id) { return static_cast<std::uint32_t>(id); }
+WrKind kind_of(std::uint64_t id) {
+  return static_cast<WrKind>(id >> 56);
+}
+int peer_of(std::uint64_t id) {
+  return static_cast<int>((id >> 32) & 0xffffff);
+}
+std::uint32_t value_of(std::uint64_t id) {
+  return static_cast<std::uint32_t>(id);
+}
 
 // Memory registered once for the transport's lifetime.
 struct RegisteredBlock {
@@ -84,7 +99,7 @@ struct PendingRecv {
   std::span<std::byte> destination;
   std::uint32_t seq = 0;
   bool advertised = false;
-  int staging_slot = -1;                      // small: lands in this slot, copied out on arrival
+  int staging_slot = -1;                          // small: lands in this slot, copied out on arrival
   std::optional<RegistrationCache::Lease> lease;  // large: written straight into the destination
   // Set when the sender announced a copy of its message to read (ReadyToSend) instead of writing it:
   bool reading = false;
@@ -119,11 +134,11 @@ struct Peer {
   std::optional<CreditAccount> credits;
   std::uint32_t next_send_seq = 0;
   std::uint32_t next_recv_seq = 0;
-  std::deque<PendingSend> sends;      // waiting for their clear-to-send, in order
-  std::deque<PendingSend> writing;    // writes posted or queued, in order
+  std::deque<PendingSend> sends;             // waiting for their clear-to-send, in order
+  std::deque<PendingSend> writing;           // writes posted or queued, in order
   std::deque<ControlMessage> clear_to_send;  // arrived before the matching post_send
-  std::deque<PendingRecv> recvs;      // in order; a prefix is advertised
-  std::deque<ControlMessage> outbox;  // control messages waiting for a slot, room or a credit
+  std::deque<PendingRecv> recvs;             // in order; a prefix is advertised
+  std::deque<ControlMessage> outbox;         // control messages waiting for a slot, room or a credit
   std::deque<ControlMessage> ready_to_send;  // announced copies whose receive is not posted yet
   std::deque<PendingSend> lent;              // our copies announced to the peer, until it has read them
   std::vector<bool> control_slot_busy = std::vector<bool>(kControlSendSlots, false);
@@ -217,7 +232,7 @@ class VerbsTransport final : public Transport {
   std::vector<Peer> peers_;
   std::vector<std::uint32_t> local_psn_;
   std::size_t max_chunk_ = 0;
-  int read_depth_ = 1;                // RDMA reads in flight per queue pair, within the device's limits
+  int read_depth_ = 1;                   // RDMA reads in flight per queue pair, within the device's limits
   std::vector<OpId> early_completions_;  // completed outside progress(): zero-byte announced messages
   OpId next_id_ = 1;
 
@@ -241,14 +256,19 @@ RegisteredBlock register_block(ibv_pd* pd, std::size_t bytes, const char* what,
     int err = errno;
     std::free(block.data);
     fail(ErrorCode::System,
-         "verbs: ibv_reg_mr of {} bytes for {} failed: {} (is the locked-memory limit, ulimit -l, too low?)", bytes,
-         what, std::strerror(err));
+         "verbs: ibv_reg_mr of {} bytes for {} failed: {} (is the locked-memory limit, ulimit -l, too low?)",
+         bytes, what, std::strerror(err));
   }
   return block;
 }
 
-VerbsTransport::VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> port, const VerbsOptions& options)
-    : rank_(rank), size_(size), options_(options), port_(std::move(port)), peers_(static_cast<std::size_t>(size)) {
+VerbsTransport::VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> port,
+                               const VerbsOptions& options)
+    : rank_(rank),
+      size_(size),
+      options_(options),
+      port_(std::move(port)),
+      peers_(static_cast<std::size_t>(size)) {
   // Partly built resources are released by teardown(), which copes with any prefix of this.
   try {
     ibv_context* context = port_->context();
@@ -265,15 +285,17 @@ VerbsTransport::VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> p
     if (wake_fd_ < 0) fail_errno("verbs: eventfd");
 
     const auto n = static_cast<std::size_t>(size);
-    control_ = register_block(pd_, n * (kReceiveSlots + kControlSendSlots) * kControlSlotBytes, "control messages");
+    control_ =
+        register_block(pd_, n * (kReceiveSlots + kControlSendSlots) * kControlSlotBytes, "control messages");
     staging_ = register_block(pd_, n * 2 * kStagingSlots * kStagingSlotBytes, "staging");
     registrations_ = std::make_unique<RegistrationCache>(
         [pd = pd_](std::uintptr_t begin, std::size_t length, bool writable) {
           int access = writable ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE : 0;
           ibv_mr* mr = ibv_reg_mr(pd, reinterpret_cast<void*>(begin), length, access);
           if (mr == nullptr)
-            fail(ErrorCode::System, "verbs: ibv_reg_mr of a {}-byte user buffer failed: {} (ulimit -l too low?)",
-                 length, std::strerror(errno));
+            fail(ErrorCode::System,
+                 "verbs: ibv_reg_mr of a {}-byte user buffer failed: {} (ulimit -l too low?)", length,
+                 std::strerror(errno));
           return verbs::Registration{mr, mr->lkey, mr->rkey};
         },
         [](const verbs::Registration& r) { ibv_dereg_mr(static_cast<ibv_mr*>(r.handle)); },
@@ -306,7 +328,8 @@ VerbsTransport::VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> p
       attr.pkey_index = 0;
       attr.port_num = static_cast<std::uint8_t>(port_->port());
       attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-      if (int err = ibv_modify_qp(p.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+      if (int err = ibv_modify_qp(p.qp, &attr,
+                                  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
         fail_errno(fmt::format("verbs: queue pair for rank {} to INIT", peer), err);
       p.credits.emplace(kReceiveSlots);
       local_psn_[peer] = random() & 0xffffff;
@@ -339,8 +362,8 @@ QpAddress VerbsTransport::local_address(int peer) const {
 // INIT -> RTR (ready to receive from `remote`) -> RTS (ready to send).
 void VerbsTransport::connect(int peer, const QpAddress& remote) {
   if (remote.ethernet != port_->ethernet())
-    fail(ErrorCode::Config, "rank {}: rank {} uses {} but this rank {}: both must be on the same fabric", rank_, peer,
-         remote.ethernet ? "RoCE" : "InfiniBand", port_->ethernet() ? "RoCE" : "InfiniBand");
+    fail(ErrorCode::Config, "rank {}: rank {} uses {} but this rank {}: both must be on the same fabric",
+         rank_, peer, remote.ethernet ? "RoCE" : "InfiniBand", port_->ethernet() ? "RoCE" : "InfiniBand");
   ibv_qp* qp = peers_[peer].qp;
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_RTR;
@@ -368,10 +391,12 @@ void VerbsTransport::connect(int peer, const QpAddress& remote) {
   attr.rnr_retry = 7;  // credits make RNR impossible; retry rather than fail if a provider disagrees
   attr.sq_psn = local_psn_[peer];
   attr.max_rd_atomic = static_cast<std::uint8_t>(read_depth_);
-  mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+  mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+         IBV_QP_MAX_QP_RD_ATOMIC;
   if (int err = ibv_modify_qp(qp, &attr, mask))
     fail_errno(fmt::format("verbs: rank {}: queue pair for rank {} to RTS", rank_, peer), err);
-  if (remote.receive_slots != kReceiveSlots) peers_[peer].credits.emplace(static_cast<int>(remote.receive_slots));
+  if (remote.receive_slots != kReceiveSlots)
+    peers_[peer].credits.emplace(static_cast<int>(remote.receive_slots));
 }
 
 // ---- teardown ---------------------------------------------------------------------------------
@@ -402,7 +427,8 @@ void VerbsTransport::deliver_buffered_sends() {
   }
   if (owed() > 0)
     log::warn("rank {}: verbs teardown: {} completed send(s) were never read by their receiver within {} s",
-              rank_, owed(), std::chrono::duration_cast<std::chrono::seconds>(kBufferedDeliveryLimit).count());
+              rank_, owed(),
+              std::chrono::duration_cast<std::chrono::seconds>(kBufferedDeliveryLimit).count());
 }
 
 void VerbsTransport::teardown() {
@@ -451,9 +477,10 @@ void VerbsTransport::teardown() {
     }
     reaped = outstanding() == 0;
     if (!reaped)
-      log::warn("rank {}: verbs teardown: {} work requests never completed; leaking their memory rather than "
-                "freeing it under the device",
-                rank_, outstanding());
+      log::warn(
+          "rank {}: verbs teardown: {} work requests never completed; leaking their memory rather than "
+          "freeing it under the device",
+          rank_, outstanding());
   }
   for (Peer& p : peers_) {
     if (p.qp != nullptr && reaped) ibv_destroy_qp(p.qp);
@@ -506,10 +533,11 @@ void VerbsTransport::rethrow_failure() const {
 void VerbsTransport::check_usable(int peer, const char* call) {
   rethrow_failure();
   if (peer < 0 || peer >= size_)
-    fail(ErrorCode::InvalidArgument, "rank {}: {} to/from rank {}, but the group has ranks 0..{}", rank_, call, peer,
-         size_ - 1);
+    fail(ErrorCode::InvalidArgument, "rank {}: {} to/from rank {}, but the group has ranks 0..{}", rank_,
+         call, peer, size_ - 1);
   if (peer == rank_)
-    fail(ErrorCode::InvalidArgument, "rank {}: {} with itself: a schedule must copy locally instead", rank_, call);
+    fail(ErrorCode::InvalidArgument, "rank {}: {} with itself: a schedule must copy locally instead", rank_,
+         call);
 }
 
 void VerbsTransport::abort(const std::string& reason) {
@@ -532,20 +560,22 @@ std::byte* VerbsTransport::control_slot(int peer, int slot, bool receive) const 
 }
 
 std::byte* VerbsTransport::staging_slot(int peer, int slot, bool receive) const {
-  std::size_t index =
-      static_cast<std::size_t>(peer) * 2 * kStagingSlots + static_cast<std::size_t>((receive ? kStagingSlots : 0) + slot);
+  std::size_t index = static_cast<std::size_t>(peer) * 2 * kStagingSlots +
+                      static_cast<std::size_t>((receive ? kStagingSlots : 0) + slot);
   return staging_.data + index * kStagingSlotBytes;
 }
 
 void VerbsTransport::post_control_receive(int peer, int slot) {
-  ibv_sge sge{reinterpret_cast<std::uint64_t>(control_slot(peer, slot, true)), kControlSlotBytes, control_.mr->lkey};
+  ibv_sge sge{reinterpret_cast<std::uint64_t>(control_slot(peer, slot, true)), kControlSlotBytes,
+              control_.mr->lkey};
   ibv_recv_wr wr{};
   wr.wr_id = make_wr_id(WrKind::ControlReceive, peer, static_cast<std::uint32_t>(slot));
   wr.sg_list = &sge;
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
   if (int err = ibv_post_recv(peers_[peer].qp, &wr, &bad))
-    fail_transport(ErrorCode::System, fmt::format("rank {}: ibv_post_recv for rank {}: {}", rank_, peer, std::strerror(err)));
+    fail_transport(ErrorCode::System,
+                   fmt::format("rank {}: ibv_post_recv for rank {}: {}", rank_, peer, std::strerror(err)));
   ++peers_[peer].receive_requests;
 }
 
@@ -639,7 +669,8 @@ bool VerbsTransport::post_control(int peer, ControlMessage message) {
   if (slot < 0 || p.send_requests >= kMaxSendRequests) return false;
   message.credits = static_cast<std::uint16_t>(p.credits->take_owed());
   std::byte* buffer = control_slot(peer, slot, false);
-  verbs::encode_control(message, std::span<std::byte, verbs::kControlMessageSize>(buffer, verbs::kControlMessageSize));
+  verbs::encode_control(message,
+                        std::span<std::byte, verbs::kControlMessageSize>(buffer, verbs::kControlMessageSize));
   ibv_sge sge{reinterpret_cast<std::uint64_t>(buffer), static_cast<std::uint32_t>(verbs::kControlMessageSize),
               control_.mr->lkey};
   ibv_send_wr wr{};
@@ -651,7 +682,8 @@ bool VerbsTransport::post_control(int peer, ControlMessage message) {
   ibv_send_wr* bad = nullptr;
   if (int err = ibv_post_send(p.qp, &wr, &bad))
     fail_transport(ErrorCode::System,
-                   fmt::format("rank {}: ibv_post_send of a control message to rank {}: {}", rank_, peer, std::strerror(err)));
+                   fmt::format("rank {}: ibv_post_send of a control message to rank {}: {}", rank_, peer,
+                               std::strerror(err)));
   p.control_slot_busy[slot] = true;
   ++p.send_requests;
   p.credits->spend();
@@ -665,15 +697,17 @@ void VerbsTransport::start_writes(int peer) {
     PendingSend& send = p.sends.front();
     const ControlMessage& cts = p.clear_to_send.front();
     if (cts.seq != send.seq)
-      fail_transport(ErrorCode::Protocol, fmt::format("rank {}: rank {} sent clear-to-send #{} while message #{} was next",
-                                                      rank_, peer, cts.seq, send.seq));
+      fail_transport(ErrorCode::Protocol,
+                     fmt::format("rank {}: rank {} sent clear-to-send #{} while message #{} was next", rank_,
+                                 peer, cts.seq, send.seq));
     FrameHeader mine{.envelope = send.envelope, .payload_bytes = send.payload.size()};
     try {
       check_frame(mine, cts.frame.envelope, cts.frame.payload_bytes, peer, rank_);
     } catch (const Error& e) {
       ControlMessage refusal = control(ControlType::Mismatch, send.seq);
       refusal.frame = mine;
-      if (p.credits->can_send_update()) post_control(peer, refusal);  // best effort: the peer times out otherwise
+      if (p.credits->can_send_update())
+        post_control(peer, refusal);  // best effort: the peer times out otherwise
       fail_transport(e.code(), e.what());
     }
     if (!send.payload.empty() && send.buffer_block < 0) {
@@ -728,7 +762,8 @@ void VerbsTransport::post_writes(int peer) {
       ibv_send_wr* bad = nullptr;
       if (int err = ibv_post_send(p.qp, &wr, &bad))
         fail_transport(ErrorCode::System,
-                       fmt::format("rank {}: ibv_post_send of an RDMA write to rank {}: {}", rank_, peer, std::strerror(err)));
+                       fmt::format("rank {}: ibv_post_send of an RDMA write to rank {}: {}", rank_, peer,
+                                   std::strerror(err)));
       ++p.send_requests;
       send.written += chunk;
       if (last) {
@@ -778,10 +813,11 @@ void VerbsTransport::handle_completion(const ibv_wc& wc, std::vector<OpId>& comp
   Peer& p = peers_[peer];
   if (wc.status != IBV_WC_SUCCESS) {
     if (failure_) return;  // the flush of everything after the first error
-    fail_transport(ErrorCode::PeerFailed,
-                   fmt::format("rank {}: {} with rank {} failed: {} (vendor error 0x{:x}); rank {} may have exited, "
-                               "or its queue pair was destroyed",
-                               rank_, opcode_name(kind), peer, ibv_wc_status_str(wc.status), wc.vendor_err, peer));
+    fail_transport(
+        ErrorCode::PeerFailed,
+        fmt::format("rank {}: {} with rank {} failed: {} (vendor error 0x{:x}); rank {} may have exited, "
+                    "or its queue pair was destroyed",
+                    rank_, opcode_name(kind), peer, ibv_wc_status_str(wc.status), wc.vendor_err, peer));
   }
   switch (kind) {
     case WrKind::ControlReceive: {
@@ -789,7 +825,8 @@ void VerbsTransport::handle_completion(const ibv_wc& wc, std::vector<OpId>& comp
       if (wc.wc_flags & IBV_WC_WITH_IMM) {
         handle_arrival(peer, ntohl(wc.imm_data), completed);
       } else {
-        auto message = verbs::decode_control(std::span<const std::byte>(control_slot(peer, slot, true), wc.byte_len));
+        auto message =
+            verbs::decode_control(std::span<const std::byte>(control_slot(peer, slot, true), wc.byte_len));
         handle_control(peer, message);
       }
       post_control_receive(peer, slot);
@@ -818,7 +855,8 @@ void VerbsTransport::handle_control(int peer, const ControlMessage& message) {
   switch (message.type) {
     case ControlType::ClearToSend:
       // Crossed with our ReadyToSend for the same message: the peer reads it, nothing to write.
-      if (std::any_of(p.lent.begin(), p.lent.end(), [&](const PendingSend& s) { return s.seq == message.seq; }))
+      if (std::any_of(p.lent.begin(), p.lent.end(),
+                      [&](const PendingSend& s) { return s.seq == message.seq; }))
         break;
       p.clear_to_send.push_back(message);
       break;
@@ -830,10 +868,12 @@ void VerbsTransport::handle_control(int peer, const ControlMessage& message) {
       }
       break;
     case ControlType::ReadDone: {
-      auto it = std::find_if(p.lent.begin(), p.lent.end(), [&](const PendingSend& s) { return s.seq == message.seq; });
+      auto it = std::find_if(p.lent.begin(), p.lent.end(),
+                             [&](const PendingSend& s) { return s.seq == message.seq; });
       if (it == p.lent.end())
         fail_transport(ErrorCode::Protocol,
-                       fmt::format("rank {}: rank {} read message #{}, which was never announced", rank_, peer, message.seq));
+                       fmt::format("rank {}: rank {} read message #{}, which was never announced", rank_,
+                                   peer, message.seq));
       if (it->buffer_block >= 0) buffered_[static_cast<std::size_t>(it->buffer_block)].busy = false;
       p.lent.erase(it);
       break;
@@ -841,11 +881,13 @@ void VerbsTransport::handle_control(int peer, const ControlMessage& message) {
     case ControlType::Mismatch: {
       // The other side refused what we announced or advertised: report the same difference here.
       // Send and receive numbers are separate sequences: rkey says which one the refusal is about.
-      auto lent = std::find_if(p.lent.begin(), p.lent.end(), [&](const PendingSend& s) { return s.seq == message.seq; });
+      auto lent = std::find_if(p.lent.begin(), p.lent.end(),
+                               [&](const PendingSend& s) { return s.seq == message.seq; });
       if (message.rkey == kRefusesAnnouncement) {
         if (lent == p.lent.end())
-          fail_transport(ErrorCode::Protocol, fmt::format("rank {}: rank {} refused message #{}, which was never announced",
-                                                          rank_, peer, message.seq));
+          fail_transport(ErrorCode::Protocol,
+                         fmt::format("rank {}: rank {} refused message #{}, which was never announced", rank_,
+                                     peer, message.seq));
         FrameHeader mine{.envelope = lent->envelope, .payload_bytes = lent->payload.size()};
         try {
           check_frame(mine, message.frame.envelope, message.frame.payload_bytes, peer, rank_);
@@ -855,8 +897,9 @@ void VerbsTransport::handle_control(int peer, const ControlMessage& message) {
       }
       const PendingRecv* found = find_recv(peer, message.seq);
       if (found == nullptr)
-        fail_transport(ErrorCode::Protocol, fmt::format("rank {}: rank {} refused message #{} that was not expected",
-                                                        rank_, peer, message.seq));
+        fail_transport(ErrorCode::Protocol,
+                       fmt::format("rank {}: rank {} refused message #{} that was not expected", rank_, peer,
+                                   message.seq));
       const PendingRecv& recv = *found;
       try {
         check_frame(message.frame, recv.envelope, recv.destination.size(), rank_, peer);
@@ -864,8 +907,8 @@ void VerbsTransport::handle_control(int peer, const ControlMessage& message) {
         fail_transport(e.code(), e.what());
       }
       fail_transport(ErrorCode::Protocol,
-                     fmt::format("rank {}: rank {} refused message #{} although the headers agree", rank_, peer,
-                                 message.seq));
+                     fmt::format("rank {}: rank {} refused message #{} although the headers agree", rank_,
+                                 peer, message.seq));
     }
     case ControlType::Credit:
       break;
@@ -885,11 +928,13 @@ void VerbsTransport::finish_recv(int peer, std::uint32_t seq, std::vector<OpId>&
   Peer& p = peers_[peer];
   auto it = std::find_if(p.recvs.begin(), p.recvs.end(), [&](const PendingRecv& r) { return r.seq == seq; });
   if (it == p.recvs.end() || !it->advertised)
-    fail_transport(ErrorCode::Protocol,
-                   fmt::format("rank {}: rank {} completed message #{}, which was not advertised", rank_, peer, seq));
+    fail_transport(
+        ErrorCode::Protocol,
+        fmt::format("rank {}: rank {} completed message #{}, which was not advertised", rank_, peer, seq));
   PendingRecv& recv = *it;
   if (recv.staging_slot >= 0) {
-    std::memcpy(recv.destination.data(), staging_slot(peer, recv.staging_slot, true), recv.destination.size());
+    std::memcpy(recv.destination.data(), staging_slot(peer, recv.staging_slot, true),
+                recv.destination.size());
     p.recv_staging_busy[recv.staging_slot] = false;
   }
   if (recv.lease) registrations_->release(*recv.lease);
@@ -934,9 +979,11 @@ void VerbsTransport::post_reads(int peer) {
       const std::size_t total = recv.destination.size();
       const std::size_t chunk = std::min(max_chunk_, total - recv.read_posted);
       const bool last = recv.read_posted + chunk == total;
-      std::byte* local = recv.landing(recv.staging_slot >= 0 ? staging_slot(peer, recv.staging_slot, true) : nullptr);
+      std::byte* local =
+          recv.landing(recv.staging_slot >= 0 ? staging_slot(peer, recv.staging_slot, true) : nullptr);
       const std::uint32_t lkey = recv.staging_slot >= 0 ? staging_.mr->lkey : recv.lease->lkey;
-      ibv_sge sge{reinterpret_cast<std::uint64_t>(local) + recv.read_posted, static_cast<std::uint32_t>(chunk), lkey};
+      ibv_sge sge{reinterpret_cast<std::uint64_t>(local) + recv.read_posted,
+                  static_cast<std::uint32_t>(chunk), lkey};
       ibv_send_wr wr{};
       wr.wr_id = make_wr_id(last ? WrKind::ReadLast : WrKind::Read, peer, recv.seq);
       wr.sg_list = &sge;
@@ -948,7 +995,8 @@ void VerbsTransport::post_reads(int peer) {
       ibv_send_wr* bad = nullptr;
       if (int err = ibv_post_send(p.qp, &wr, &bad))
         fail_transport(ErrorCode::System,
-                       fmt::format("rank {}: ibv_post_send of an RDMA read from rank {}: {}", rank_, peer, std::strerror(err)));
+                       fmt::format("rank {}: ibv_post_send of an RDMA read from rank {}: {}", rank_, peer,
+                                   std::strerror(err)));
       ++p.send_requests;
       recv.read_posted += chunk;
       recv.last_read_posted = last;
@@ -964,7 +1012,8 @@ void VerbsTransport::handle_read_done(int peer, std::uint32_t seq, std::vector<O
 void VerbsTransport::handle_write_done(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
   Peer& p = peers_[peer];
   if (p.writing.empty() || p.writing.front().seq != seq)
-    fail_transport(ErrorCode::Protocol, fmt::format("rank {}: write #{} to rank {} completed out of order", rank_, seq, peer));
+    fail_transport(ErrorCode::Protocol,
+                   fmt::format("rank {}: write #{} to rank {} completed out of order", rank_, seq, peer));
   PendingSend& send = p.writing.front();
   if (send.staging_slot >= 0) p.send_staging_busy[send.staging_slot] = false;
   if (send.lease) registrations_->release(*send.lease);
@@ -987,8 +1036,8 @@ void VerbsTransport::drain_async_events() {
       case IBV_EVENT_QP_FATAL:
       case IBV_EVENT_QP_REQ_ERR:
       case IBV_EVENT_QP_ACCESS_ERR:
-        fail_transport(ErrorCode::PeerFailed, fmt::format("rank {}: the queue pair to rank {} failed: {}", rank_, peer,
-                                                          ibv_event_type_str(type)));
+        fail_transport(ErrorCode::PeerFailed, fmt::format("rank {}: the queue pair to rank {} failed: {}",
+                                                          rank_, peer, ibv_event_type_str(type)));
       case IBV_EVENT_CQ_ERR:
       case IBV_EVENT_DEVICE_FATAL:
       case IBV_EVENT_PORT_ERR:
@@ -1018,8 +1067,8 @@ int VerbsTransport::acquire_buffer_block(std::size_t bytes) {
     std::size_t size = kSmallestBufferBlock;
     while (size < bytes) size *= 2;
     if (buffered_bytes_ + size > kBufferedSendLimit) return -1;
-    buffered_.push_back(
-        BufferBlock{register_block(pd_, size, "buffered sends", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ), false});
+    buffered_.push_back(BufferBlock{
+        register_block(pd_, size, "buffered sends", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ), false});
     buffered_bytes_ += size;
     best = static_cast<int>(buffered_.size() - 1);
   }
@@ -1096,11 +1145,13 @@ bool VerbsTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
       if (completed.size() > before) return true;
       // Arm, then drain once more before sleeping: a completion that arrived before the arming raises
       // no event.
-      if (ibv_req_notify_cq(cq_, 0) != 0) fail_transport(ErrorCode::System, "verbs: ibv_req_notify_cq failed");
+      if (ibv_req_notify_cq(cq_, 0) != 0)
+        fail_transport(ErrorCode::System, "verbs: ibv_req_notify_cq failed");
       armed = true;
       continue;
     }
-    pollfd fds[3] = {{channel_->fd, POLLIN, 0}, {port_->context()->async_fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    pollfd fds[3] = {
+        {channel_->fd, POLLIN, 0}, {port_->context()->async_fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     int ready = ::poll(fds, 3, deadline.poll_timeout_ms());
     if (ready < 0 && errno != EINTR) fail_errno("verbs: poll");
     if (ready > 0 && (fds[0].revents & POLLIN)) {
@@ -1142,7 +1193,8 @@ std::unique_ptr<Transport> connect_verbs_mesh(Store& store, int rank, int size, 
   auto transport = std::make_unique<VerbsTransport>(rank, size, verbs::open_device_port(options), options);
   if (size == 1) return transport;
   for (int peer = 0; peer < size; ++peer)
-    if (peer != rank) store.set(qp_key(options.comm_id, rank, peer), verbs::encode_address(transport->local_address(peer)));
+    if (peer != rank)
+      store.set(qp_key(options.comm_id, rank, peer), verbs::encode_address(transport->local_address(peer)));
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
     std::string key = qp_key(options.comm_id, peer, rank);
@@ -1151,10 +1203,12 @@ std::unique_ptr<Transport> connect_verbs_mesh(Store& store, int rank, int size, 
       bytes = store.get(key, remaining(deadline));
     } catch (const Error& e) {
       if (e.code() != ErrorCode::Timeout) throw;
-      fail(ErrorCode::Timeout,
-           "rank {}: verbs mesh set-up for comm {} timed out after {} ms: rank {} never published its queue-pair "
-           "address (store key '{}'); is it running, with the same store, world size {} and CANOPY_TRANSPORT?",
-           rank, options.comm_id, options.connect_timeout.count(), peer, key, size);
+      fail(
+          ErrorCode::Timeout,
+          "rank {}: verbs mesh set-up for comm {} timed out after {} ms: rank {} never published its "
+          "queue-pair "
+          "address (store key '{}'); is it running, with the same store, world size {} and CANOPY_TRANSPORT?",
+          rank, options.comm_id, options.connect_timeout.count(), peer, key, size);
     }
     transport->connect(peer, verbs::decode_address(bytes, fmt::format("rank {}", peer)));
   }
@@ -1166,8 +1220,9 @@ std::unique_ptr<Transport> connect_verbs_mesh(Store& store, int rank, int size, 
     store.wait(keys, remaining(deadline));
   } catch (const Error& e) {
     if (e.code() != ErrorCode::Timeout) throw;
-    fail(ErrorCode::Timeout, "rank {}: verbs mesh set-up for comm {} timed out after {} ms waiting for every rank to "
-                             "connect its queue pairs: {}",
+    fail(ErrorCode::Timeout,
+         "rank {}: verbs mesh set-up for comm {} timed out after {} ms waiting for every rank to "
+         "connect its queue pairs: {}",
          rank, options.comm_id, options.connect_timeout.count(), e.what());
   }
   log::info("rank {}: verbs mesh of {} ranks for comm {} is up on {}", rank, size, options.comm_id,

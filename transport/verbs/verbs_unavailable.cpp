@@ -7,7 +7,8 @@ namespace canopy::transport {
 namespace {
 
 constexpr const char* kReason =
-    "no RDMA device: this Canopy was built without the verbs transport (CANOPY_WITH_VERBS=OFF: libibverbs-dev "
+    "no RDMA device: this Canopy was built without the verbs transport (CANOPY_WITH_VERBS=OFF: "
+    "libibverbs-dev "
     "was not found); use CANOPY_TRANSPORT=tcp";
 
 }  // namespace

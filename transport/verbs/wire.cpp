@@ -64,8 +64,9 @@ QpAddress decode_address(std::string_view bytes, std::string_view who) {
   std::memcpy(a.gid.data(), in + 16, 16);
   a.receive_slots = get<std::uint32_t>(in + 32);
   if (ethernet > 1 || a.mtu < 1 || a.mtu > 5 || a.receive_slots < 2 || a.port == 0)
-    fail(ErrorCode::Protocol, "{} published a malformed verbs queue-pair address (mtu {}, port {}, {} receive slots)",
-         who, a.mtu, a.port, a.receive_slots);
+    fail(ErrorCode::Protocol,
+         "{} published a malformed verbs queue-pair address (mtu {}, port {}, {} receive slots)", who, a.mtu,
+         a.port, a.receive_slots);
   a.ethernet = ethernet == 1;
   return a;
 }
@@ -88,7 +89,8 @@ void encode_control(const ControlMessage& m, std::span<std::byte, kControlMessag
 
 ControlMessage decode_control(std::span<const std::byte> bytes) {
   if (bytes.size() != kControlMessageSize)
-    fail(ErrorCode::Protocol, "verbs control message of {} bytes; expected {}", bytes.size(), kControlMessageSize);
+    fail(ErrorCode::Protocol, "verbs control message of {} bytes; expected {}", bytes.size(),
+         kControlMessageSize);
   const std::byte* in = bytes.data();
   if (get<std::uint8_t>(in) != kControlVersion)
     fail(ErrorCode::Protocol, "verbs control message of version {}; this build speaks version {}",

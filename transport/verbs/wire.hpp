@@ -22,8 +22,8 @@ struct QpAddress {
   std::uint32_t qp_number = 0;
   std::uint32_t packet_sequence = 0;  // the first PSN this end sends
   std::uint8_t port = 1;
-  std::uint8_t mtu = 0;      // enum ibv_mtu: 1 = 256 ... 5 = 4096
-  bool ethernet = false;     // RoCE: addressed by GID, not LID
+  std::uint8_t mtu = 0;   // enum ibv_mtu: 1 = 256 ... 5 = 4096
+  bool ethernet = false;  // RoCE: addressed by GID, not LID
   std::uint8_t gid_index = 0;
   std::array<std::uint8_t, 16> gid{};
   std::uint32_t receive_slots = 0;  // receives it keeps posted: the credits the other end starts with
@@ -45,7 +45,8 @@ enum class ControlType : std::uint8_t {
 
 // Whether a control message of this type carries a frame header.
 inline bool carries_frame(ControlType type) {
-  return type == ControlType::ClearToSend || type == ControlType::Mismatch || type == ControlType::ReadyToSend;
+  return type == ControlType::ClearToSend || type == ControlType::Mismatch ||
+         type == ControlType::ReadyToSend;
 }
 
 struct ControlMessage {
@@ -54,7 +55,7 @@ struct ControlMessage {
   std::uint32_t seq = 0;      // the message number on this peer pair, per direction
   std::uint64_t address = 0;
   std::uint32_t rkey = 0;
-  FrameHeader frame;          // ClearToSend, Mismatch and ReadyToSend only
+  FrameHeader frame;  // ClearToSend, Mismatch and ReadyToSend only
 
   friend bool operator==(const ControlMessage&, const ControlMessage&) = default;
 };
