@@ -87,7 +87,11 @@ work=$(mktemp -d /tmp/cnpy-cluster-XXXXXX)
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  # Everything running inside the namespaces made here is this script's (ranks, iperf3): end it there,
+  # since killing a backgrounded `ip netns exec` wrapper would leave its child running.
+  for ns in "${made[@]}"; do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+  done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   # Deleting a node's namespace deletes its veth pair; the switch's takes the bridge with it.
   for ((i = ${#made[@]} - 1; i >= 0; i--)); do ip netns del "${made[i]}" 2>/dev/null || true; done
@@ -167,8 +171,12 @@ for ((i = 1; i < nodes; i++)); do
   rank_pids+=($!)
   pids+=($!)
 done
+# Rank 0 runs in the background too: bash runs a trap only once the foreground command ends, and a
+# signal must stop the ranks now, not when the benchmark finishes.
+run_rank 0 "$nodes" "$work/rank0.log" "$@" &
+pids+=($!)
 status=0
-run_rank 0 "$nodes" "$work/rank0.log" "$@" || status=$?
+wait "${pids[-1]}" || status=$?
 cat "$work/rank0.log"
 for ((i = 1; i < nodes; i++)); do
   rc=0
