@@ -14,12 +14,15 @@ JOBS=${CANOPY_CI_JOBS:-2}
 WERROR=${CANOPY_CI_WERROR:-ON}
 WHICH=${1:-all}
 
-# The ThreadSanitizer subset: the labels whose code starts threads or shares sockets (the store
-# server's Asio thread, client mutexes, transport abort from another thread, forked groups), plus the
-# communicator's tests. The schedule simulator and the reduction kernels are single-threaded,
-# exhaustive, and many times slower under TSan: the ASan stage covers them.
-TSAN_LABELS='rendezvous|transport|reliability'
-TSAN_TARGETS=(rendezvous_test transport_frame_test transport_tcp_test chaos_test soak_test communicator_test)
+# The ThreadSanitizer subset: the labels whose code starts threads or shares sockets across them (the
+# store server's Asio thread and its clients, the transport's abort() from another thread, forked groups).
+# Not yet the binaries that link the reduction kernels (communicator_test, the reliability tests): their
+# target_clones ifunc resolvers (collectives/kernels/multiversion.hpp) run, TSan-instrumented, before
+# the TSan runtime is up, and the program dies with SIGSEGV before main. Once multiversion.hpp skips
+# target_clones under __SANITIZE_THREAD__, add: reliability to TSAN_LABELS, communicator_test chaos_test
+# soak_test hostile_store_test to TSAN_TARGETS, and the communicator_test step below.
+TSAN_LABELS='rendezvous|transport'
+TSAN_TARGETS=(rendezvous_test transport_frame_test transport_tcp_test)
 
 step() {
   local name=$1 limit=$2
@@ -54,7 +57,6 @@ run_tsan() {
   step "tsan: build ${TSAN_TARGETS[*]}" 2400 cmake --build "$build" -j "$JOBS" --target "${TSAN_TARGETS[@]}"
   step "tsan: ctest -L '$TSAN_LABELS'" 2400 ctest --test-dir "$build" --output-on-failure -j "$JOBS" \
     -L "$TSAN_LABELS"
-  step "tsan: communicator_test" 1200 "$build/bin/communicator_test"
 }
 
 start=$SECONDS
