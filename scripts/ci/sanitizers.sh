@@ -20,7 +20,7 @@ WHICH=${1:-all}
 # target_clones ifunc resolvers (collectives/kernels/multiversion.hpp) run, TSan-instrumented, before
 # the TSan runtime is up, and the program dies with SIGSEGV before main. Once multiversion.hpp skips
 # target_clones under __SANITIZE_THREAD__, add: reliability to TSAN_LABELS, communicator_test chaos_test
-# soak_test hostile_store_test to TSAN_TARGETS, and the communicator_test step below.
+# soak_test hostile_store_test to TSAN_TARGETS, and a step that runs bin/communicator_test.
 TSAN_LABELS='rendezvous|transport'
 TSAN_TARGETS=(rendezvous_test transport_frame_test transport_tcp_test)
 
