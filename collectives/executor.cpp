@@ -12,14 +12,39 @@
 
 namespace canopy::collectives {
 
+namespace {
+
+bool overlaps(const Block& a, const Block& b) {
+  return a.buffer == b.buffer && a.count > 0 && b.count > 0 && a.offset < b.offset + b.count &&
+         b.offset < a.offset + a.count;
+}
+
+// Whether `step` reads or writes any of `block`.
+bool touches(const Step& step, const Block& block) {
+  switch (step.kind) {
+    case StepKind::Send: return overlaps(step.src, block);
+    case StepKind::Recv: return overlaps(step.dst, block);
+    case StepKind::RecvReduce: return overlaps(step.staging, block) || overlaps(step.dst, block);
+    case StepKind::Copy: return overlaps(step.src, block) || overlaps(step.dst, block);
+  }
+  return true;
+}
+
+}  // namespace
+
 CompiledSchedule::CompiledSchedule(Schedule s, int world_size)
     : schedule(std::move(s)),
       dependents(schedule.steps.size()),
+      start_deps(schedule.steps.size(), 0),
       sends_to(static_cast<std::size_t>(world_size)),
       recvs_from(static_cast<std::size_t>(world_size)) {
   for (std::uint32_t i = 0; i < schedule.steps.size(); ++i) {
     const Step& step = schedule.steps[i];
-    for (std::uint32_t dep : step.deps) dependents[dep].push_back(i);
+    for (std::uint32_t dep : step.deps) {
+      bool gates_start = step.kind != StepKind::RecvReduce || touches(schedule.steps[dep], step.staging);
+      dependents[dep].push_back({i, gates_start});
+      if (gates_start) ++start_deps[i];
+    }
     if (step.kind == StepKind::Send) sends_to[step.peer].push_back(i);
     if (step.kind == StepKind::Recv || step.kind == StepKind::RecvReduce) recvs_from[step.peer].push_back(i);
   }
@@ -30,17 +55,20 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
   context_ = &context;
   const auto& steps = compiled.schedule.steps;
   std::size_t peers = compiled.sends_to.size();
-  waiting_on_.assign(steps.size(), 0);
+  waiting_to_finish_.assign(steps.size(), 0);
+  waiting_to_start_.assign(compiled.start_deps.begin(), compiled.start_deps.end());
   ready_.assign(steps.size(), false);
+  received_.assign(steps.size(), false);
   next_send_.assign(peers, 0);
   next_recv_.assign(peers, 0);
   local_ready_.clear();
   in_flight_.clear();
   finished_ = 0;
 
-  for (std::uint32_t i = 0; i < steps.size(); ++i) waiting_on_[i] = static_cast<std::uint32_t>(steps[i].deps.size());
   for (std::uint32_t i = 0; i < steps.size(); ++i)
-    if (waiting_on_[i] == 0) make_ready(i);
+    waiting_to_finish_[i] = static_cast<std::uint32_t>(steps[i].deps.size());
+  for (std::uint32_t i = 0; i < steps.size(); ++i)
+    if (waiting_to_start_[i] == 0) make_ready(i);
 
   while (finished_ < steps.size()) {
     while (!local_ready_.empty()) {
@@ -60,10 +88,10 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
       std::uint32_t step = it->step;
       *it = in_flight_.back();
       in_flight_.pop_back();
-      const Step& s = steps[step];
-      if (s.kind == StepKind::RecvReduce)
-        reduce_into(context.dtype, context.op, address(s.dst), address(s.staging), s.dst.count, s.incoming_first);
-      complete(step);
+      if (steps[step].kind == StepKind::RecvReduce)
+        received(step);
+      else
+        complete(step);
     }
   }
 }
@@ -111,10 +139,24 @@ void Executor::start(std::uint32_t step) {
   }
 }
 
+// The message of a RecvReduce is in staging; the reduce may still wait for steps that use its destination.
+void Executor::received(std::uint32_t step) {
+  received_[step] = true;
+  if (waiting_to_finish_[step] == 0) reduce_and_complete(step);
+}
+
+void Executor::reduce_and_complete(std::uint32_t step) {
+  const Step& s = compiled_->schedule.steps[step];
+  reduce_into(context_->dtype, context_->op, address(s.dst), address(s.staging), s.dst.count, s.incoming_first);
+  complete(step);
+}
+
 void Executor::complete(std::uint32_t step) {
   ++finished_;
-  for (std::uint32_t next : compiled_->dependents[step])
-    if (--waiting_on_[next] == 0) make_ready(next);
+  for (const auto& [next, gates_start] : compiled_->dependents[step]) {
+    if (gates_start && --waiting_to_start_[next] == 0) make_ready(next);
+    if (--waiting_to_finish_[next] == 0 && received_[next]) reduce_and_complete(next);
+  }
 }
 
 std::byte* Executor::address(const Block& block) const {

@@ -16,9 +16,21 @@ namespace canopy::collectives {
 
 // A schedule with what the executor derives from it once (and the schedule cache keeps):
 // who depends on whom, and the order in which messages to / from each peer must be posted.
+//
+// A RecvReduce is two actions: receiving into its staging block, then reducing into its destination.
+// Only the dependencies that touch the staging block have to finish before the receive is posted; the
+// rest (say, a send still reading the destination) only hold back the reduce. Posting receives early is
+// what keeps two ranks that send to each other at once from both waiting, with full socket buffers,
+// for the other to read.
 struct CompiledSchedule {
+  struct Dependent {
+    std::uint32_t step;
+    bool gates_start;  // must finish before `step` may start (for a RecvReduce: post its receive)
+  };
+
   Schedule schedule;
-  std::vector<std::vector<std::uint32_t>> dependents;  // step -> steps waiting for it
+  std::vector<std::vector<Dependent>> dependents;   // step -> steps waiting for it
+  std::vector<std::uint32_t> start_deps;            // step -> how many of its deps gate its start
   std::vector<std::vector<std::uint32_t>> sends_to;    // peer -> its Send steps, in step order
   std::vector<std::vector<std::uint32_t>> recvs_from;  // peer -> its Recv/RecvReduce steps, in step order
 
@@ -52,6 +64,8 @@ class Executor {
   void make_ready(std::uint32_t step);
   void post_ready_messages(int peer);
   void start(std::uint32_t step);
+  void received(std::uint32_t step);
+  void reduce_and_complete(std::uint32_t step);
   void complete(std::uint32_t step);
   std::byte* address(const Block& block) const;
   [[noreturn]] void fail_timeout() const;
@@ -59,8 +73,10 @@ class Executor {
   // Per-call state, kept between calls so that steady state allocates nothing.
   const CompiledSchedule* compiled_ = nullptr;
   const ExecutionContext* context_ = nullptr;
-  std::vector<std::uint32_t> waiting_on_;  // step -> unfinished dependencies
+  std::vector<std::uint32_t> waiting_to_start_;   // step -> unfinished deps that gate its start
+  std::vector<std::uint32_t> waiting_to_finish_;  // step -> unfinished deps of any kind
   std::vector<bool> ready_;
+  std::vector<bool> received_;                    // RecvReduce: its message is in staging
   std::vector<std::size_t> next_send_;     // peer -> index into sends_to[peer]
   std::vector<std::size_t> next_recv_;
   std::vector<std::uint32_t> local_ready_;  // Copy steps ready to run
