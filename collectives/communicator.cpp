@@ -18,6 +18,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "rendezvous/bootstrap.hpp"
+#include "transport/select_transport.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy {
@@ -185,7 +186,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   tcp.comm_id = comm_id_;
   tcp.connect_timeout = timeout_;
   if (!options.job_token.empty()) tcp.job_token = options.job_token;
-  transport_ = transport::connect_tcp_mesh(*store_, rank, size, tcp);
+  transport_ = transport::connect_mesh(*store_, rank, size, tcp);  // CANOPY_TRANSPORT=tcp|verbs|auto
 
   bool calibrate = options.calibrate && env_value("CANOPY_CALIBRATE").value_or("1") != "0";
   if (calibrate) {

@@ -23,6 +23,9 @@ EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const 
   set_both("CANOPY_MASTER_PORT", "MASTER_PORT", std::to_string(round.master_port));
   env.insert_or_assign("CANOPY_STORE_HOSTED", std::string("1"));  // not `= "1"`: g++ 12 warns falsely
   env["CANOPY_JOB_TOKEN"] = round.job_token;
+  // All ranks of a one-node job share this host: their data connections stay on loopback unless the
+  // user chose interfaces.
+  if (options.nnodes == 1 && env.find("CANOPY_SOCKET_IFNAME") == env.end()) env["CANOPY_SOCKET_IFNAME"] = "lo";
   return env;
 }
 
