@@ -168,7 +168,10 @@ TEST(Hostile, FloodedStoreStillFormsTheJobWhichFinishesExactly) {
              store_rss_before / 1048576.0, store_rss_peak / 1048576.0);
   // 200 connections, each allowed at most the bytes that arrived: a few MiB. A server that trusted the
   // 64 MiB or 4 GiB length fields would show here (or die).
-  EXPECT_LT(store_rss_peak - store_rss_before, 64LL * 1048576) << "the store's memory grew with the flood";
+  // Under sanitizers freed blocks wait in a quarantine (256 MiB for ASan): report only.
+  if (!kUnderSanitizer) {
+    EXPECT_LT(store_rss_peak - store_rss_before, 64LL * 1048576) << "the store's memory grew with the flood";
+  }
 }
 
 }  // namespace
