@@ -47,7 +47,7 @@ run_asan() {
   local build="$ROOT/build-asan"
   step "asan: configure" 300 cmake -S "$ROOT" -B "$build" -G Ninja -DCANOPY_SANITIZE=address,undefined \
     -DCANOPY_WERROR="$WERROR"
-  step "asan: build everything" 2400 cmake --build "$build" -j "$JOBS"
+  step "asan: build everything" 3600 cmake --build "$build" -j "$JOBS"
   step "asan: ctest (all labels)" 2400 ctest --test-dir "$build" --output-on-failure -j "$JOBS"
 }
 
