@@ -3,7 +3,8 @@
 // AVX2 loops where the CPU has them and SSE2 loops elsewhere. Empty where ifuncs are unavailable.
 #pragma once
 
-#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute)
+// Not under ThreadSanitizer: ifunc resolvers run, instrumented, before its runtime is up.
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) && !defined(__SANITIZE_THREAD__)
 #if __has_attribute(target_clones)
 #define CANOPY_MULTIVERSION __attribute__((target_clones("avx2", "default")))
 #define CANOPY_HAVE_X86_DISPATCH 1

@@ -16,17 +16,7 @@ SECONDS_EACH=${CANOPY_FUZZ_SECONDS:-60}
 ALL_TARGETS=(frame_fuzzer handshake_fuzzer store_protocol_fuzzer launch_environment_fuzzer)
 if [ $# -gt 0 ]; then TARGETS=("$@"); else TARGETS=("${ALL_TARGETS[@]}"); fi
 
-step() {
-  local name=$1 limit=$2
-  shift 2
-  local start=$SECONDS
-  echo "+++ $name (limit ${limit}s): $*"
-  if ! timeout --kill-after=30 "$limit" "$@"; then
-    echo "+++ $name FAILED after $((SECONDS - start))s"
-    exit 1
-  fi
-  echo "+++ $name took $((SECONDS - start))s"
-}
+source "$ROOT/scripts/ci/stage.sh"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -34,10 +24,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 start=$SECONDS
 # Tests and benchmarks are not needed; warnings are not errors here, where clang (not the project's
 # GCC) compiles the layers: this stage is about the parsers' behaviour, the GCC stages about warnings.
-step "fuzz: configure (clang)" 300 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
+stage "fuzz: configure (clang)" 300 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
   -DCANOPY_FUZZ=ON -DCANOPY_SANITIZE=address,undefined -DCANOPY_BUILD_TESTS=OFF -DCANOPY_BUILD_BENCH=OFF \
   -DCANOPY_WERROR=OFF
-step "fuzz: build ${TARGETS[*]}" 1800 cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}"
+stage "fuzz: build ${TARGETS[*]}" 1800 cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}"
 
 for target in "${TARGETS[@]}"; do
   name=${target%_fuzzer}
@@ -47,7 +37,7 @@ for target in "${TARGETS[@]}"; do
   options=(-max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
            -artifact_prefix="$artifacts/")
   [ -f "$ROOT/fuzz/$name.dict" ] && options+=(-dict="$ROOT/fuzz/$name.dict")
-  step "fuzz: $target for ${SECONDS_EACH}s" $((SECONDS_EACH + 120)) \
+  stage "fuzz: $target for ${SECONDS_EACH}s" $((SECONDS_EACH + 120)) \
     "$BUILD/bin/$target" "${options[@]}" "$corpus" "$ROOT/fuzz/corpus/$name"
 done
 echo "+++ fuzzing passed in $((SECONDS - start))s"
