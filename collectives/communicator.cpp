@@ -10,6 +10,7 @@
 
 #include "collectives/call_sequencer.hpp"
 #include "collectives/cost_model.hpp"
+#include "collectives/environment_group.hpp"
 #include "collectives/executor.hpp"
 #include "collectives/flight_recorder.hpp"
 #include "collectives/kernels/reduce_kernels.hpp"
@@ -372,18 +373,28 @@ void Communicator::Impl::send(std::span<const std::byte> data, int peer, std::ui
 
 // --- Communicator: the public face ---
 
-Communicator Communicator::from_environment(const CommunicatorOptions& options) {
+namespace collectives {
+
+EnvironmentGroup join_environment_group(const CommunicatorOptions& options) {
   Duration timeout = options.timeout.count() > 0 ? options.timeout : default_timeout();
-  rendezvous::Rendezvous group = rendezvous::rendezvous(current_environment(), timeout);
-  CommunicatorOptions resolved = options;
-  resolved.timeout = timeout;
-  if (resolved.local_rank < 0) {
-    resolved.local_rank = group.info.local_rank;
-    resolved.local_size = group.info.local_world_size;
+  EnvironmentGroup joined{rendezvous::rendezvous(current_environment(), timeout), options};
+  const rendezvous::LaunchInfo& info = joined.rendezvous.info;
+  joined.options.timeout = timeout;
+  if (joined.options.local_rank < 0) {
+    joined.options.local_rank = info.local_rank;
+    joined.options.local_size = info.local_world_size;
   }
-  if (resolved.job_token.empty()) resolved.job_token = group.info.job_token;
-  Communicator communicator(group.store, group.info.rank, group.info.world_size, resolved);
-  communicator.impl_->store_server = std::move(group.server);
+  if (joined.options.job_token.empty()) joined.options.job_token = info.job_token;
+  return joined;
+}
+
+}  // namespace collectives
+
+Communicator Communicator::from_environment(const CommunicatorOptions& options) {
+  auto joined = collectives::join_environment_group(options);
+  const rendezvous::LaunchInfo& info = joined.rendezvous.info;
+  Communicator communicator(joined.rendezvous.store, info.rank, info.world_size, joined.options);
+  communicator.impl_->store_server = std::move(joined.rendezvous.server);
   return communicator;
 }
 

@@ -5,9 +5,10 @@
 //
 //   canopy::TrainingJob job = canopy::join_training_job();      // under canopy-run / torchrun / srun
 //   canopy::GradientSynchronizer sync(job.comm);
-//   for (auto& layer : model) sync.add(layer.name, canopy::tensor_view(layer.grad),
-//   canopy::tensor_view(layer.w)); sync.broadcast_parameters();                                // everyone
-//   starts from rank 0's weights for (...) {
+//   for (auto& layer : model)
+//     sync.add(layer.name, canopy::tensor_view(layer.grad), canopy::tensor_view(layer.w));
+//   sync.broadcast_parameters();                            // everyone starts from rank 0's weights
+//   for (...) {
 //     forward(); backward([&](std::size_t i) { sync.mark_ready(i); });   // hook: gradient i is final
 //     sync.finish();                                            // gradients now hold the average over ranks
 //     optimizer_step();

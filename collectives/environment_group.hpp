@@ -1,0 +1,18 @@
+// Joining the group the launcher described: the rendezvous (store, hosted or reached) and the
+// communicator options it implies. Shared by Communicator::from_environment and gradsync's
+// join_training_job, which also keeps the store for the program's own use.
+#pragma once
+
+#include "canopy/communicator.hpp"
+#include "rendezvous/bootstrap.hpp"
+
+namespace canopy::collectives {
+
+struct EnvironmentGroup {
+  rendezvous::Rendezvous rendezvous;  // the store (and its server on the rank that hosts it)
+  CommunicatorOptions options;        // timeout, local ranks and job token filled in from the environment
+};
+
+EnvironmentGroup join_environment_group(const CommunicatorOptions& options);
+
+}  // namespace canopy::collectives
