@@ -19,6 +19,14 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/canopyConfig.cmake ${CMAKE_CURRENT_BIN
 # pkg-config: the layer libraries in link order (higher layers first).
 list(REVERSE _canopy_libs)
 list(TRANSFORM _canopy_libs PREPEND "-l" OUTPUT_VARIABLE _canopy_pc_libs)
+# Static libraries bring their own dependencies along: RDMA verbs and the CUDA runtime when built with them.
+if(CANOPY_WITH_VERBS)
+  list(APPEND _canopy_pc_libs -libverbs)
+endif()
+if(CANOPY_WITH_CUDA AND CUDA_cudart_LIBRARY)
+  list(APPEND _canopy_pc_libs ${CUDA_cudart_LIBRARY})
+endif()
 string(JOIN " " CANOPY_PC_LIBS ${_canopy_pc_libs})
+file(RELATIVE_PATH CANOPY_PC_PREFIX_FROM_PCDIR "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(cmake/canopy.pc.in ${CMAKE_CURRENT_BINARY_DIR}/canopy.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/canopy.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
