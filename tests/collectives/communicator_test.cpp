@@ -10,6 +10,7 @@
 #include "bench/collectives/expected_values.hpp"
 #include "canopy/canopy.hpp"
 #include "collectives/schedules/algorithms.hpp"
+#include "tests/support/group.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy {
@@ -17,27 +18,10 @@ namespace {
 
 using testing::require;
 
-CommunicatorOptions test_options() {
-  CommunicatorOptions options;
-  options.timeout = std::chrono::seconds(20);
-  options.job_token = "communicator-test";
-  options.calibrate = false;
-  options.local_rank = 0;
-  options.local_size = 1;
-  return options;
-}
+CommunicatorOptions test_options() { return testing::group_options("communicator-test"); }
 
-// Runs body(comm) on `ranks` forked processes meeting through a file store.
 void run_group(int ranks, const std::function<void(Communicator&)>& body) {
-  testing::TempDir dir;
-  auto exits = testing::run_processes(
-      ranks,
-      [&](int rank) {
-        Communicator comm(open_file_store(dir.path()), rank, ranks, test_options());
-        body(comm);
-      },
-      std::chrono::seconds(120));
-  for (int rank = 0; rank < ranks; ++rank) EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+  testing::run_group(ranks, body, test_options());
 }
 
 std::uint64_t wrong_after(Communicator& comm, Collective collective, const std::string& algorithm, std::uint64_t count,

@@ -13,6 +13,7 @@
 #include "canopy/canopy.hpp"
 #include "canopy/gradsync.hpp"
 #include "gradsync/device_staging.hpp"
+#include "tests/support/group.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy {
@@ -21,13 +22,7 @@ namespace {
 using testing::require;
 
 CommunicatorOptions test_options() {
-  CommunicatorOptions options;
-  options.timeout = std::chrono::seconds(30);
-  options.job_token = "gradsync-cuda-test";
-  options.calibrate = false;
-  options.local_rank = 0;
-  options.local_size = 1;
-  return options;
+  return testing::group_options("gradsync-cuda-test", std::chrono::seconds(30));
 }
 
 // Asks a child process, so that this process never initialises CUDA before forking the ranks.
@@ -63,15 +58,7 @@ void check(cudaError_t status, const char* what) {
 }
 
 void run_two_ranks(const std::function<void(Communicator&)>& body) {
-  testing::TempDir dir;
-  auto exits = testing::run_processes(
-      2,
-      [&](int rank) {
-        Communicator comm(open_file_store(dir.path()), rank, 2, test_options());
-        body(comm);
-      },
-      std::chrono::seconds(90));
-  for (int r = 0; r < 2; ++r) EXPECT_TRUE(exits[r].ok()) << "rank " << r << " " << exits[r].describe();
+  testing::run_group(2, body, test_options(), std::chrono::seconds(90));
 }
 
 TEST(CudaGradientSynchronizer, WithoutADeviceTheErrorSaysWhy) {

@@ -13,6 +13,7 @@
 #include "canopy/canopy.hpp"
 #include "canopy/gradsync.hpp"
 #include "collectives/kernels/reduce_kernels.hpp"
+#include "tests/support/group.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy {
@@ -20,27 +21,10 @@ namespace {
 
 using testing::require;
 
-CommunicatorOptions test_options() {
-  CommunicatorOptions options;
-  options.timeout = std::chrono::seconds(20);
-  options.job_token = "gradsync-test";
-  options.calibrate = false;
-  options.local_rank = 0;
-  options.local_size = 1;
-  return options;
-}
+CommunicatorOptions test_options() { return testing::group_options("gradsync-test"); }
 
 void run_group(int ranks, const std::function<void(Communicator&)>& body) {
-  testing::TempDir dir;
-  auto exits = testing::run_processes(
-      ranks,
-      [&](int rank) {
-        Communicator comm(open_file_store(dir.path()), rank, ranks, test_options());
-        body(comm);
-      },
-      std::chrono::seconds(60));
-  for (int rank = 0; rank < ranks; ++rank)
-    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+  testing::run_group(ranks, body, test_options(), std::chrono::seconds(60));
 }
 
 // Gradient g of rank r holds integers, so sums are exact and the expected average is sum * (1/world).
