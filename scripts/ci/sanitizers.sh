@@ -36,7 +36,11 @@ run_asan() {
   stage "asan: configure" 300 cmake -S "$ROOT" -B "$build" -G Ninja -DCANOPY_SANITIZE=address,undefined \
     -DCANOPY_WERROR="$WERROR"
   stage "asan: build everything" 3600 cmake --build "$build" -j "$JOBS"
-  stage "asan: ctest (all labels)" 2400 ctest --test-dir "$build" --output-on-failure -j "$JOBS"
+  # Not the TcpData tests: they fork ranks while the parent's TcpStoreServer thread runs, and under ASan a
+  # child can inherit an allocator lock held by that thread and hang before it says hello (seen 2026-11-29).
+  # They run in the plain build and under TSan; moving their store server out of the parent is the fix.
+  stage "asan: ctest (all labels but TcpData)" 2400 ctest --test-dir "$build" --output-on-failure -j "$JOBS" \
+    -E '^TcpData\.'
 }
 
 run_tsan() {
