@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "common/error.hpp"
+#include "common/little_endian.hpp"
 
 namespace canopy::transport {
 namespace {
@@ -21,16 +22,12 @@ constexpr std::uint8_t kLastReduceOp = static_cast<std::uint8_t>(kAllReduceOps[s
 
 template <typename T>
 void put(FrameBytes& out, std::size_t offset, T value) {
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    out[offset + i] = static_cast<std::byte>(static_cast<std::uint64_t>(value) >> (8 * i));
+  store_little_endian(out.data() + offset, value);
 }
 
 template <typename T>
 T get(std::span<const std::byte, kFrameHeaderSize> in, std::size_t offset) {
-  std::uint64_t value = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    value |= std::to_integer<std::uint64_t>(in[offset + i]) << (8 * i);
-  return static_cast<T>(value);
+  return load_little_endian<T>(in.data() + offset);
 }
 
 void check_range(const char* field, std::uint8_t value, std::uint8_t last) {

@@ -3,21 +3,19 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/little_endian.hpp"
 
 namespace canopy::transport {
 namespace {
 
 template <typename T>
 void put(std::byte* out, T value) {
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    out[i] = static_cast<std::byte>(static_cast<std::uint64_t>(value) >> (8 * i));
+  store_little_endian(out, value);
 }
 
 template <typename T>
 T get(const std::byte* in) {
-  std::uint64_t value = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) value |= std::to_integer<std::uint64_t>(in[i]) << (8 * i);
-  return static_cast<T>(value);
+  return load_little_endian<T>(in);
 }
 
 }  // namespace
