@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -115,6 +116,13 @@ class FileStore final : public Store {
     std::int64_t sum = rendezvous::add_to_counter(key, current ? *current : std::string(), delta);
     write_atomically(key, std::to_string(sum));
     return sum;
+  }
+
+  // Calls hold no lock between them: a second handle only needs its own timeout.
+  std::shared_ptr<Store> open_another(Duration timeout) override {
+    auto another = std::make_shared<FileStore>(directory_);
+    another->set_timeout(timeout);
+    return another;
   }
 
   std::string compare_set(std::string_view key, std::string_view expected,

@@ -1,3 +1,4 @@
+#include <memory>
 #include <utility>
 
 #include "canopy/store.hpp"
@@ -32,5 +33,13 @@ std::string PrefixStore::compare_set(std::string_view key, std::string_view expe
 bool PrefixStore::check(const std::vector<std::string>& keys) { return base_->check(full(keys)); }
 void PrefixStore::wait(const std::vector<std::string>& keys, Duration timeout) { base_->wait(full(keys), timeout); }
 bool PrefixStore::remove(std::string_view key) { return base_->remove(full(key)); }
+
+std::shared_ptr<Store> PrefixStore::open_another(Duration timeout) {
+  auto base = base_->open_another(timeout);
+  if (!base) return nullptr;
+  auto another = std::make_shared<PrefixStore>(std::move(base), prefix_);
+  another->set_timeout(timeout);
+  return another;
+}
 
 }  // namespace canopy

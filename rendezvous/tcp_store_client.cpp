@@ -2,6 +2,7 @@
 // wait on the server; the client's own deadline runs a little longer, to catch a dead server.
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -25,6 +26,8 @@ using rendezvous::printable;
 // How much longer than the server-side wait the client waits for the reply before it calls the
 // server dead.
 constexpr Duration kReplyGrace = std::chrono::seconds(5);
+// How long a server that closed our hello gets to accept a second connection (a live one does at once).
+constexpr Duration kListeningProbe = std::chrono::milliseconds(300);
 // Longer waits are treated as this long: the clock must not overflow.
 constexpr Duration kLongestWait = std::chrono::hours(24 * 365);
 
@@ -38,9 +41,26 @@ class ServerAnswered : public Error {
   using Error::Error;
 };
 
+// Where a client connected, so that it can open a second connection to the same server.
+struct ServerAddress {
+  std::string host;
+  std::uint16_t port = 0;
+  std::string job_token;
+};
+
+std::shared_ptr<Store> connect_client(const ServerAddress& address, Duration connect_timeout);
+
 class TcpStoreClient final : public Store {
  public:
-  TcpStoreClient(ClientSocket socket) : socket_(std::move(socket)) {}
+  TcpStoreClient(ClientSocket socket, ServerAddress address)
+      : socket_(std::move(socket)), address_(std::move(address)) {}
+
+  // A connection of its own: its requests never queue behind this one's (a GET may wait minutes).
+  std::shared_ptr<Store> open_another(Duration timeout) override {
+    auto another = connect_client(address_, timeout);
+    another->set_timeout(timeout);
+    return another;
+  }
 
   void set(std::string_view key, std::string_view value) override {
     check_key(key, "set");
@@ -137,12 +157,18 @@ class TcpStoreClient final : public Store {
       socket_.receive_exact(&status, 1, deadline);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::PeerFailed) throw;
+      // Two servers close a hello: one that speaks another protocol, and one whose process is exiting (a
+      // killed store). Only the first still accepts connections, so one more connect tells them apart.
+      if (!still_listening())
+        fail(ErrorCode::PeerFailed,
+             "the TcpStore at {} is unreachable: it closed the connection during the Canopy store hello and "
+             "now refuses connections (did its process exit?): {}",
+             socket_.endpoint(), e.what());
       fail(
           ErrorCode::Protocol,
-          "the server at {} closed the connection during the Canopy store hello: it is not a Canopy TcpStore "
-          "(a PyTorch TCPStore, e.g. torchrun's agent store, speaks another protocol: point "
-          "CANOPY_MASTER_PORT "
-          "at a free port) or it is shutting down",
+          "the server at {} closed the connection during the Canopy store hello and still accepts "
+          "connections: it is not a Canopy TcpStore (a PyTorch TCPStore, e.g. torchrun's agent store, speaks "
+          "another protocol: point CANOPY_MASTER_PORT at a free port)",
           socket_.endpoint());
     }
     switch (static_cast<proto::HelloStatus>(status)) {
@@ -163,6 +189,16 @@ class TcpStoreClient final : public Store {
   }
 
  private:
+  // Whether the server still accepts a connection (closed at once; a refusal within a moment is a no).
+  bool still_listening() const {
+    try {
+      ClientSocket::connect(address_.host, address_.port, Deadline::after(kListeningProbe));
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  }
+
   static std::vector<std::string> slice(const std::vector<std::string>& keys, std::size_t first) {
     auto last = std::min(keys.size(), first + proto::kMaxKeysPerRequest);
     return std::vector<std::string>(keys.begin() + static_cast<std::ptrdiff_t>(first),
@@ -241,9 +277,21 @@ class TcpStoreClient final : public Store {
 
   std::mutex mutex_;
   ClientSocket socket_;
+  const ServerAddress address_;
   Deadline request_deadline_ = Deadline::never();  // of the call in progress, under mutex_
   std::string broken_;                             // why the connection is unusable, once it is
 };
+
+std::shared_ptr<Store> connect_client(const ServerAddress& address, Duration connect_timeout) {
+  auto deadline = Deadline::after(clamp_wait(connect_timeout));
+  auto client =
+      std::make_shared<TcpStoreClient>(ClientSocket::connect(address.host, address.port, deadline), address);
+  // The hello gets a few seconds even when connecting used up the deadline: the server is there.
+  client->hello(address.job_token,
+                deadline.remaining() < kReplyGrace ? Deadline::after(kReplyGrace) : deadline);
+  log::debug("connected to the TcpStore at {}", address.host);
+  return client;
+}
 
 }  // namespace
 
@@ -256,12 +304,7 @@ std::shared_ptr<Store> connect_tcp_store(const std::string& host, std::uint16_t 
     fail(ErrorCode::InvalidArgument,
          "connect_tcp_store: a job token of {} bytes exceeds the limit of {} bytes", job_token.size(),
          proto::kMaxTokenBytes);
-  auto deadline = Deadline::after(clamp_wait(connect_timeout));
-  auto client = std::make_shared<TcpStoreClient>(ClientSocket::connect(host, port, deadline));
-  // The hello gets a few seconds even when connecting used up the deadline: the server is there.
-  client->hello(job_token, deadline.remaining() < kReplyGrace ? Deadline::after(kReplyGrace) : deadline);
-  log::debug("connected to the TcpStore at {}", host);
-  return client;
+  return connect_client({host, port, job_token}, connect_timeout);
 }
 
 }  // namespace canopy

@@ -32,6 +32,15 @@ class Store {
   // Removes the key; true when it existed.
   virtual bool remove(std::string_view key) = 0;
 
+  // Another handle on the same keys whose calls never wait behind this handle's (a TcpStore client opens
+  // a second connection), each bounded by `timeout`: for a thread that polls the store while others may
+  // hold this handle in a long get() (the communicator's liveness monitor). nullptr when this kind of
+  // store cannot open one.
+  virtual std::shared_ptr<Store> open_another(Duration timeout) {
+    (void)timeout;
+    return nullptr;
+  }
+
   // The timeout used by the overloads without one.
   Duration timeout() const { return timeout_; }
   void set_timeout(Duration timeout) { timeout_ = timeout; }
@@ -54,6 +63,7 @@ class PrefixStore final : public Store {
   bool check(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, Duration timeout) override;
   bool remove(std::string_view key) override;
+  std::shared_ptr<Store> open_another(Duration timeout) override;
   using Store::get;
   using Store::wait;
 

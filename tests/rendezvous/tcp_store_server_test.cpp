@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -367,6 +368,49 @@ TEST(TcpStoreServer, AHostThatIsNotLocalOrAPortInUseIsAClearError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(std::to_string(first.port())), std::string::npos) << e.what();
   }
+}
+
+// A server that reads the hello and closes the connection: `keep_listening` tells apart one that speaks
+// another protocol (it still accepts) from a store whose process is exiting (it no longer does).
+Error hello_closed_by_a_server(bool keep_listening) {
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  EXPECT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  EXPECT_EQ(::listen(listener, 8), 0);
+  EXPECT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  std::thread server([&] {
+    int connection = ::accept(listener, nullptr, nullptr);
+    char hello[16];
+    if (::read(connection, hello, sizeof(hello)) < 0) hello[0] = 0;
+    if (!keep_listening) ::close(listener);
+    ::close(connection);
+  });
+  std::optional<Error> error;
+  try {
+    connect_tcp_store("127.0.0.1", ntohs(address.sin_port), "token", 5s);
+  } catch (const Error& e) {
+    error = e;
+  }
+  server.join();
+  if (keep_listening) ::close(listener);
+  if (!error) throw std::runtime_error("the store client accepted a server that closed its hello");
+  return *error;
+}
+
+TEST(TcpStoreClient, AServerThatClosesTheHelloButListensIsNotACanopyStore) {
+  Error e = hello_closed_by_a_server(true);
+  EXPECT_EQ(e.code(), ErrorCode::Protocol) << e.what();
+  EXPECT_NE(std::string(e.what()).find("not a Canopy TcpStore"), std::string::npos) << e.what();
+}
+
+TEST(TcpStoreClient, AStoreThatDiesDuringTheHelloIsUnreachable) {
+  Error e = hello_closed_by_a_server(false);
+  EXPECT_EQ(e.code(), ErrorCode::PeerFailed) << e.what();
+  EXPECT_NE(std::string(e.what()).find("is unreachable"), std::string::npos) << e.what();
+  EXPECT_EQ(std::string(e.what()).find("not a Canopy"), std::string::npos) << e.what();
 }
 
 }  // namespace
