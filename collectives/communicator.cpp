@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,8 +13,10 @@
 #include "collectives/cost_model.hpp"
 #include "collectives/environment_group.hpp"
 #include "collectives/executor.hpp"
+#include "collectives/first_failure.hpp"
 #include "collectives/flight_recorder.hpp"
 #include "collectives/kernels/reduce_kernels.hpp"
+#include "collectives/liveness_monitor.hpp"
 #include "collectives/schedule_cache.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
@@ -151,6 +154,8 @@ class Communicator::Impl {
   collectives::FlightRecorder recorder_;
   std::mutex failure_mutex_;
   std::string failure_;  // set once a call failed: the communicator is then unusable
+  std::optional<collectives::FirstFailure> first_failure_;      // tells every rank who failed first
+  std::unique_ptr<collectives::LivenessMonitor> liveness_;     // last member: stops before the rest goes
 };
 
 Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_,
@@ -196,6 +201,13 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   }
   log::info("communicator {} ready: rank {} of {} (local {} of {}), {}", comm_id_, rank, size, local_rank,
             local_size, collectives::describe(cost_model_.link()));
+
+  auto liveness = collectives::LivenessSettings::from_environment(current_environment());
+  auto monitor_store = collectives::open_monitor_store(store_, liveness);
+  first_failure_.emplace(monitor_store, rank);
+  if (liveness.enabled() && size > 1 && monitor_store)
+    liveness_ = std::make_unique<collectives::LivenessMonitor>(
+        monitor_store, *first_failure_, rank, size, liveness, [this](const std::string& why) { abort(why); });
 }
 
 void Communicator::Impl::ensure_usable() {
@@ -205,6 +217,9 @@ void Communicator::Impl::ensure_usable() {
 }
 
 void Communicator::Impl::abort(const std::string& reason) {
+  // Tell the other ranks before closing the sockets: whoever learns of this through them finds out why.
+  if (first_failure_)
+    first_failure_->blame(Error(ErrorCode::Aborted, fmt::format("rank {}: aborted: {}", rank, reason)));
   {
     std::lock_guard lock(failure_mutex_);
     if (failure_.empty()) failure_ = reason;
@@ -337,11 +352,13 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
     executor_.run(compiled, context);
   } catch (const Error& e) {
     recorder_.finish(slot, false);
+    Error blamed = first_failure_->blame(e);  // or the failure another rank saw first, which caused this one
     // Messages of the failed call may still be in flight: no later call could trust the stream.
-    abort(e.what());
-    if (e.code() != ErrorCode::Timeout) throw;
+    abort(blamed.what());
+    if (blamed.code() != ErrorCode::Timeout) throw blamed;
     // A timeout says who was stuck where: this rank's recent calls, as every rank prints its own.
-    throw Error(ErrorCode::Timeout, fmt::format("{}\nrank {}'s last collectives:{}", e.what(), rank, recorder_.dump()));
+    throw Error(ErrorCode::Timeout,
+                fmt::format("{}\nrank {}'s last collectives:{}", blamed.what(), rank, recorder_.dump()));
   }
   recorder_.finish(slot, true);
   finish_data(args, data, element_size);
@@ -366,8 +383,9 @@ void Communicator::Impl::send(std::span<const std::byte> data, int peer, std::ui
     else
       transport::recv(*transport_, peer, envelope, out, deadline);
   } catch (const Error& e) {
-    abort(e.what());
-    throw;
+    Error blamed = first_failure_->blame(e);
+    abort(blamed.what());
+    throw blamed;
   }
 }
 

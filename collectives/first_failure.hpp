@@ -1,0 +1,51 @@
+// The first failure of a communicator, shared through the store so that every rank blames the same rank.
+//
+// When rank 2 dies, its neighbours see its sockets close and abort their own transports; the ranks that
+// only talked to those neighbours then see *them* close. Without help they would name the neighbour. So
+// a rank that fails writes its error to the store before it aborts (the first writer wins), and a rank
+// whose own error came later reports that first one. Publishing before aborting makes the order causal:
+// whoever learns of a failure through an abort finds the record already there.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "canopy/error.hpp"
+#include "canopy/store.hpp"
+
+namespace canopy::collectives {
+
+// A failure as one rank reported it to the others.
+struct FailureRecord {
+  ErrorCode code = ErrorCode::PeerFailed;
+  int reporter = -1;    // the rank that wrote it
+  std::string message;  // its error message, which names the failed rank ("rank 0: connection to rank 2 ...")
+
+  std::string encode() const;
+  static FailureRecord decode(const std::string& bytes);
+};
+
+class FirstFailure {
+ public:
+  // `store` is this communicator's own store (its keys are the communicator's alone); null turns
+  // publishing off, so that every error is reported as this rank saw it.
+  FirstFailure(std::shared_ptr<Store> store, int rank);
+
+  // Publishes `error` as the communicator's first failure unless one is there already, and returns the
+  // error to report: `error` itself when it was first, else one leading with the first failure (with
+  // its code), followed by what this rank saw. A store that cannot be reached leaves `error` as it is.
+  Error blame(const Error& error);
+
+  // The first failure, once a rank published one; nullopt before. Throws when the store fails.
+  std::optional<FailureRecord> read();
+
+  // The message of `first` as this rank reports it.
+  std::string explain(const FailureRecord& first) const;
+
+ private:
+  std::shared_ptr<Store> store_;
+  int rank_;
+};
+
+}  // namespace canopy::collectives

@@ -1,0 +1,182 @@
+#include "collectives/liveness_monitor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+
+namespace canopy::collectives {
+namespace {
+
+constexpr int kWatchedRanks = 4;
+constexpr int kDefaultTimeoutIntervals = 10;
+
+std::string beat_key(int rank) {
+  return fmt::format("liveness/beats/{}", rank);
+}
+std::string left_key(int rank) {
+  return fmt::format("liveness/left/{}", rank);
+}
+
+std::optional<Duration> seconds_setting(const EnvMap& env, const char* name, bool zero_allowed) {
+  auto text = env_value(env, name);
+  if (!text) return std::nullopt;
+  char* end = nullptr;
+  double seconds = std::strtod(text->c_str(), &end);
+  if (end == text->c_str() || *end != '\0' || !(seconds >= 0) || (!zero_allowed && seconds == 0) ||
+      seconds > 86400)
+    fail(ErrorCode::Config, "{}='{}' must be a {} number of seconds (at most 86400)", name, *text,
+         zero_allowed ? "non-negative" : "positive");
+  return Duration(static_cast<Duration::rep>(seconds * 1000));
+}
+
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+}  // namespace
+
+LivenessSettings LivenessSettings::from_environment(const EnvMap& env) {
+  LivenessSettings settings;
+  if (auto interval = seconds_setting(env, "CANOPY_HEARTBEAT_SECONDS", true)) settings.interval = *interval;
+  settings.timeout = settings.interval * kDefaultTimeoutIntervals;
+  if (auto timeout = seconds_setting(env, "CANOPY_HEARTBEAT_TIMEOUT_SECONDS", false))
+    settings.timeout = *timeout;
+  // One late heartbeat must never be enough to call a rank silent.
+  if (settings.enabled() && settings.timeout < settings.interval * 2)
+    fail(ErrorCode::Config,
+         "CANOPY_HEARTBEAT_TIMEOUT_SECONDS ({} s) must be at least two heartbeat intervals "
+         "(CANOPY_HEARTBEAT_SECONDS = {} s)",
+         seconds(settings.timeout), seconds(settings.interval));
+  return settings;
+}
+
+std::vector<int> LivenessMonitor::watched_ranks(int rank, int size) {
+  std::vector<int> ranks;
+  for (int step = 1; step <= std::min(size - 1, kWatchedRanks); ++step) ranks.push_back((rank + step) % size);
+  return ranks;
+}
+
+std::shared_ptr<Store> open_monitor_store(const std::shared_ptr<Store>& store,
+                                          const LivenessSettings& settings) {
+  const Duration timeout = settings.enabled() ? settings.timeout : Duration(std::chrono::seconds(10));
+  try {
+    if (auto own = store->open_another(timeout)) return own;
+    log::debug("this store cannot open a second handle: the liveness monitor shares the communicator's");
+    return store;
+  } catch (const std::exception& e) {
+    log::warn("no liveness monitor and no shared failure report: the store cannot be reached ({})", e.what());
+    return nullptr;
+  }
+}
+
+LivenessMonitor::LivenessMonitor(std::shared_ptr<Store> store, FirstFailure& first_failure, int rank,
+                                 int size, LivenessSettings settings, AbortCommunicator abort_communicator)
+    : store_(std::move(store)),
+      first_failure_(first_failure),
+      rank_(rank),
+      settings_(settings),
+      abort_communicator_(std::move(abort_communicator)) {
+  for (int watched : watched_ranks(rank, size)) watched_.push_back({watched, 0, {}});
+  thread_ = std::thread([this] { run(); });
+}
+
+LivenessMonitor::~LivenessMonitor() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  try {
+    store_->set(left_key(rank_), "1");
+  } catch (const std::exception& e) {
+    log::debug("the liveness monitor could not mark rank {} as gone: {}", rank_, e.what());
+  }
+  log::debug("liveness monitor of rank {}: {} rounds, {} store requests, longest gap between rounds {:.3f} s",
+             rank_, rounds_, store_requests_, seconds(longest_round_gap_));
+}
+
+bool LivenessMonitor::pause_unless_stopped(Duration pause) {
+  std::unique_lock lock(mutex_);
+  return !wake_.wait_for(lock, pause, [this] { return stopping_; });
+}
+
+void LivenessMonitor::run() noexcept {
+  try {
+    while (check_once() == Verdict::KeepWatching && pause_unless_stopped(settings_.interval)) {
+    }
+  } catch (const std::exception& e) {
+    // Not a verdict on any peer: without the store, this rank cannot see anyone's heartbeat.
+    std::lock_guard lock(mutex_);
+    if (!stopping_)
+      log::warn(
+          "rank {}: the liveness monitor cannot reach the store, so it stops; a silent peer will now be "
+          "found "
+          "only at the call deadline (CANOPY_TIMEOUT). The store said: {}",
+          rank_, e.what());
+  } catch (...) {
+    log::warn("rank {}: the liveness monitor stopped on an unknown exception", rank_);
+  }
+}
+
+LivenessMonitor::Verdict LivenessMonitor::check_once() {
+  store_->add(beat_key(rank_), 1);
+  ++store_requests_;
+  std::optional<FailureRecord> first = first_failure_.read();
+  store_requests_ += first ? 2 : 1;
+  if (first) {
+    abort_communicator_(first_failure_.explain(*first));
+    return Verdict::Stop;
+  }
+
+  const Clock::time_point now = Clock::now();
+  // A round far later than planned means this process or the store stalled (a loaded machine, swapping):
+  // the peers may have stalled with it, so silence is timed afresh from here instead of across the gap.
+  const Clock::duration gap = rounds_++ > 0 ? now - last_round_ : Clock::duration::zero();
+  const bool stalled = gap > settings_.interval + settings_.timeout / 2;
+  longest_round_gap_ = std::max(longest_round_gap_, gap);
+  last_round_ = now;
+  if (stalled)
+    log::debug("rank {}: {:.1f} s between two liveness rounds: timing every peer's silence afresh", rank_,
+               seconds(gap));
+
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    Watched& peer = *it;
+    const std::int64_t beats = store_->add(beat_key(peer.rank), 0);
+    ++store_requests_;
+    // Not beating yet (still forming its communicator): a rank that never comes is the deadline's to name.
+    if (beats != peer.beats || stalled || beats == 0) {
+      peer.beats = beats;
+      peer.since = now;
+      ++it;
+      continue;
+    }
+    const Clock::duration silent_for = now - peer.since;
+    if (silent_for < settings_.timeout) {
+      ++it;
+      continue;
+    }
+    ++store_requests_;
+    if (store_->check({left_key(peer.rank)})) {  // it destroyed its communicator: finished, not silent
+      it = watched_.erase(it);
+      continue;
+    }
+    Error silent(ErrorCode::PeerFailed,
+                 fmt::format("rank {}: rank {} sent no heartbeat for {:.1f} s (its counter stayed at {}; "
+                             "heartbeat every {} s, timeout {} s: CANOPY_HEARTBEAT_SECONDS, "
+                             "CANOPY_HEARTBEAT_TIMEOUT_SECONDS): is rank {} stopped (SIGSTOP), swapping or "
+                             "stuck?",
+                             rank_, peer.rank, seconds(silent_for), beats, seconds(settings_.interval),
+                             seconds(settings_.timeout), peer.rank));
+    abort_communicator_(first_failure_.blame(silent).what());
+    return Verdict::Stop;
+  }
+  return Verdict::KeepWatching;
+}
+
+}  // namespace canopy::collectives

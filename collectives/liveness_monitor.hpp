@@ -1,0 +1,98 @@
+// Finds a rank that stopped answering, not only one whose sockets closed.
+//
+// A SIGSTOPped or wedged process keeps its sockets open and its kernel acknowledges every byte, so the
+// data path cannot tell it from a slow one; TCP keep-alive cannot either. Each rank's monitor thread
+// therefore bumps a counter in the store every interval (its heartbeat) and reads the counters of the
+// next few ranks. A rank whose counter has not moved for the timeout is silent: the monitor publishes
+// "rank 2 sent no heartbeat for 10.3 s" as the communicator's first failure (FirstFailure) and aborts
+// this rank's communicator. Every monitor also reads the first failure each interval, so every rank
+// aborts naming the same culprit, whether it was in a call or idle.
+//
+// The heartbeats go through the store, not the data path: collectives never share a socket with them,
+// and a rank that only computes for minutes still beats. The monitor works on a store handle of its own
+// (Store::open_another), so a long get() elsewhere in the process never holds its heartbeat back.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "canopy/store.hpp"
+#include "collectives/first_failure.hpp"
+#include "common/deadline.hpp"
+#include "common/env.hpp"
+
+namespace canopy::collectives {
+
+struct LivenessSettings {
+  Duration interval{1000};  // between heartbeats; 0 turns the monitor off
+  Duration timeout{10000};  // a counter still this long makes its rank silent
+
+  bool enabled() const { return interval.count() > 0; }
+  // CANOPY_HEARTBEAT_SECONDS (interval, default 1; 0 = off) and CANOPY_HEARTBEAT_TIMEOUT_SECONDS (default
+  // 10 intervals); decimals allowed. Throws Error(Config) naming the variable for a bad value.
+  static LivenessSettings from_environment(const EnvMap& env);
+};
+
+class LivenessMonitor {
+ public:
+  // Called once, on the monitor's thread, with the message to abort the communicator with.
+  using AbortCommunicator = std::function<void(const std::string& reason)>;
+
+  // Starts the thread. `store` is the monitor's own handle on the communicator's store; `first_failure`
+  // shares it and outlives the monitor.
+  LivenessMonitor(std::shared_ptr<Store> store, FirstFailure& first_failure, int rank, int size,
+                  LivenessSettings settings, AbortCommunicator abort_communicator);
+  // Stops the thread (within one store request) and marks this rank as gone on purpose, so that the
+  // others do not take a rank that finished for a silent one.
+  ~LivenessMonitor();
+  LivenessMonitor(const LivenessMonitor&) = delete;
+  LivenessMonitor& operator=(const LivenessMonitor&) = delete;
+
+  // The ranks this one watches: the next min(size - 1, 4) ranks, so every rank has as many watchers
+  // and the store serves (2 + watched) requests per rank per interval, whatever the group's size.
+  static std::vector<int> watched_ranks(int rank, int size);
+
+ private:
+  // What the monitor knows of one watched rank.
+  struct Watched {
+    int rank = 0;
+    std::int64_t beats = 0;     // its counter at the last change seen; 0 = it has not beaten yet
+    Clock::time_point since{};  // when this rank first read that value
+  };
+  enum class Verdict { KeepWatching, Stop };
+
+  void run() noexcept;
+  Verdict check_once();
+  // True while not stopped; waits up to `pause`.
+  bool pause_unless_stopped(Duration pause);
+
+  std::shared_ptr<Store> store_;
+  FirstFailure& first_failure_;
+  const int rank_;
+  const LivenessSettings settings_;
+  const AbortCommunicator abort_communicator_;
+  std::vector<Watched> watched_;
+  Clock::time_point last_round_{};
+  std::uint64_t rounds_ = 0;
+  std::uint64_t store_requests_ = 0;
+  Clock::duration longest_round_gap_{};
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // under mutex_
+  std::thread thread_;     // last: started once everything above is ready
+};
+
+// The handle the monitor and FirstFailure share: one of their own where `store` can open one (so that a
+// long get() elsewhere never holds a heartbeat back), else `store` itself; null when the store cannot be
+// reached. Its calls are bounded by the heartbeat timeout (10 s when the monitor is off).
+std::shared_ptr<Store> open_monitor_store(const std::shared_ptr<Store>& store,
+                                          const LivenessSettings& settings);
+
+}  // namespace canopy::collectives
