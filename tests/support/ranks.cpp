@@ -50,18 +50,18 @@ std::vector<RankExit> run_processes(int n, const std::function<void(int rank)>& 
   int remaining = n;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (remaining > 0) {
-    int status = 0;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      for (int rank = 0; rank < n; ++rank) {
-        if (pids[rank] != pid) continue;
-        if (WIFEXITED(status)) exits[rank].exit_code = WEXITSTATUS(status);
-        if (WIFSIGNALED(status)) exits[rank].signal = WTERMSIG(status);
-        pids[rank] = -1;
-        --remaining;
-      }
-      continue;
+    // Only our own children: the test may have others (a StoreServerProcess) that it reaps itself.
+    bool reaped = false;
+    for (int rank = 0; rank < n; ++rank) {
+      int status = 0;
+      if (pids[rank] <= 0 || waitpid(pids[rank], &status, WNOHANG) != pids[rank]) continue;
+      if (WIFEXITED(status)) exits[rank].exit_code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) exits[rank].signal = WTERMSIG(status);
+      pids[rank] = -1;
+      --remaining;
+      reaped = true;
     }
+    if (reaped) continue;
     if (std::chrono::steady_clock::now() >= deadline) {
       for (int rank = 0; rank < n; ++rank) {
         if (pids[rank] <= 0) continue;

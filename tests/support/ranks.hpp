@@ -21,8 +21,9 @@ struct RankExit {
 
 // Forks `n` processes running body(rank). A rank whose body returns exits 0; one whose body throws
 // prints the exception to stderr and exits 1. Ranks still running after `timeout` are killed.
-// The parent should have no other threads running while this forks (start servers after, or in
-// a thread the children never touch).
+// The parent should have no other thread running while this forks: a child inherits any lock another
+// thread holds (the allocator's, a sanitizer's) held forever. Run servers as processes
+// (StoreServerProcess), not threads.
 std::vector<RankExit> run_processes(int n, const std::function<void(int rank)>& body,
                                     std::chrono::milliseconds timeout = std::chrono::seconds(60));
 

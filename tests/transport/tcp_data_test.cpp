@@ -9,6 +9,7 @@
 #include "canopy/store.hpp"
 #include "common/log.hpp"
 #include "tests/support/ranks.hpp"
+#include "tests/support/store_server_process.hpp"
 #include "tests/transport/memory_store.hpp"
 #include "tests/transport/transport_test_support.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -25,11 +26,11 @@ using testing::wait_one;
 
 using RankBody = std::function<void(Transport& t)>;
 
-// Forks `size` ranks that meet through the rendezvous layer's TcpStore (hosted here, on a thread the
-// children never touch), form a mesh and run `body`; returns how each ended.
+// Forks `size` ranks that meet through the rendezvous layer's TcpStore (in a process of its own, so that
+// no server thread runs in this one while it forks), form a mesh and run `body`; returns how each ended.
 std::vector<testing::RankExit> run_mesh_processes(int size, std::uint64_t comm_id, const RankBody& body) {
   const std::string token = "transport-test-token";
-  TcpStoreServer server("127.0.0.1", 0, token);
+  testing::StoreServerProcess server(token);
   const std::uint16_t port = server.port();
   return testing::run_processes(
       size,

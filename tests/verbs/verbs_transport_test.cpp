@@ -13,6 +13,7 @@
 #include "canopy/error.hpp"
 #include "canopy/store.hpp"
 #include "tests/support/ranks.hpp"
+#include "tests/support/store_server_process.hpp"
 #include "tests/transport/memory_store.hpp"
 #include "tests/transport/transport_test_support.hpp"
 #include "transport/select_transport.hpp"
@@ -48,7 +49,7 @@ std::string no_device_reason() {
 std::vector<testing::RankExit> run_mesh_processes(int size, const VerbsOptions& options, const RankBody& body,
                                                   std::chrono::seconds timeout = std::chrono::seconds(90)) {
   const std::string token = "verbs-test-token";
-  TcpStoreServer server("127.0.0.1", 0, token);
+  testing::StoreServerProcess server(token);  // not a thread here: the ranks fork beside it
   const std::uint16_t port = server.port();
   return testing::run_processes(
       size,
