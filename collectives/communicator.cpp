@@ -11,6 +11,7 @@
 
 #include "collectives/call_sequencer.hpp"
 #include "collectives/cost_model.hpp"
+#include "collectives/link_calibration.hpp"
 #include "collectives/environment_group.hpp"
 #include "collectives/executor.hpp"
 #include "collectives/first_failure.hpp"

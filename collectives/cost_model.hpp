@@ -9,10 +9,8 @@
 #include <string>
 #include <tuple>
 
-#include "canopy/store.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
-#include "transport/transport.hpp"
 
 namespace canopy::collectives {
 
@@ -35,13 +33,5 @@ class CostModel {
   std::map<Key, AlgorithmChoice> choices_;  // bounded: cleared when it grows past kMaxCached
   static constexpr std::size_t kMaxCached = 512;
 };
-
-// Measures alpha (half an 8-byte round trip between ranks 0 and 1), beta (a 4 MiB transfer) and
-// gamma (a float32 sum on this CPU) and shares them through `store`; every rank returns the same
-// figures. CANOPY_COST_MODEL="alpha_s,beta_s_per_byte,gamma_s_per_byte" fixes them instead.
-LinkModel calibrate_link_model(transport::Transport& transport, Store& store, std::uint64_t comm_id,
-                               Deadline deadline);
-
-std::string describe(const LinkModel& link);
 
 }  // namespace canopy::collectives

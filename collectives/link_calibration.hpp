@@ -1,0 +1,30 @@
+// Measuring the alpha-beta-gamma model on the group that will use it, at start-up.
+//
+// Every probe runs on all ranks at once, because that is how collectives load the machine: a ring
+// all-reduce has every rank sending and receiving at the same time, so P ranks of one host share its
+// loopback (and its cores), and P nodes share nothing but their own links. A probe between two ranks
+// while the others sit idle would be optimistic by about a factor of P/2 on one host.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "canopy/store.hpp"
+#include "collectives/schedules/simulator.hpp"
+#include "common/deadline.hpp"
+#include "transport/transport.hpp"
+
+namespace canopy::collectives {
+
+// alpha: a token passed around the ring of all ranks (the time of one hop, waking one process);
+// beta: every rank sends 4 MiB to its successor while receiving 4 MiB from its predecessor (the
+//       slowest rank's rate: a collective waits for its slowest link);
+// gamma: every rank sums 4 MiB of float32 at the same time (the slowest rank's rate).
+// Each rank publishes what it measured in `store`; every rank returns the same combined figures.
+// CANOPY_COST_MODEL="alpha_s,beta_s_per_byte,gamma_s_per_byte" fixes them instead.
+LinkModel calibrate_link_model(transport::Transport& transport, Store& store, std::uint64_t comm_id,
+                               Deadline deadline);
+
+std::string describe(const LinkModel& link);
+
+}  // namespace canopy::collectives
