@@ -79,6 +79,7 @@ int launch(const LaunchOptions& options) {
   LaunchRound round;
   round.job_token = options.job_token ? *options.job_token : generate_job_token();
   round.master_port = options.master_port;
+  round.stderr_is_terminal = ::isatty(STDERR_FILENO) == 1;
   std::unique_ptr<TcpStoreServer> store;
   if (options.hosts_store()) {
     store = host_store(options, round.job_token);

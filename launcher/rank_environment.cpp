@@ -23,6 +23,8 @@ EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const 
   set_both("CANOPY_MASTER_PORT", "MASTER_PORT", std::to_string(round.master_port));
   env.insert_or_assign("CANOPY_STORE_HOSTED", std::string("1"));  // not `= "1"`: g++ 12 warns falsely
   env["CANOPY_JOB_TOKEN"] = round.job_token;
+  // Always set: a value inherited from an outer launcher would describe that launcher's stderr.
+  env.insert_or_assign("CANOPY_STDERR_IS_TERMINAL", std::string(round.stderr_is_terminal ? "1" : "0"));
   // All ranks of a one-node job share this host: their data connections stay on loopback unless the
   // user chose interfaces.
   if (options.nnodes == 1 && env.find("CANOPY_SOCKET_IFNAME") == env.end()) env["CANOPY_SOCKET_IFNAME"] = "lo";

@@ -16,6 +16,9 @@ struct LaunchRound {
   std::uint16_t master_port = 0;
   std::string job_token;
   int restart_count = 0;
+  // canopy-run's own stderr is a terminal: ranks may draw progress lines on their stderr (a pipe to
+  // canopy-run), which passes them through (CANOPY_STDERR_IS_TERMINAL; see docs/LAUNCHER.md).
+  bool stderr_is_terminal = false;
 };
 
 EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const LaunchRound& round,

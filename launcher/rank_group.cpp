@@ -16,6 +16,7 @@
 #include "launcher/console.hpp"
 #include "launcher/line_prefixer.hpp"
 #include "launcher/rank_process.hpp"
+#include "launcher/status_line.hpp"
 
 namespace canopy::launcher {
 namespace {
@@ -35,8 +36,13 @@ constexpr int kDrainReads = 32;
 struct OutputStream {
   int fd = -1;
   int sink = -1;
+  int id = -1;  // names the stream to the status line
   LinePrefixer prefixer;
-  OutputStream(int from, int to, int rank) : fd(from), sink(to), prefixer(fmt::format("[{}] ", rank)) {}
+  OutputStream(int from, int to, int rank)
+      : fd(from),
+        sink(to),
+        id(2 * rank + (to == STDERR_FILENO ? 1 : 0)),
+        prefixer(fmt::format("[{}] ", rank)) {}
 };
 
 struct Rank {
@@ -87,6 +93,7 @@ class Supervisor {
       }
       if (kill_at_ && kill_at_->expired() && !give_up_at_) kill_now();
       if (give_up_at_ && give_up_at_->expired() && running_count() > 0) {
+        status_.erase();
         for (Rank& r : ranks_) {
           if (!r.running) continue;
           report("rank {} (pid {}) did not end after SIGKILL; no longer waiting for it", r.rank, r.pid);
@@ -100,6 +107,7 @@ class Supervisor {
     for (Rank& r : ranks_) {
       for (OutputStream& s : r.outputs) close_stream(s);
     }
+    status_.erase();
   }
 
   Deadline next_wake(const std::optional<Deadline>& drain_until) const {
@@ -141,7 +149,8 @@ class Supervisor {
     if (n > 0) {
       std::string lines;
       stream.prefixer.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)), lines);
-      write_fully(stream.sink, lines);
+      status_.write_lines(stream.sink, lines);
+      status_.show(stream.id, stream.sink, stream.prefixer.transient_line());
       return true;
     }
     if (n < 0 && (errno == EINTR)) return true;
@@ -154,7 +163,8 @@ class Supervisor {
     if (stream.fd < 0) return;
     std::string tail;
     stream.prefixer.finish(tail);
-    write_fully(stream.sink, tail);
+    status_.show(stream.id, stream.sink, "");
+    status_.write_lines(stream.sink, tail);
     ::close(stream.fd);
     stream.fd = -1;
   }
@@ -180,6 +190,7 @@ class Supervisor {
   }
 
   void on_rank_exit(const RankExit& exit) {
+    status_.erase();  // canopy-run's own messages start on a line of their own
     if (!exit.failed()) {
       log::info("canopy-run: rank {} (pid {}) finished", exit.rank, exit.pid);
       return;
@@ -195,6 +206,7 @@ class Supervisor {
   }
 
   void on_stop_request(int signal) {
+    status_.erase();
     if (outcome_.stop_signal == 0) {
       outcome_.stop_signal = signal;
       report("received SIG{} ({}), stopping the ranks", sigabbrev_np(signal), strsignal(signal));
@@ -271,6 +283,8 @@ class Supervisor {
   const LaunchOptions& options_;
   SignalWatch& signals_;
   std::vector<Rank> ranks_;
+  // A rank's progress line ("\r" without a newline), drawn below the output when the sink is a terminal.
+  StatusLine status_{[](int fd) { return ::isatty(fd) == 1; }};
   GroupOutcome outcome_;
   bool stopping_ = false;
   std::optional<Deadline> kill_at_;     // SIGKILL then

@@ -39,6 +39,20 @@ TEST(RankEnvironment, NumbersRanksByNodeAndLocalIndex) {
   EXPECT_EQ(env["CANOPY_MAX_RESTARTS"], "5");
 }
 
+// Ranks learn whether canopy-run's stderr is a terminal (their own is a pipe to it); an inherited value,
+// which describes some outer launcher's stderr, is replaced either way.
+TEST(RankEnvironment, SaysWhetherTheLaunchersStderrIsATerminal) {
+  LaunchOptions options;
+  options.nproc = 2;
+  for (bool terminal : {false, true}) {
+    LaunchRound round{29501, "cafe", 0, terminal};
+    for (const char* inherited : {"0", "1"}) {
+      EnvMap env = rank_environment({{"CANOPY_STDERR_IS_TERMINAL", inherited}}, options, round, 0);
+      EXPECT_EQ(env["CANOPY_STDERR_IS_TERMINAL"], terminal ? "1" : "0") << "inherited " << inherited;
+    }
+  }
+}
+
 TEST(RankEnvironment, EnvpStringsAreNameEqualsValue) {
   auto strings = to_envp_strings({{"A", "1"}, {"B", "x=y"}});
   ASSERT_EQ(strings.size(), 2u);
