@@ -21,6 +21,7 @@
 #include "bench/collectives/report.hpp"
 #include "bench/collectives/selection.hpp"
 #include "bench/collectives/sizes.hpp"
+#include "bench/collectives/transport_in_use.hpp"
 #include "canopy/canopy.hpp"
 
 namespace canopy::bench {
@@ -96,6 +97,7 @@ int sweep(const Settings& s) {
   std::vector<std::int64_t> hosts{comm.local_rank() == 0 ? 1 : 0};
   comm.all_reduce(std::span(hosts), ReduceOp::Sum, {.algorithm = "ring"});
   info.hosts = static_cast<int>(hosts[0]);
+  info.transport = transport_in_use(comm);
   if (s.ceiling && leader) info.loopback_each_way_gbps = measure_ceiling(info);
 
   int steps = 0;

@@ -1,18 +1,38 @@
 #include "bench/collectives/progress.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/env.hpp"
+
 namespace canopy::bench {
+
+namespace {
+
+// canopy-run's word that its own stderr, where a rank's stderr pipe ends, is a terminal.
+bool launcher_says_stderr_is_terminal() {
+  return env_value(current_environment(), "CANOPY_STDERR_IS_TERMINAL") == "1";
+}
+
+}  // namespace
 
 ProgressLine::ProgressLine(std::FILE* terminal, int total_steps, bool enabled)
     : terminal_(terminal),
       total_(total_steps),
-      enabled_(enabled && terminal != nullptr && ::isatty(::fileno(terminal)) == 1),
+      enabled_(
+          enabled && terminal != nullptr &&
+          reaches_terminal(::fileno(terminal), terminal == stderr && launcher_says_stderr_is_terminal())),
       start_(std::chrono::steady_clock::now()) {}
 
 ProgressLine::~ProgressLine() {
   clear();
+}
+
+bool ProgressLine::reaches_terminal(int fd, bool launcher_says_terminal) {
+  if (::isatty(fd) == 1) return true;
+  struct stat info {};
+  return launcher_says_terminal && ::fstat(fd, &info) == 0 && S_ISFIFO(info.st_mode);
 }
 
 std::string ProgressLine::describe(int done, int total, const std::string& what, double elapsed_seconds) {

@@ -34,8 +34,8 @@ void TablePrinter::header(Collective collective, const RunInfo& info) {
   fmt::print(out_,
              "#\n# {} on {} ranks ({} host{}), transport {}; cost model: alpha {:.1f} us, {:.2f} GB/s, "
              "reduce {:.2f} GB/s\n#\n",
-             command_name(collective), info.ranks, info.hosts, info.hosts == 1 ? "" : "s", info.transport,
-             info.link.alpha_seconds * 1e6, 1e-9 / info.link.beta_seconds_per_byte,
+             command_name(collective), info.ranks, info.hosts, info.hosts == 1 ? "" : "s",
+             info.transport.describe(), info.link.alpha_seconds * 1e6, 1e-9 / info.link.beta_seconds_per_byte,
              1e-9 / info.link.gamma_seconds_per_byte);
   fmt::print(out_, kColumns, "size", "count", "type", "redop", "root", "algo", "time(us)", "min(us)",
              "max(us)", "model(us)", "algbw", "busbw", "#wrong");
@@ -80,7 +80,8 @@ nlohmann::ordered_json to_json(const RunInfo& info, const BenchResult& r) {
                                 {"chunk_bytes", r.with.chunk_bytes},
                                 {"ranks", info.ranks},
                                 {"hosts", info.hosts},
-                                {"transport", info.transport},
+                                {"transport", info.transport.name},
+                                {"requested_transport", info.transport.requested},
                                 {"time_us", r.time_us},
                                 {"min_time_us", r.min_time_us},
                                 {"max_time_us", r.max_time_us},

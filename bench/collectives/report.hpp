@@ -8,6 +8,7 @@
 
 #include "bench/collectives/measurement.hpp"
 #include "bench/collectives/selection.hpp"
+#include "bench/collectives/transport_in_use.hpp"
 
 namespace canopy::bench {
 
@@ -15,7 +16,7 @@ namespace canopy::bench {
 struct RunInfo {
   int ranks = 1;
   int hosts = 1;
-  std::string transport = "tcp";
+  TransportInUse transport{"tcp", "tcp"};
   Communicator::LinkEstimate link;
   // Measured in the same run (canopy-bench --ceiling): two processes exchanging over loopback, each
   // way. 0 = not measured; then no ceiling column and no ceiling keys.
