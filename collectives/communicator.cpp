@@ -136,7 +136,13 @@ class Communicator::Impl {
   collectives::CallSequencer sequencer;
 
  private:
-  std::byte* prepare_data(const CollectiveArgs& args, std::size_t element_size);
+  // The buffers one call's schedule works on: Data (where the result ends) and, out of place, Input.
+  struct CallBuffers {
+    std::byte* data = nullptr;
+    const std::byte* input = nullptr;
+    bool in_place = true;
+  };
+  CallBuffers prepare_data(const CollectiveArgs& args, std::size_t element_size);
   void finish_data(const CollectiveArgs& args, std::byte* data, std::size_t element_size);
   void ensure_usable();
 
@@ -272,37 +278,31 @@ const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::siz
   return *choice.algorithm;
 }
 
-std::byte* Communicator::Impl::prepare_data(const CollectiveArgs& args, std::size_t element_size) {
+// Nothing here copies the input: an out-of-place schedule reads it as Buffer::Input (its first send
+// and first reduce of each block), and copies into Data only what its result needs and it never
+// writes (see StepWriter).
+Communicator::Impl::CallBuffers Communicator::Impl::prepare_data(const CollectiveArgs& args,
+                                                                 std::size_t element_size) {
   auto* input = static_cast<const std::byte*>(args.input);
   auto* output = static_cast<std::byte*>(args.output);
   std::size_t bytes = args.count * element_size;
-  auto copy = [](std::byte* to, const std::byte* from, std::size_t n) {
-    if (to != from && n > 0) std::memmove(to, from, n);
-  };
   switch (args.collective) {
     case Collective::AllReduce:
-      copy(output, input, bytes);
-      return output;
+      return {output, input, input == output};
     case Collective::Broadcast:
-      if (rank == args.root) copy(output, input, bytes);
-      return output;
+      // Only the root's input is read; elsewhere Data is received whole.
+      return {output, input, rank != args.root || input == output};
     case Collective::Reduce:
-      if (rank == args.root) {
-        copy(output, input, bytes);
-        return output;
-      }
+      if (rank == args.root) return {output, input, input == output};
       grow(scratch_, bytes);  // intermediate ranks accumulate partial sums: keep the caller's input intact
-      copy(scratch_.data(), input, bytes);
-      return scratch_.data();
+      return {scratch_.data(), input, false};
     case Collective::AllGather:
-      copy(output + rank * bytes, input, bytes);
-      return output;
+      return {output, input, input == output + rank * bytes};
     case Collective::ReduceScatter:
-      grow(scratch_, bytes * size);
-      copy(scratch_.data(), input, bytes * size);
-      return scratch_.data();
+      grow(scratch_, bytes * size);  // the partial sums of every block, allocated once and reused
+      return {scratch_.data(), input, false};
     default:
-      return output;
+      return {output, input, true};
   }
 }
 
@@ -325,9 +325,9 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   const Algorithm& algorithm =
       select(call, element_size, options, log::level() <= log::Level::Info ? &explanation : nullptr);
   if (!explanation.empty()) log::info("#{} {}", seq, explanation);
+  const CallBuffers buffers = prepare_data(args, element_size);
+  call.in_place = buffers.in_place;
   const collectives::CompiledSchedule& compiled = schedules_.get(algorithm, call);
-
-  std::byte* data = prepare_data(args, element_size);
   grow(staging_, compiled.schedule.staging_count * element_size);
 
   collectives::ExecutionContext context;
@@ -341,7 +341,8 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
                       static_cast<std::uint32_t>(call.root),
                       call.count,
                       0};
-  context.data = data;
+  context.data = buffers.data;
+  context.input = buffers.input;
   context.staging = staging_.data();
   context.element_size = element_size;
   context.dtype = args.dtype;
@@ -362,7 +363,7 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
                 fmt::format("{}\nrank {}'s last collectives:{}", blamed.what(), rank, recorder_.dump()));
   }
   recorder_.finish(slot, true);
-  finish_data(args, data, element_size);
+  finish_data(args, buffers.data, element_size);
 }
 
 void Communicator::Impl::send(std::span<const std::byte> data, int peer, std::uint32_t tag, bool is_send,

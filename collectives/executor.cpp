@@ -123,7 +123,7 @@ void Executor::start(std::uint32_t step) {
   std::size_t size = context_->element_size;
   switch (s.kind) {
     case StepKind::Send:
-      in_flight_.push_back({transport.post_send(s.peer, envelope, {address(s.src), s.src.count * size}), step});
+      in_flight_.push_back({transport.post_send(s.peer, envelope, {read_address(s.src), s.src.count * size}), step});
       return;
     case StepKind::Recv:
       in_flight_.push_back({transport.post_recv(s.peer, envelope, {address(s.dst), s.dst.count * size}), step});
@@ -133,7 +133,7 @@ void Executor::start(std::uint32_t step) {
           {transport.post_recv(s.peer, envelope, {address(s.staging), s.staging.count * size}), step});
       return;
     case StepKind::Copy:
-      if (s.src.count > 0) std::memmove(address(s.dst), address(s.src), s.src.count * size);
+      if (s.src.count > 0) std::memmove(address(s.dst), read_address(s.src), s.src.count * size);
       complete(step);
       return;
   }
@@ -147,7 +147,9 @@ void Executor::received(std::uint32_t step) {
 
 void Executor::reduce_and_complete(std::uint32_t step) {
   const Step& s = compiled_->schedule.steps[step];
-  reduce_into(context_->dtype, context_->op, address(s.dst), address(s.staging), s.dst.count, s.incoming_first);
+  // dst = src (op) staging: src is dst itself, or (the first reduce of a block out of place) the input.
+  reduce_to(context_->dtype, context_->op, address(s.dst), read_address(s.src), address(s.staging), s.dst.count,
+            s.incoming_first);
   complete(step);
 }
 
@@ -162,6 +164,11 @@ void Executor::complete(std::uint32_t step) {
 std::byte* Executor::address(const Block& block) const {
   std::byte* base = block.buffer == Buffer::Data ? context_->data : context_->staging;
   return base + block.offset * context_->element_size;
+}
+
+const std::byte* Executor::read_address(const Block& block) const {
+  if (block.buffer == Buffer::Input) return context_->input + block.offset * context_->element_size;
+  return address(block);
 }
 
 void Executor::fail_timeout() const {

@@ -43,6 +43,7 @@ struct ExecutionContext {
   transport::Envelope envelope;  // step is filled in per message
   std::byte* data = nullptr;
   std::byte* staging = nullptr;
+  const std::byte* input = nullptr;  // an out-of-place call's input (Buffer::Input); read only
   std::size_t element_size = 1;
   DataType dtype = DataType::Float32;
   ReduceOp op = ReduceOp::Sum;  // Avg arrives here as Sum
@@ -68,6 +69,7 @@ class Executor {
   void reduce_and_complete(std::uint32_t step);
   void complete(std::uint32_t step);
   std::byte* address(const Block& block) const;
+  const std::byte* read_address(const Block& block) const;
   [[noreturn]] void fail_timeout() const;
 
   // Per-call state, kept between calls so that steady state allocates nothing.

@@ -18,7 +18,7 @@ class ScheduleCache {
   explicit ScheduleCache(std::size_t capacity = 64) : capacity_(capacity) {}
 
   const CompiledSchedule& get(const Algorithm& algorithm, const CollectiveCall& call) {
-    Key key{&algorithm, call.rank, call.size, call.count, call.root, call.chunk_count};
+    Key key{&algorithm, call.rank, call.size, call.count, call.root, call.chunk_count, call.in_place};
     if (auto it = entries_.find(key); it != entries_.end()) {
       recent_.splice(recent_.begin(), recent_, it->second.position);
       return *it->second.schedule;
@@ -34,7 +34,7 @@ class ScheduleCache {
   }
 
  private:
-  using Key = std::tuple<const Algorithm*, int, int, std::uint64_t, int, std::uint64_t>;
+  using Key = std::tuple<const Algorithm*, int, int, std::uint64_t, int, std::uint64_t, bool>;
   struct Entry {
     std::unique_ptr<CompiledSchedule> schedule;
     std::list<Key>::iterator position;

@@ -25,6 +25,12 @@ CANOPY_MULTIVERSION void combine(T* __restrict dst, const T* __restrict src, std
   for (std::size_t i = 0; i < count; ++i) dst[i] = Op::apply(dst[i], src[i]);
 }
 
+template <typename T, typename Op>
+CANOPY_MULTIVERSION void combine_to(T* __restrict out, const T* __restrict in, const T* __restrict incoming,
+                                    std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) out[i] = Op::apply(in[i], incoming[i]);
+}
+
 template <typename T>
 CANOPY_MULTIVERSION void divide(T* data, std::size_t count, int divisor) {
   for (std::size_t i = 0; i < count; ++i) data[i] = DivideOp::apply(data[i], divisor);
@@ -65,6 +71,21 @@ void combine_16bit(std::uint16_t* dst, const std::uint16_t* src, std::size_t cou
     Format::widen(src + done, in, n);
     combine<float, Op>(acc, in, n);
     Format::narrow(acc, dst + done, n);
+  }
+}
+
+template <typename Format, typename Op>
+void combine_to_16bit(std::uint16_t* out, const std::uint16_t* in, const std::uint16_t* incoming,
+                      std::size_t count) {
+  alignas(64) float scratch[2 * kBlock + kBlockGap];
+  float* acc = scratch;
+  float* other = scratch + kBlock + kBlockGap;
+  for (std::size_t done = 0; done < count; done += kBlock) {
+    const std::size_t n = std::min(kBlock, count - done);
+    Format::widen(in + done, acc, n);
+    Format::widen(incoming + done, other, n);
+    combine<float, Op>(acc, other, n);
+    Format::narrow(acc, out + done, n);
   }
 }
 
@@ -138,6 +159,12 @@ void check_buffer(const char* call, const char* name, const void* buffer, std::s
   }
 }
 
+bool overlap(const void* a, const void* b, std::size_t bytes) {
+  const auto a_begin = reinterpret_cast<std::uintptr_t>(a);
+  const auto b_begin = reinterpret_cast<std::uintptr_t>(b);
+  return bytes != 0 && a_begin < b_begin + bytes && b_begin < a_begin + bytes;
+}
+
 }  // namespace
 
 void reduce_into(DataType type, ReduceOp op, void* dst, const void* src, std::size_t count,
@@ -149,10 +176,8 @@ void reduce_into(DataType type, ReduceOp op, void* dst, const void* src, std::si
   with_type(type, kCall, [&]<typename T>() {
     check_buffer(kCall, "dst", dst, count, type);
     check_buffer(kCall, "src", src, count, type);
-    const auto dst_begin = reinterpret_cast<std::uintptr_t>(dst);
-    const auto src_begin = reinterpret_cast<std::uintptr_t>(src);
     const std::size_t bytes = count * size_of(type);
-    if (count != 0 && dst_begin < src_begin + bytes && src_begin < dst_begin + bytes) {
+    if (overlap(dst, src, bytes)) {
       fail(ErrorCode::InvalidArgument, "reduce_into: dst ({}) and src ({}) overlap over {} bytes of {}", dst,
            src, bytes, to_string(type));
     }
@@ -161,6 +186,34 @@ void reduce_into(DataType type, ReduceOp op, void* dst, const void* src, std::si
         combine_16bit<T, Op>(static_cast<std::uint16_t*>(dst), static_cast<const std::uint16_t*>(src), count);
       } else {
         combine<T, Op>(static_cast<T*>(dst), static_cast<const T*>(src), count);
+      }
+    });
+  });
+}
+
+void reduce_to(DataType type, ReduceOp op, void* out, const void* in, const void* incoming, std::size_t count,
+               bool incoming_first) {
+  // In place, the three-operand form is the two-operand one (whose loop may assume no aliasing).
+  if (out == in) return reduce_into(type, op, out, incoming, count, incoming_first);
+  static_cast<void>(incoming_first);  // every op is commutative bit for bit, as in reduce_into
+  static constexpr const char* kCall = "reduce_to";
+  with_type(type, kCall, [&]<typename T>() {
+    check_buffer(kCall, "out", out, count, type);
+    check_buffer(kCall, "in", in, count, type);
+    check_buffer(kCall, "incoming", incoming, count, type);
+    const std::size_t bytes = count * size_of(type);
+    if (overlap(out, in, bytes) || overlap(out, incoming, bytes) || overlap(in, incoming, bytes)) {
+      fail(ErrorCode::InvalidArgument,
+           "reduce_to: out ({}), in ({}) and incoming ({}) overlap within {} bytes of {}", out, in, incoming,
+           bytes, to_string(type));
+    }
+    with_op(op, [&]<typename Op>() {
+      if constexpr (kIs16BitFloat<T>) {
+        combine_to_16bit<T, Op>(static_cast<std::uint16_t*>(out), static_cast<const std::uint16_t*>(in),
+                                static_cast<const std::uint16_t*>(incoming), count);
+      } else {
+        combine_to<T, Op>(static_cast<T*>(out), static_cast<const T*>(in), static_cast<const T*>(incoming),
+                          count);
       }
     });
   });

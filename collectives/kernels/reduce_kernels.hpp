@@ -16,6 +16,13 @@ namespace canopy::collectives {
 void reduce_into(DataType type, ReduceOp op, void* dst, const void* src, std::size_t count,
                  bool incoming_first = false);
 
+// out[i] = in[i] (op) incoming[i] (incoming[i] (op) in[i] when incoming_first): the first reduce of a
+// block in an out-of-place call, reading the caller's input where a two-operand reduce would need it
+// copied into `out` first. Same bits as copying `in` to `out` and calling reduce_into. `out` may be
+// `in` itself; otherwise no two buffers may overlap.
+void reduce_to(DataType type, ReduceOp op, void* out, const void* in, const void* incoming, std::size_t count,
+               bool incoming_first = false);
+
 // data[i] /= divisor: the last step of an Avg reduction (integer types truncate toward zero).
 void finish_average(DataType type, void* data, std::size_t count, int divisor);
 

@@ -27,9 +27,20 @@
 namespace canopy::collectives {
 namespace {
 
+const char* name_of(Buffer buffer) {
+  switch (buffer) {
+    case Buffer::Data:
+      return "Data";
+    case Buffer::Staging:
+      return "Staging";
+    case Buffer::Input:
+      return "Input";
+  }
+  return "?";
+}
+
 std::string describe(const Block& block) {
-  return fmt::format("{}[{}..{})", block.buffer == Buffer::Data ? "Data" : "Staging", block.offset,
-                     block.offset + block.count);
+  return fmt::format("{}[{}..{})", name_of(block.buffer), block.offset, block.offset + block.count);
 }
 
 std::string describe(const Step& step) {
@@ -39,8 +50,10 @@ std::string describe(const Step& step) {
     case StepKind::Recv:
       return fmt::format("Recv {} from rank {}, tag {:#x}", describe(step.dst), step.peer, step.tag);
     case StepKind::RecvReduce:
-      return fmt::format("RecvReduce {} via {} from rank {}, tag {:#x}", describe(step.dst),
-                         describe(step.staging), step.peer, step.tag);
+      return fmt::format(
+          "RecvReduce {} via {} from rank {}, tag {:#x}{}", describe(step.dst), describe(step.staging),
+          step.peer, step.tag,
+          step.src.buffer == Buffer::Input ? fmt::format(", onto {}", describe(step.src)) : "");
     case StepKind::Copy:
       return fmt::format("Copy {} to {}", describe(step.src), describe(step.dst));
   }
@@ -51,7 +64,8 @@ std::string describe(const Step& step) {
 struct DataModel {
   DataType type;
   ReduceOp op;
-  std::vector<std::vector<std::byte>>* data;  // each rank's Data buffer
+  std::vector<std::vector<std::byte>>* data;   // each rank's Data buffer
+  std::vector<std::vector<std::byte>> inputs;  // each rank's Input buffer (out of place)
 };
 
 struct Message {
@@ -160,13 +174,34 @@ class Engine {
     if (call_.chunk_count == 0) fail(ErrorCode::InvalidArgument, "{}: chunk_count must be >= 1", context());
   }
 
+  std::uint64_t limit_of(int rank, Buffer buffer) {
+    switch (buffer) {
+      case Buffer::Data:
+        return call_.data_count();
+      case Buffer::Staging:
+        return state(rank).schedule.staging_count;
+      case Buffer::Input:
+        return call_.in_place ? 0 : call_.input_count();
+    }
+    return 0;
+  }
+
   void check_block(int rank, std::size_t index, const Block& block, const char* role) {
-    const std::uint64_t limit =
-        block.buffer == Buffer::Data ? call_.data_count() : state(rank).schedule.staging_count;
+    if (block.buffer == Buffer::Input && call_.in_place && block.count > 0) {
+      fail_step(rank, index, fmt::format("its {} block reads Input in an in-place call", role));
+    }
+    const std::uint64_t limit = limit_of(rank, block.buffer);
     if (block.offset > limit || block.count > limit - block.offset) {
       fail_step(rank, index,
                 fmt::format("its {} block {} lies outside the {} buffer of {} elements", role,
-                            describe(block), block.buffer == Buffer::Data ? "Data" : "Staging", limit));
+                            describe(block), name_of(block.buffer), limit));
+    }
+  }
+
+  // Input is the caller's: read-only. Staging is only ever a landing place.
+  void check_written(int rank, std::size_t index, const Block& block, Buffer expected) {
+    if (block.buffer != expected) {
+      fail_step(rank, index, fmt::format("it writes {}, not {}", describe(block), name_of(expected)));
     }
   }
 
@@ -198,18 +233,30 @@ class Engine {
           rank.sends_to[step.peer].steps.push_back(static_cast<StepIndex>(i));
           break;
         case StepKind::Recv:
+          check_written(r, i, step.dst, Buffer::Data);
           check_block(r, i, step.dst, "destination");
           rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
           break;
         case StepKind::RecvReduce:
+          check_written(r, i, step.dst, Buffer::Data);
+          check_written(r, i, step.staging, Buffer::Staging);
           check_block(r, i, step.dst, "destination");
           check_block(r, i, step.staging, "staging");
+          check_block(r, i, step.src, "accumulator");
           if (step.staging.count != step.dst.count) {
             fail_step(r, i, "its staging and destination blocks differ in size");
           }
+          if (step.src.buffer != Buffer::Input &&
+              (step.src.buffer != step.dst.buffer || step.src.offset != step.dst.offset ||
+               step.src.count != step.dst.count)) {
+            fail_step(r, i, "its accumulator is neither its destination nor an Input block");
+          }
+          if (step.src.count != step.dst.count)
+            fail_step(r, i, "its accumulator and destination differ in size");
           rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
           break;
         case StepKind::Copy:
+          check_written(r, i, step.dst, Buffer::Data);
           check_block(r, i, step.src, "source");
           check_block(r, i, step.dst, "destination");
           if (step.src.count != step.dst.count) fail_step(r, i, "its source and destination differ in size");
@@ -224,8 +271,10 @@ class Engine {
   }
 
   std::byte* bytes_of(int rank, const Block& block) {
-    std::byte* base = block.buffer == Buffer::Data ? (*data_->data)[static_cast<std::size_t>(rank)].data()
-                                                   : state(rank).staging.data();
+    const auto r = static_cast<std::size_t>(rank);
+    std::byte* base = block.buffer == Buffer::Data    ? (*data_->data)[r].data()
+                      : block.buffer == Buffer::Input ? data_->inputs[r].data()
+                                                      : state(rank).staging.data();
     return base + block.offset * element_size_;
   }
 
@@ -278,8 +327,8 @@ class Engine {
     RankState& rank = state(r);
     const Step& step = rank.steps()[i];
     if (data_ && step.kind == StepKind::RecvReduce) {
-      reduce_into(data_->type, data_->op, bytes_of(r, step.dst), bytes_of(r, step.staging), step.dst.count,
-                  step.incoming_first);
+      reduce_to(data_->type, data_->op, bytes_of(r, step.dst), bytes_of(r, step.src),
+                bytes_of(r, step.staging), step.dst.count, step.incoming_first);
     }
     if (data_ && step.kind == StepKind::Copy) {
       std::memmove(bytes_of(r, step.dst), bytes_of(r, step.src), step.src.count * element_size_);
@@ -463,7 +512,21 @@ Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, Data
   }
   Simulation simulation;
   simulation.data = std::move(inputs);
-  Engine engine(algorithm, call, element_size, model, DataModel{type, op, &simulation.data});
+  DataModel data{type, op, &simulation.data, {}};
+  if (!call.in_place) {
+    // The input moves to its own buffer; Data starts as garbage where the input was, so a schedule
+    // that reads what it never wrote (instead of Input) is caught.
+    for (int r = 0; r < call.size; ++r) {
+      CollectiveCall own = call;
+      own.rank = r;
+      std::vector<std::byte>& buffer = simulation.data[static_cast<std::size_t>(r)];
+      const auto begin = static_cast<std::ptrdiff_t>(own.input_offset() * element_size);
+      const auto end = begin + static_cast<std::ptrdiff_t>(own.input_count() * element_size);
+      data.inputs.emplace_back(buffer.begin() + begin, buffer.begin() + end);
+      std::fill(buffer.begin() + begin, buffer.begin() + end, std::byte{0x5A});
+    }
+  }
+  Engine engine(algorithm, call, element_size, model, std::move(data));
   simulation.predicted_seconds = engine.run(&simulation.transfers);
   for (const TransferEvent& transfer : simulation.transfers) {
     simulation.rounds = std::max(simulation.rounds, transfer.round);

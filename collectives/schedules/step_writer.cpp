@@ -1,6 +1,7 @@
 #include "collectives/schedules/step_writer.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "common/error.hpp"
@@ -82,6 +83,37 @@ void BufferHazards::write(std::uint64_t offset, std::uint64_t count, StepIndex s
   }
 }
 
+void WrittenRanges::add(std::uint64_t offset, std::uint64_t count) {
+  if (count == 0) return;
+  std::uint64_t begin = offset;
+  std::uint64_t end = offset + count;
+  // Absorb every range that overlaps or touches [begin, end).
+  auto it = ranges_.upper_bound(begin);
+  if (it != ranges_.begin() && std::prev(it)->second >= begin) --it;
+  while (it != ranges_.end() && it->first <= end) {
+    begin = std::min(begin, it->first);
+    end = std::max(end, it->second);
+    it = ranges_.erase(it);
+  }
+  ranges_.emplace(begin, end);
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> WrittenRanges::missing(std::uint64_t offset,
+                                                                            std::uint64_t count) const {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> gaps;
+  const std::uint64_t end = offset + count;
+  std::uint64_t cursor = offset;
+  auto it = ranges_.upper_bound(offset);
+  if (it != ranges_.begin()) --it;
+  for (; it != ranges_.end() && it->first < end && cursor < end; ++it) {
+    if (it->second <= cursor) continue;
+    if (it->first > cursor) gaps.emplace_back(cursor, it->first - cursor);
+    cursor = std::max(cursor, it->second);
+  }
+  if (cursor < end) gaps.emplace_back(cursor, end - cursor);
+  return gaps;
+}
+
 StepWriter::StepWriter(const CollectiveCall& call, int staging_slots)
     : call_(call), slot_count_(std::min(call.chunk_count, call.data_count())), staging_slots_(staging_slots) {
   if (call.chunk_count == 0) {
@@ -91,6 +123,7 @@ StepWriter::StepWriter(const CollectiveCall& call, int staging_slots)
 }
 
 void StepWriter::track(const Block& block, bool writes, StepIndex index, std::vector<StepIndex>& deps) {
+  if (block.buffer == Buffer::Input) return;  // read-only: nothing to wait for
   BufferHazards& hazards = block.buffer == Buffer::Data ? data_hazards_ : staging_hazards_;
   if (writes) {
     hazards.write(block.offset, block.count, index, deps);
@@ -110,6 +143,7 @@ StepIndex StepWriter::add(Step step) {
       track(step.dst, true, index, deps);
       break;
     case StepKind::RecvReduce:
+      // src is dst itself or read-only Input: tracking dst covers it.
       track(step.staging, true, index, deps);
       track(step.dst, true, index, deps);  // read and written: conflicts like a write
       break;
@@ -118,6 +152,8 @@ StepIndex StepWriter::add(Step step) {
       track(step.dst, true, index, deps);
       break;
   }
+  if (step.kind != StepKind::Send && step.dst.buffer == Buffer::Data)
+    written_.add(step.dst.offset, step.dst.count);
   std::sort(deps.begin(), deps.end());
   deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
   schedule_.steps.push_back(std::move(step));
@@ -128,7 +164,7 @@ StepIndex StepWriter::send(int peer, Block src, std::uint32_t tag, std::initiali
   Step step;
   step.kind = StepKind::Send;
   step.peer = peer;
-  step.src = src;
+  step.src = current(src);
   step.tag = tag;
   step.deps.assign(after.begin(), after.end());
   return add(std::move(step));
@@ -154,6 +190,7 @@ StepIndex StepWriter::recv_reduce(int peer, Block dst, std::uint32_t tag, bool i
   Step step;
   step.kind = StepKind::RecvReduce;
   step.peer = peer;
+  step.src = current(dst);
   step.dst = dst;
   step.staging = Block{Buffer::Staging, slot * slot_count_, dst.count};
   step.incoming_first = incoming_first;
@@ -164,9 +201,45 @@ StepIndex StepWriter::recv_reduce(int peer, Block dst, std::uint32_t tag, bool i
 StepIndex StepWriter::copy(Block src, Block dst) {
   Step step;
   step.kind = StepKind::Copy;
-  step.src = src;
+  step.src = current(src);
   step.dst = dst;
   return add(std::move(step));
+}
+
+Block StepWriter::current(const Block& block) {
+  if (call_.in_place || block.buffer != Buffer::Data || block.count == 0) return block;
+  // Only the input region came from the caller; the rest of Data is the same garbage in place or not.
+  const std::uint64_t region_begin = call_.input_offset();
+  const std::uint64_t region_end = region_begin + call_.input_count();
+  const std::uint64_t begin = std::max(block.offset, region_begin);
+  const std::uint64_t end = std::min(block.offset + block.count, region_end);
+  if (begin >= end) return block;
+  const auto gaps = written_.missing(begin, end - begin);
+  if (gaps.empty()) return block;
+  const bool untouched = begin == block.offset && end == block.offset + block.count && gaps.size() == 1 &&
+                         gaps.front().second == block.count;
+  if (untouched) return Block{Buffer::Input, block.offset - region_begin, block.count};
+  for (const auto& [offset, count] : gaps) copy_input(offset, count);
+  return block;
+}
+
+void StepWriter::copy_input(std::uint64_t offset, std::uint64_t count) {
+  Step step;
+  step.kind = StepKind::Copy;
+  step.src = Block{Buffer::Input, offset - call_.input_offset(), count};
+  step.dst = data_block(offset, count);
+  add(std::move(step));
+}
+
+void StepWriter::copy_unwritten_result() {
+  std::uint64_t begin = call_.input_offset();
+  std::uint64_t count = call_.input_count();
+  if (call_.collective == Collective::Reduce && call_.rank != call_.root) return;  // no result here
+  if (call_.collective == Collective::ReduceScatter) {
+    begin = static_cast<std::uint64_t>(call_.rank) * call_.count;  // only this rank's block is its result
+    count = call_.count;
+  }
+  for (const auto& [offset, gap] : written_.missing(begin, count)) copy_input(offset, gap);
 }
 
 void StepWriter::send_chunks(int peer, Block src, std::uint32_t round) {
@@ -209,6 +282,7 @@ void StepWriter::exchange_reduce_chunks(int to, Block out, int from, Block in, s
 }
 
 Schedule StepWriter::finish() && {
+  if (!call_.in_place) copy_unwritten_result();
   const std::uint64_t slots_used = std::min(recv_reduces_, static_cast<std::uint64_t>(staging_slots_));
   schedule_.staging_count = slots_used * slot_count_;
   return std::move(schedule_);

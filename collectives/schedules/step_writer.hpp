@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "collectives/schedules/schedule.hpp"
@@ -63,6 +64,27 @@ class BufferHazards {
   std::map<std::uint64_t, Segment> segments_;  // keyed by start; untouched ranges are absent
 };
 
+// Which ranges of Data a rank's program has written so far, in program order. Out of place, the
+// ranges not written yet still hold the input only in the Input buffer.
+class WrittenRanges {
+ public:
+  void add(std::uint64_t offset, std::uint64_t count);
+  // The maximal sub-ranges of [offset, offset + count) not written yet, as (offset, count), in order.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> missing(std::uint64_t offset,
+                                                               std::uint64_t count) const;
+
+ private:
+  std::map<std::uint64_t, std::uint64_t> ranges_;  // start -> end; disjoint, never adjacent
+};
+
+// Builders write every algorithm as if it were in place: Data holds the input when the call starts.
+// For an out-of-place call the writer turns that program into one that reads the Input buffer
+// instead, without copying it: a read of Data the program has not written yet (a send, a copy, the
+// accumulator of a RecvReduce) reads the same elements of Input, so a rank's first send of a block
+// goes straight from the caller's input and its first reduce is out = input (op) incoming. Only a read
+// that straddles written and unwritten elements copies the unwritten part of Input into Data first,
+// and finish() copies whatever part of the result the algorithm never wrote (a broadcast's root, an
+// all-gather's own block).
 class StepWriter {
  public:
   // Staging is a pool of `staging_slots` regions of min(chunk_count, data_count) elements used in
@@ -98,11 +120,18 @@ class StepWriter {
  private:
   StepIndex add(Step step);
   void track(const Block& block, bool writes, StepIndex index, std::vector<StepIndex>& deps);
+  // Where the current value of Data `block` lives: `block` itself, or (out of place, when none of it
+  // was written yet) the same elements of Input; copies Input into Data where it must.
+  Block current(const Block& block);
+  void copy_input(std::uint64_t offset, std::uint64_t count);
+  // Out of place: copies what the result needs from Input and the program never wrote.
+  void copy_unwritten_result();
 
   CollectiveCall call_;
   Schedule schedule_;
   BufferHazards data_hazards_;
   BufferHazards staging_hazards_;
+  WrittenRanges written_;         // out of place only
   std::uint64_t slot_count_ = 0;  // elements per staging slot
   int staging_slots_ = 0;
   std::uint64_t recv_reduces_ = 0;

@@ -14,7 +14,10 @@ constexpr std::size_t kLineWidth = 110;
 
 std::string describe_transfer(const TransferEvent& transfer) {
   if (transfer.block.count == 0) return fmt::format("{} -> {} signal", transfer.from, transfer.to);
-  const char* buffer = transfer.block.buffer == Buffer::Data ? "" : "staging";
+  // Out of place, a message read straight from the caller's input says so.
+  const char* buffer = transfer.block.buffer == Buffer::Data    ? ""
+                       : transfer.block.buffer == Buffer::Input ? "input"
+                                                                : "staging";
   return fmt::format("{} -> {} {}[{}..{})", transfer.from, transfer.to, buffer, transfer.block.offset,
                      transfer.block.offset + transfer.block.count);
 }
@@ -131,8 +134,12 @@ std::string trace_svg(const Simulation& simulation, const CollectiveCall& call) 
     const double start = by_round ? transfer.round - 1 : transfer.start;
     const double finish = by_round ? transfer.round : transfer.finish;
     // Hue from the middle of the carried range: the same chunk keeps its colour hop after hop.
-    const double middle =
-        static_cast<double>(transfer.block.offset) + static_cast<double>(transfer.block.count) / 2;
+    // (An Input block is placed where its elements sit in Data.)
+    CollectiveCall sender = call;
+    sender.rank = transfer.from;
+    const std::uint64_t offset =
+        transfer.block.offset + (transfer.block.buffer == Buffer::Input ? sender.input_offset() : 0);
+    const double middle = static_cast<double>(offset) + static_cast<double>(transfer.block.count) / 2;
     const double hue = transfer.block.count == 0 ? 0 : 300.0 * middle / data_count;
     const char* saturation = transfer.block.count == 0 ? "0%" : "75%";
     svg += fmt::format(

@@ -24,26 +24,29 @@ void run_group(int ranks, const std::function<void(Communicator&)>& body) {
   testing::run_group(ranks, body, test_options());
 }
 
+// Out of place (the default) the input must come back unchanged; in place (all-reduce, broadcast,
+// reduce, all-gather) the input is the output buffer itself (an all-gather's, this rank's block of it).
 std::uint64_t wrong_after(Communicator& comm, Collective collective, const std::string& algorithm, std::uint64_t count,
-                          int root, ReduceOp op) {
+                          int root, ReduceOp op, bool in_place = false) {
   const DataType type = DataType::Float32;
   const int p = comm.size();
   const int r = comm.rank();
   std::uint64_t in_count = collective == Collective::ReduceScatter ? count * p : count;
   std::uint64_t out_count = collective == Collective::AllGather ? count * p : count;
   std::vector<float> input(in_count + 1), output(out_count + 1, -99.0f);
-  bench::fill_inputs(type, op, r, 0, input.data(), in_count);
-  CollectiveArgs args{collective, input.data(), output.data(), count, type, op, root};
+  float* in = input.data();
+  if (in_place) in = collective == Collective::AllGather ? output.data() + r * count : output.data();
+  bench::fill_inputs(type, op, r, 0, in, in_count);
+  const std::vector<float> input_before = input;
+  CollectiveArgs args{collective, in, output.data(), count, type, op, root};
   comm.run(args, {.algorithm = algorithm});
+  if (!in_place && input != input_before) return 1 + in_count;  // the input was written to
   switch (collective) {
     case Collective::AllReduce: return bench::count_wrong(type, op, p, -1, 0, output.data(), count);
     case Collective::Broadcast:
       return r == root ? 0 : bench::count_wrong(type, op, p, root, 0, output.data(), count);
-    case Collective::Reduce: {
-      std::uint64_t wrong = r == root ? bench::count_wrong(type, op, p, -1, 0, output.data(), count) : 0;
-      // Other ranks' input must be left as it was.
-      return wrong + bench::count_wrong(type, op, p, r, 0, input.data(), count);
-    }
+    case Collective::Reduce:
+      return r == root ? bench::count_wrong(type, op, p, -1, 0, output.data(), count) : 0;
     case Collective::AllGather: {
       std::uint64_t wrong = 0;
       for (int from = 0; from < p; ++from)
@@ -67,9 +70,13 @@ TEST_P(EveryAlgorithm, IsExactOverTcpBetweenProcesses) {
       for (const auto& algorithm : collectives::algorithms(kind)) {
         for (std::uint64_t count : counts) {
           int root = kind == Collective::Broadcast || kind == Collective::Reduce ? static_cast<int>(count % p) : 0;
-          std::uint64_t wrong = wrong_after(comm, kind, std::string(algorithm.name), count, root, ReduceOp::Sum);
-          require(wrong == 0, "{} {} count {} root {} on {} ranks: {} wrong elements on rank {}", to_string(kind),
-                  algorithm.name, count, root, p, wrong, comm.rank());
+          for (bool in_place : {false, true}) {
+            if (in_place && kind == Collective::ReduceScatter) continue;  // its output is smaller than its input
+            std::uint64_t wrong =
+                wrong_after(comm, kind, std::string(algorithm.name), count, root, ReduceOp::Sum, in_place);
+            require(wrong == 0, "{} {} count {} root {} on {} ranks{}: {} wrong elements on rank {}", to_string(kind),
+                    algorithm.name, count, root, p, in_place ? " in place" : "", wrong, comm.rank());
+          }
         }
       }
     }

@@ -219,6 +219,54 @@ TEST_P(ReduceEveryTypeAndOp, IncomingFirstComputesSrcOpDst) {
   expect_same_bytes(type, op, dst, want.data(), dst_in.data(), src_in.data(), count);
 }
 
+// The three-operand form gives the bytes of copying `in` to `out` and reducing into it, in either
+// operand order, from misaligned offsets; it reads `in` and `incoming` without changing them and
+// writes nothing outside `out`. out == in is the two-operand reduce.
+TEST_P(ReduceEveryTypeAndOp, ReduceToEqualsCopyThenReduceInto) {
+  const auto [type, op] = GetParam();
+  const std::size_t size = size_of(type);
+  std::mt19937_64 random(7 + static_cast<std::uint64_t>(type) * 16 + static_cast<std::uint64_t>(op));
+  struct Case {
+    std::size_t count, out_offset, in_offset, incoming_offset;
+  };
+  const Case cases[] = {{0, 0, 0, 0},    {1, 0, 0, 0},    {17, 1, 2, 3},
+                        {1000, 0, 1, 0}, {4099, 3, 7, 5}, {1000003, 1, 0, 2}};
+  for (const Case& c : cases) {
+    for (bool incoming_first : {false, true}) {
+      SCOPED_TRACE("count " + std::to_string(c.count) + (incoming_first ? " incoming first" : ""));
+      std::vector<std::uint64_t> out_store(c.count + 8, 0xA5A5A5A5A5A5A5A5u), in_store(c.count + 8),
+          incoming_store(c.count + 8);
+      std::byte* out = reinterpret_cast<std::byte*>(out_store.data()) + c.out_offset * size;
+      std::byte* in = reinterpret_cast<std::byte*>(in_store.data()) + c.in_offset * size;
+      std::byte* incoming = reinterpret_cast<std::byte*>(incoming_store.data()) + c.incoming_offset * size;
+      fill_random(type, in, c.count, random);
+      fill_random(type, incoming, c.count, random);
+      const std::vector<std::byte> in_before(in, in + c.count * size);
+      const std::vector<std::byte> incoming_before(incoming, incoming + c.count * size);
+      std::vector<std::byte> want = in_before;
+      reduce_into(type, op, want.data(), incoming, c.count, incoming_first);
+
+      reduce_to(type, op, out, in, incoming, c.count, incoming_first);
+
+      expect_same_bytes(type, op, out, want.data(), in_before.data(), incoming_before.data(), c.count);
+      EXPECT_TRUE(std::equal(in_before.begin(), in_before.end(), in)) << "in was modified";
+      EXPECT_TRUE(std::equal(incoming_before.begin(), incoming_before.end(), incoming))
+          << "incoming was modified";
+      const auto* store_begin = reinterpret_cast<const std::byte*>(out_store.data());
+      const auto* store_end = store_begin + out_store.size() * sizeof(std::uint64_t);
+      for (const std::byte* p = store_begin; p < store_end; ++p) {
+        if (p >= out && p < out + c.count * size) continue;
+        ASSERT_EQ(*p, std::byte{0xA5}) << "wrote outside out, at byte " << (p - store_begin);
+      }
+
+      // In place: out is in.
+      reduce_to(type, op, in, in, incoming, c.count, incoming_first);
+      expect_same_bytes(type, op, in, want.data(), in_before.data(), incoming_before.data(), c.count);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, ReduceEveryTypeAndOp,
                          ::testing::Combine(::testing::ValuesIn(kAllDataTypes),
                                             ::testing::ValuesIn(kAllReduceOps)),
@@ -393,6 +441,15 @@ TEST(ReduceInto, RejectsWhatCanNeverWorkWithAnError) {
                     4);
       },
       "not aligned");
+  std::vector<float> c(16);
+  expect_invalid_argument(
+      [&] { reduce_to(DataType::Float32, ReduceOp::Sum, a.data(), a.data() + 1, b.data(), 4); }, "overlap");
+  expect_invalid_argument(
+      [&] { reduce_to(DataType::Float32, ReduceOp::Sum, a.data(), b.data(), a.data(), 4); }, "overlap");
+  expect_invalid_argument(
+      [&] { reduce_to(DataType::Float32, ReduceOp::Sum, a.data(), b.data(), b.data() + 3, 4); }, "overlap");
+  expect_invalid_argument(
+      [&] { reduce_to(DataType::Float32, ReduceOp::Max, a.data(), nullptr, c.data(), 4); }, "in is null");
   // Nothing to do is not an error, whatever the pointers.
   reduce_into(DataType::Float32, ReduceOp::Sum, nullptr, nullptr, 0);
   finish_average(DataType::Int64, nullptr, 0, 4);

@@ -102,8 +102,9 @@ std::vector<int> roots_for(const Algorithm& algorithm, int p, std::uint64_t coun
 
 class EveryAlgorithm : public ::testing::TestWithParam<const Algorithm*> {};
 
-TEST_P(EveryAlgorithm, MatchesTheReferenceOnEverySizeCountRootAndChunk) {
-  const Algorithm& algorithm = *GetParam();
+// Every P from 1 to 17, every count, chunk and root: in place (Data holds the input), or out of place
+// (the input is the read-only Input buffer and Data starts as garbage).
+void check_every_size_count_root_and_chunk(const Algorithm& algorithm, bool in_place) {
   testing::Random random(1);
   int cases = 0;
   for (int p = 1; p <= 17; ++p) {
@@ -113,7 +114,7 @@ TEST_P(EveryAlgorithm, MatchesTheReferenceOnEverySizeCountRootAndChunk) {
     for (std::uint64_t count : counts) {
       for (std::uint64_t chunk : chunks_for(p, count)) {
         for (int root : roots_for(algorithm, p, count)) {
-          CollectiveCall call{algorithm.collective, 0, p, count, root, chunk};
+          CollectiveCall call{algorithm.collective, 0, p, count, root, chunk, in_place};
           // An integer and a float type, each with an op whose result any order gives exactly.
           for (auto [type, op] :
                {std::pair{DataType::Int32, ReduceOp::Sum}, {DataType::Float32, ReduceOp::Prod}}) {
@@ -128,6 +129,14 @@ TEST_P(EveryAlgorithm, MatchesTheReferenceOnEverySizeCountRootAndChunk) {
   EXPECT_GT(cases, 17 * 2);
 }
 
+TEST_P(EveryAlgorithm, MatchesTheReferenceOnEverySizeCountRootAndChunk) {
+  check_every_size_count_root_and_chunk(*GetParam(), /*in_place=*/true);
+}
+
+TEST_P(EveryAlgorithm, MatchesTheReferenceOutOfPlaceOnEverySizeCountRootAndChunk) {
+  check_every_size_count_root_and_chunk(*GetParam(), /*in_place=*/false);
+}
+
 TEST_P(EveryAlgorithm, MatchesTheReferenceForEveryTypeAndOp) {
   const Algorithm& algorithm = *GetParam();
   if (algorithm.collective == Collective::Barrier) GTEST_SKIP() << "a barrier moves no data";
@@ -138,6 +147,7 @@ TEST_P(EveryAlgorithm, MatchesTheReferenceForEveryTypeAndOp) {
       for (std::uint64_t chunk : {std::uint64_t{3}, kLargeChunk}) {
         for (int root : rooted(algorithm.collective) ? std::vector<int>{0, p - 1} : std::vector<int>{0}) {
           CollectiveCall call{algorithm.collective, 0, p, count, root, chunk};
+          call.in_place = (count % 2) == 0;  // half the counts out of place
           for (DataType type : kAllDataTypes) {
             for (ReduceOp op : kOps) {
               if (!reduces(algorithm.collective) && op != ReduceOp::Sum) continue;  // the op is not used
@@ -167,7 +177,8 @@ TEST_P(EveryAllReduce, LeavesBitIdenticalReplicasOfRandomFloats) {
       for (std::uint64_t chunk : {std::uint64_t{7}, kLargeChunk}) {
         for (DataType type : {DataType::Float32, DataType::Float64, DataType::Float16, DataType::BFloat16}) {
           for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod}) {  // the order-sensitive ones
-            const CollectiveCall call{Collective::AllReduce, 0, p, count, 0, chunk};
+            // Out of place for the sums: the first reduce of a block reads Input (out = in + staging).
+            const CollectiveCall call{Collective::AllReduce, 0, p, count, 0, chunk, op == ReduceOp::Prod};
             const Simulation simulation =
                 simulate(algorithm, call, type, op, testing::random_float_inputs(call, type, random));
             for (int r = 1; r < p; ++r) {

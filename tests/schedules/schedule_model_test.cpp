@@ -206,6 +206,112 @@ TEST(StepWriter, ReusesStagingSlotsAfterTheirLastUse) {
   EXPECT_EQ(schedule.steps[steps[3]].deps, std::vector<std::uint32_t>{steps[1]});
 }
 
+TEST(WrittenRanges, MergesWhatIsWrittenAndListsTheGaps) {
+  WrittenRanges written;
+  using Gaps = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+  EXPECT_EQ(written.missing(0, 10), (Gaps{{0, 10}}));
+  written.add(2, 3);  // [2, 5)
+  written.add(7, 1);  // [7, 8)
+  EXPECT_EQ(written.missing(0, 10), (Gaps{{0, 2}, {5, 2}, {8, 2}}));
+  EXPECT_EQ(written.missing(3, 2), Gaps{});
+  EXPECT_EQ(written.missing(4, 4), (Gaps{{5, 2}}));
+  written.add(5, 2);  // touches both neighbours: one range [2, 8)
+  EXPECT_EQ(written.missing(0, 10), (Gaps{{0, 2}, {8, 2}}));
+  written.add(0, 0);
+  written.add(0, 10);
+  EXPECT_EQ(written.missing(0, 10), Gaps{});
+}
+
+// Out of place, what the program has not written yet is read from Input; in place, from Data.
+TEST(StepWriter, OutOfPlaceReadsTheInputUntilDataIsWritten) {
+  CollectiveCall call{Collective::AllReduce, 0, 2, 8, 0, 4};
+  for (bool in_place : {true, false}) {
+    call.in_place = in_place;
+    StepWriter writer(call);
+    const StepIndex send = writer.send(1, data_block(0, 4), 0);
+    const StepIndex reduce = writer.recv_reduce(1, data_block(4, 4), 0, false);
+    const StepIndex forward = writer.send(1, data_block(4, 4), 1);
+    const Schedule schedule = std::move(writer).finish();
+    const Buffer first = in_place ? Buffer::Data : Buffer::Input;
+    EXPECT_EQ(schedule.steps[send].src.buffer, first);
+    EXPECT_EQ(schedule.steps[reduce].src.buffer, first);
+    EXPECT_EQ(schedule.steps[reduce].src.offset, 4u);
+    EXPECT_EQ(schedule.steps[reduce].dst.buffer, Buffer::Data);
+    EXPECT_EQ(schedule.steps[forward].src.buffer, Buffer::Data);  // the reduced values
+    EXPECT_EQ(schedule.steps[forward].deps, std::vector<std::uint32_t>{reduce});
+    // Out of place, Data[0..4) was never written: finish() copies it from Input for the result.
+    ASSERT_EQ(schedule.steps.size(), in_place ? 3u : 4u);
+    if (!in_place) {
+      const Step& copy = schedule.steps.back();
+      EXPECT_EQ(copy.kind, StepKind::Copy);
+      EXPECT_EQ(copy.src.buffer, Buffer::Input);
+      EXPECT_EQ(copy.dst.offset, 0u);
+      EXPECT_EQ(copy.dst.count, 4u);
+      EXPECT_TRUE(copy.deps.empty());
+    }
+  }
+}
+
+// A read that straddles written and unwritten elements copies only the unwritten ones first.
+TEST(StepWriter, OutOfPlaceCopiesOnlyTheUnwrittenPartOfAStraddlingRead) {
+  CollectiveCall call{Collective::AllReduce, 0, 2, 8, 0, 8};
+  call.in_place = false;
+  StepWriter writer(call);
+  const StepIndex recv = writer.recv(1, data_block(0, 3), 0);
+  const StepIndex send = writer.send(1, data_block(0, 8), 1);
+  const Schedule schedule = std::move(writer).finish();
+  ASSERT_EQ(schedule.steps.size(), 3u);
+  const Step& copy = schedule.steps[1];
+  EXPECT_EQ(copy.kind, StepKind::Copy);
+  EXPECT_EQ(copy.src.buffer, Buffer::Input);
+  EXPECT_EQ(copy.src.offset, 3u);
+  EXPECT_EQ(copy.dst.offset, 3u);
+  EXPECT_EQ(copy.dst.count, 5u);
+  EXPECT_EQ(recv, 0u);
+  EXPECT_EQ(send, 2u);
+  EXPECT_EQ(schedule.steps[send].src.buffer, Buffer::Data);
+  EXPECT_EQ(schedule.steps[send].deps, (std::vector<std::uint32_t>{0, 1}));
+}
+
+// An all-gather's input is its own block of Data: sends of that block read Input at offset 0.
+TEST(StepWriter, AllGatherInputStandsForTheRanksOwnBlock) {
+  CollectiveCall call{Collective::AllGather, 2, 3, 5, 0, 100};
+  call.in_place = false;
+  StepWriter writer(call);
+  writer.send(0, data_block(10, 5), 0);
+  writer.recv(0, data_block(0, 5), 0);
+  const Schedule schedule = std::move(writer).finish();
+  EXPECT_EQ(schedule.steps[0].src.buffer, Buffer::Input);
+  EXPECT_EQ(schedule.steps[0].src.offset, 0u);
+  // Its own block is part of the result and was never written: one copy, of that block only.
+  ASSERT_EQ(schedule.steps.size(), 3u);
+  EXPECT_EQ(schedule.steps[2].kind, StepKind::Copy);
+  EXPECT_EQ(schedule.steps[2].dst.offset, 10u);
+  EXPECT_EQ(schedule.steps[2].dst.count, 5u);
+}
+
+// Out of place, no all-reduce copies anything on two or more ranks: every block's first send and
+// first reduce read the input, and every element of the result is written by a receive or a reduce.
+TEST(Schedules, OutOfPlaceAllReduceCopiesNothing) {
+  for (const Algorithm& algorithm : algorithms(Collective::AllReduce)) {
+    for (int p = 2; p <= 17; ++p) {
+      for (std::uint64_t count : {std::uint64_t{1}, static_cast<std::uint64_t>(p + 1), std::uint64_t{1000}}) {
+        for (std::uint64_t chunk : {std::uint64_t{7}, std::uint64_t{1} << 20}) {
+          for (int rank = 0; rank < p; ++rank) {
+            CollectiveCall call{Collective::AllReduce, rank, p, count, 0, chunk};
+            call.in_place = false;
+            const Schedule schedule = algorithm.build(call);
+            const auto copies = std::count_if(schedule.steps.begin(), schedule.steps.end(),
+                                              [](const Step& step) { return step.kind == StepKind::Copy; });
+            ASSERT_EQ(copies, 0) << algorithm.name << " P=" << p << " count=" << count << " chunk=" << chunk
+                                 << " rank " << rank;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Partition, PartsCoverTheBufferAndDifferByAtMostOne) {
   for (std::uint64_t total : {0, 1, 5, 16, 17}) {
     for (int parts : {1, 3, 4, 17}) {
@@ -386,6 +492,25 @@ TEST(SimulatorChecks, BadPeerAndDependency) {
         return schedule;
       },
       "dependency 0 is not an earlier step");
+}
+
+TEST(SimulatorChecks, InputIsReadOnlyAndOnlyOutOfPlace) {
+  expect_protocol_error(
+      [](const CollectiveCall& call) {
+        StepWriter writer(call);
+        if (call.rank == 0) writer.send(1, Block{Buffer::Input, 0, 4}, 3);
+        if (call.rank == 1) writer.recv(0, data_block(0, 4), 3);
+        return std::move(writer).finish();
+      },
+      "reads Input in an in-place call");
+  expect_protocol_error(
+      [](const CollectiveCall& call) {
+        StepWriter writer(call);
+        if (call.rank == 0) writer.send(1, data_block(0, 4), 3);
+        if (call.rank == 1) writer.recv(0, Block{Buffer::Input, 0, 4}, 3);
+        return std::move(writer).finish();
+      },
+      "it writes Input[0..4), not Data");
 }
 
 TEST(SimulatorChecks, RejectsInputsOfTheWrongSize) {

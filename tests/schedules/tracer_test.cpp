@@ -32,6 +32,19 @@ TEST(Tracer, TextShowsWhoSendsWhatToWhomRoundByRound) {
   EXPECT_NE(text.find("round 2: 0 -> 1 [0..8), 2 -> 3 [0..8)\n"), std::string::npos) << text;
 }
 
+// Out of place, the first round of a ring goes straight from each rank's input; later rounds forward
+// what was reduced into Data.
+TEST(Tracer, TextShowsMessagesReadStraightFromTheInput) {
+  CollectiveCall call{Collective::AllReduce, 0, 4, 8, 0, 1 << 20};
+  call.in_place = false;
+  const std::string text = trace_text(run(Collective::AllReduce, "ring", call, LinkModel{}), call);
+  EXPECT_NE(
+      text.find("round 1: 0 -> 1 input[0..2), 1 -> 2 input[2..4), 2 -> 3 input[4..6), 3 -> 0 input[6..8)\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("round 2: 0 -> 1 [6..8), "), std::string::npos) << text;
+}
+
 TEST(Tracer, TextWrapsLongRoundsAndNamesSignals) {
   const CollectiveCall call{Collective::Barrier, 0, 16, 0, 0, 1};
   const std::string text = trace_text(run(Collective::Barrier, "dissemination", call, LinkModel{}), call);
