@@ -1,11 +1,11 @@
-// Micro-benchmarks of the reduction kernels, next to memcpy of the same buffer and a naive
-// per-element-switch loop, so that one run shows how close reduce_into gets to memory bandwidth.
+// Micro-benchmarks of the reduction kernels, per dtype and op, next to memcpy of the same buffer and a
+// naive per-element-switch loop, so that one run shows how close reduce_into gets to memory bandwidth.
 //
-// Bytes per second count what the memory system moves, as for memcpy: dst += src reads dst and src and
+// Bytes per second count what the memory system moves, as for memcpy: dst op= src reads dst and src and
 // writes dst (3 x buffer bytes); memcpy reads one buffer and writes another (2 x); a float16 -> float
-// conversion reads 2 and writes 4 bytes per element.
+// conversion reads 2 and writes 4 bytes per element. Avg is not measured apart: it reduces as Sum.
 //
-//   canopy-micro-bench --benchmark_filter=reduce_into --benchmark_min_time=0.2
+//   canopy-micro-bench --benchmark_filter='reduce_into|memcpy' --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -18,39 +18,53 @@
 #include "collectives/kernels/half_convert.hpp"
 #include "collectives/kernels/reduce_kernels.hpp"
 
-namespace canopy::collectives {
+namespace canopy::micro {
+
+using namespace canopy::collectives;
+
 namespace {
 
 // 4 KiB (L1) .. 64 MiB (memory), per buffer.
 constexpr std::int64_t kMinBytes = 4 << 10;
 constexpr std::int64_t kMaxBytes = 64 << 20;
 
-// A buffer of `bytes` with small values of `type` (no overflow to infinity over many iterations
-// matters little: the kernels take the same time for any value).
+// A buffer of `bytes` holding small values (-6..6) of `type`. Products overflow to infinity after a few
+// iterations; that does not matter: the kernels take the same time for any value (no denormals arise).
 std::vector<std::uint64_t> make_buffer(DataType type, std::size_t bytes, int seed) {
   std::vector<std::uint64_t> buffer((bytes + 7) / 8);
   const std::size_t count = bytes / size_of(type);
   auto* raw = reinterpret_cast<std::byte*>(buffer.data());
+  auto store = [raw](std::size_t i, auto value) {
+    std::memcpy(raw + i * sizeof value, &value, sizeof value);
+  };
   for (std::size_t i = 0; i < count; ++i) {
-    const float value = static_cast<float>((i * 7 + static_cast<std::size_t>(seed)) % 13) - 6.0f;
+    const int small = static_cast<int>((i * 7 + static_cast<std::size_t>(seed)) % 13) - 6;
+    const auto value = static_cast<float>(small);
     switch (type) {
       case DataType::Float32:
-        std::memcpy(raw + i * 4, &value, 4);
+        store(i, value);
         break;
-      case DataType::Float16: {
-        const std::uint16_t half = float_to_half(value);
-        std::memcpy(raw + i * 2, &half, 2);
+      case DataType::Float64:
+        store(i, static_cast<double>(value));
         break;
-      }
-      case DataType::BFloat16: {
-        const std::uint16_t half = float_to_bfloat16(value);
-        std::memcpy(raw + i * 2, &half, 2);
+      case DataType::Float16:
+        store(i, float_to_half(value));
         break;
-      }
-      default: {
-        const auto integer = static_cast<std::int32_t>(value);
-        std::memcpy(raw + i * size_of(type), &integer, size_of(type));
-      }
+      case DataType::BFloat16:
+        store(i, float_to_bfloat16(value));
+        break;
+      case DataType::Int8:
+        store(i, static_cast<std::int8_t>(small));
+        break;
+      case DataType::UInt8:
+        store(i, static_cast<std::uint8_t>(small + 6));
+        break;
+      case DataType::Int32:
+        store(i, static_cast<std::int32_t>(small));
+        break;
+      case DataType::Int64:
+        store(i, static_cast<std::int64_t>(small));
+        break;
     }
   }
   return buffer;
@@ -93,12 +107,12 @@ __attribute__((noinline)) void naive_reduce(DataType type, ReduceOp op, void* ds
   }
 }
 
-void reduce_into_bench(benchmark::State& state, DataType type) {
+void reduce_into_bench(benchmark::State& state, DataType type, ReduceOp op) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   auto dst = make_buffer(type, bytes, 1);
   const auto src = make_buffer(type, bytes, 2);
   for (auto _ : state) {
-    reduce_into(type, ReduceOp::Sum, dst.data(), src.data(), bytes / size_of(type));
+    reduce_into(type, op, dst.data(), src.data(), bytes / size_of(type));
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
   }
@@ -142,12 +156,20 @@ void widen_bench(benchmark::State& state, void (*widen)(const std::uint16_t*, fl
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 3 * bytes));
 }
 
-void register_all() {
+}  // namespace
+
+void register_reduce_benchmarks() {
   auto sizes = [](benchmark::internal::Benchmark* b) { b->RangeMultiplier(8)->Range(kMinBytes, kMaxBytes); };
+  for (DataType type : kAllDataTypes) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max}) {
+      const std::string name =
+          "reduce_into/" + std::string(to_string(type)) + "_" + std::string(to_string(op));
+      sizes(benchmark::RegisterBenchmark(name.c_str(), reduce_into_bench, type, op));
+    }
+  }
   for (DataType type : {DataType::Float32, DataType::Float16, DataType::BFloat16, DataType::Int32}) {
-    const std::string name(to_string(type));
-    sizes(benchmark::RegisterBenchmark(("reduce_into/" + name + "_sum").c_str(), reduce_into_bench, type));
-    sizes(benchmark::RegisterBenchmark(("naive_switch/" + name + "_sum").c_str(), naive_bench, type));
+    const std::string name = "naive_switch/" + std::string(to_string(type)) + "_sum";
+    sizes(benchmark::RegisterBenchmark(name.c_str(), naive_bench, type));
   }
   sizes(benchmark::RegisterBenchmark("memcpy", memcpy_bench));
   sizes(benchmark::RegisterBenchmark("float16_to_float/portable", widen_bench,
@@ -158,14 +180,4 @@ void register_all() {
   }
 }
 
-}  // namespace
-}  // namespace canopy::collectives
-
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  canopy::collectives::register_all();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+}  // namespace canopy::micro
