@@ -27,10 +27,26 @@ else()
 endif()
 option(CANOPY_WITH_CUDA "Build CUDA gradient staging" ${_canopy_cuda_found})
 
+# Optional: libtorch (Debian: libtorch-dev), for examples/torch_trainer and its test. Off under sanitizers:
+# libtorch itself is not instrumented, and its process-lifetime allocations would read as leaks.
+if(CANOPY_BUILD_EXAMPLES AND NOT CANOPY_SANITIZE)
+  find_package(Torch QUIET)
+endif()
+if(Torch_FOUND)
+  set(_canopy_torch_found ON)
+else()
+  set(_canopy_torch_found OFF)
+endif()
+option(CANOPY_WITH_TORCH "Build the libtorch example trainer and its test" ${_canopy_torch_found})
+if(CANOPY_WITH_TORCH AND NOT Torch_FOUND)
+  message(FATAL_ERROR "CANOPY_WITH_TORCH is ON but libtorch was not found (Debian: apt-get install libtorch-dev)")
+endif()
+
 if(BUILD_TESTING OR CANOPY_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
 if(CANOPY_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
-message(STATUS "canopy: verbs=${CANOPY_WITH_VERBS} cuda=${CANOPY_WITH_CUDA} sanitize='${CANOPY_SANITIZE}'")
+message(STATUS "canopy: verbs=${CANOPY_WITH_VERBS} cuda=${CANOPY_WITH_CUDA} torch=${CANOPY_WITH_TORCH} "
+               "sanitize='${CANOPY_SANITIZE}'")
