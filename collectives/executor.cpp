@@ -14,6 +14,13 @@ namespace canopy::collectives {
 
 namespace {
 
+// A reduce or copy larger than this runs in slices of it, and between slices the transport moves what
+// it can without waiting (sends, and receives already buffered): with one thread driving the sockets
+// and computing, a 1 MiB reduce would otherwise leave them idle for its whole duration, and a 64 MiB
+// copy (a broadcast root's result) would hold back the first send until it is done. 256 KiB keeps the
+// slices in L2 and the extra transport calls rare; smaller steps are not sliced.
+constexpr std::size_t kComputeSliceBytes = 256 * 1024;
+
 bool overlaps(const Block& a, const Block& b) {
   return a.buffer == b.buffer && a.count > 0 && b.count > 0 && a.offset < b.offset + b.count &&
          b.offset < a.offset + a.count;
@@ -63,6 +70,7 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
   next_recv_.assign(peers, 0);
   local_ready_.clear();
   in_flight_.clear();
+  moved_while_computing_.clear();
   finished_ = 0;
 
   for (std::uint32_t i = 0; i < steps.size(); ++i)
@@ -77,11 +85,15 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
       start(step);
     }
     if (finished_ == steps.size()) break;
-    if (in_flight_.empty())
-      fail(ErrorCode::Protocol, "rank {}: schedule stalled with {} of {} steps unfinished (a schedule bug)",
-           context.transport->rank(), steps.size() - finished_, steps.size());
+    // First what completed while this thread computed (keep_transport_moving), else wait for more.
     completed_ids_.clear();
-    if (!context.transport->progress(context.deadline, completed_ids_)) fail_timeout();
+    completed_ids_.swap(moved_while_computing_);
+    if (completed_ids_.empty()) {
+      if (in_flight_.empty())
+        fail(ErrorCode::Protocol, "rank {}: schedule stalled with {} of {} steps unfinished (a schedule bug)",
+             context.transport->rank(), steps.size() - finished_, steps.size());
+      if (!context.transport->progress(context.deadline, completed_ids_)) fail_timeout();
+    }
     for (transport::OpId id : completed_ids_) {
       auto it = std::find_if(in_flight_.begin(), in_flight_.end(), [id](const InFlight& f) { return f.id == id; });
       if (it == in_flight_.end()) continue;  // not ours (cannot happen while calls are serialised)
@@ -133,7 +145,13 @@ void Executor::start(std::uint32_t step) {
           {transport.post_recv(s.peer, envelope, {address(s.staging), s.staging.count * size}), step});
       return;
     case StepKind::Copy:
-      if (s.src.count > 0) std::memmove(address(s.dst), read_address(s.src), s.src.count * size);
+      if (s.src.buffer == s.dst.buffer) {
+        if (s.src.count > 0) std::memmove(address(s.dst), read_address(s.src), s.src.count * size);
+      } else {
+        in_slices(s.src.count, [&](std::uint64_t offset, std::uint64_t count) {
+          std::memcpy(address(s.dst) + offset * size, read_address(s.src) + offset * size, count * size);
+        });
+      }
       complete(step);
       return;
   }
@@ -148,8 +166,11 @@ void Executor::received(std::uint32_t step) {
 void Executor::reduce_and_complete(std::uint32_t step) {
   const Step& s = compiled_->schedule.steps[step];
   // dst = src (op) staging: src is dst itself, or (the first reduce of a block out of place) the input.
-  reduce_to(context_->dtype, context_->op, address(s.dst), read_address(s.src), address(s.staging), s.dst.count,
-            s.incoming_first);
+  const std::size_t size = context_->element_size;
+  in_slices(s.dst.count, [&](std::uint64_t offset, std::uint64_t count) {
+    reduce_to(context_->dtype, context_->op, address(s.dst) + offset * size, read_address(s.src) + offset * size,
+              address(s.staging) + offset * size, count, s.incoming_first);
+  });
   complete(step);
 }
 
@@ -159,6 +180,21 @@ void Executor::complete(std::uint32_t step) {
     if (gates_start && --waiting_to_start_[next] == 0) make_ready(next);
     if (--waiting_to_finish_[next] == 0 && received_[next]) reduce_and_complete(next);
   }
+}
+
+template <typename Work>
+void Executor::in_slices(std::uint64_t count, Work&& work) {
+  const std::uint64_t slice = std::max<std::uint64_t>(1, kComputeSliceBytes / context_->element_size);
+  for (std::uint64_t done = 0; done < count; done += slice) {
+    work(done, std::min(slice, count - done));
+    if (done + slice < count) keep_transport_moving();
+  }
+}
+
+// Completions are only collected here (the run loop handles them next): no step starts or finishes
+// inside another step's computation.
+void Executor::keep_transport_moving() {
+  context_->transport->progress(Deadline::after(Clock::duration::zero()), moved_while_computing_);
 }
 
 std::byte* Executor::address(const Block& block) const {

@@ -1,6 +1,7 @@
 // Runs one rank's schedule over a transport: posts every step whose dependencies are done, drives the
 // transport's I/O on the calling thread, and reduces each received chunk as soon as it lands, so that
-// receiving, reducing and sending overlap. See docs/SCHEDULES.md for the schedule model.
+// receiving, reducing and sending overlap (a large reduce or copy runs in slices, with the transport
+// moving between them). See docs/SCHEDULES.md for the schedule model.
 #pragma once
 
 #include <cstddef>
@@ -68,6 +69,10 @@ class Executor {
   void received(std::uint32_t step);
   void reduce_and_complete(std::uint32_t step);
   void complete(std::uint32_t step);
+  // Runs work(offset, count) over [0, count) in slices, letting the transport move between them.
+  template <typename Work>
+  void in_slices(std::uint64_t count, Work&& work);
+  void keep_transport_moving();
   std::byte* address(const Block& block) const;
   const std::byte* read_address(const Block& block) const;
   [[noreturn]] void fail_timeout() const;
@@ -84,6 +89,7 @@ class Executor {
   std::vector<std::uint32_t> local_ready_;  // Copy steps ready to run
   std::vector<InFlight> in_flight_;
   std::vector<transport::OpId> completed_ids_;
+  std::vector<transport::OpId> moved_while_computing_;  // completed during keep_transport_moving()
   std::size_t finished_ = 0;
 };
 
