@@ -8,8 +8,8 @@
 #include "canopy/error.hpp"
 #include "canopy/store.hpp"
 #include "common/log.hpp"
+#include "tests/support/mesh_processes.hpp"
 #include "tests/support/ranks.hpp"
-#include "tests/support/store_server_process.hpp"
 #include "tests/transport/memory_store.hpp"
 #include "tests/transport/transport_test_support.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -26,20 +26,12 @@ using testing::wait_one;
 
 using RankBody = std::function<void(Transport& t)>;
 
-// Forks `size` ranks that meet through the rendezvous layer's TcpStore (in a process of its own, so that
-// no server thread runs in this one while it forks), form a mesh and run `body`; returns how each ended.
+// Forks `size` ranks that form a TCP mesh and run `body`; returns how each ended.
 std::vector<testing::RankExit> run_mesh_processes(int size, std::uint64_t comm_id, const RankBody& body) {
-  const std::string token = "transport-test-token";
-  testing::StoreServerProcess server(token);
-  const std::uint16_t port = server.port();
-  return testing::run_processes(
-      size,
-      [&](int rank) {
-        auto store = connect_tcp_store("127.0.0.1", port, token, std::chrono::seconds(10));
-        auto t = connect_tcp_mesh(*store, rank, size, loopback_options(comm_id, token));
-        body(*t);
-      },
-      std::chrono::seconds(60));
+  auto connect = [comm_id](Store& store, int rank, int n) {
+    return connect_tcp_mesh(store, rank, n, loopback_options(comm_id));
+  };
+  return testing::run_mesh_processes(size, connect, body, std::chrono::seconds(60));
 }
 
 void expect_all_ok(const std::vector<testing::RankExit>& exits) {

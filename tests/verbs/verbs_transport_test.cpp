@@ -12,8 +12,8 @@
 
 #include "canopy/error.hpp"
 #include "canopy/store.hpp"
+#include "tests/support/mesh_processes.hpp"
 #include "tests/support/ranks.hpp"
-#include "tests/support/store_server_process.hpp"
 #include "tests/transport/memory_store.hpp"
 #include "tests/transport/transport_test_support.hpp"
 #include "transport/select_transport.hpp"
@@ -48,17 +48,10 @@ std::string no_device_reason() {
 
 std::vector<testing::RankExit> run_mesh_processes(int size, const VerbsOptions& options, const RankBody& body,
                                                   std::chrono::seconds timeout = std::chrono::seconds(90)) {
-  const std::string token = "verbs-test-token";
-  testing::StoreServerProcess server(token);  // not a thread here: the ranks fork beside it
-  const std::uint16_t port = server.port();
-  return testing::run_processes(
-      size,
-      [&](int rank) {
-        auto store = connect_tcp_store("127.0.0.1", port, token, std::chrono::seconds(10));
-        auto t = connect_verbs_mesh(*store, rank, size, options);
-        body(*t);
-      },
-      timeout);
+  auto connect = [&options](Store& store, int rank, int n) {
+    return connect_verbs_mesh(store, rank, n, options);
+  };
+  return testing::run_mesh_processes(size, connect, body, timeout);
 }
 
 void expect_all_ok(const std::vector<testing::RankExit>& exits) {
