@@ -15,6 +15,7 @@
 #include "transport/tcp/handshake.hpp"
 #include "transport/tcp/interfaces.hpp"
 #include "transport/tcp/socket.hpp"
+#include "transport/tcp/spin_rule.hpp"
 #include "transport/tcp/tcp_socket_transport.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
@@ -367,10 +368,12 @@ TcpOptions TcpOptions::from_environment() {
   options.socket_ifname = env_value(env, "CANOPY_SOCKET_IFNAME").value_or("");
   options.socket_family = env_value(env, "CANOPY_SOCKET_FAMILY").value_or("");
   options.connect_timeout = default_timeout();
-  auto spin_us = env_integer(env, "CANOPY_SOCKET_SPIN_US").value_or(0);
-  if (spin_us < 0 || spin_us > 1'000'000)
-    fail(ErrorCode::Config, "CANOPY_SOCKET_SPIN_US={} must be between 0 and 1000000 microseconds", spin_us);
-  options.spin = std::chrono::microseconds(spin_us);
+  if (auto spin_us = env_integer(env, "CANOPY_SOCKET_SPIN_US")) {
+    if (*spin_us < 0 || *spin_us > 1'000'000)
+      fail(ErrorCode::Config, "CANOPY_SOCKET_SPIN_US={} must be between 0 and 1000000 microseconds",
+           *spin_us);
+    options.spin = std::chrono::microseconds(*spin_us);
+  }
   return options;
 }
 
@@ -378,7 +381,12 @@ std::unique_ptr<Transport> connect_tcp_mesh(Store& store, int rank, int size, co
   if (size < 1 || rank < 0 || rank >= size)
     fail(ErrorCode::InvalidArgument, "connect_tcp_mesh: rank {} is not in a group of size {}", rank, size);
   MeshBuilder builder(store, rank, size, options);
-  return std::make_unique<TcpSocketTransport>(rank, size, builder.build(), options.spin);
+  const int local_ranks = options.local_size > 0 ? options.local_size : size;
+  const int cores = usable_cores();
+  const auto spin = choose_spin(options.spin, local_ranks, cores);
+  log::debug("rank {}: sockets busy-poll for {} us before blocking ({}; {} local rank(s), {} usable core(s))",
+             rank, spin.count(), options.spin ? "CANOPY_SOCKET_SPIN_US" : "chosen", local_ranks, cores);
+  return std::make_unique<TcpSocketTransport>(rank, size, builder.build(), spin);
 }
 
 }  // namespace canopy::transport

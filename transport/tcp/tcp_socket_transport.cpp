@@ -1,5 +1,6 @@
 #include "transport/tcp/tcp_socket_transport.hpp"
 
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -141,6 +142,7 @@ bool TcpSocketTransport::drive_sends(int peer, std::vector<OpId>& completed, std
     }
     op.sent += static_cast<std::uint64_t>(n);
     moved += static_cast<std::uint64_t>(n);
+    bytes_moved_ += static_cast<std::uint64_t>(n);
     if (op.sent == total) {
       completed.push_back(op.id);
       p.sends.pop_front();
@@ -165,6 +167,7 @@ bool TcpSocketTransport::refill_inbox(int peer) {
     if (n > 0) {
       p.inbox_begin = 0;
       p.inbox_end = static_cast<std::size_t>(n);
+      bytes_moved_ += static_cast<std::uint64_t>(n);
       return true;
     }
     if (n == 0) fail_io(peer, 0, "receiving");
@@ -215,6 +218,7 @@ bool TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed, std
       if (n > 0) {
         p.payload_received += static_cast<std::uint64_t>(n);
         moved += static_cast<std::uint64_t>(n);
+        bytes_moved_ += static_cast<std::uint64_t>(n);
       } else if (n == 0) {
         fail_io(peer, 0, "receiving");
       } else if (would_block(errno)) {
@@ -246,13 +250,23 @@ void TcpSocketTransport::drive(int peer, std::vector<OpId>& completed, bool try_
   }
 }
 
+// The spin ends once the sockets have been idle for spin_: while a large message streams in, it keeps
+// draining the socket instead of sleeping between the sender's bursts. Each round offers the core to any
+// other runnable process (sched_yield): the peer we wait for may be queued behind us, and a busy
+// machine's other work must not starve while we only wait.
 bool TcpSocketTransport::spin(Deadline deadline, std::vector<OpId>& completed) {
   const std::size_t completed_before = completed.size();
-  const Deadline until = Deadline::after(spin_).earlier(deadline);
+  Deadline until = Deadline::after(spin_).earlier(deadline);
+  std::uint64_t moved_before = bytes_moved_;
   while (!until.expired() && !aborted_.load(std::memory_order_relaxed)) {
     for (int peer = 0; peer < size_; ++peer)
       if (peers_[peer].busy()) drive(peer, completed, true);
     if (completed.size() > completed_before) return true;
+    if (bytes_moved_ != moved_before) {
+      moved_before = bytes_moved_;
+      until = Deadline::after(spin_).earlier(deadline);
+    }
+    ::sched_yield();
   }
   return false;
 }
@@ -277,7 +291,11 @@ bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& complete
     }
     if (completed.size() > completed_before) return true;
     if (deadline.expired()) return false;
-    if (spin_.count() > 0 && spin(deadline, completed)) return true;
+    if (spin_.count() > 0 && spin_backoff_.should_spin()) {
+      const bool completed_while_spinning = spin(deadline, completed);
+      spin_backoff_.record(completed_while_spinning);
+      if (completed_while_spinning) return true;
+    }
 
     poll_fds_.clear();
     poll_peers_.clear();

@@ -15,6 +15,7 @@
 #include "transport/frame.hpp"
 #include "transport/tcp/ring_queue.hpp"
 #include "transport/tcp/socket.hpp"
+#include "transport/tcp/spin_rule.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy::transport {
@@ -27,7 +28,8 @@ struct PeerLink {
 
 class TcpSocketTransport final : public Transport {
  public:
-  // `spin`: how long progress() busy-polls its sockets before it blocks in poll() (0: never spins).
+  // `spin`: how long progress() busy-polls idle sockets before it blocks in poll() (0: never spins);
+  // see spin_rule.hpp for the default.
   TcpSocketTransport(int rank, int size, std::vector<PeerLink> links,
                      std::chrono::microseconds spin = std::chrono::microseconds(0));
   ~TcpSocketTransport() override;
@@ -89,11 +91,13 @@ class TcpSocketTransport final : public Transport {
   const int rank_;
   const int size_;
   const std::chrono::microseconds spin_;
+  SpinBackoff spin_backoff_;
   std::vector<Peer> peers_;
   std::vector<pollfd> poll_fds_;  // reused by every progress() call
   std::vector<int> poll_peers_;
   UniqueFd wake_fd_;  // eventfd written by abort()
   OpId next_id_ = 1;
+  std::uint64_t bytes_moved_ = 0;  // by every socket call so far: tells a spin that data is still flowing
 
   std::atomic<bool> aborted_{false};
   mutable std::mutex abort_mutex_;

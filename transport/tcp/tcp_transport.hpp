@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "canopy/store.hpp"
@@ -11,18 +12,21 @@
 namespace canopy::transport {
 
 struct TcpOptions {
-  std::uint64_t comm_id = 0;   // keys in the store and handshakes are scoped by it
-  std::string job_token;       // presented in every handshake; connections with another are dropped
-  std::string socket_ifname;   // CANOPY_SOCKET_IFNAME syntax: "eth,ib" prefixes, "^lo" excludes, "=eth0" exact
-  std::string socket_family;   // CANOPY_SOCKET_FAMILY: "" (IPv4 first, then IPv6), "ipv4" or "ipv6"
+  std::uint64_t comm_id = 0;  // keys in the store and handshakes are scoped by it
+  std::string job_token;      // presented in every handshake; connections with another are dropped
+  std::string socket_ifname;  // CANOPY_SOCKET_IFNAME syntax: "eth,ib" prefixes, "^lo" excludes, "=eth0" exact
+  std::string socket_family;  // CANOPY_SOCKET_FAMILY: "" (IPv4 first, then IPv6), "ipv4" or "ipv6"
   Duration connect_timeout = std::chrono::seconds(60);
   // An accepted connection that has not completed its handshake by then is dropped (port scanners,
   // stray clients): it never holds up the mesh.
   Duration handshake_timeout = std::chrono::seconds(2);
   // How long progress() busy-polls before it blocks in poll(): cuts small-message latency by the
   // wake-up (a few us) but burns a core, so only worth it when ranks do not outnumber cores.
-  // CANOPY_SOCKET_SPIN_US; 0 (the default) never spins.
-  std::chrono::microseconds spin = std::chrono::microseconds(0);
+  // CANOPY_SOCKET_SPIN_US (0: never spins); unset, choose_spin() decides from local_size and the cores.
+  std::optional<std::chrono::microseconds> spin;
+  // This group's ranks on this host, from the bootstrap; 0 when unknown (then taken to be the whole group,
+  // which errs toward blocking).
+  int local_size = 0;
   // Reads the defaults above from CANOPY_JOB_TOKEN, CANOPY_SOCKET_IFNAME, CANOPY_SOCKET_FAMILY,
   // CANOPY_SOCKET_SPIN_US and CANOPY_TIMEOUT.
   static TcpOptions from_environment();

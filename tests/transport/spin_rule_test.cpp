@@ -1,0 +1,78 @@
+#include "transport/tcp/spin_rule.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "canopy/error.hpp"
+#include "transport/tcp/tcp_transport.hpp"
+
+namespace canopy::transport {
+namespace {
+
+using std::chrono::microseconds;
+
+TEST(SpinRule, SpinsWhileTheHostsRanksFitOnItsCores) {
+  EXPECT_EQ(choose_spin(std::nullopt, 1, 2), kDefaultSpin);
+  EXPECT_EQ(choose_spin(std::nullopt, 2, 2), kDefaultSpin);
+  EXPECT_EQ(choose_spin(std::nullopt, 8, 64), kDefaultSpin);
+}
+
+TEST(SpinRule, BlocksWhenRanksOutnumberCores) {
+  EXPECT_EQ(choose_spin(std::nullopt, 3, 2), microseconds(0));
+  EXPECT_EQ(choose_spin(std::nullopt, 8, 2), microseconds(0));
+}
+
+TEST(SpinRule, AnExplicitSettingWinsEitherWay) {
+  EXPECT_EQ(choose_spin(microseconds(0), 1, 16), microseconds(0));
+  EXPECT_EQ(choose_spin(microseconds(200), 8, 2), microseconds(200));
+}
+
+TEST(SpinRule, UsableCoresIsAtLeastOne) {
+  EXPECT_GE(usable_cores(), 1);
+}
+
+// CANOPY_SOCKET_SPIN_US is "not set" unless it is in the environment: 0 there means "never spin".
+TEST(SpinRule, EnvironmentVariableIsOptional) {
+  ::unsetenv("CANOPY_SOCKET_SPIN_US");
+  EXPECT_FALSE(TcpOptions::from_environment().spin.has_value());
+  ::setenv("CANOPY_SOCKET_SPIN_US", "0", 1);
+  EXPECT_EQ(TcpOptions::from_environment().spin, microseconds(0));
+  ::setenv("CANOPY_SOCKET_SPIN_US", "75", 1);
+  EXPECT_EQ(TcpOptions::from_environment().spin, microseconds(75));
+  ::setenv("CANOPY_SOCKET_SPIN_US", "-1", 1);
+  EXPECT_THROW(TcpOptions::from_environment(), Error);
+  ::unsetenv("CANOPY_SOCKET_SPIN_US");
+}
+
+TEST(SpinBackoff, KeepsSpinningWhileSpinsPayOff) {
+  SpinBackoff backoff;
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_TRUE(backoff.should_spin());
+    backoff.record(i % 2 == 0);  // a miss now and then (a peer late to the call) changes nothing
+  }
+}
+
+// Runs of misses: block 1, then 2, 4, ... waits without spinning, up to kLongestBackoff; one spin that
+// pays off starts over.
+TEST(SpinBackoff, BlocksForLongerAfterEachRunOfMisses) {
+  SpinBackoff backoff;
+  auto blocking_waits_after_a_run_of_misses = [&] {
+    for (int i = 0; i < SpinBackoff::kMissesInARow; ++i) backoff.record(false);
+    std::uint32_t blocked = 0;
+    while (!backoff.should_spin()) ++blocked;
+    return blocked;
+  };
+  backoff.record(false);
+  backoff.record(false);
+  EXPECT_TRUE(backoff.should_spin());  // fewer misses in a row than kMissesInARow
+  EXPECT_EQ(blocking_waits_after_a_run_of_misses(), 1u);
+  EXPECT_EQ(blocking_waits_after_a_run_of_misses(), 2u);
+  EXPECT_EQ(blocking_waits_after_a_run_of_misses(), 4u);
+  for (int i = 0; i < 20; ++i) blocking_waits_after_a_run_of_misses();
+  EXPECT_EQ(blocking_waits_after_a_run_of_misses(), SpinBackoff::kLongestBackoff);
+  backoff.record(true);
+  EXPECT_EQ(blocking_waits_after_a_run_of_misses(), 1u);
+}
+
+}  // namespace
+}  // namespace canopy::transport
