@@ -49,20 +49,11 @@ CallSequencer::~CallSequencer() {
   if (progress_thread_.joinable()) progress_thread_.join();
 }
 
-void CallSequencer::run(const Call& call) {
-  std::uint64_t ticket;
-  {
-    std::unique_lock lock(mutex_);
-    ticket = next_ticket_++;
-    turn_changed_.wait(lock, [&] { return serving_ == ticket; });
-  }
-  try {
-    call(ticket);
-  } catch (...) {
-    finish_turn();
-    throw;
-  }
-  finish_turn();
+std::uint64_t CallSequencer::wait_for_turn() {
+  std::unique_lock lock(mutex_);
+  const std::uint64_t ticket = next_ticket_++;
+  turn_changed_.wait(lock, [&] { return serving_ == ticket; });
+  return ticket;
 }
 
 Work CallSequencer::submit(Call call) {

@@ -39,8 +39,19 @@ class CallSequencer {
   CallSequencer(const CallSequencer&) = delete;
   CallSequencer& operator=(const CallSequencer&) = delete;
 
-  // Waits for the turn of this call, runs it here, rethrows what it threw.
-  void run(const Call& call);
+  // Waits for the turn of this call, runs it here, rethrows what it threw. A template, not a Call: the
+  // blocking path is the small-message path, and a std::function of a capturing lambda may allocate.
+  template <typename F>
+  void run(F&& call) {
+    const std::uint64_t ticket = wait_for_turn();
+    try {
+      call(ticket);
+    } catch (...) {
+      finish_turn();
+      throw;
+    }
+    finish_turn();
+  }
   // Queues the call for the progress thread.
   Work submit(Call call);
 
@@ -52,6 +63,7 @@ class CallSequencer {
   };
 
   void progress_loop();
+  std::uint64_t wait_for_turn();  // takes the next ticket and returns once it is served
   void finish_turn();
 
   std::mutex mutex_;
