@@ -198,6 +198,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   auto tcp = transport::TcpOptions::from_environment();
   tcp.comm_id = comm_id_;
   tcp.connect_timeout = timeout_;
+  tcp.local_size = local_size;  // whether its ranks fit on this host's cores decides if sockets busy-poll
   if (!options.job_token.empty()) tcp.job_token = options.job_token;
   transport_ = transport::connect_mesh(*store_, rank, size, tcp);  // CANOPY_TRANSPORT=tcp|verbs|auto
 
@@ -258,7 +259,7 @@ CollectiveCall Communicator::Impl::describe_call(const CollectiveArgs& args, con
 
 const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::size_t element_size,
                                             const CollectiveOptions& options, std::string* explanation) {
-  std::string name = options.algorithm;
+  std::string_view name = options.algorithm;  // a view: no copy on every call
   if (name.empty())
     if (auto it = algorithm_overrides_.find(call.collective); it != algorithm_overrides_.end()) name = it->second;
   if (!name.empty() && name != "auto") {
