@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <optional>
 
@@ -124,8 +125,23 @@ void LivenessMonitor::run() noexcept {
   }
 }
 
+std::int64_t LivenessMonitor::read_beats(int rank, bool known_to_exist) {
+  const std::string key = beat_key(rank);
+  if (!known_to_exist) {
+    ++store_requests_;
+    if (!store_->check({key})) return 0;
+  }
+  ++store_requests_;
+  const std::string text = store_->get(key);
+  std::int64_t beats = 0;
+  std::from_chars(text.data(), text.data() + text.size(), beats);
+  return beats;
+}
+
 LivenessMonitor::Verdict LivenessMonitor::check_once() {
-  store_->add(beat_key(rank_), 1);
+  // SET and GET, not ADD: a file store locks a key for ADD, and a rank stopped while holding that lock
+  // would hold up every reader of its counter.
+  store_->set(beat_key(rank_), std::to_string(++beats_sent_));
   ++store_requests_;
   std::optional<FailureRecord> first = first_failure_.read();
   store_requests_ += first ? 2 : 1;
@@ -145,10 +161,13 @@ LivenessMonitor::Verdict LivenessMonitor::check_once() {
     log::debug("rank {}: {:.1f} s between two liveness rounds: timing every peer's silence afresh", rank_,
                seconds(gap));
 
+  std::vector<std::string> keys;
+  for (const Watched& peer : watched_) keys.push_back(beat_key(peer.rank));
+  const bool all_beating = store_->check(keys);  // from the first rounds on: one request for all
+  ++store_requests_;
   for (auto it = watched_.begin(); it != watched_.end();) {
     Watched& peer = *it;
-    const std::int64_t beats = store_->add(beat_key(peer.rank), 0);
-    ++store_requests_;
+    const std::int64_t beats = read_beats(peer.rank, all_beating);
     // Not beating yet (still forming its communicator): a rank that never comes is the deadline's to name.
     if (beats != peer.beats || stalled || beats == 0) {
       peer.beats = beats;

@@ -55,7 +55,7 @@ class LivenessMonitor {
   LivenessMonitor& operator=(const LivenessMonitor&) = delete;
 
   // The ranks this one watches: the next min(size - 1, 4) ranks, so every rank has as many watchers
-  // and the store serves (2 + watched) requests per rank per interval, whatever the group's size.
+  // and the store serves (3 + watched) requests per rank per interval, whatever the group's size.
   static std::vector<int> watched_ranks(int rank, int size);
 
  private:
@@ -69,6 +69,8 @@ class LivenessMonitor {
 
   void run() noexcept;
   Verdict check_once();
+  // A watched rank's counter; 0 while it has none. `known_to_exist` spares the CHECK.
+  std::int64_t read_beats(int rank, bool known_to_exist);
   // True while not stopped; waits up to `pause`.
   bool pause_unless_stopped(Duration pause);
 
@@ -79,6 +81,7 @@ class LivenessMonitor {
   const AbortCommunicator abort_communicator_;
   std::vector<Watched> watched_;
   Clock::time_point last_round_{};
+  std::int64_t beats_sent_ = 0;
   std::uint64_t rounds_ = 0;
   std::uint64_t store_requests_ = 0;
   Clock::duration longest_round_gap_{};
