@@ -274,7 +274,7 @@ const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::siz
     if (explanation) *explanation = fmt::format("{}: {} (asked for)", to_string(call.collective), name);
     return *algorithm;
   }
-  auto choice = cost_model_.choose(call, element_size);
+  const auto& choice = cost_model_.choose(call, element_size);
   if (explanation) *explanation = choice.explanation;
   return *choice.algorithm;
 }

@@ -8,7 +8,7 @@
 
 namespace canopy::collectives {
 
-AlgorithmChoice CostModel::choose(const CollectiveCall& call, std::size_t element_size) {
+const AlgorithmChoice& CostModel::choose(const CollectiveCall& call, std::size_t element_size) {
   Key key{call.collective, call.count, call.root, call.chunk_count, element_size};
   if (auto it = choices_.find(key); it != choices_.end()) return it->second;
 
@@ -27,8 +27,7 @@ AlgorithmChoice CostModel::choose(const CollectiveCall& call, std::size_t elemen
   best.explanation = fmt::format("{} of {} x {} B on {} ranks: chose {} (predicted: {})", to_string(call.collective),
                                  call.count, element_size, call.size, best.algorithm->name, explanation);
   if (choices_.size() >= kMaxCached) choices_.clear();
-  choices_.emplace(key, best);
-  return best;
+  return choices_.emplace(key, std::move(best)).first->second;
 }
 
 }  // namespace canopy::collectives

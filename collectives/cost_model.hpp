@@ -25,7 +25,8 @@ class CostModel {
   explicit CostModel(LinkModel link = {}) : link_(link) {}
 
   const LinkModel& link() const { return link_; }
-  AlgorithmChoice choose(const CollectiveCall& call, std::size_t element_size);
+  // The reference stays valid until the next call: a steady-state call copies nothing.
+  const AlgorithmChoice& choose(const CollectiveCall& call, std::size_t element_size);
 
  private:
   using Key = std::tuple<Collective, std::uint64_t, int, std::uint64_t, std::size_t>;
