@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -234,9 +235,13 @@ class GradientSynchronizer::Impl {
           Deadline::after(timeout * static_cast<long>(std::max<std::size_t>(1, buckets_.size()))));
       return;
     }
+    for (const Work& work : works_) stats_.buckets_done_before_finish += work.completed() ? 1 : 0;
     const double scale = 1.0 / comm_.size();
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      auto wait_start = std::chrono::steady_clock::now();
       works_[b].wait();
+      stats_.finish_wait_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
       const Bucket& bucket = buckets_[b];
       const std::byte* flat = host_buffers_[b].data();
       for (std::size_t k = 0; k < bucket.gradients.size(); ++k) {

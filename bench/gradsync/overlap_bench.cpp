@@ -3,17 +3,23 @@
 //
 //   canopy-run --nproc 2 build/bin/gradsync_overlap_bench --layers 8 --layer-mib 2 --bucket-mib 4
 //
-// "Backward" is real work on each layer's gradient (a few fused multiply-add passes, --compute-passes),
-// so that compute and communication compete for the machine as they do in training. Alongside the two
-// modes it measures backward alone and communication alone: no overlap costs about their sum, perfect
-// overlap the larger of the two. Modes alternate step by step so that noise hits both alike.
+// "Backward" is either real work on each layer's gradient (--backward fma: fused multiply-add passes,
+// --compute-passes), so that compute and communication compete for the cores as they do in CPU training,
+// or a wait (--backward wait: --wait-ms per layer), as a rank's CPU thread waits while an accelerator
+// computes backward: then the cores are free for the all-reduces. Alongside the two modes it measures
+// backward alone and communication alone: no overlap costs about their sum, perfect overlap the larger
+// of the two. Modes alternate step by step so that noise hits both alike. Each mode's CPU time per step
+// (every thread of rank 0: the trainer's and the communicator's progress thread) shows how much of the
+// machine it takes.
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include "canopy/gradsync.hpp"
@@ -25,7 +31,9 @@ using Clock = std::chrono::steady_clock;
 struct Settings {
   int layers = 8;
   double layer_mib = 2;
+  std::string backward = "fma";
   int compute_passes = 6;
+  double wait_ms = 5;
   int steps = 12;
   int warmup = 2;
   double bucket_mib = 4;
@@ -34,32 +42,57 @@ struct Settings {
 
 enum class Mode { Overlap, After, ComputeOnly, CommOnly };
 
-void backward_layer(std::vector<float>& grad, const std::vector<float>& input, int passes, int step) {
+void backward_layer(std::vector<float>& grad, const std::vector<float>& input, const Settings& s, int step) {
+  if (s.backward == "wait") {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(s.wait_ms));
+    return;
+  }
   const float a = 0.999f, b = 1e-3f * static_cast<float>(step % 7);
-  for (int p = 0; p < passes; ++p)
+  for (int p = 0; p < s.compute_passes; ++p)
     for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = std::fma(grad[i], a, input[i] * b);
 }
 
-double run_step(Mode mode, canopy::GradientSynchronizer& sync, std::vector<std::vector<float>>& grads,
-                const std::vector<float>& input, const Settings& s, int step, canopy::Communicator& comm) {
+// CPU time of every thread of this process, in ms.
+double process_cpu_ms() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto ms = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3;
+  };
+  return ms(usage.ru_utime) + ms(usage.ru_stime);
+}
+
+struct StepTime {
+  double wall_ms, cpu_ms;
+  double finish_wait_ms;           // of it, finish() waiting for all-reduces (communication not hidden)
+  std::uint64_t buckets_done = 0;  // buckets already all-reduced when finish() was called
+};
+
+StepTime run_step(Mode mode, canopy::GradientSynchronizer& sync, std::vector<std::vector<float>>& grads,
+                  const std::vector<float>& input, const Settings& s, int step, canopy::Communicator& comm) {
   comm.barrier();  // every rank starts the step together
   auto start = Clock::now();
+  double cpu_start = process_cpu_ms();
+  canopy::GradSyncStats before = sync.stats();
   const std::size_t n = grads.size();
   if (mode == Mode::CommOnly) {
     for (std::size_t l = n; l-- > 0;) sync.mark_ready(l);
     sync.finish();
   } else if (mode == Mode::ComputeOnly) {
-    for (std::size_t l = n; l-- > 0;) backward_layer(grads[l], input, s.compute_passes, step);
+    for (std::size_t l = n; l-- > 0;) backward_layer(grads[l], input, s, step);
   } else {
     for (std::size_t l = n; l-- > 0;) {
-      backward_layer(grads[l], input, s.compute_passes, step);
+      backward_layer(grads[l], input, s, step);
       if (mode == Mode::Overlap) sync.mark_ready(l);  // the hook: this layer's gradient is final
     }
     if (mode == Mode::After)
       for (std::size_t l = n; l-- > 0;) sync.mark_ready(l);
     sync.finish();
   }
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  canopy::GradSyncStats after = sync.stats();
+  return {std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
+          process_cpu_ms() - cpu_start, (after.finish_wait_seconds - before.finish_wait_seconds) * 1e3,
+          after.buckets_done_before_finish - before.buckets_done_before_finish};
 }
 
 double median(std::vector<double> values) {
@@ -74,7 +107,10 @@ int main(int argc, char** argv) {
   CLI::App app{"gradsync: step time with overlap vs communication after backward"};
   app.add_option("--layers", s.layers, "gradients (one per layer)");
   app.add_option("--layer-mib", s.layer_mib, "MiB of float32 gradient per layer");
-  app.add_option("--compute-passes", s.compute_passes, "FMA passes over each gradient in backward");
+  app.add_option("--backward", s.backward, "fma (CPU work) or wait (an accelerator's backward)")
+      ->check(CLI::IsMember({"fma", "wait"}));
+  app.add_option("--compute-passes", s.compute_passes, "--backward fma: passes over each gradient");
+  app.add_option("--wait-ms", s.wait_ms, "--backward wait: ms per layer");
   app.add_option("--steps", s.steps, "measured steps per mode");
   app.add_option("--warmup", s.warmup, "unmeasured steps per mode");
   app.add_option("--bucket-mib", s.bucket_mib, "bucket cap");
@@ -96,23 +132,31 @@ int main(int argc, char** argv) {
     const std::size_t buckets = sync.buckets().size();
 
     const Mode modes[] = {Mode::Overlap, Mode::After, Mode::ComputeOnly, Mode::CommOnly};
-    std::vector<double> times[4];
+    std::vector<double> times[4], cpu[4], waits[4], done[4];
     for (int step = 0; step < s.warmup + s.steps; ++step)
       for (int m = 0; m < 4; ++m) {
-        double ms = run_step(modes[m], sync, grads, input, s, step, comm);
-        if (step >= s.warmup) times[m].push_back(ms);
+        StepTime t = run_step(modes[m], sync, grads, input, s, step, comm);
+        if (step >= s.warmup) {
+          times[m].push_back(t.wall_ms);
+          cpu[m].push_back(t.cpu_ms);
+          waits[m].push_back(t.finish_wait_ms);
+          done[m].push_back(static_cast<double>(t.buckets_done));
+        }
       }
     if (comm.rank() == 0) {
       double overlap = median(times[0]), after = median(times[1]), compute = median(times[2]),
              net = median(times[3]);
-      fmt::print(
-          "gradsync overlap: {} ranks, {} layers x {} MiB float32 = {} MiB, {} buckets, {} FMA passes\n",
-          comm.size(), s.layers, s.layer_mib, s.layers * s.layer_mib, buckets, s.compute_passes);
-      fmt::print("{:>28} {:>10}\n", "median step (ms)", "");
-      fmt::print("{:>28} {:>10.2f}\n", "backward alone", compute);
-      fmt::print("{:>28} {:>10.2f}\n", "all-reduces alone", net);
-      fmt::print("{:>28} {:>10.2f}\n", "communication after backward", after);
-      fmt::print("{:>28} {:>10.2f}\n", "overlapped (hooks)", overlap);
+      std::string work = s.backward == "wait" ? fmt::format("backward waits {} ms per layer", s.wait_ms)
+                                              : fmt::format("backward {} FMA passes", s.compute_passes);
+      fmt::print("gradsync overlap: {} ranks, {} layers x {} MiB float32 = {} MiB, {} buckets, {}\n",
+                 comm.size(), s.layers, s.layer_mib, s.layers * s.layer_mib, buckets, work);
+      fmt::print("{:>28} {:>10} {:>10} {:>12} {:>14}\n", "median per step (ms)", "wall", "cpu", "finish wait",
+                 "buckets done");
+      const char* names[] = {"overlapped (hooks)", "communication after backward", "backward alone",
+                             "all-reduces alone"};
+      for (int m : {2, 3, 1, 0})
+        fmt::print("{:>28} {:>10.2f} {:>10.2f} {:>12.2f} {:>9} of {}\n", names[m], median(times[m]),
+                   median(cpu[m]), median(waits[m]), m == 2 ? 0.0 : median(done[m]), m == 2 ? 0 : buckets);
       fmt::print("ratio after/overlap = {:.3f}   (ideal bound (compute+comm)/max(compute,comm) = {:.3f})\n",
                  after / overlap, (compute + net) / std::max(compute, net));
     }

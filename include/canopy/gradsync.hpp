@@ -59,6 +59,11 @@ struct GradSyncStats {
   std::uint64_t skipped_steps = 0;  // finish() calls in no-sync mode (gradient accumulation)
   std::uint64_t bucket_all_reduces = 0;
   std::uint64_t bytes_all_reduced = 0;
+  // How well communication hid behind backward (CPU buckets): the buckets whose all-reduce had already
+  // completed when finish() was called, and the time finish() spent waiting for the rest (the
+  // communication the trainer saw; the copies back into the gradients are not counted).
+  std::uint64_t buckets_done_before_finish = 0;
+  double finish_wait_seconds = 0;
 };
 
 class GradientSynchronizer {

@@ -21,7 +21,9 @@ namespace {
 
 using testing::require;
 
-CommunicatorOptions test_options() { return testing::group_options("gradsync-test"); }
+CommunicatorOptions test_options() {
+  return testing::group_options("gradsync-test");
+}
 
 void run_group(int ranks, const std::function<void(Communicator&)>& body) {
   testing::run_group(ranks, body, test_options(), std::chrono::seconds(60));
@@ -73,6 +75,9 @@ TEST(GradientSynchronizer, AveragesInPlaceWhicheverOrderTheHooksFire) {
     GradSyncStats stats = sync.stats();
     require(stats.synced_steps == 3 && stats.bucket_all_reduces == 3 * sync.buckets().size(),
             "stats: {} steps, {} all-reduces", stats.synced_steps, stats.bucket_all_reduces);
+    require(stats.buckets_done_before_finish <= stats.bucket_all_reduces && stats.finish_wait_seconds >= 0,
+            "stats: {} of {} buckets done before finish()", stats.buckets_done_before_finish,
+            stats.bucket_all_reduces);
   });
 }
 
