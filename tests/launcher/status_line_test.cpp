@@ -24,7 +24,8 @@ class Pipe {
   std::string take() {
     std::string text;
     std::array<char, 4096> buffer;
-    for (ssize_t n; (n = ::read(fds_[0], buffer.data(), buffer.size())) > 0;) text.append(buffer.data(), static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(fds_[0], buffer.data(), buffer.size())) > 0;)
+      text.append(buffer.data(), static_cast<std::size_t>(n));
     return text;
   }
 
