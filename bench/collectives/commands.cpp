@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/collectives/ceiling.hpp"
+#include "bench/collectives/choice.hpp"
 #include "bench/collectives/compare.hpp"
 #include "bench/collectives/plot.hpp"
 #include "bench/collectives/selection.hpp"
@@ -51,6 +52,8 @@ int trace_command(int argc, char** argv) {
   app.add_option("--reduce-gbps", s.reduce_gbps, "model: reduction speed, 10^9 bytes/s")
       ->capture_default_str();
   app.add_option("--svg", s.svg, "also draw the trace here (with several algorithms: FILE-<algo>.svg)");
+  app.add_flag("--out-of-place", s.out_of_place,
+               "the input in its own buffer: messages read straight from it show as input[a..b)");
   CLI11_PARSE(app, argc, argv);
   return guarded(app, "trace", [&] {
     std::fputs(run_trace(s).c_str(), stdout);
@@ -117,6 +120,22 @@ int compare_command(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   return guarded(app, "compare", [&] {
     std::fputs(compare_table(read_rows(ours), read_rows(theirs), peer).c_str(), stdout);
+    return 0;
+  });
+}
+
+int choice_command(int argc, char** argv) {
+  std::vector<std::string> inputs;
+  CLI::App app{
+      "canopy-bench choice: how good auto is; per size, auto's measured time beside the fastest algorithm's, from "
+      "--json files of sweeps run with --algo all"};
+  app.add_option("rows", inputs, "canopy-bench --json files")->required();
+  CLI11_PARSE(app, argc, argv);
+  return guarded(app, "choice", [&] {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const std::string& path : inputs)
+      for (auto& row : read_rows(path)) rows.push_back(std::move(row));
+    std::fputs(choice_table(rows).c_str(), stdout);
     return 0;
   });
 }

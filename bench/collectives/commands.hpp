@@ -8,5 +8,6 @@ int trace_command(int argc, char** argv);    // canopy-bench trace <collective> 
 int ceiling_command(int argc, char** argv);  // canopy-bench ceiling [--bytes 64M] [--repetitions 5]
 int plot_command(int argc, char** argv);     // canopy-bench plot OUT.svg ROWS.json...
 int compare_command(int argc, char** argv);  // canopy-bench compare CANOPY.json PEER.json [--peer mpi]
+int choice_command(int argc, char** argv);   // canopy-bench choice ROWS.json...
 
 }  // namespace canopy::bench
