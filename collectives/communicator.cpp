@@ -124,6 +124,7 @@ class Communicator::Impl {
   void validate(const CollectiveArgs& args) const;
   void abort(const std::string& reason);
   const collectives::LinkModel& link() const { return cost_model_.link(); }
+  std::string_view transport_name() const { return transport_->name(); }
   double predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size) const {
     return collectives::predict_seconds(algorithm, call, element_size, cost_model_.link());
   }
@@ -429,6 +430,7 @@ int Communicator::rank() const { return impl_->rank; }
 int Communicator::size() const { return impl_->size; }
 int Communicator::local_rank() const { return impl_->local_rank; }
 int Communicator::local_size() const { return impl_->local_size; }
+std::string_view Communicator::transport_name() const { return impl_->transport_name(); }
 
 void Communicator::run(const CollectiveArgs& args, const CollectiveOptions& options) {
   impl_->sequencer.run([&](std::uint64_t seq) { impl_->run(args, options, seq); });

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/deadline.hpp"
@@ -25,6 +26,8 @@ class Transport {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // What carries the bytes: "tcp" or "verbs" (what CANOPY_TRANSPORT=auto resolved to), for reports.
+  virtual std::string_view name() const = 0;
 
   // Queues one message to `peer`. Messages to one peer leave in the order they were posted.
   // `payload` must stay valid until the operation completes. Returns at once.

@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "canopy/error.hpp"
@@ -91,6 +92,8 @@ class Communicator {
   int size() const;
   int local_rank() const;  // rank among the ranks on this host
   int local_size() const;
+  // The transport this group runs on: "tcp" or "verbs" (CANOPY_TRANSPORT=auto resolved).
+  std::string_view transport_name() const;
 
   // Untyped core: blocking and asynchronous.
   void run(const CollectiveArgs& args, const CollectiveOptions& options = {});

@@ -1,26 +1,33 @@
-// The transport a sweep reports: what CANOPY_TRANSPORT asked for, auto resolved as connect_mesh does.
+// The transport a sweep reports: what the communicator runs on, and what CANOPY_TRANSPORT asked for.
 #include "bench/collectives/transport_in_use.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include "tests/support/group.hpp"
+#include "tests/support/ranks.hpp"
+
 namespace canopy::bench {
 namespace {
 
-using transport::TransportKind;
-
-TEST(TransportInUse, ForcedKindsAreWhatRuns) {
-  for (bool verbs_everywhere : {false, true}) {
-    EXPECT_EQ(resolve_transport(TransportKind::Tcp, verbs_everywhere).name, "tcp");
-    EXPECT_EQ(resolve_transport(TransportKind::Verbs, verbs_everywhere).name, "verbs");
-  }
-  EXPECT_EQ(resolve_transport(TransportKind::Tcp, true).describe(), "tcp");
+TEST(TransportInUse, NamesTheRequestOnlyWhenItWasLeftToAuto) {
+  EXPECT_EQ((TransportInUse{"tcp", "tcp"}.describe()), "tcp");
+  EXPECT_EQ((TransportInUse{"verbs", "verbs"}.describe()), "verbs");
+  EXPECT_EQ((TransportInUse{"tcp", "auto"}.describe()), "tcp (auto)");
 }
 
-TEST(TransportInUse, AutoRunsVerbsOnlyWhenEveryRankCan) {
-  EXPECT_EQ(resolve_transport(TransportKind::Auto, true).name, "verbs");
-  EXPECT_EQ(resolve_transport(TransportKind::Auto, false).name, "tcp");
-  EXPECT_EQ(resolve_transport(TransportKind::Auto, false).requested, "auto");
-  EXPECT_EQ(resolve_transport(TransportKind::Auto, false).describe(), "tcp (auto)");
+TEST(TransportInUse, ReportsWhatTheGroupRunsOn) {
+  ::setenv("CANOPY_TRANSPORT", "tcp", 1);  // the forked ranks inherit it
+  testing::run_group(
+      2,
+      [](Communicator& comm) {
+        TransportInUse in_use = transport_in_use(comm);
+        testing::require(in_use.name == "tcp" && in_use.requested == "tcp", "rank {} reports '{}'", comm.rank(),
+                         in_use.describe());
+      },
+      testing::group_options("transport-in-use"));
+  ::unsetenv("CANOPY_TRANSPORT");
 }
 
 }  // namespace

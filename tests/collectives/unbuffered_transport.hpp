@@ -85,6 +85,7 @@ class UnbufferedTransport final : public transport::Transport {
   UnbufferedTransport(std::shared_ptr<UnbufferedHub> hub, int rank) : hub_(std::move(hub)), rank_(rank) {}
   int rank() const override { return rank_; }
   int size() const override { return hub_->size(); }
+  std::string_view name() const override { return "unbuffered"; }
   transport::OpId post_send(int peer, const transport::Envelope& envelope,
                             std::span<const std::byte> payload) override {
     return hub_->post(rank_, peer, true, envelope, payload, {});

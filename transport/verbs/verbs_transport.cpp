@@ -169,6 +169,7 @@ class VerbsTransport final : public Transport {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  std::string_view name() const override { return "verbs"; }
   OpId post_send(int peer, const Envelope& envelope, std::span<const std::byte> payload) override;
   OpId post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) override;
   bool progress(Deadline deadline, std::vector<OpId>& completed) override;
