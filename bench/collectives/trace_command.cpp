@@ -58,6 +58,7 @@ std::string run_trace(const TraceSettings& s) {
   call.count = collective == Collective::Barrier ? 0 : s.count;
   call.root = s.root;
   call.chunk_count = chunk_elements;
+  call.in_place = !s.out_of_place;
   const coll::LinkModel model{s.alpha_us * 1e-6, 1.0 / (s.link_gbps * 1e9), 1.0 / (s.reduce_gbps * 1e9)};
   const std::size_t buffer_bytes = call.data_count() * size_of(*dtype);
 

@@ -20,6 +20,7 @@ struct TraceSettings {
   double link_gbps = 1;     // link bandwidth (10^9 bytes/s),
   double reduce_gbps = 10;  // and reduction speed
   std::string svg;          // "": no picture; with several algorithms, one file each (name-algo.svg)
+  bool out_of_place = false;  // the input as its own read-only buffer (CollectiveCall::in_place = false)
 };
 
 // The text of every requested algorithm's trace, one after another, then (for several) a one-line

@@ -38,6 +38,19 @@ TEST(Trace, SeveralAlgorithmsEndWithTheirPredictionsSideBySide) {
   EXPECT_TRUE(contains(text, "# predicted: flat 35 s, binomial 15 s")) << text;
 }
 
+// Out of place, a ring's first round sends straight from each rank's input.
+TEST(Trace, OutOfPlaceShowsMessagesReadFromTheInput) {
+  TraceSettings s;
+  s.collective = "allreduce";
+  s.algorithms = "ring";
+  s.ranks = 4;
+  s.out_of_place = true;
+  std::string text = run_trace(s);
+  EXPECT_TRUE(contains(text, "round 1: 0 -> 1 input[0..2), 1 -> 2 input[2..4)")) << text;
+  s.out_of_place = false;
+  EXPECT_FALSE(contains(run_trace(s), "input[")) << text;
+}
+
 TEST(Trace, WritesOneSvgPerAlgorithm) {
   canopy::testing::TempDir dir;
   TraceSettings s;
