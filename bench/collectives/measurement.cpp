@@ -62,6 +62,7 @@ void Measurement::fill(const BenchCase& c, std::uint64_t block) {
   fill_inputs(c.dtype, c.op, comm_.rank(), 0, const_cast<void*>(args.input), in_elements);
 }
 
+// In place, all-reduce, broadcast and reduce work in output_ (arguments() points the input there too).
 std::uint64_t Measurement::count_wrong(const BenchCase& c, std::uint64_t block) const {
   const std::byte* out = output_.data();
   std::size_t element = size_of(c.dtype);
@@ -69,12 +70,12 @@ std::uint64_t Measurement::count_wrong(const BenchCase& c, std::uint64_t block) 
   int rank = comm_.rank();
   switch (c.collective) {
     case Collective::AllReduce:
-      return bench::count_wrong(c.dtype, c.op, ranks, -1, 0, c.in_place ? input_.data() : out, block);
+      return bench::count_wrong(c.dtype, c.op, ranks, -1, 0, out, block);
     case Collective::Broadcast:
-      return bench::count_wrong(c.dtype, c.op, ranks, c.root, 0, c.in_place ? input_.data() : out, block);
+      return bench::count_wrong(c.dtype, c.op, ranks, c.root, 0, out, block);
     case Collective::Reduce:
       if (rank != c.root) return 0;
-      return bench::count_wrong(c.dtype, c.op, ranks, -1, 0, c.in_place ? input_.data() : out, block);
+      return bench::count_wrong(c.dtype, c.op, ranks, -1, 0, out, block);
     case Collective::AllGather: {
       std::uint64_t wrong = 0;
       for (int r = 0; r < ranks; ++r)

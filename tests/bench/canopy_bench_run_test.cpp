@@ -46,6 +46,17 @@ TEST(CanopyBenchRun, TwoRanksWithCeilingJsonAndPlot) {
   }
 }
 
+// In place the result is checked where it is: in the one buffer every collective was given.
+TEST(CanopyBenchRun, InPlaceResultsCheckExact) {
+  std::string command = fmt::format(
+      "env CANOPY_TRANSPORT=tcp {} --nproc 3 --master-port 0 {} all --algo all -b 8 -e 4K -f 512 -n 1 -w 0 "
+      "-c 1 --inplace",
+      CANOPY_RUN_PATH, CANOPY_BENCH_PATH);
+  auto result = testing::run_command(command, 90);
+  ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.output;
+  EXPECT_TRUE(contains(result.output, "Avg bus bandwidth")) << result.output;
+}
+
 // On a terminal (a pseudo-terminal made by script(1)), under canopy-run: rank 0's progress line comes
 // through canopy-run's prefixer as a carriage-return line, prefixed, and no other rank draws one. The
 // steps are long (40 all-reduces of 2 MiB, a tenth of a second or more) as in the sweeps the line is for:
