@@ -17,10 +17,11 @@ WHICH=${1:-all}
 # The ThreadSanitizer subset: the labels whose code starts threads or shares sockets across them (the
 # store server's Asio thread and its clients, the transport's abort() from another thread, forked groups).
 # Plus communicator_test: the progress thread of asynchronous collectives against blocking callers and
-# abort(). (The kernels skip target_clones under TSan: ifunc resolvers would run before its runtime.)
+# abort(); liveness_monitor_test: the heartbeat thread against the communicator's abort and destruction.
+# (The kernels skip target_clones under TSan: ifunc resolvers would run before its runtime.)
 # The reliability label is left out to keep CI within its time; docs/RELIABILITY.md has the command.
 TSAN_LABELS='rendezvous|transport'
-TSAN_TARGETS=(rendezvous_test transport_frame_test transport_tcp_test communicator_test)
+TSAN_TARGETS=(rendezvous_test transport_frame_test transport_tcp_test communicator_test liveness_monitor_test)
 
 source "$ROOT/scripts/ci/stage.sh"
 
@@ -49,6 +50,7 @@ run_tsan() {
   stage "tsan: ctest -L '$TSAN_LABELS'" 2400 ctest --test-dir "$build" --output-on-failure -j "$JOBS" \
     -L "$TSAN_LABELS"
   stage "tsan: communicator_test" 900 env CANOPY_SOCKET_IFNAME=lo "$build/bin/communicator_test"
+  stage "tsan: liveness_monitor_test" 300 "$build/bin/liveness_monitor_test"
 }
 
 start=$SECONDS
