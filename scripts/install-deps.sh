@@ -3,7 +3,7 @@
 # Optional extras are detected at configure time: libibverbs-dev (RDMA) is installed here so the
 # verbs transport is always compiled; the CUDA toolkit is used when present but never installed here.
 # libtorch-dev (1.13, CPU) is installed so that examples/torch_trainer and its test are compiled and run
-# here and in CI: about 120 MB to download and 500 MB on disk, measured at about 70 s to install and 85 s
+# here and in CI: about 120 MB to download and 500 MB on disk, measured at about 70 s to install and 70 s
 # of CPU to compile (docs/GRADSYNC.md). CANOPY_NO_TORCH=1 leaves it out; CMake then skips the example.
 set -euo pipefail
 

@@ -4,7 +4,7 @@
 // that a bucket can leave while backward goes on computing earlier layers.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>  // not <torch/torch.h>: half the compile time and memory
 
 #include <vector>
 
