@@ -73,9 +73,11 @@ TEST(CanopyRunFailure, ARankThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
 }
 
 TEST(CanopyRunFailure, RestartsTheWholeGroupWithTheNextRestartCount) {
-  // Attempt 0: rank 1 fails. Attempt 1: everyone succeeds.
-  LauncherResult r = run_launcher(
-      {"--nproc", "2", "--max-restarts", "3", launcher_probe_path(), "env", "fail-before-restart:1@1"});
+  // Attempt 0: rank 1 fails. Attempt 1: everyone succeeds. The barrier makes rank 1 fail only after
+  // rank 0 has printed its environment, which canopy-run would otherwise cut short.
+  TempDir barrier;
+  LauncherResult r = run_launcher({"--nproc", "2", "--max-restarts", "3", launcher_probe_path(), "env",
+                                   "barrier:" + barrier.path(), "fail-before-restart:1@1"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   for (int rank : {0, 1}) {
     for (int attempt : {0, 1}) {
