@@ -57,7 +57,7 @@ std::string choice_table(const nlohmann::ordered_json& rows) {
   }
   if (compared == 0)
     throw std::invalid_argument("no size has both an auto row and an explicit algorithm's row: run the sweep with "
-                                "--algo all (which includes auto)");
+                                "--algo all,auto");
   // auto can beat the fastest explicit run (the same algorithm, measured again, at a luckier moment):
   // ratios a little below 1 are noise, not a better choice.
   return text + fmt::format("# auto / fastest over {} sizes: geometric mean {:.2f}, worst {:.2f}\n", compared,

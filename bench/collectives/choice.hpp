@@ -1,5 +1,5 @@
 // `canopy-bench choice`: how good is `auto`? For every size that a sweep ran both with `--algo auto` and
-// with explicit algorithms, auto's measured time beside the fastest algorithm's measured time.
+// with explicit algorithms (`--algo all,auto`), auto's measured time beside the fastest algorithm's measured time.
 #pragma once
 
 #include <nlohmann/json.hpp>

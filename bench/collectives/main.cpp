@@ -146,7 +146,7 @@ int sweep_command(int argc, char** argv) {
       "Also: canopy-bench trace | ceiling | plot | compare | choice (each with --help)"};
   app.add_option("collective", s.collective, "broadcast|reduce|allreduce|allgather|reducescatter|barrier|all")
       ->capture_default_str();
-  app.add_option("--algo", s.algorithms, "algorithms: a comma-separated list, 'all' or 'auto'")
+  app.add_option("--algo", s.algorithms, "algorithms: a comma-separated list of names, 'all' (every algorithm) and 'auto' (the cost model's choice)")
       ->capture_default_str();
   app.add_option("-b,--minbytes", s.min_size, "smallest size (suffixes K, M, G)")->capture_default_str();
   app.add_option("-e,--maxbytes", s.max_size, "largest size")->capture_default_str();

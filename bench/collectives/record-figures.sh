@@ -38,8 +38,8 @@ echo "# $(date -u '+%F %T UTC'), $(nproc) cores, load average: $(cut -d' ' -f1-3
 # 1. Small sizes need many iterations to rise above the noise; large ones few, or 256 MiB takes minutes.
 if ((quick)); then small=(-b 4 -e 4K -f 32 -n 20 -w 5); large=(-b 256K -e 4M -f 16 -n 2 -w 1)
 else small=(-b 4 -e 64K -f 4 -n 200 -w 20); large=(-b 256K -e 256M -f 4 -n 5 -w 2); fi
-run 4 allreduce --algo all "${small[@]}" --ceiling --json "$out/data/allreduce-4-small.json" | tee "$out/allreduce-4.txt"
-run 4 allreduce --algo all "${large[@]}" --ceiling --json "$out/data/allreduce-4-large.json" | tee -a "$out/allreduce-4.txt"
+run 4 allreduce --algo all,auto "${small[@]}" --ceiling --json "$out/data/allreduce-4-small.json" | tee "$out/allreduce-4.txt"
+run 4 allreduce --algo all,auto "${large[@]}" --ceiling --json "$out/data/allreduce-4-large.json" | tee -a "$out/allreduce-4.txt"
 plot "$out/allreduce-4.svg" "$out/data/allreduce-4-small.json" "$out/data/allreduce-4-large.json"
 
 # 2. The rank sweep: one 8-byte size, many iterations.
@@ -47,7 +47,7 @@ iters=$((quick ? 50 : 500))
 : >"$out/latency-vs-ranks.txt"
 for ranks in 2 3 4 8; do
   for collective in allreduce broadcast; do
-    run "$ranks" "$collective" --algo all -b 8 -e 8 -n "$iters" -w 50 \
+    run "$ranks" "$collective" --algo all,auto -b 8 -e 8 -n "$iters" -w 50 \
       --json "$out/data/$collective-8B-$ranks.json" | tee -a "$out/latency-vs-ranks.txt"
   done
 done

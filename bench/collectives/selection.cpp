@@ -56,16 +56,16 @@ std::vector<Collective> collectives_named(const std::string& name) {
 
 std::vector<std::string> algorithms_for(Collective collective, const std::string& list, bool allow_auto) {
   std::vector<std::string> names;
-  if (list == "all") {
-    for (const auto& a : collectives::algorithms(collective)) names.emplace_back(a.name);
-    return names;
-  }
   std::size_t start = 0;
   while (start <= list.size()) {
     std::size_t end = std::min(list.find(',', start), list.size());
     std::string name = list.substr(start, end - start);
     start = end + 1;
     if (name.empty()) continue;
+    if (name == "all") {  // every algorithm; "all,auto" adds auto's choice beside them
+      for (const auto& a : collectives::algorithms(collective)) names.emplace_back(a.name);
+      continue;
+    }
     bool known = (allow_auto && name == "auto") || collectives::find_algorithm(collective, name) != nullptr;
     if (!known)
       throw std::invalid_argument(fmt::format("{} has no algorithm '{}' (known: {}{})",

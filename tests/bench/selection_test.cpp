@@ -30,6 +30,9 @@ TEST(Selection, AlgorithmLists) {
   EXPECT_EQ(names, (std::vector<std::string>{"ring", "tree"}));
   EXPECT_EQ(algorithms_for(Collective::Broadcast, "auto"), std::vector<std::string>{"auto"});
   EXPECT_GE(algorithms_for(Collective::Broadcast, "all").size(), 4u);
+  auto every_and_auto = algorithms_for(Collective::AllReduce, "all,auto");
+  EXPECT_EQ(every_and_auto.size(), algorithms_for(Collective::AllReduce, "all").size() + 1);
+  EXPECT_EQ(every_and_auto.back(), "auto");
   EXPECT_THROW(algorithms_for(Collective::Broadcast, "auto", /*allow_auto=*/false), std::invalid_argument);
   EXPECT_THROW(algorithms_for(Collective::AllReduce, ""), std::invalid_argument);
   try {
