@@ -17,7 +17,7 @@
 namespace canopy::collectives {
 
 // alpha: a token passed around the ring of all ranks (the time of one hop, waking one process);
-// beta: every rank sends 4 MiB to its successor while receiving 4 MiB from its predecessor (the
+// beta: every rank sends 16 MiB to its successor while receiving 16 MiB from its predecessor (the
 //       slowest rank's rate: a collective waits for its slowest link);
 // gamma: every rank sums 4 MiB of float32 at the same time (the slowest rank's rate).
 // Each rank publishes what it measured in `store`; every rank returns the same combined figures.
