@@ -52,8 +52,12 @@ for p in $ranks; do
   for c in $collectives; do
     echo
     echo "## $c, $p ranks"
+    # MPI_Bcast has one buffer: Canopy's broadcast runs in place too, so that neither side copies the root's
+    # input into a separate output (the other collectives are out of place on both sides).
+    same_buffers=()
+    [[ "$c" == broadcast ]] && same_buffers=(--inplace)
     "$bin/canopy-run" --nproc "$p" --master-port 0 "$bin/canopy-bench" "$c" --algo "$algo" -b "$min" -e "$max" \
-      -f "$factor" -n "$iters" -w "$warmup" --ceiling --json "$out/canopy-$c-$p.json" >"$out/canopy-$c-$p.txt" 2>&1 \
+      -f "$factor" -n "$iters" -w "$warmup" "${same_buffers[@]}" --ceiling --json "$out/canopy-$c-$p.json" >"$out/canopy-$c-$p.txt" 2>&1 \
       || { echo "canopy-bench failed, see $out/canopy-$c-$p.txt" >&2; status=1; continue; }
     "${mpi[@]}" -np "$p" "$bin/canopy-mpi-bench" "$c" -b "$min" -e "$max" -f "$factor" -n "$iters" -w "$warmup" \
       --json "$out/mpi-$c-$p.json" >"$out/mpi-$c-$p.txt" 2>&1 \
