@@ -41,6 +41,9 @@ struct CommunicatorOptions {
 
 // The handle of an asynchronous collective. Collectives run one after another in the order they
 // were issued (the same order on every rank), on a progress thread; blocking calls join that order.
+// Until the call completes its buffers belong to it, as with MPI's nonblocking calls: an out-of-place
+// call reads its input throughout (it is never copied first), so neither buffer may be touched before
+// wait() or completed() says it is done.
 class Work {
  public:
   Work() = default;
