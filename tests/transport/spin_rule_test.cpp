@@ -11,15 +11,17 @@ namespace {
 
 using std::chrono::microseconds;
 
-TEST(SpinRule, SpinsWhileTheHostsRanksFitOnItsCores) {
+TEST(SpinRule, SpinsUpToFourRanksPerCore) {
   EXPECT_EQ(choose_spin(std::nullopt, 1, 2), kDefaultSpin);
   EXPECT_EQ(choose_spin(std::nullopt, 2, 2), kDefaultSpin);
   EXPECT_EQ(choose_spin(std::nullopt, 8, 64), kDefaultSpin);
+  EXPECT_EQ(choose_spin(std::nullopt, 4, 2), kDefaultSpin);
+  EXPECT_EQ(choose_spin(std::nullopt, 8, 2), kDefaultSpin);
 }
 
-TEST(SpinRule, BlocksWhenRanksOutnumberCores) {
-  EXPECT_EQ(choose_spin(std::nullopt, 3, 2), microseconds(0));
-  EXPECT_EQ(choose_spin(std::nullopt, 8, 2), microseconds(0));
+TEST(SpinRule, BlocksWhenRanksOutnumberCoresMoreThanFourTimes) {
+  EXPECT_EQ(choose_spin(std::nullopt, 9, 2), microseconds(0));
+  EXPECT_EQ(choose_spin(std::nullopt, 64, 8), microseconds(0));
 }
 
 TEST(SpinRule, AnExplicitSettingWinsEitherWay) {

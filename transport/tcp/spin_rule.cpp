@@ -17,7 +17,7 @@ int usable_cores() {
 std::chrono::microseconds choose_spin(std::optional<std::chrono::microseconds> requested, int local_ranks,
                                       int cores) {
   if (requested) return *requested;
-  return local_ranks <= cores ? kDefaultSpin : std::chrono::microseconds(0);
+  return local_ranks <= kMostRanksPerCoreToSpin * cores ? kDefaultSpin : std::chrono::microseconds(0);
 }
 
 }  // namespace canopy::transport

@@ -21,7 +21,7 @@ struct TcpOptions {
   // stray clients): it never holds up the mesh.
   Duration handshake_timeout = std::chrono::seconds(2);
   // How long progress() busy-polls before it blocks in poll(): cuts small-message latency by the
-  // wake-up (a few us) but burns a core, so only worth it when ranks do not outnumber cores.
+  // wake-up (a few us) but burns a core, so not when ranks outnumber cores many times (spin_rule.hpp).
   // CANOPY_SOCKET_SPIN_US (0: never spins); unset, choose_spin() decides from local_size and the cores.
   std::optional<std::chrono::microseconds> spin;
   // This group's ranks on this host, from the bootstrap; 0 when unknown (then taken to be the whole group,
