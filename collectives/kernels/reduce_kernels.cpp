@@ -60,20 +60,7 @@ struct BFloat16Format {
 constexpr std::size_t kBlock = 1024;
 constexpr std::size_t kBlockGap = 32;
 
-template <typename Format, typename Op>
-void combine_16bit(std::uint16_t* dst, const std::uint16_t* src, std::size_t count) {
-  alignas(64) float scratch[2 * kBlock + kBlockGap];
-  float* acc = scratch;
-  float* in = scratch + kBlock + kBlockGap;
-  for (std::size_t done = 0; done < count; done += kBlock) {
-    const std::size_t n = std::min(kBlock, count - done);
-    Format::widen(dst + done, acc, n);
-    Format::widen(src + done, in, n);
-    combine<float, Op>(acc, in, n);
-    Format::narrow(acc, dst + done, n);
-  }
-}
-
+// out = in (op) incoming; `out` may be `in` (each block is read whole before it is written).
 template <typename Format, typename Op>
 void combine_to_16bit(std::uint16_t* out, const std::uint16_t* in, const std::uint16_t* incoming,
                       std::size_t count) {
@@ -87,6 +74,11 @@ void combine_to_16bit(std::uint16_t* out, const std::uint16_t* in, const std::ui
     combine<float, Op>(acc, other, n);
     Format::narrow(acc, out + done, n);
   }
+}
+
+template <typename Format, typename Op>
+void combine_16bit(std::uint16_t* dst, const std::uint16_t* src, std::size_t count) {
+  combine_to_16bit<Format, Op>(dst, dst, src, count);
 }
 
 template <typename Format>
