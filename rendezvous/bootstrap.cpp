@@ -41,21 +41,30 @@ std::string host_identity(const EnvMap& env) {
   return name;
 }
 
-void assign_local_ranks(Store& store, LaunchInfo& info, const std::string& host_id) {
-  store.set(rank_key("host", info.rank), host_id);
+std::vector<std::string> exchange_with_all_ranks(Store& store, std::string_view what, int rank, int world_size,
+                                                 const std::string& value) {
+  store.set(rank_key(what, rank), value);
   std::vector<std::string> keys;
-  keys.reserve(static_cast<std::size_t>(info.world_size));
-  for (int r = 0; r < info.world_size; ++r) keys.push_back(rank_key("host", r));
+  keys.reserve(static_cast<std::size_t>(world_size));
+  for (int r = 0; r < world_size; ++r) keys.push_back(rank_key(what, r));
   try {
     store.wait(keys);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::Timeout) throw;
-    fail(ErrorCode::Timeout, "rendezvous: rank {} waited {} ms for all {} ranks to arrive; {}", info.rank,
-         store.timeout().count(), info.world_size, e.what());
+    fail(ErrorCode::Timeout, "rendezvous: rank {} waited {} ms for all {} ranks to arrive; {}", rank,
+         store.timeout().count(), world_size, e.what());
   }
+  std::vector<std::string> values;
+  values.reserve(keys.size());
+  for (const std::string& key : keys) values.push_back(store.get(key));
+  return values;
+}
+
+void assign_local_ranks(Store& store, LaunchInfo& info, const std::string& host_id) {
+  const std::vector<std::string> hosts = exchange_with_all_ranks(store, "host", info.rank, info.world_size, host_id);
   int local_rank = 0, local_world_size = 0;
   for (int r = 0; r < info.world_size; ++r) {
-    if (store.get(keys[static_cast<std::size_t>(r)]) != host_id) continue;
+    if (hosts[static_cast<std::size_t>(r)] != host_id) continue;
     if (r < info.rank) ++local_rank;
     ++local_world_size;
   }

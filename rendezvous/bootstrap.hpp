@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "canopy/store.hpp"
 #include "common/env.hpp"
@@ -44,6 +46,11 @@ struct Rendezvous {
 // and local world size when the launcher did not give them. Every wait is bounded by `timeout`,
 // which also becomes the store's default timeout.
 Rendezvous rendezvous(const EnvMap& env, Duration timeout);
+
+// Every rank publishes "<what>/<rank>" = value and returns everyone's, by rank; a rank that does not
+// arrive within the store's timeout is an Error(Timeout) that says how many were awaited.
+std::vector<std::string> exchange_with_all_ranks(Store& store, std::string_view what, int rank, int world_size,
+                                                 const std::string& value);
 
 // Every rank publishes "host/<rank>" = host_id and reads everyone's: the local rank is the position
 // among the ranks with the same host_id ordered by global rank, the local world size their number.
