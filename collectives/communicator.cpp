@@ -16,6 +16,7 @@
 #include "collectives/executor.hpp"
 #include "collectives/first_failure.hpp"
 #include "collectives/flight_recorder.hpp"
+#include "collectives/host_layout_exchange.hpp"
 #include "collectives/kernels/reduce_kernels.hpp"
 #include "collectives/liveness_monitor.hpp"
 #include "collectives/schedule_cache.hpp"
@@ -24,6 +25,7 @@
 #include "common/log.hpp"
 #include "rendezvous/bootstrap.hpp"
 #include "transport/select_transport.hpp"
+#include "transport/tcp/spin_rule.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy {
@@ -97,13 +99,6 @@ std::size_t default_chunk_bytes() {
   if (end == text->c_str() || *end != '\0' || value == 0)
     fail(ErrorCode::Config, "CANOPY_CHUNK_BYTES='{}' must be a positive size such as 1M", *text);
   return value;
-}
-
-std::string host_id() {
-  if (auto id = env_value("CANOPY_HOST_ID")) return *id;
-  char name[256] = {};
-  gethostname(name, sizeof(name) - 1);
-  return name;
 }
 
 void grow(std::vector<std::byte>& buffer, std::size_t bytes) {
@@ -184,16 +179,14 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   store_ = std::make_shared<PrefixStore>(base_store, fmt::format("canopy/comm/{}", comm_id_));
   store_->set_timeout(timeout_);
 
+  const collectives::HostLayout hosts = collectives::exchange_host_layout(
+      *store_, rank, size, rendezvous::host_identity(current_environment()), transport::usable_cores());
   if (options.local_rank >= 0 && options.local_size > 0) {
     local_rank = options.local_rank;
     local_size = options.local_size;
   } else {
-    rendezvous::LaunchInfo info;
-    info.rank = rank;
-    info.world_size = size;
-    rendezvous::assign_local_ranks(*store_, info, host_id());
-    local_rank = info.local_rank;
-    local_size = info.local_world_size;
+    local_rank = hosts.local_rank_of(rank);
+    local_size = hosts.ranks_on(hosts.host_of(rank));
   }
 
   auto tcp = transport::TcpOptions::from_environment();
@@ -204,10 +197,10 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   transport_ = transport::connect_mesh(*store_, rank, size, tcp);  // CANOPY_TRANSPORT=tcp|verbs|auto
 
   bool calibrate = options.calibrate && env_value("CANOPY_CALIBRATE").value_or("1") != "0";
-  if (calibrate) {
-    cost_model_ = collectives::CostModel(
-        collectives::calibrate_link_model(*transport_, *store_, comm_id_, Deadline::after(timeout_)));
-  }
+  collectives::LinkModel link;
+  link.hosts = hosts;
+  if (calibrate) link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, hosts, Deadline::after(timeout_));
+  cost_model_ = collectives::CostModel(std::move(link));
   log::info("communicator {} ready: rank {} of {} (local {} of {}), {}", comm_id_, rank, size, local_rank,
             local_size, collectives::describe(cost_model_.link()));
 
@@ -467,7 +460,7 @@ Communicator::AlgorithmChoice Communicator::choose_algorithm(const CollectiveArg
 
 Communicator::LinkEstimate Communicator::link_estimate() const {
   const auto& link = impl_->link();
-  return {link.alpha, link.beta, link.gamma};
+  return {link.alpha, link.beta, link.gamma, link.beta_eager, link.eager_bytes, collectives::describe(link)};
 }
 
 void Communicator::check_blocks(std::size_t block, std::size_t whole, const char* what) const {

@@ -22,7 +22,7 @@ struct AlgorithmChoice {
 
 class CostModel {
  public:
-  explicit CostModel(LinkModel link = {}) : link_(link) {}
+  explicit CostModel(LinkModel link = {}) : link_(std::move(link)) {}
 
   const LinkModel& link() const { return link_; }
   // The reference stays valid until the next call: a steady-state call copies nothing.

@@ -16,8 +16,16 @@
 namespace canopy::collectives {
 
 std::string describe(const LinkModel& link) {
-  return fmt::format("alpha {:.1f} us, beta {:.2f} GB/s, gamma {:.2f} GB/s", link.alpha * 1e6, 1e-9 / link.beta,
-                     1e-9 / link.gamma);
+  std::string text = fmt::format("alpha {:.1f} us, beta {:.2f} GB/s", link.alpha * 1e6, 1e-9 / link.beta);
+  if (link.eager_bytes > 0)
+    text += fmt::format(" ({:.2f} GB/s up to {} KiB)", 1e-9 / link.beta_eager, link.eager_bytes >> 10);
+  text += fmt::format(", gamma {:.2f} GB/s", 1e-9 / link.gamma);
+  const HostLayout& hosts = link.hosts;
+  for (int host = 0; host < static_cast<int>(hosts.cores_of_host.size()); ++host) {
+    if (hosts.shares_cores(host))
+      text += fmt::format("; host {}: {} ranks share {} cores", host, hosts.ranks_on(host), hosts.cores_of(host));
+  }
+  return text;
 }
 
 namespace {
@@ -26,7 +34,7 @@ using Seconds = std::chrono::duration<double>;
 
 // Probe messages travel as Bootstrap frames, numbered by `step` so that a late message of one probe
 // can never be taken for another's.
-enum ProbeStep : std::uint32_t { kToken = 0, kBulk = 1 };
+enum ProbeStep : std::uint32_t { kToken = 0, kBulk = 1, kEager = 2 };
 
 transport::Envelope probe_envelope(std::uint64_t comm_id, ProbeStep step, std::uint64_t bytes) {
   transport::Envelope e;
@@ -78,21 +86,21 @@ void exchange_around_ring(transport::Transport& t, const transport::Envelope& en
   }
 }
 
-// Seconds per byte this rank achieved while every rank sent and received at once.
-double probe_loaded_bandwidth(transport::Transport& t, std::uint64_t comm_id, double alpha, Deadline deadline) {
-  // Larger than the caches: a 4 MiB probe ran 1.5 times faster than 64 MiB collectives then streamed.
-  constexpr std::size_t kBytes = 16 << 20;
-  constexpr int kRounds = 3;
-  std::vector<std::byte> out(kBytes), in(kBytes);
-  auto envelope = probe_envelope(comm_id, kBulk, kBytes);
+// Seconds per byte of one message of `bytes`, as this rank saw it while every rank sent and received
+// at once: the fastest of `rounds` exchanges (the first, which touches fresh pages and grows socket
+// buffers, does not count), its hop latency taken off, divided by the turns its host's ranks took for
+// the cores.
+double probe_loaded_bandwidth(transport::Transport& t, std::uint64_t comm_id, ProbeStep step, std::size_t bytes,
+                              int rounds, double alpha, int turns, Deadline deadline) {
+  std::vector<std::byte> out(bytes), in(bytes);
+  auto envelope = probe_envelope(comm_id, step, bytes);
   double fastest = 1e9;
-  for (int round = 0; round < kRounds; ++round) {
+  for (int round = 0; round <= rounds; ++round) {
     auto begin = Clock::now();
     exchange_around_ring(t, envelope, out, in, deadline);
-    // Round 0 touches fresh pages and grows socket buffers: it does not count.
     if (round > 0) fastest = std::min(fastest, Seconds(Clock::now() - begin).count());
   }
-  return std::max(fastest - alpha, 1e-9) / kBytes;
+  return std::max(fastest / turns - alpha, 1e-9) / static_cast<double>(bytes);
 }
 
 double probe_reduce() {
@@ -111,48 +119,78 @@ std::optional<LinkModel> fixed_model_from_environment() {
   auto text = env_value("CANOPY_COST_MODEL");
   if (!text) return std::nullopt;
   LinkModel link;
-  if (std::sscanf(text->c_str(), "%lf,%lf,%lf", &link.alpha, &link.beta, &link.gamma) != 3 || link.alpha < 0 ||
-      link.beta <= 0 || link.gamma < 0)
+  unsigned long long eager_bytes = 0;
+  const int fields = std::sscanf(text->c_str(), "%lf,%lf,%lf,%lf,%llu", &link.alpha, &link.beta, &link.gamma,
+                                 &link.beta_eager, &eager_bytes);
+  if (fields == 3) link.beta_eager = link.beta;
+  link.eager_bytes = eager_bytes;
+  if ((fields != 3 && fields != 5) || link.alpha < 0 || link.beta <= 0 || link.gamma < 0 || link.beta_eager <= 0)
     fail(ErrorCode::Config,
-         "CANOPY_COST_MODEL='{}' must be 'alpha,beta,gamma' (seconds, seconds per byte, seconds per byte)", *text);
+         "CANOPY_COST_MODEL='{}' must be 'alpha,beta,gamma' or 'alpha,beta,gamma,beta_eager,eager_bytes' (seconds, "
+         "seconds per byte, seconds per byte, seconds per byte, bytes)",
+         *text);
   return link;
 }
 
 // Hex floats: exact, and the same figures on every rank.
-std::string encode(const LinkModel& link) { return fmt::format("{:a},{:a},{:a}", link.alpha, link.beta, link.gamma); }
+std::string encode(const LinkModel& link) {
+  return fmt::format("{:a},{:a},{:a},{:a},{}", link.alpha, link.beta, link.gamma, link.beta_eager, link.eager_bytes);
+}
 
 LinkModel decode(const std::string& text) {
   LinkModel link;
-  if (std::sscanf(text.c_str(), "%la,%la,%la", &link.alpha, &link.beta, &link.gamma) != 3)
+  unsigned long long eager_bytes = 0;
+  if (std::sscanf(text.c_str(), "%la,%la,%la,%la,%llu", &link.alpha, &link.beta, &link.gamma, &link.beta_eager,
+                  &eager_bytes) != 5)
     fail(ErrorCode::Protocol, "malformed cost model '{}' in the store", text);
+  link.eager_bytes = eager_bytes;
   return link;
+}
+
+LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t comm_id, const HostLayout& hosts,
+                  Deadline deadline) {
+  // Larger than the caches: a 4 MiB probe ran 1.5 times faster than 64 MiB collectives then streamed.
+  constexpr std::size_t kStreamBytes = 16 << 20;
+  // What a loopback socket takes without waiting for its reader, once the stream probe grew its buffers.
+  constexpr std::size_t kEagerBytes = 256 << 10;
+  auto timeout = [&] { return std::chrono::duration_cast<Duration>(deadline.remaining()); };
+  const int turns = hosts.turns_when_all_busy(hosts.host_of(transport.rank()));
+
+  LinkModel mine;
+  mine.alpha = probe_hop_latency(transport, comm_id, deadline);
+  mine.beta = probe_loaded_bandwidth(transport, comm_id, kBulk, kStreamBytes, 2, mine.alpha, turns, deadline);
+  mine.beta_eager = probe_loaded_bandwidth(transport, comm_id, kEager, kEagerBytes, 16, mine.alpha, turns, deadline);
+  mine.eager_bytes = kEagerBytes;
+  mine.gamma = probe_reduce();
+  store.set(fmt::format("cost_model/{}", transport.rank()), encode(mine));
+
+  const std::string combined_key = "cost_model";
+  if (transport.rank() != 0) return decode(store.get(combined_key, timeout()));
+  LinkModel combined = mine;  // alpha is rank 0's; the rest the slowest rank's
+  for (int r = 1; r < transport.size(); ++r) {
+    LinkModel theirs = decode(store.get(fmt::format("cost_model/{}", r), timeout()));
+    combined.beta = std::max(combined.beta, theirs.beta);
+    combined.beta_eager = std::max(combined.beta_eager, theirs.beta_eager);
+    combined.gamma = std::max(combined.gamma, theirs.gamma);
+  }
+  // A byte that fits the socket never costs more than one that streams (a noisy probe aside).
+  combined.beta_eager = std::min(combined.beta_eager, combined.beta);
+  store.set(combined_key, encode(combined));
+  return combined;
 }
 
 }  // namespace
 
 LinkModel calibrate_link_model(transport::Transport& transport, Store& store, std::uint64_t comm_id,
-                               Deadline deadline) {
-  if (auto fixed = fixed_model_from_environment()) return *fixed;
-  if (transport.size() < 2) return LinkModel{};
-  auto timeout = [&] { return std::chrono::duration_cast<Duration>(deadline.remaining()); };
-
-  double alpha = probe_hop_latency(transport, comm_id, deadline);
-  LinkModel mine{alpha, probe_loaded_bandwidth(transport, comm_id, alpha, deadline), probe_reduce()};
-  store.set(fmt::format("cost_model/{}", transport.rank()), encode(mine));
-
-  const std::string combined_key = "cost_model";
-  if (transport.rank() == 0) {
-    LinkModel combined = mine;  // alpha is rank 0's; beta and gamma the slowest rank's
-    for (int r = 1; r < transport.size(); ++r) {
-      LinkModel theirs = decode(store.get(fmt::format("cost_model/{}", r), timeout()));
-      combined.beta = std::max(combined.beta, theirs.beta);
-      combined.gamma = std::max(combined.gamma, theirs.gamma);
-    }
-    store.set(combined_key, encode(combined));
-    log::info("measured {}", describe(combined));
-    return combined;
-  }
-  return decode(store.get(combined_key, timeout()));
+                               const HostLayout& hosts, Deadline deadline) {
+  LinkModel link;
+  if (auto fixed = fixed_model_from_environment())
+    link = *fixed;
+  else if (transport.size() >= 2)
+    link = measure(transport, store, comm_id, hosts, deadline);
+  link.hosts = hosts;
+  if (transport.rank() == 0) log::info("cost model: {}", describe(link));
+  return link;
 }
 
 }  // namespace canopy::collectives

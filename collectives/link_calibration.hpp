@@ -19,11 +19,17 @@ namespace canopy::collectives {
 // alpha: a token passed around the ring of all ranks (the time of one hop, waking one process);
 // beta: every rank sends 16 MiB to its successor while receiving 16 MiB from its predecessor (the
 //       slowest rank's rate: a collective waits for its slowest link);
+// beta_eager: the same with messages of LinkModel::eager_bytes (256 KiB), which sockets take at once;
 // gamma: every rank sums 4 MiB of float32 at the same time (the slowest rank's rate).
-// Each rank publishes what it measured in `store`; every rank returns the same combined figures.
-// CANOPY_COST_MODEL="alpha_s,beta_s_per_byte,gamma_s_per_byte" fixes them instead.
+// Where a host's ranks outnumber its cores, the simulator lets only `cores` of their messages move at
+// once; the exchanges' times are divided by the turns the ranks took, so that the model, run on the
+// probe, predicts what the probe measured.
+// Each rank publishes what it measured in `store`; every rank returns the same combined figures, with
+// `hosts` as the model's layout.
+// CANOPY_COST_MODEL="alpha_s,beta_s_per_byte,gamma_s_per_byte[,beta_eager_s_per_byte,eager_bytes]"
+// fixes the figures instead.
 LinkModel calibrate_link_model(transport::Transport& transport, Store& store, std::uint64_t comm_id,
-                               Deadline deadline);
+                               const HostLayout& hosts, Deadline deadline);
 
 std::string describe(const LinkModel& link);
 

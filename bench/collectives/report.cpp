@@ -32,11 +32,8 @@ void TablePrinter::header(Collective collective, const RunInfo& info) {
                info.loopback_each_way_gbps, 2 * info.loopback_each_way_gbps, command_name(collective),
                info.ranks, ceiling);
   fmt::print(out_,
-             "#\n# {} on {} ranks ({} host{}), transport {}; cost model: alpha {:.1f} us, {:.2f} GB/s, "
-             "reduce {:.2f} GB/s\n#\n",
-             command_name(collective), info.ranks, info.hosts, info.hosts == 1 ? "" : "s",
-             info.transport.describe(), info.link.alpha_seconds * 1e6, 1e-9 / info.link.beta_seconds_per_byte,
-             1e-9 / info.link.gamma_seconds_per_byte);
+             "#\n# {} on {} ranks ({} host{}), transport {}; cost model: {}\n#\n", command_name(collective),
+             info.ranks, info.hosts, info.hosts == 1 ? "" : "s", info.transport.describe(), info.link.description);
   fmt::print(out_, kColumns, "size", "count", "type", "redop", "root", "algo", "time(us)", "min(us)",
              "max(us)", "model(us)", "algbw", "busbw", "#wrong");
   fmt::print(out_, "{}\n", ceiling > 0 ? fmt::format(" {:>7}", "ceil") : "");
@@ -91,7 +88,9 @@ nlohmann::ordered_json to_json(const RunInfo& info, const BenchResult& r) {
                                 {"wrong", r.wrong},
                                 {"alpha_s", info.link.alpha_seconds},
                                 {"beta_s_per_byte", info.link.beta_seconds_per_byte},
-                                {"gamma_s_per_byte", info.link.gamma_seconds_per_byte}};
+                                {"gamma_s_per_byte", info.link.gamma_seconds_per_byte},
+                                {"beta_eager_s_per_byte", info.link.beta_eager_seconds_per_byte},
+                                {"eager_bytes", info.link.eager_bytes}};
   const double ceiling = ceiling_busbw_gbps(r.with.collective, info.ranks, 2 * info.loopback_each_way_gbps);
   if (ceiling > 0) {
     row["loopback_each_way_gbps"] = info.loopback_each_way_gbps;

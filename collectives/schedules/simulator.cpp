@@ -1,7 +1,14 @@
 // An event-driven run of all ranks' schedules. Each rank has one outgoing link, one incoming link and
 // one CPU, each doing one thing at a time: a message occupies the sender's outgoing link and the
-// receiver's incoming link for alpha + bytes * beta (so a root sending to 7 peers takes 7 times as long
-// as sending to one), and a reduce occupies the receiver's CPU for bytes * gamma (a copy as well).
+// receiver's incoming link for LinkModel::message_seconds (alpha and its bytes: so a root sending to 7
+// peers takes 7 times as long as sending to one), and a reduce occupies the receiver's CPU for
+// bytes * gamma (a copy as well).
+// Ranks of one host that outnumber its cores share them: a message between two of them also needs one
+// of the host's cores for its whole time (loopback is the kernel copying), so eight such ranks on two
+// cores move at most two messages at once, and an algorithm that has every rank send in every round
+// (recursive doubling) pays for it where a tree, sending less at once, does not. A message between hosts
+// takes no core: its wire, not the copies at either end, sets its time. Reductions run on each rank's
+// own CPU (gamma is measured with every rank reducing at once, so it already holds the sharing).
 // A message's logical round is one more than the rounds of the messages it waits for: those its data
 // came with, and the previous messages on the two links it uses (the seed's flat broadcast takes p-1
 // rounds: one friend after the other).
@@ -103,6 +110,11 @@ struct RankState {
   std::size_t steps_done = 0;
 };
 
+// When each core of a host that shares its cores becomes free; empty for a host whose ranks fit.
+struct HostState {
+  std::vector<double> core_free;
+};
+
 class Engine {
  public:
   Engine(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
@@ -111,6 +123,7 @@ class Engine {
     check_call();
     ranks_.resize(static_cast<std::size_t>(call.size));
     for (int r = 0; r < call.size; ++r) build(r);
+    check_hosts();
   }
 
   // Runs to the end; fills `transfers` and returns when the last rank finished.
@@ -134,6 +147,8 @@ class Engine {
     check_finished();
     return finish_time_;
   }
+
+  std::size_t messages_sent() const { return messages_.size(); }
 
  private:
   enum class EventKind { Ready, Done, Arrive };
@@ -172,6 +187,31 @@ class Engine {
            call_.size - 1);
     }
     if (call_.chunk_count == 0) fail(ErrorCode::InvalidArgument, "{}: chunk_count must be >= 1", context());
+  }
+
+  void check_hosts() {
+    const HostLayout& hosts = model_.hosts;
+    if (hosts.host_of_rank.empty()) return;
+    if (hosts.host_of_rank.size() != static_cast<std::size_t>(call_.size))
+      fail(ErrorCode::InvalidArgument, "{}: the host layout names {} ranks", context(), hosts.host_of_rank.size());
+    for (int host : hosts.host_of_rank) {
+      if (host < 0 || static_cast<std::size_t>(host) >= hosts.cores_of_host.size() || hosts.cores_of(host) < 1)
+        fail(ErrorCode::InvalidArgument, "{}: host {} of the layout has no core count", context(), host);
+    }
+    hosts_.resize(hosts.cores_of_host.size());
+    for (std::size_t h = 0; h < hosts_.size(); ++h) {
+      if (hosts.shares_cores(static_cast<int>(h))) hosts_[h].core_free.assign(static_cast<std::size_t>(hosts.cores_of(static_cast<int>(h))), 0.0);
+    }
+  }
+
+  // The core a message from `from` to `to` needs, when they share a host that shares its cores:
+  // the one free soonest. Null when the message needs none.
+  double* core_for(int from, int to) {
+    const int host = model_.hosts.host_of(from);
+    if (hosts_.empty() || host != model_.hosts.host_of(to)) return nullptr;
+    std::vector<double>& cores = hosts_[static_cast<std::size_t>(host)].core_free;
+    if (cores.empty()) return nullptr;
+    return &*std::min_element(cores.begin(), cores.end());
   }
 
   std::uint64_t limit_of(int rank, Buffer buffer) {
@@ -388,6 +428,7 @@ class Engine {
         for (auto& [peer, queue] : rank.sends_to) {
           if (queue.next >= queue.steps.size() || !rank.ready[queue.steps[queue.next]]) continue;
           if (state(peer).in_free > now) continue;
+          if (const double* core = core_for(r, peer); core != nullptr && *core > now) continue;
           if (chosen == nullptr || queue.steps[queue.next] < chosen->steps[chosen->next]) chosen = &queue;
         }
         if (chosen == nullptr) break;
@@ -400,9 +441,10 @@ class Engine {
     RankState& rank = state(r);
     const Step& step = rank.steps()[i];
     const std::uint64_t bytes = step.src.count * element_size_;
-    const double finish = now + model_.alpha + static_cast<double>(bytes) * model_.beta;
+    const double finish = now + model_.message_seconds(bytes);
     rank.out_free = finish;
     state(step.peer).in_free = finish;
+    if (double* core = core_for(r, step.peer)) *core = finish;
     // A message goes one round after what it waits for: its data, and the link time it queued for.
     rank.round[i] = 1 + std::max({rank.round[i] - 1, rank.last_out_round, state(step.peer).last_in_round});
     rank.last_out_round = state(step.peer).last_in_round = rank.round[i];
@@ -481,6 +523,7 @@ class Engine {
   LinkModel model_;
   std::optional<DataModel> data_;
   std::vector<RankState> ranks_;
+  std::vector<HostState> hosts_;
   std::vector<Message> messages_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::uint64_t sequence_ = 0;
@@ -534,10 +577,18 @@ Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, Data
   return simulation;
 }
 
+Prediction predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
+                   const LinkModel& model) {
+  Engine engine(algorithm, call, element_size, model, std::nullopt);
+  Prediction prediction;
+  prediction.seconds = engine.run(nullptr);
+  prediction.messages = engine.messages_sent();
+  return prediction;
+}
+
 double predict_seconds(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
                        const LinkModel& model) {
-  Engine engine(algorithm, call, element_size, model, std::nullopt);
-  return engine.run(nullptr);
+  return predict(algorithm, call, element_size, model).seconds;
 }
 
 }  // namespace canopy::collectives

@@ -3,20 +3,39 @@
 // an alpha-beta-gamma model, predicts the time. Also records who sent what to whom for the tracer.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "collectives/schedules/algorithms.hpp"
+#include "collectives/schedules/host_layout.hpp"
 #include "collectives/schedules/schedule.hpp"
 
 namespace canopy::collectives {
 
 // alpha: seconds per message; beta: seconds per byte on a link; gamma: seconds per byte reduced.
+// A message's first eager_bytes cost beta_eager each instead of beta: a socket takes that much from the
+// sender without waiting for the reader, so a message that fits is two memory copies, while a longer one
+// streams at the pace of sender and receiver waking each other (on loopback 2-5 times slower per byte).
 struct LinkModel {
+  LinkModel() = default;
+  // Every byte at beta: no eager part, every rank on a host of its own.
+  LinkModel(double alpha_seconds, double beta_seconds_per_byte, double gamma_seconds_per_byte)
+      : alpha(alpha_seconds), beta(beta_seconds_per_byte), gamma(gamma_seconds_per_byte) {}
+
   double alpha = 20e-6;
   double beta = 1.0 / 1.0e9;
   double gamma = 1.0 / 10.0e9;
+  double beta_eager = 1.0 / 1.0e9;
+  std::uint64_t eager_bytes = 0;
+  HostLayout hosts;
+
+  double message_seconds(std::uint64_t bytes) const {
+    const std::uint64_t eager = std::min(bytes, eager_bytes);
+    return alpha + static_cast<double>(eager) * beta_eager + static_cast<double>(bytes - eager) * beta;
+  }
 };
 
 // One message as the simulator timed it.
@@ -45,7 +64,15 @@ struct Simulation {
 Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, DataType type, ReduceOp op,
                     std::vector<std::vector<std::byte>> inputs, const LinkModel& model = {});
 
-// The predicted seconds alone (no data moved): what the cost model asks.
+// What the cost model asks (no data moved): the predicted seconds, and how many messages all ranks send.
+struct Prediction {
+  double seconds = 0;
+  std::size_t messages = 0;
+};
+Prediction predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
+                   const LinkModel& model);
+
+// The predicted seconds alone.
 double predict_seconds(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
                        const LinkModel& model);
 

@@ -157,6 +157,9 @@ class Communicator {
     double alpha_seconds = 0;           // per message
     double beta_seconds_per_byte = 0;   // per byte on a link
     double gamma_seconds_per_byte = 0;  // per byte reduced
+    double beta_eager_seconds_per_byte = 0;  // per byte of a message's first eager_bytes (socket buffers)
+    std::uint64_t eager_bytes = 0;
+    std::string description;  // all of it in words, with the hosts whose ranks share cores
   };
   LinkEstimate link_estimate() const;
 

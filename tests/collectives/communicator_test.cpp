@@ -2,6 +2,7 @@
 // ranks bit-identical for random floats; mismatched calls reported on every rank; async work.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "collectives/schedules/algorithms.hpp"
 #include "tests/support/group.hpp"
 #include "tests/support/ranks.hpp"
+#include "transport/tcp/spin_rule.hpp"
 
 namespace canopy {
 namespace {
@@ -226,6 +228,38 @@ TEST(Communicator, BadArgumentsAreClearErrors) {
     }
     comm.all_reduce(std::span(data));  // still usable: nothing was sent
   });
+}
+
+// Start-up learns where every rank runs: two "hosts" of two ranks each (CANOPY_HOST_ID), each rank
+// its local rank from the layout, and the calibrated model, the same on every rank, says which hosts'
+// ranks share cores.
+TEST(Communicator, StartUpLearnsTheHostLayoutAndCalibratesTheSameModelEverywhere) {
+  testing::TempDir dir;
+  CommunicatorOptions options = test_options();
+  options.calibrate = true;
+  options.local_rank = -1;
+  options.local_size = -1;
+  auto exits = testing::run_processes(4, [&](int rank) {
+    ::setenv("CANOPY_HOST_ID", rank < 2 ? "host a" : "host b", 1);
+    auto store = open_file_store(dir.path());
+    Communicator comm(store, rank, 4, options);
+    require(comm.local_rank() == rank % 2 && comm.local_size() == 2, "rank {}: local rank {} of {}", rank,
+            comm.local_rank(), comm.local_size());
+    const Communicator::LinkEstimate link = comm.link_estimate();
+    require(link.alpha_seconds > 0 && link.beta_seconds_per_byte > 0 && link.gamma_seconds_per_byte > 0 &&
+                link.beta_eager_seconds_per_byte > 0 &&
+                link.beta_eager_seconds_per_byte <= link.beta_seconds_per_byte && link.eager_bytes == 256 << 10,
+            "rank {}: implausible model {}", rank, link.description);
+    const bool shared = 2 > transport::usable_cores();
+    require((link.description.find("2 ranks share") != std::string::npos) == shared,
+            "rank {}: on {} cores the model says {}", rank, transport::usable_cores(), link.description);
+    store->set(fmt::format("model/{}", rank), link.description);
+    for (int other = 0; other < 4; ++other) {
+      const std::string theirs = store->get(fmt::format("model/{}", other));
+      require(theirs == link.description, "rank {} has '{}', rank {} '{}'", rank, link.description, other, theirs);
+    }
+  });
+  for (int rank = 0; rank < 4; ++rank) EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
 }
 
 }  // namespace

@@ -151,6 +151,98 @@ TEST(CostModel, DoubleTreeBeatsOneTreeForLargeBuffers) {
   }
 }
 
+LinkModel one_host(LinkModel model, int ranks, int cores) {
+  model.hosts.host_of_rank.assign(static_cast<std::size_t>(ranks), 0);
+  model.hosts.cores_of_host = {cores};
+  return model;
+}
+
+// Eight ranks on two cores move two messages at a time: recursive doubling's three rounds of eight
+// messages take twelve turns, the barrier's dissemination too; a host with a core per rank changes nothing.
+TEST(HostModel, RanksSharingCoresMoveAtMostCoresMessagesAtOnce) {
+  const LinkModel latency_only{1e-5, 0, 0};
+  const CollectiveCall all_reduce{Collective::AllReduce, 0, 8, 2, 0, 2};
+  const Algorithm& doubling = algorithm(Collective::AllReduce, "recursive-doubling");
+  EXPECT_NEAR(predict_seconds(doubling, all_reduce, 4, latency_only), 3e-5, 1e-15);
+  EXPECT_NEAR(predict_seconds(doubling, all_reduce, 4, one_host(latency_only, 8, 2)), 12e-5, 1e-15);
+  EXPECT_NEAR(predict_seconds(doubling, all_reduce, 4, one_host(latency_only, 8, 8)), 3e-5, 1e-15);
+
+  const CollectiveCall barrier{Collective::Barrier, 0, 8, 0, 0, 1};
+  const Algorithm& dissemination = algorithm(Collective::Barrier, "dissemination");
+  EXPECT_NEAR(predict_seconds(dissemination, barrier, 1, one_host(latency_only, 8, 2)), 12e-5, 1e-15);
+}
+
+// Why the host term matters: on 8 ranks sharing 2 cores (measured: tree 69 us, recursive doubling
+// 120 us for 8 bytes) the tree sends fewer messages at once and wins; on 8 hosts recursive doubling's
+// three rounds beat the tree's six.
+TEST(HostModel, TreeBeatsRecursiveDoublingOnlyWhereRanksShareCores) {
+  const LinkModel latency_only{1e-5, 0, 0};
+  const CollectiveCall call{Collective::AllReduce, 0, 8, 2, 0, 2};
+  const Algorithm& tree = algorithm(Collective::AllReduce, "reduce-broadcast");
+  const Algorithm& doubling = algorithm(Collective::AllReduce, "recursive-doubling");
+  EXPECT_LT(predict_seconds(doubling, call, 4, latency_only), predict_seconds(tree, call, 4, latency_only));
+  const LinkModel shared = one_host(latency_only, 8, 2);
+  EXPECT_LT(predict_seconds(tree, call, 4, shared), predict_seconds(doubling, call, 4, shared));
+}
+
+// Messages between hosts take no core: two hosts of four ranks on one core each still exchange
+// across hosts at full concurrency, while the four ranks within a host queue for its core.
+TEST(HostModel, OnlyMessagesWithinAHostQueueForItsCores) {
+  LinkModel model{1e-5, 0, 0};
+  model.hosts.host_of_rank = {0, 0, 0, 0, 1, 1, 1, 1};
+  model.hosts.cores_of_host = {1, 1};
+  // Ring all-gather: rank r sends to r+1, so 6 of the 8 messages of each round stay within a host.
+  const CollectiveCall call{Collective::AllGather, 0, 8, 1, 0, 1};
+  const Simulation simulation = simulate(algorithm(Collective::AllGather, "ring"), call, DataType::Float32,
+                                         ReduceOp::Sum, zeros(call, DataType::Float32), model);
+  for (const TransferEvent& transfer : simulation.transfers) {
+    if (model.hosts.host_of(transfer.from) != model.hosts.host_of(transfer.to)) continue;
+    for (const TransferEvent& other : simulation.transfers) {
+      if (&other == &transfer || model.hosts.host_of(other.from) != model.hosts.host_of(transfer.from) ||
+          model.hosts.host_of(other.to) != model.hosts.host_of(transfer.from))
+        continue;
+      EXPECT_TRUE(other.finish <= transfer.start || other.start >= transfer.finish)
+          << "two messages within host " << model.hosts.host_of(transfer.from) << " overlap on its one core";
+    }
+  }
+  // 7 rounds, each with 3 messages within each host on its one core: 21 turns.
+  EXPECT_NEAR(simulation.predicted_seconds, 21e-5, 1e-15);
+}
+
+// A message's first eager_bytes cost beta_eager each, the rest beta.
+TEST(HostModel, EagerBytesAreCheaperThanStreamedOnes) {
+  LinkModel model{1e-6, 1e-9, 0};
+  model.beta_eager = 1e-10;
+  model.eager_bytes = 1000;
+  EXPECT_DOUBLE_EQ(model.message_seconds(500), 1e-6 + 500 * 1e-10);
+  EXPECT_DOUBLE_EQ(model.message_seconds(3000), 1e-6 + 1000 * 1e-10 + 2000 * 1e-9);
+  EXPECT_DOUBLE_EQ(LinkModel(1e-6, 1e-9, 0).message_seconds(3000), 1e-6 + 3000 * 1e-9);
+}
+
+TEST(HostModel, LayoutAnswersItsQuestions) {
+  HostLayout layout;
+  layout.host_of_rank = {0, 1, 0, 1, 0};
+  layout.cores_of_host = {2, 4};
+  EXPECT_EQ(layout.ranks_on(0), 3);
+  EXPECT_TRUE(layout.shares_cores(0));
+  EXPECT_FALSE(layout.shares_cores(1));
+  EXPECT_EQ(layout.turns_when_all_busy(0), 2);
+  EXPECT_EQ(layout.turns_when_all_busy(1), 1);
+  EXPECT_EQ(layout.local_rank_of(4), 2);
+  EXPECT_EQ(layout.local_rank_of(3), 1);
+  const HostLayout alone;
+  EXPECT_EQ(alone.host_of(5), 5);
+  EXPECT_FALSE(alone.shares_cores(5));
+}
+
+TEST(HostModel, RejectsALayoutOfTheWrongSize) {
+  LinkModel model{1e-5, 0, 0};
+  model.hosts.host_of_rank = {0, 0, 0};
+  model.hosts.cores_of_host = {1};
+  const CollectiveCall call{Collective::AllReduce, 0, 4, 4, 0, 4};
+  EXPECT_THROW(predict_seconds(algorithm(Collective::AllReduce, "ring"), call, 4, model), Error);
+}
+
 TEST(Staging, StaysWithinAFewChunksForLargeBuffers) {
   for (Collective collective : {Collective::Broadcast, Collective::Reduce, Collective::AllReduce,
                                 Collective::AllGather, Collective::ReduceScatter}) {

@@ -1,0 +1,39 @@
+// Which ranks share a host, and how many cores each host has: what the cost model needs to know that
+// eight ranks on two cores cannot move eight messages at once.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+namespace canopy::collectives {
+
+struct HostLayout {
+  std::vector<int> host_of_rank;   // empty: every rank on a host of its own
+  std::vector<int> cores_of_host;  // indexed by host
+
+  int host_of(int rank) const {
+    return host_of_rank.empty() ? rank : host_of_rank[static_cast<std::size_t>(rank)];
+  }
+  int ranks_on(int host) const {
+    if (host_of_rank.empty()) return 1;
+    return static_cast<int>(std::count(host_of_rank.begin(), host_of_rank.end(), host));
+  }
+  int cores_of(int host) const {
+    return cores_of_host.empty() ? 1 : cores_of_host[static_cast<std::size_t>(host)];
+  }
+  // Ranks outnumber cores: messages between them queue for a core (loopback is the kernel copying).
+  bool shares_cores(int host) const { return ranks_on(host) > cores_of(host); }
+  // How many turns the ranks of `host` take when all of them move a message at once.
+  int turns_when_all_busy(int host) const {
+    return shares_cores(host) ? (ranks_on(host) + cores_of(host) - 1) / cores_of(host) : 1;
+  }
+  // The rank's position among the ranks of its host, by global rank.
+  int local_rank_of(int rank) const {
+    if (host_of_rank.empty()) return 0;
+    const int host = host_of(rank);
+    return static_cast<int>(std::count(host_of_rank.begin(), host_of_rank.begin() + rank, host));
+  }
+};
+
+}  // namespace canopy::collectives
