@@ -51,6 +51,15 @@ int trace_command(int argc, char** argv) {
   app.add_option("--link-gbps", s.link_gbps, "model: link bandwidth, 10^9 bytes/s")->capture_default_str();
   app.add_option("--reduce-gbps", s.reduce_gbps, "model: reduction speed, 10^9 bytes/s")
       ->capture_default_str();
+  app.add_option("--eager-gbps", s.eager_gbps,
+                 "model: the rate of a message's first --eager-bytes (what a socket takes at once; 0: --link-gbps)")
+      ->capture_default_str();
+  app.add_option("--eager-bytes", s.eager_bytes, "model: how many of a message's bytes move at --eager-gbps")
+      ->capture_default_str();
+  app.add_option("--cores", s.cores,
+                 "model: all ranks on one host with this many cores; its ranks then move at most that many "
+                 "messages at once (0: every rank on a host of its own)")
+      ->capture_default_str();
   app.add_option("--svg", s.svg, "also draw the trace here (with several algorithms: FILE-<algo>.svg)");
   app.add_flag("--out-of-place", s.out_of_place,
                "the input in its own buffer: messages read straight from it show as input[a..b)");

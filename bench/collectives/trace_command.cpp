@@ -26,9 +26,21 @@ void check(const TraceSettings& s, Collective collective) {
     throw std::invalid_argument(fmt::format("--root {} is not a rank of {}", s.root, s.ranks));
   if (s.count > (1u << 26))
     throw std::invalid_argument(fmt::format("--count {}: the tracer draws at most 2^26 elements", s.count));
-  if (s.alpha_us < 0 || s.link_gbps <= 0 || s.reduce_gbps <= 0)
+  if (s.alpha_us < 0 || s.link_gbps <= 0 || s.reduce_gbps <= 0 || s.eager_gbps < 0 || s.cores < 0)
     throw std::invalid_argument(
-        "the link model needs --alpha-us >= 0, --link-gbps > 0 and --reduce-gbps > 0");
+        "the link model needs --alpha-us >= 0, --link-gbps > 0, --reduce-gbps > 0, --eager-gbps >= 0 and "
+        "--cores >= 0");
+}
+
+coll::LinkModel link_model(const TraceSettings& s) {
+  coll::LinkModel model{s.alpha_us * 1e-6, 1.0 / (s.link_gbps * 1e9), 1.0 / (s.reduce_gbps * 1e9)};
+  model.eager_bytes = parse_size(s.eager_bytes);
+  model.beta_eager = s.eager_gbps > 0 ? 1.0 / (s.eager_gbps * 1e9) : model.beta;
+  if (s.cores > 0) {
+    model.hosts.host_of_rank.assign(static_cast<std::size_t>(s.ranks), 0);
+    model.hosts.cores_of_host = {s.cores};
+  }
+  return model;
 }
 
 }  // namespace
@@ -59,12 +71,14 @@ std::string run_trace(const TraceSettings& s) {
   call.root = s.root;
   call.chunk_count = chunk_elements;
   call.in_place = !s.out_of_place;
-  const coll::LinkModel model{s.alpha_us * 1e-6, 1.0 / (s.link_gbps * 1e9), 1.0 / (s.reduce_gbps * 1e9)};
+  const coll::LinkModel model = link_model(s);
   const std::size_t buffer_bytes = call.data_count() * size_of(*dtype);
 
-  std::string text =
-      fmt::format("# model: alpha {} us per message, {} GB/s per link, reduce {} GB/s; {} bytes\n",
-                  s.alpha_us, s.link_gbps, s.reduce_gbps, buffer_bytes);
+  std::string text = fmt::format("# model: alpha {} us per message, {} GB/s per link, reduce {} GB/s", s.alpha_us,
+                                 s.link_gbps, s.reduce_gbps);
+  if (model.eager_bytes > 0) text += fmt::format(", {} GB/s for a message's first {} B", s.eager_gbps, model.eager_bytes);
+  if (s.cores > 0) text += fmt::format(", {} ranks sharing {} cores", s.ranks, s.cores);
+  text += fmt::format("; {} bytes\n", buffer_bytes);
   std::vector<std::pair<std::string, double>> predictions;
   for (const std::string& name : names) {
     const coll::Algorithm& algorithm = *coll::find_algorithm(collective, name);

@@ -18,7 +18,10 @@ struct TraceSettings {
   int root = 0;
   double alpha_us = 20;     // the link model: per-message latency,
   double link_gbps = 1;     // link bandwidth (10^9 bytes/s),
-  double reduce_gbps = 10;  // and reduction speed
+  double reduce_gbps = 10;  // and reduction speed;
+  double eager_gbps = 0;    // the first eager_bytes of each message move at this rate (0: link_gbps)
+  std::string eager_bytes = "0";
+  int cores = 0;            // > 0: every rank on one host with this many cores (0: a host per rank)
   std::string svg;          // "": no picture; with several algorithms, one file each (name-algo.svg)
   bool out_of_place = false;  // the input as its own read-only buffer (CollectiveCall::in_place = false)
 };
