@@ -38,6 +38,24 @@ TEST(Trace, SeveralAlgorithmsEndWithTheirPredictionsSideBySide) {
   EXPECT_TRUE(contains(text, "# predicted: flat 35 s, binomial 15 s")) << text;
 }
 
+// --cores: 8 ranks on 2 cores move 2 messages at a time, so recursive doubling's 24 messages take 12 turns
+// of alpha, the binomial reduce-broadcast's 14 take 8; with a host per rank, 3 against 6.
+TEST(Trace, RanksSharingCoresMakeRecursiveDoublingSlowerThanTheTree) {
+  TraceSettings s;
+  s.collective = "allreduce";
+  s.algorithms = "reduce-broadcast,recursive-doubling";
+  s.ranks = 8;
+  s.count = 2;
+  s.alpha_us = 10;
+  s.link_gbps = 1e6;  // bytes all but free: rounds of alpha alone
+  s.reduce_gbps = 1e6;
+  EXPECT_TRUE(contains(run_trace(s), "# predicted: reduce-broadcast 60 us, recursive-doubling 30 us")) << run_trace(s);
+  s.cores = 2;
+  const std::string text = run_trace(s);
+  EXPECT_TRUE(contains(text, "8 ranks sharing 2 cores")) << text;
+  EXPECT_TRUE(contains(text, "# predicted: reduce-broadcast 80 us, recursive-doubling 120 us")) << text;
+}
+
 // Out of place, a ring's first round sends straight from each rank's input.
 TEST(Trace, OutOfPlaceShowsMessagesReadFromTheInput) {
   TraceSettings s;
