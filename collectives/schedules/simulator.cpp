@@ -7,8 +7,9 @@
 // of the host's cores for its whole time (loopback is the kernel copying), so eight such ranks on two
 // cores move at most two messages at once, and an algorithm that has every rank send in every round
 // (recursive doubling) pays for it where a tree, sending less at once, does not. A message between hosts
-// takes no core: its wire, not the copies at either end, sets its time. Reductions run on each rank's
-// own CPU (gamma is measured with every rank reducing at once, so it already holds the sharing).
+// takes no core: its wire, not the copies at either end, sets its time. On such a host a reduction (or
+// copy) needs one of its cores too, as well as its rank's own CPU: eight ranks on two cores reduce two
+// chunks at a time.
 // A message's logical round is one more than the rounds of the messages it waits for: those its data
 // came with, and the previous messages on the two links it uses (the seed's flat broadcast takes p-1
 // rounds: one friend after the other).
@@ -323,9 +324,12 @@ class Engine {
   }
 
   // Runs `seconds` of work on the rank's CPU from `now` on; returns when it ends.
-  double occupy_cpu(RankState& rank, double now, double seconds) {
-    const double start = std::max(now, rank.cpu_free);
+  double occupy_cpu(int r, double now, double seconds) {
+    RankState& rank = state(r);
+    double* core = core_for(r, r);
+    const double start = std::max({now, rank.cpu_free, core != nullptr ? *core : 0.0});
     rank.cpu_free = start + seconds;
+    if (core != nullptr) *core = rank.cpu_free;
     return rank.cpu_free;
   }
 
@@ -358,7 +362,7 @@ class Engine {
         match(r, step.peer, now);
         break;
       case StepKind::Copy:
-        push(occupy_cpu(rank, now, reduce_seconds(step.src.count)), EventKind::Done, r, i);
+        push(occupy_cpu(r, now, reduce_seconds(step.src.count)), EventKind::Done, r, i);
         break;
     }
   }
@@ -413,7 +417,7 @@ class Engine {
       }
       message.payload = {};
       const double done =
-          step.kind == StepKind::Recv ? now : occupy_cpu(rank, now, reduce_seconds(step.dst.count));
+          step.kind == StepKind::Recv ? now : occupy_cpu(r, now, reduce_seconds(step.dst.count));
       push(done, EventKind::Done, r, i);
     }
   }

@@ -209,6 +209,17 @@ TEST(HostModel, OnlyMessagesWithinAHostQueueForItsCores) {
   EXPECT_NEAR(simulation.predicted_seconds, 21e-5, 1e-15);
 }
 
+// Reductions on a host whose ranks share its cores take a core too: 2 ranks exchanging and reducing 4000
+// bytes each (recursive doubling, messages free) reduce one after the other on 1 core, at once on 2.
+TEST(HostModel, ReductionsQueueForTheHostsCores) {
+  const LinkModel reduce_only{0, 0, 1e-9};
+  const CollectiveCall call{Collective::AllReduce, 0, 2, 1000, 0, 1000};
+  const Algorithm& doubling = algorithm(Collective::AllReduce, "recursive-doubling");
+  EXPECT_NEAR(predict_seconds(doubling, call, 4, reduce_only), 4000e-9, 1e-15);
+  EXPECT_NEAR(predict_seconds(doubling, call, 4, one_host(reduce_only, 2, 1)), 8000e-9, 1e-15);
+  EXPECT_NEAR(predict_seconds(doubling, call, 4, one_host(reduce_only, 2, 2)), 4000e-9, 1e-15);
+}
+
 // A message's first eager_bytes cost beta_eager each, the rest beta.
 TEST(HostModel, EagerBytesAreCheaperThanStreamedOnes) {
   LinkModel model{1e-6, 1e-9, 0};
