@@ -42,7 +42,7 @@ cluster --nodes 8 --rate 100mbit -- broadcast --algo all "${five_mb[@]}" -n 3 -w
   --json "$out/broadcast-8.json" | tee "$out/broadcast-8.txt"
 
 echo "## 3. 8 nodes, 5 MB all-reduce at 100 Mbit/s"
-cluster --nodes 8 --rate 100mbit -- allreduce --algo reduce-broadcast,tree,double-tree,rabenseifner,ring "${five_mb[@]}" -n 3 -w 1 \
+cluster --nodes 8 --rate 100mbit -- allreduce --algo reduce-broadcast,tree,double-tree,rabenseifner,ring,recursive-doubling "${five_mb[@]}" -n 3 -w 1 \
   --json "$out/allreduce-8.json" | tee "$out/allreduce-8.txt"
 
 echo "## 4. 2 and 4 nodes"

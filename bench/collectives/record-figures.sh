@@ -10,6 +10,7 @@
 #     (latency-vs-ranks.{txt,svg}): the log2 growth of trees against the linear growth of flat and ring;
 #  3. how good auto's choice is: per size, auto's measured time against the fastest algorithm's
 #     (auto-choice.txt, from the rows of 1).
+# The Markdown tables docs/PERFORMANCE.md shows go to tables.md (bench/collectives/figure-tables.py).
 # Run it on a quiet machine: every figure is a timing. It prints the load average before and after.
 set -euo pipefail
 
@@ -58,4 +59,5 @@ plot "$out/latency-vs-ranks-broadcast.svg" "$out"/data/broadcast-8B-*.json
 "$bin/canopy-bench" choice "$out/data/allreduce-4-small.json" "$out/data/allreduce-4-large.json" \
   "$out"/data/*-8B-*.json | tee "$out/auto-choice.txt"
 
+python3 "$root/bench/collectives/figure-tables.py" "$out/data" >"$out/tables.md"
 echo "# done $(date -u '+%F %T UTC'), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
