@@ -1,8 +1,8 @@
 #include "collectives/cost_model.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "common/error.hpp"
 
@@ -13,13 +13,16 @@ namespace {
 // Predictions closer than this are a tie: the model is not that exact.
 constexpr double kTie = 0.05;
 
-// Faster by more than a tie, or tied and sending fewer messages: every message costs the CPU of both its
-// ends, which the application and the other ranks of a host want too (on 4 ranks sharing 2 cores,
-// the tree's 6 messages took 26 us where recursive doubling's 8, predicted as fast, took 30-36).
-bool beats(const Prediction& candidate, double best_seconds, std::size_t best_messages) {
+// Faster by more than a tie; or tied, made mostly of per-message costs, and sending fewer messages: every
+// message costs the CPU of both its ends, which the application and the other ranks of a host want too
+// (on 4 ranks sharing 2 cores, the tree's 6 messages took 26 us where recursive doubling's 8, predicted as
+// fast, took 30-36). Where bytes make the time, fewer (larger) messages are no better: the faster wins.
+bool beats(const Prediction& candidate, double best_seconds, std::size_t best_messages, double alpha) {
   if (candidate.seconds < best_seconds * (1 - kTie)) return true;
   if (candidate.seconds > best_seconds * (1 + kTie)) return false;
-  return candidate.messages < best_messages;
+  const bool latency_bound =
+      static_cast<double>(std::min(candidate.messages, best_messages)) * alpha >= 0.5 * best_seconds;
+  return latency_bound ? candidate.messages < best_messages : candidate.seconds < best_seconds;
 }
 
 }  // namespace
@@ -35,7 +38,7 @@ const AlgorithmChoice& CostModel::choose(const CollectiveCall& call, std::size_t
     const Prediction prediction = predict(candidate, call, element_size, link_);
     explanation += fmt::format("{}{} {:.1f} us", explanation.empty() ? "" : ", ", candidate.name,
                                prediction.seconds * 1e6);
-    if (best.algorithm == nullptr || beats(prediction, best.predicted_seconds, best_messages)) {
+    if (best.algorithm == nullptr || beats(prediction, best.predicted_seconds, best_messages, link_.alpha)) {
       best.algorithm = &candidate;
       best.predicted_seconds = prediction.seconds;
       best_messages = prediction.messages;
@@ -43,8 +46,9 @@ const AlgorithmChoice& CostModel::choose(const CollectiveCall& call, std::size_t
   }
   if (best.algorithm == nullptr)
     fail(ErrorCode::InvalidArgument, "no algorithm implements {}", to_string(call.collective));
-  best.explanation = fmt::format("{} of {} x {} B on {} ranks: chose {} (predicted: {})", to_string(call.collective),
-                                 call.count, element_size, call.size, best.algorithm->name, explanation);
+  best.explanation =
+      fmt::format("{} of {} x {} B on {} ranks: chose {} (predicted: {})", to_string(call.collective),
+                  call.count, element_size, call.size, best.algorithm->name, explanation);
   if (choices_.size() >= kMaxCached) choices_.clear();
   return choices_.emplace(key, std::move(best)).first->second;
 }

@@ -1,11 +1,11 @@
 #include "collectives/host_layout_exchange.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <map>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "common/error.hpp"
 #include "rendezvous/bootstrap.hpp"
@@ -25,9 +25,10 @@ HostLayout exchange_host_layout(Store& store, int rank, int size, const std::str
     auto parsed = std::from_chars(entry.data(), entry.data() + std::min(space, entry.size()), their_cores);
     if (space == std::string::npos || parsed.ec != std::errc{} || parsed.ptr != entry.data() + space ||
         their_cores < 1)
-      fail(ErrorCode::Protocol, "rank {} published a malformed host entry '{}' (expected '<cores> <host id>')", r,
-           entry);
-    auto [it, added] = host_index.emplace(entry.substr(space + 1), static_cast<int>(layout.cores_of_host.size()));
+      fail(ErrorCode::Protocol,
+           "rank {} published a malformed host entry '{}' (expected '<cores> <host id>')", r, entry);
+    auto [it, added] =
+        host_index.emplace(entry.substr(space + 1), static_cast<int>(layout.cores_of_host.size()));
     if (added) layout.cores_of_host.push_back(their_cores);
     int& host_cores = layout.cores_of_host[static_cast<std::size_t>(it->second)];
     host_cores = std::min(host_cores, their_cores);

@@ -1,12 +1,12 @@
 #include "collectives/link_calibration.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "collectives/kernels/reduce_kernels.hpp"
 #include "common/env.hpp"
@@ -23,7 +23,8 @@ std::string describe(const LinkModel& link) {
   const HostLayout& hosts = link.hosts;
   for (int host = 0; host < static_cast<int>(hosts.cores_of_host.size()); ++host) {
     if (hosts.shares_cores(host))
-      text += fmt::format("; host {}: {} ranks share {} cores", host, hosts.ranks_on(host), hosts.cores_of(host));
+      text +=
+          fmt::format("; host {}: {} ranks share {} cores", host, hosts.ranks_on(host), hosts.cores_of(host));
   }
   return text;
 }
@@ -50,8 +51,12 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-int successor(const transport::Transport& t) { return (t.rank() + 1) % t.size(); }
-int predecessor(const transport::Transport& t) { return (t.rank() + t.size() - 1) % t.size(); }
+int successor(const transport::Transport& t) {
+  return (t.rank() + 1) % t.size();
+}
+int predecessor(const transport::Transport& t) {
+  return (t.rank() + t.size() - 1) % t.size();
+}
 
 // Seconds per hop, on rank 0 (zero elsewhere): rank 0 times a token's trips around the ring.
 double probe_hop_latency(transport::Transport& t, std::uint64_t comm_id, Deadline deadline) {
@@ -75,14 +80,15 @@ double probe_hop_latency(transport::Transport& t, std::uint64_t comm_id, Deadlin
 }
 
 // Sends `out` to the successor while receiving `in` from the predecessor.
-void exchange_around_ring(transport::Transport& t, const transport::Envelope& envelope, std::span<const std::byte> out,
-                          std::span<std::byte> in, Deadline deadline) {
+void exchange_around_ring(transport::Transport& t, const transport::Envelope& envelope,
+                          std::span<const std::byte> out, std::span<std::byte> in, Deadline deadline) {
   t.post_recv(predecessor(t), envelope, in);
   t.post_send(successor(t), envelope, out);
   std::vector<transport::OpId> completed;
   while (completed.size() < 2) {
     if (!t.progress(deadline, completed))
-      fail(ErrorCode::Timeout, "rank {}: the bandwidth probe of the cost model did not finish in time", t.rank());
+      fail(ErrorCode::Timeout, "rank {}: the bandwidth probe of the cost model did not finish in time",
+           t.rank());
   }
 }
 
@@ -90,8 +96,8 @@ void exchange_around_ring(transport::Transport& t, const transport::Envelope& en
 // at once: the fastest of `rounds` exchanges (the first, which touches fresh pages and grows socket
 // buffers, does not count), its hop latency taken off, divided by the turns its host's ranks took for
 // the cores.
-double probe_loaded_bandwidth(transport::Transport& t, std::uint64_t comm_id, ProbeStep step, std::size_t bytes,
-                              int rounds, double alpha, int turns, Deadline deadline) {
+double probe_loaded_bandwidth(transport::Transport& t, std::uint64_t comm_id, ProbeStep step,
+                              std::size_t bytes, int rounds, double alpha, int turns, Deadline deadline) {
   std::vector<std::byte> out(bytes), in(bytes);
   auto envelope = probe_envelope(comm_id, step, bytes);
   double fastest = 1e9;
@@ -124,9 +130,11 @@ std::optional<LinkModel> fixed_model_from_environment() {
                                  &link.beta_eager, &eager_bytes);
   if (fields == 3) link.beta_eager = link.beta;
   link.eager_bytes = eager_bytes;
-  if ((fields != 3 && fields != 5) || link.alpha < 0 || link.beta <= 0 || link.gamma < 0 || link.beta_eager <= 0)
+  if ((fields != 3 && fields != 5) || link.alpha < 0 || link.beta <= 0 || link.gamma < 0 ||
+      link.beta_eager <= 0)
     fail(ErrorCode::Config,
-         "CANOPY_COST_MODEL='{}' must be 'alpha,beta,gamma' or 'alpha,beta,gamma,beta_eager,eager_bytes' (seconds, "
+         "CANOPY_COST_MODEL='{}' must be 'alpha,beta,gamma' or 'alpha,beta,gamma,beta_eager,eager_bytes' "
+         "(seconds, "
          "seconds per byte, seconds per byte, seconds per byte, bytes)",
          *text);
   return link;
@@ -134,21 +142,22 @@ std::optional<LinkModel> fixed_model_from_environment() {
 
 // Hex floats: exact, and the same figures on every rank.
 std::string encode(const LinkModel& link) {
-  return fmt::format("{:a},{:a},{:a},{:a},{}", link.alpha, link.beta, link.gamma, link.beta_eager, link.eager_bytes);
+  return fmt::format("{:a},{:a},{:a},{:a},{}", link.alpha, link.beta, link.gamma, link.beta_eager,
+                     link.eager_bytes);
 }
 
 LinkModel decode(const std::string& text) {
   LinkModel link;
   unsigned long long eager_bytes = 0;
-  if (std::sscanf(text.c_str(), "%la,%la,%la,%la,%llu", &link.alpha, &link.beta, &link.gamma, &link.beta_eager,
-                  &eager_bytes) != 5)
+  if (std::sscanf(text.c_str(), "%la,%la,%la,%la,%llu", &link.alpha, &link.beta, &link.gamma,
+                  &link.beta_eager, &eager_bytes) != 5)
     fail(ErrorCode::Protocol, "malformed cost model '{}' in the store", text);
   link.eager_bytes = eager_bytes;
   return link;
 }
 
-LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t comm_id, const HostLayout& hosts,
-                  Deadline deadline) {
+LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t comm_id,
+                  const HostLayout& hosts, Deadline deadline) {
   // Larger than the caches: a 4 MiB probe ran 1.5 times faster than 64 MiB collectives then streamed.
   constexpr std::size_t kStreamBytes = 16 << 20;
   // What a loopback socket takes without waiting for its reader, once the stream probe grew its buffers.
@@ -159,7 +168,8 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
   LinkModel mine;
   mine.alpha = probe_hop_latency(transport, comm_id, deadline);
   mine.beta = probe_loaded_bandwidth(transport, comm_id, kBulk, kStreamBytes, 2, mine.alpha, turns, deadline);
-  mine.beta_eager = probe_loaded_bandwidth(transport, comm_id, kEager, kEagerBytes, 16, mine.alpha, turns, deadline);
+  mine.beta_eager =
+      probe_loaded_bandwidth(transport, comm_id, kEager, kEagerBytes, 16, mine.alpha, turns, deadline);
   mine.eager_bytes = kEagerBytes;
   mine.gamma = probe_reduce();
   store.set(fmt::format("cost_model/{}", transport.rank()), encode(mine));

@@ -74,9 +74,10 @@ std::string run_trace(const TraceSettings& s) {
   const coll::LinkModel model = link_model(s);
   const std::size_t buffer_bytes = call.data_count() * size_of(*dtype);
 
-  std::string text = fmt::format("# model: alpha {} us per message, {} GB/s per link, reduce {} GB/s", s.alpha_us,
-                                 s.link_gbps, s.reduce_gbps);
-  if (model.eager_bytes > 0) text += fmt::format(", {} GB/s for a message's first {} B", s.eager_gbps, model.eager_bytes);
+  std::string text = fmt::format("# model: alpha {} us per message, {} GB/s per link, reduce {} GB/s",
+                                 s.alpha_us, s.link_gbps, s.reduce_gbps);
+  if (model.eager_bytes > 0)
+    text += fmt::format(", {} GB/s for a message's first {} B", s.eager_gbps, model.eager_bytes);
   if (s.cores > 0) text += fmt::format(", {} ranks sharing {} cores", s.ranks, s.cores);
   text += fmt::format("; {} bytes\n", buffer_bytes);
   std::vector<std::pair<std::string, double>> predictions;

@@ -91,6 +91,14 @@ struct PeerQueue {
   std::size_t next = 0;  // the first not yet started (sends) or matched (receives)
 };
 
+// A connection's socket buffer: the eager bytes a sender may still hand off at the eager rate. It refills
+// only when the connection falls idle: messages sent back to back share one buffer's worth, so cutting a
+// message into pieces gains nothing.
+struct SocketState {
+  double busy_until = -1;
+  std::uint64_t eager_left = 0;
+};
+
 struct RankState {
   Schedule schedule;
   std::vector<Step>& steps() { return schedule.steps; }
@@ -108,6 +116,7 @@ struct RankState {
   double cpu_free = 0;
   int last_out_round = 0;  // of the latest message on each link
   int last_in_round = 0;
+  std::map<int, SocketState> sockets;  // toward each peer
   std::size_t steps_done = 0;
 };
 
@@ -194,14 +203,17 @@ class Engine {
     const HostLayout& hosts = model_.hosts;
     if (hosts.host_of_rank.empty()) return;
     if (hosts.host_of_rank.size() != static_cast<std::size_t>(call_.size))
-      fail(ErrorCode::InvalidArgument, "{}: the host layout names {} ranks", context(), hosts.host_of_rank.size());
+      fail(ErrorCode::InvalidArgument, "{}: the host layout names {} ranks", context(),
+           hosts.host_of_rank.size());
     for (int host : hosts.host_of_rank) {
-      if (host < 0 || static_cast<std::size_t>(host) >= hosts.cores_of_host.size() || hosts.cores_of(host) < 1)
+      if (host < 0 || static_cast<std::size_t>(host) >= hosts.cores_of_host.size() ||
+          hosts.cores_of(host) < 1)
         fail(ErrorCode::InvalidArgument, "{}: host {} of the layout has no core count", context(), host);
     }
     hosts_.resize(hosts.cores_of_host.size());
     for (std::size_t h = 0; h < hosts_.size(); ++h) {
-      if (hosts.shares_cores(static_cast<int>(h))) hosts_[h].core_free.assign(static_cast<std::size_t>(hosts.cores_of(static_cast<int>(h))), 0.0);
+      if (hosts.shares_cores(static_cast<int>(h)))
+        hosts_[h].core_free.assign(static_cast<std::size_t>(hosts.cores_of(static_cast<int>(h))), 0.0);
     }
   }
 
@@ -445,7 +457,12 @@ class Engine {
     RankState& rank = state(r);
     const Step& step = rank.steps()[i];
     const std::uint64_t bytes = step.src.count * element_size_;
-    const double finish = now + model_.message_seconds(bytes);
+    SocketState& socket = rank.sockets[step.peer];
+    if (now > socket.busy_until) socket.eager_left = model_.eager_bytes;
+    const std::uint64_t eager = std::min(bytes, socket.eager_left);
+    socket.eager_left -= eager;
+    const double finish = now + model_.message_seconds(bytes, eager);
+    socket.busy_until = finish;
     rank.out_free = finish;
     state(step.peer).in_free = finish;
     if (double* core = core_for(r, step.peer)) *core = finish;

@@ -19,6 +19,7 @@ namespace canopy::collectives {
 // A message's first eager_bytes cost beta_eager each instead of beta: a socket takes that much from the
 // sender without waiting for the reader, so a message that fits is two memory copies, while a longer one
 // streams at the pace of sender and receiver waking each other (on loopback 2-5 times slower per byte).
+// Messages sent back to back on one connection share its eager bytes (the simulator keeps the account).
 struct LinkModel {
   LinkModel() = default;
   // Every byte at beta: no eager part, every rank on a host of its own.
@@ -32,9 +33,13 @@ struct LinkModel {
   std::uint64_t eager_bytes = 0;
   HostLayout hosts;
 
-  double message_seconds(std::uint64_t bytes) const {
-    const std::uint64_t eager = std::min(bytes, eager_bytes);
+  // A message whose first `eager` bytes (at most eager_bytes) fit the socket buffer.
+  double message_seconds(std::uint64_t bytes, std::uint64_t eager) const {
     return alpha + static_cast<double>(eager) * beta_eager + static_cast<double>(bytes - eager) * beta;
+  }
+  // A message sent on an idle connection.
+  double message_seconds(std::uint64_t bytes) const {
+    return message_seconds(bytes, std::min(bytes, eager_bytes));
   }
 };
 
@@ -43,17 +48,17 @@ struct TransferEvent {
   int from = 0;
   int to = 0;
   std::uint32_t tag = 0;
-  Block block;              // the sender's source block
+  Block block;  // the sender's source block
   std::uint64_t bytes = 0;
-  double start = 0;         // seconds
+  double start = 0;  // seconds
   double finish = 0;
-  int round = 0;            // logical round: 1 + the latest round this message depends on
+  int round = 0;  // logical round: 1 + the latest round this message depends on
 };
 
 struct Simulation {
   std::vector<std::vector<std::byte>> data;  // each rank's Data buffer afterwards
   std::vector<TransferEvent> transfers;
-  double predicted_seconds = 0;               // when the last rank finishes
+  double predicted_seconds = 0;  // when the last rank finishes
   int rounds = 0;
 };
 
