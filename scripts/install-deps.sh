@@ -12,6 +12,7 @@ packages=(
   libasio-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libibverbs-dev
+  python3  # bench scripts' tables: compare.sh --repeat (and its test), record-figures.sh
 )
 [ "${CANOPY_NO_TORCH:-0}" = 1 ] || packages+=(libtorch-dev)
 

@@ -4,7 +4,11 @@
 # percentage of the loopback ceiling canopy-bench measures in the same run.
 #
 #   bench/compare/compare.sh [--bin DIR] [--ranks "2 4"] [--collectives "allreduce broadcast"]
-#                            [-b 4] [-e 64M] [-f 16] [-n 20] [-w 5] [--out DIR] [--algo auto]
+#                            [-b 4] [-e 64M] [-f 16] [-n 20] [-w 5] [--out DIR] [--algo auto] [--repeat N]
+#
+# --repeat N runs everything N times, Canopy and Open MPI taking turns, into DIR/round-K/, and ends with
+# the median of the N time ratios per row (bench/compare/median-ratios.py): with 4-8 ranks on 2 cores one
+# run's ratio moves by up to 2x, the median of 5 much less.
 #
 # Open MPI runs with --mca pml ob1 --mca btl tcp,self (TCP even between local ranks: the same transport
 # as Canopy), --oversubscribe (ranks may outnumber cores) and --allow-run-as-root.
@@ -13,7 +17,7 @@ set -euo pipefail
 bin="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/bin"
 ranks="2 4"
 collectives="allreduce broadcast"
-min=4 max=64M factor=16 iters=20 warmup=5 algo=auto
+min=4 max=64M factor=16 iters=20 warmup=5 algo=auto repeat=1
 out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -22,12 +26,13 @@ while [[ $# -gt 0 ]]; do
     --collectives) collectives="$2"; shift 2 ;;
     --algo) algo="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --repeat) repeat="$2"; shift 2 ;;
     -b) min="$2"; shift 2 ;;
     -e) max="$2"; shift 2 ;;
     -f) factor="$2"; shift 2 ;;
     -n) iters="$2"; shift 2 ;;
     -w) warmup="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -47,7 +52,11 @@ mkdir -p "$out"
 echo "# rows in $out; load now: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (others' work makes numbers noisy)"
 
 mpi=(mpirun --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
+[[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --repeat must be a positive count, not '$repeat'" >&2; exit 2; }
 status=0
+top="$out"
+for ((round = 1; round <= repeat; round++)); do
+  if ((repeat > 1)); then out="$top/round-$round"; mkdir -p "$out"; echo; echo "# round $round of $repeat"; fi
 for p in $ranks; do
   for c in $collectives; do
     echo
@@ -66,4 +75,9 @@ for p in $ranks; do
     "$bin/canopy-bench" compare "$out/canopy-$c-$p.json" "$out/mpi-$c-$p.json" --peer-name mpi || status=1
   done
 done
+done
+if ((repeat > 1)); then
+  echo
+  python3 "$(dirname "${BASH_SOURCE[0]}")/median-ratios.py" "$top"/round-* || status=1
+fi
 exit "$status"

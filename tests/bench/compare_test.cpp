@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "canopy/error.hpp"
+#include "tests/bench/command.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::bench {
@@ -42,6 +43,26 @@ TEST(Compare, ReadsRowsAndNamesABadFile) {
   EXPECT_EQ(read_rows(dir.path() + "/rows.json").size(), 1u);
   EXPECT_THROW(read_rows(dir.path() + "/bad.json"), Error);
   EXPECT_THROW(read_rows(dir.path() + "/missing.json"), Error);
+}
+
+// compare.sh --repeat: the median of the rounds' ratios, every round's ratio beside it.
+TEST(Compare, MedianRatiosOverRounds) {
+  canopy::testing::TempDir dir;
+  const double canopy_us[] = {10, 30, 12};
+  for (int round = 0; round < 3; ++round) {
+    const std::string round_dir = dir.path() + "/round-" + std::to_string(round + 1);
+    ASSERT_EQ(testing::run_command("mkdir -p " + round_dir).exit_code, 0);
+    std::ofstream(round_dir + "/canopy-allreduce-2.json") << nlohmann::ordered_json{row("tree", 4, canopy_us[round], 0)};
+    std::ofstream(round_dir + "/mpi-allreduce-2.json") << nlohmann::ordered_json{row("openmpi", 4, 20, 0)};
+  }
+  const auto result = testing::run_command("python3 " CANOPY_SOURCE_DIR "/bench/compare/median-ratios.py " +
+                                           dir.path() + "/round-*");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  // Ratios 0.5, 1.5, 0.6: median 0.6; median times 12 and 20.
+  EXPECT_NE(result.output.find("tree       12.0       20.0         0.60  0.50 1.50 0.60"), std::string::npos)
+      << result.output;
+  EXPECT_NE(testing::run_command("python3 " CANOPY_SOURCE_DIR "/bench/compare/median-ratios.py " + dir.path()).exit_code,
+            0);
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""median-ratios.py: the median Canopy / Open MPI time ratio per row over several compare.sh rounds.
+
+    bench/compare/median-ratios.py ROUND_DIR...      # each holding canopy-C-P.json and mpi-C-P.json
+
+One line per (collective, ranks, size): the algorithm Canopy ran most often, the median Canopy and MPI
+times, the median of the per-round ratios (each round's Canopy time over the same round's MPI time), and
+every round's ratio, so the spread stays in view.
+"""
+import collections
+import json
+import pathlib
+import statistics
+import sys
+
+if len(sys.argv) < 2:
+    sys.exit(__doc__)
+
+rounds = collections.defaultdict(list)  # (collective, ranks, bytes) -> [(algo, canopy_us, mpi_us)]
+for directory in map(pathlib.Path, sys.argv[1:]):
+    for canopy_path in sorted(directory.glob("canopy-*.json")):
+        mpi_path = directory / canopy_path.name.replace("canopy-", "mpi-", 1)
+        if not mpi_path.exists():
+            continue
+        mpi = {r["bytes"]: r for r in json.loads(mpi_path.read_text())}
+        for row in json.loads(canopy_path.read_text()):
+            peer = mpi.get(row["bytes"])
+            if peer is not None and peer["time_us"] > 0:
+                key = (row["collective"], row["ranks"], row["bytes"])
+                rounds[key].append((row["algo"], row["time_us"], peer["time_us"]))
+
+if not rounds:
+    sys.exit("median-ratios.py: no canopy-*.json with a matching mpi-*.json in " + " ".join(sys.argv[1:]))
+print(f"{'collective':>10} {'ranks':>5} {'size(B)':>10} {'canopy algo':>18} {'canopy us':>10} {'mpi us':>10}"
+      f" {'median ratio':>12}  ratios per round")
+for (collective, ranks, size), runs in sorted(rounds.items()):
+    algo = collections.Counter(r[0] for r in runs).most_common(1)[0][0]
+    ratios = [c / m for _, c, m in runs]
+    print(f"{collective:>10} {ranks:>5} {size:>10} {algo:>18} {statistics.median(r[1] for r in runs):>10.1f}"
+          f" {statistics.median(r[2] for r in runs):>10.1f} {statistics.median(ratios):>12.2f}  "
+          + " ".join(f"{x:.2f}" for x in ratios))
+print(f"# {len(sys.argv) - 1} rounds; ratio = Canopy time / Open MPI time (below 1: Canopy faster)")
