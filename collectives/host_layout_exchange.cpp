@@ -1,10 +1,12 @@
 #include "collectives/host_layout_exchange.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <string_view>
 #include <vector>
 
 #include "common/error.hpp"
@@ -12,14 +14,14 @@
 
 namespace canopy::collectives {
 
-HostLayout exchange_host_layout(Store& store, int rank, int size, const std::string& host_id, int cores) {
-  // "<cores> <host id>": the host id is last because it may hold spaces (CANOPY_HOST_ID is free text).
-  const std::vector<std::string> entries =
-      rendezvous::exchange_with_all_ranks(store, "layout", rank, size, fmt::format("{} {}", cores, host_id));
+namespace {
+
+// "<cores> <host id>": the host id is last because it may hold spaces (CANOPY_HOST_ID is free text).
+HostLayout layout_of(const std::vector<std::string>& entries) {
   HostLayout layout;
   std::map<std::string, int> host_index;
-  for (int r = 0; r < size; ++r) {
-    const std::string& entry = entries[static_cast<std::size_t>(r)];
+  for (std::size_t r = 0; r < entries.size(); ++r) {
+    const std::string& entry = entries[r];
     const std::size_t space = entry.find(' ');
     int their_cores = 0;
     auto parsed = std::from_chars(entry.data(), entry.data() + std::min(space, entry.size()), their_cores);
@@ -35,6 +37,51 @@ HostLayout exchange_host_layout(Store& store, int rank, int size, const std::str
     layout.host_of_rank.push_back(it->second);
   }
   return layout;
+}
+
+// "<host of rank 0>,<host of rank 1>,...;<cores of host 0>,<cores of host 1>,..."
+std::string encode(const HostLayout& layout) {
+  return fmt::format("{};{}", fmt::join(layout.host_of_rank, ","), fmt::join(layout.cores_of_host, ","));
+}
+
+std::vector<int> numbers(std::string_view text, const std::string& whole) {
+  std::vector<int> values;
+  while (!text.empty()) {
+    const std::size_t comma = std::min(text.find(','), text.size());
+    int value = 0;
+    auto parsed = std::from_chars(text.data(), text.data() + comma, value);
+    if (parsed.ec != std::errc{} || parsed.ptr != text.data() + comma || value < 0)
+      fail(ErrorCode::Protocol, "malformed host layout '{}' in the store", whole);
+    values.push_back(value);
+    text.remove_prefix(std::min(comma + 1, text.size()));
+  }
+  return values;
+}
+
+HostLayout decode(const std::string& text, int size) {
+  const std::size_t semicolon = text.find(';');
+  if (semicolon == std::string::npos) fail(ErrorCode::Protocol, "malformed host layout '{}' in the store", text);
+  HostLayout layout;
+  layout.host_of_rank = numbers(std::string_view(text).substr(0, semicolon), text);
+  layout.cores_of_host = numbers(std::string_view(text).substr(semicolon + 1), text);
+  const bool hosts_known = std::all_of(layout.host_of_rank.begin(), layout.host_of_rank.end(), [&](int host) {
+    return static_cast<std::size_t>(host) < layout.cores_of_host.size();
+  });
+  if (layout.host_of_rank.size() != static_cast<std::size_t>(size) || !hosts_known)
+    fail(ErrorCode::Protocol, "host layout '{}' in the store does not fit a group of {} ranks", text, size);
+  return layout;
+}
+
+}  // namespace
+
+HostLayout exchange_host_layout(Store& store, int rank, int size, const std::string& host_id, int cores) {
+  store.set(fmt::format("layout/{}", rank), fmt::format("{} {}", cores, host_id));
+  if (rank == 0) {
+    HostLayout layout = layout_of(rendezvous::gather_from_all_ranks(store, "layout", rank, size));
+    store.set("layout", encode(layout));
+    return layout;
+  }
+  return decode(store.get("layout"), size);
 }
 
 }  // namespace canopy::collectives

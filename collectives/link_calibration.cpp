@@ -134,8 +134,7 @@ std::optional<LinkModel> fixed_model_from_environment() {
       link.beta_eager <= 0)
     fail(ErrorCode::Config,
          "CANOPY_COST_MODEL='{}' must be 'alpha,beta,gamma' or 'alpha,beta,gamma,beta_eager,eager_bytes' "
-         "(seconds, "
-         "seconds per byte, seconds per byte, seconds per byte, bytes)",
+         "(seconds, seconds per byte, seconds per byte, seconds per byte, bytes)",
          *text);
   return link;
 }

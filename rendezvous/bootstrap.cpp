@@ -44,6 +44,10 @@ std::string host_identity(const EnvMap& env) {
 std::vector<std::string> exchange_with_all_ranks(Store& store, std::string_view what, int rank, int world_size,
                                                  const std::string& value) {
   store.set(rank_key(what, rank), value);
+  return gather_from_all_ranks(store, what, rank, world_size);
+}
+
+std::vector<std::string> gather_from_all_ranks(Store& store, std::string_view what, int rank, int world_size) {
   std::vector<std::string> keys;
   keys.reserve(static_cast<std::size_t>(world_size));
   for (int r = 0; r < world_size; ++r) keys.push_back(rank_key(what, r));

@@ -48,9 +48,13 @@ struct Rendezvous {
 Rendezvous rendezvous(const EnvMap& env, Duration timeout);
 
 // Every rank publishes "<what>/<rank>" = value and returns everyone's, by rank; a rank that does not
-// arrive within the store's timeout is an Error(Timeout) that says how many were awaited.
+// arrive within the store's timeout is an Error(Timeout) that says how many were awaited. Every rank reads
+// every key: P^2 reads in all, fine for local ranks; gather_from_all_ranks on one rank is O(P).
 std::vector<std::string> exchange_with_all_ranks(Store& store, std::string_view what, int rank, int world_size,
                                                  const std::string& value);
+
+// Waits for "<what>/0" .. "<what>/<world_size - 1>" and returns them; `rank` names the waiter in errors.
+std::vector<std::string> gather_from_all_ranks(Store& store, std::string_view what, int rank, int world_size);
 
 // Every rank publishes "host/<rank>" = host_id and reads everyone's: the local rank is the position
 // among the ranks with the same host_id ordered by global rank, the local world size their number.
