@@ -199,7 +199,8 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   bool calibrate = options.calibrate && env_value("CANOPY_CALIBRATE").value_or("1") != "0";
   collectives::LinkModel link;
   link.hosts = hosts;
-  if (calibrate) link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, hosts, Deadline::after(timeout_));
+  if (calibrate)
+    link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, hosts, Deadline::after(timeout_));
   cost_model_ = collectives::CostModel(std::move(link));
   log::info("communicator {} ready: rank {} of {} (local {} of {}), {}", comm_id_, rank, size, local_rank,
             local_size, collectives::describe(cost_model_.link()));
