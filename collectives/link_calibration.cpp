@@ -35,7 +35,7 @@ using Seconds = std::chrono::duration<double>;
 
 // Probe messages travel as Bootstrap frames, numbered by `step` so that a late message of one probe
 // can never be taken for another's.
-enum ProbeStep : std::uint32_t { kToken = 0, kBulk = 1, kEager = 2 };
+enum ProbeStep : std::uint32_t { kToken = 0, kBulk = 1, kEager = 2, kSizing = 3 };
 
 transport::Envelope probe_envelope(std::uint64_t comm_id, ProbeStep step, std::uint64_t bytes) {
   transport::Envelope e;
@@ -155,10 +155,47 @@ LinkModel decode(const std::string& text) {
   return link;
 }
 
+// The stream probe's message size, the same on every rank: 16 MiB where links are fast (larger than the
+// caches: a 4 MiB probe ran 1.5 times faster than 64 MiB collectives then streamed), less where 16 MiB
+// would take seconds a round (at 1 MB/s, three rounds of 16 MiB were 50 s of start-up): every rank times
+// one 1 MiB exchange, and rank 0 sizes the rounds to at most 250 ms at the slowest rank's pace, between 1
+// and 16 MiB, and tells everyone through the store.
+std::size_t agree_on_stream_bytes(transport::Transport& t, Store& store, std::uint64_t comm_id,
+                                  Deadline deadline) {
+  constexpr std::size_t kSizingBytes = 1 << 20;
+  constexpr std::size_t kMostBytes = 16 << 20;
+  constexpr double kRoundSeconds = 0.25;
+  auto timeout = [&] { return std::chrono::duration_cast<Duration>(deadline.remaining()); };
+  std::vector<std::byte> out(kSizingBytes), in(kSizingBytes);
+  auto begin = Clock::now();
+  exchange_around_ring(t, probe_envelope(comm_id, kSizing, kSizingBytes), out, in, deadline);
+  store.set(fmt::format("cost_model/sizing/{}", t.rank()),
+            fmt::format("{:a}", Seconds(Clock::now() - begin).count()));
+
+  const std::string key = "cost_model/stream_bytes";
+  if (t.rank() == 0) {
+    double slowest = 0;
+    for (int r = 0; r < t.size(); ++r) {
+      const std::string text = store.get(fmt::format("cost_model/sizing/{}", r), timeout());
+      double seconds = 0;
+      if (std::sscanf(text.c_str(), "%la", &seconds) != 1 || !(seconds >= 0))
+        fail(ErrorCode::Protocol, "malformed probe time '{}' from rank {} in the store", text, r);
+      slowest = std::max(slowest, seconds);
+    }
+    std::size_t bytes = kMostBytes;
+    while (bytes > kSizingBytes && slowest * static_cast<double>(bytes / kSizingBytes) > kRoundSeconds)
+      bytes /= 2;
+    store.set(key, std::to_string(bytes));
+  }
+  const std::string text = store.get(key, timeout());
+  std::size_t bytes = 0;
+  if (std::sscanf(text.c_str(), "%zu", &bytes) != 1 || bytes < kSizingBytes || bytes > kMostBytes)
+    fail(ErrorCode::Protocol, "malformed stream probe size '{}' in the store", text);
+  return bytes;
+}
+
 LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t comm_id,
                   const HostLayout& hosts, Deadline deadline) {
-  // Larger than the caches: a 4 MiB probe ran 1.5 times faster than 64 MiB collectives then streamed.
-  constexpr std::size_t kStreamBytes = 16 << 20;
   // What a loopback socket takes without waiting for its reader, once the stream probe grew its buffers.
   constexpr std::size_t kEagerBytes = 256 << 10;
   auto timeout = [&] { return std::chrono::duration_cast<Duration>(deadline.remaining()); };
@@ -166,7 +203,8 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
 
   LinkModel mine;
   mine.alpha = probe_hop_latency(transport, comm_id, deadline);
-  mine.beta = probe_loaded_bandwidth(transport, comm_id, kBulk, kStreamBytes, 2, mine.alpha, turns, deadline);
+  const std::size_t stream_bytes = agree_on_stream_bytes(transport, store, comm_id, deadline);
+  mine.beta = probe_loaded_bandwidth(transport, comm_id, kBulk, stream_bytes, 2, mine.alpha, turns, deadline);
   mine.beta_eager =
       probe_loaded_bandwidth(transport, comm_id, kEager, kEagerBytes, 16, mine.alpha, turns, deadline);
   mine.eager_bytes = kEagerBytes;

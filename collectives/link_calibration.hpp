@@ -18,7 +18,8 @@ namespace canopy::collectives {
 
 // alpha: a token passed around the ring of all ranks (the time of one hop, waking one process);
 // beta: every rank sends 16 MiB to its successor while receiving 16 MiB from its predecessor (the
-//       slowest rank's rate: a collective waits for its slowest link);
+//       slowest rank's rate: a collective waits for its slowest link); less (down to 1 MiB) where a
+//       round of 16 MiB would take over 250 ms, judged by one 1 MiB exchange first;
 // beta_eager: the same with messages of LinkModel::eager_bytes (256 KiB), which sockets take at once;
 // gamma: every rank sums 4 MiB of float32 at the same time (the slowest rank's rate).
 // Where a host's ranks outnumber its cores, the simulator lets only `cores` of their messages move at
