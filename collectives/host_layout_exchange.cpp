@@ -60,7 +60,8 @@ std::vector<int> numbers(std::string_view text, const std::string& whole) {
 
 HostLayout decode(const std::string& text, int size) {
   const std::size_t semicolon = text.find(';');
-  if (semicolon == std::string::npos) fail(ErrorCode::Protocol, "malformed host layout '{}' in the store", text);
+  if (semicolon == std::string::npos)
+    fail(ErrorCode::Protocol, "malformed host layout '{}' in the store", text);
   HostLayout layout;
   layout.host_of_rank = numbers(std::string_view(text).substr(0, semicolon), text);
   layout.cores_of_host = numbers(std::string_view(text).substr(semicolon + 1), text);
@@ -75,13 +76,10 @@ HostLayout decode(const std::string& text, int size) {
 }  // namespace
 
 HostLayout exchange_host_layout(Store& store, int rank, int size, const std::string& host_id, int cores) {
-  store.set(fmt::format("layout/{}", rank), fmt::format("{} {}", cores, host_id));
-  if (rank == 0) {
-    HostLayout layout = layout_of(rendezvous::gather_from_all_ranks(store, "layout", rank, size));
-    store.set("layout", encode(layout));
-    return layout;
-  }
-  return decode(store.get("layout"), size);
+  const std::string layout = rendezvous::agree_through_rank_zero(
+      store, "layout", rank, size, fmt::format("{} {}", cores, host_id),
+      [](const std::vector<std::string>& entries) { return encode(layout_of(entries)); });
+  return decode(layout, size);
 }
 
 }  // namespace canopy::collectives

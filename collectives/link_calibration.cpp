@@ -12,6 +12,7 @@
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "rendezvous/bootstrap.hpp"
 
 namespace canopy::collectives {
 
@@ -159,46 +160,56 @@ LinkModel decode(const std::string& text) {
 // caches: a 4 MiB probe ran 1.5 times faster than 64 MiB collectives then streamed), less where 16 MiB
 // would take seconds a round (at 1 MB/s, three rounds of 16 MiB were 50 s of start-up): every rank times
 // one 1 MiB exchange, and rank 0 sizes the rounds to at most 250 ms at the slowest rank's pace, between 1
-// and 16 MiB, and tells everyone through the store.
+// and 16 MiB.
 std::size_t agree_on_stream_bytes(transport::Transport& t, Store& store, std::uint64_t comm_id,
                                   Deadline deadline) {
   constexpr std::size_t kSizingBytes = 1 << 20;
   constexpr std::size_t kMostBytes = 16 << 20;
   constexpr double kRoundSeconds = 0.25;
-  auto timeout = [&] { return std::chrono::duration_cast<Duration>(deadline.remaining()); };
   std::vector<std::byte> out(kSizingBytes), in(kSizingBytes);
   auto begin = Clock::now();
   exchange_around_ring(t, probe_envelope(comm_id, kSizing, kSizingBytes), out, in, deadline);
-  store.set(fmt::format("cost_model/sizing/{}", t.rank()),
-            fmt::format("{:a}", Seconds(Clock::now() - begin).count()));
+  const double mine = Seconds(Clock::now() - begin).count();
 
-  const std::string key = "cost_model/stream_bytes";
-  if (t.rank() == 0) {
+  auto size_the_rounds = [&](const std::vector<std::string>& times) {
     double slowest = 0;
-    for (int r = 0; r < t.size(); ++r) {
-      const std::string text = store.get(fmt::format("cost_model/sizing/{}", r), timeout());
+    for (std::size_t r = 0; r < times.size(); ++r) {
       double seconds = 0;
-      if (std::sscanf(text.c_str(), "%la", &seconds) != 1 || !(seconds >= 0))
-        fail(ErrorCode::Protocol, "malformed probe time '{}' from rank {} in the store", text, r);
+      if (std::sscanf(times[r].c_str(), "%la", &seconds) != 1 || !(seconds >= 0))
+        fail(ErrorCode::Protocol, "malformed probe time '{}' from rank {} in the store", times[r], r);
       slowest = std::max(slowest, seconds);
     }
     std::size_t bytes = kMostBytes;
     while (bytes > kSizingBytes && slowest * static_cast<double>(bytes / kSizingBytes) > kRoundSeconds)
       bytes /= 2;
-    store.set(key, std::to_string(bytes));
-  }
-  const std::string text = store.get(key, timeout());
+    return std::to_string(bytes);
+  };
+  const std::string text = rendezvous::agree_through_rank_zero(
+      store, "stream_probe_bytes", t.rank(), t.size(), fmt::format("{:a}", mine), size_the_rounds);
   std::size_t bytes = 0;
   if (std::sscanf(text.c_str(), "%zu", &bytes) != 1 || bytes < kSizingBytes || bytes > kMostBytes)
     fail(ErrorCode::Protocol, "malformed stream probe size '{}' in the store", text);
   return bytes;
 }
 
+// alpha is rank 0's (only rank 0 times the token); beta, beta_eager and gamma the slowest rank's.
+std::string combine(const std::vector<std::string>& measured) {
+  LinkModel combined = decode(measured.front());
+  for (std::size_t r = 1; r < measured.size(); ++r) {
+    const LinkModel theirs = decode(measured[r]);
+    combined.beta = std::max(combined.beta, theirs.beta);
+    combined.beta_eager = std::max(combined.beta_eager, theirs.beta_eager);
+    combined.gamma = std::max(combined.gamma, theirs.gamma);
+  }
+  // A byte that fits the socket never costs more than one that streams (a noisy probe aside).
+  combined.beta_eager = std::min(combined.beta_eager, combined.beta);
+  return encode(combined);
+}
+
 LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t comm_id,
                   const HostLayout& hosts, Deadline deadline) {
   // What a loopback socket takes without waiting for its reader, once the stream probe grew its buffers.
   constexpr std::size_t kEagerBytes = 256 << 10;
-  auto timeout = [&] { return std::chrono::duration_cast<Duration>(deadline.remaining()); };
   const int turns = hosts.turns_when_all_busy(hosts.host_of(transport.rank()));
 
   LinkModel mine;
@@ -209,21 +220,8 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
       probe_loaded_bandwidth(transport, comm_id, kEager, kEagerBytes, 16, mine.alpha, turns, deadline);
   mine.eager_bytes = kEagerBytes;
   mine.gamma = probe_reduce();
-  store.set(fmt::format("cost_model/{}", transport.rank()), encode(mine));
-
-  const std::string combined_key = "cost_model";
-  if (transport.rank() != 0) return decode(store.get(combined_key, timeout()));
-  LinkModel combined = mine;  // alpha is rank 0's; the rest the slowest rank's
-  for (int r = 1; r < transport.size(); ++r) {
-    LinkModel theirs = decode(store.get(fmt::format("cost_model/{}", r), timeout()));
-    combined.beta = std::max(combined.beta, theirs.beta);
-    combined.beta_eager = std::max(combined.beta_eager, theirs.beta_eager);
-    combined.gamma = std::max(combined.gamma, theirs.gamma);
-  }
-  // A byte that fits the socket never costs more than one that streams (a noisy probe aside).
-  combined.beta_eager = std::min(combined.beta_eager, combined.beta);
-  store.set(combined_key, encode(combined));
-  return combined;
+  return decode(rendezvous::agree_through_rank_zero(store, "cost_model", transport.rank(), transport.size(),
+                                                    encode(mine), combine));
 }
 
 }  // namespace

@@ -41,13 +41,14 @@ std::string host_identity(const EnvMap& env) {
   return name;
 }
 
-std::vector<std::string> exchange_with_all_ranks(Store& store, std::string_view what, int rank, int world_size,
-                                                 const std::string& value) {
+std::vector<std::string> exchange_with_all_ranks(Store& store, std::string_view what, int rank,
+                                                 int world_size, const std::string& value) {
   store.set(rank_key(what, rank), value);
   return gather_from_all_ranks(store, what, rank, world_size);
 }
 
-std::vector<std::string> gather_from_all_ranks(Store& store, std::string_view what, int rank, int world_size) {
+std::vector<std::string> gather_from_all_ranks(Store& store, std::string_view what, int rank,
+                                               int world_size) {
   std::vector<std::string> keys;
   keys.reserve(static_cast<std::size_t>(world_size));
   for (int r = 0; r < world_size; ++r) keys.push_back(rank_key(what, r));
@@ -64,8 +65,18 @@ std::vector<std::string> gather_from_all_ranks(Store& store, std::string_view wh
   return values;
 }
 
+std::string agree_through_rank_zero(
+    Store& store, std::string_view what, int rank, int world_size, const std::string& value,
+    const std::function<std::string(const std::vector<std::string>&)>& combine) {
+  store.set(rank_key(what, rank), value);
+  const std::string answer_key(what);
+  if (rank == 0) store.set(answer_key, combine(gather_from_all_ranks(store, what, rank, world_size)));
+  return store.get(answer_key);
+}
+
 void assign_local_ranks(Store& store, LaunchInfo& info, const std::string& host_id) {
-  const std::vector<std::string> hosts = exchange_with_all_ranks(store, "host", info.rank, info.world_size, host_id);
+  const std::vector<std::string> hosts =
+      exchange_with_all_ranks(store, "host", info.rank, info.world_size, host_id);
   int local_rank = 0, local_world_size = 0;
   for (int r = 0; r < info.world_size; ++r) {
     if (hosts[static_cast<std::size_t>(r)] != host_id) continue;

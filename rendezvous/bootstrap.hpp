@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -49,12 +50,18 @@ Rendezvous rendezvous(const EnvMap& env, Duration timeout);
 
 // Every rank publishes "<what>/<rank>" = value and returns everyone's, by rank; a rank that does not
 // arrive within the store's timeout is an Error(Timeout) that says how many were awaited. Every rank reads
-// every key: P^2 reads in all, fine for local ranks; gather_from_all_ranks on one rank is O(P).
-std::vector<std::string> exchange_with_all_ranks(Store& store, std::string_view what, int rank, int world_size,
-                                                 const std::string& value);
+// every key: P^2 reads in all, fine for local ranks; agree_through_rank_zero below is O(P).
+std::vector<std::string> exchange_with_all_ranks(Store& store, std::string_view what, int rank,
+                                                 int world_size, const std::string& value);
 
 // Waits for "<what>/0" .. "<what>/<world_size - 1>" and returns them; `rank` names the waiter in errors.
 std::vector<std::string> gather_from_all_ranks(Store& store, std::string_view what, int rank, int world_size);
+
+// Every rank publishes "<what>/<rank>" = value; rank 0 gathers them, makes one answer of them with
+// `combine` and publishes it as "<what>"; every rank returns that answer (O(P) store requests in all).
+std::string agree_through_rank_zero(
+    Store& store, std::string_view what, int rank, int world_size, const std::string& value,
+    const std::function<std::string(const std::vector<std::string>&)>& combine);
 
 // Every rank publishes "host/<rank>" = host_id and reads everyone's: the local rank is the position
 // among the ranks with the same host_id ordered by global rank, the local world size their number.
