@@ -22,9 +22,11 @@ namespace canopy::collectives {
 //       round of 16 MiB would take over 250 ms, judged by one 1 MiB exchange first;
 // beta_eager: the same with messages of LinkModel::eager_bytes (256 KiB), which sockets take at once;
 // gamma: every rank sums 4 MiB of float32 at the same time (the slowest rank's rate).
-// Where a host's ranks outnumber its cores, the simulator lets only `cores` of their messages move at
-// once; the exchanges' times are divided by the turns the ranks took, so that the model, run on the
-// probe, predicts what the probe measured.
+// Each is the median of its rounds: where ranks share cores, the fastest round is a lucky order of
+// the scheduler's that collectives seldom meet. Where a host's ranks outnumber its cores, the simulator
+// gives each message's bytes two of them (the copies at both ends); the exchanges' times are divided by
+// the turns the ranks took (HostLayout::turns_when_all_busy), so that the model, run on the probe,
+// predicts what the probe measured.
 // Each rank publishes what it measured in `store`; every rank returns the same combined figures, with
 // `hosts` as the model's layout.
 // CANOPY_COST_MODEL="alpha_s,beta_s_per_byte,gamma_s_per_byte[,beta_eager_s_per_byte,eager_bytes]"

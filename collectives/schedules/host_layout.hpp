@@ -22,11 +22,16 @@ struct HostLayout {
   int cores_of(int host) const {
     return cores_of_host.empty() ? 1 : cores_of_host[static_cast<std::size_t>(host)];
   }
-  // Ranks outnumber cores: messages between them queue for a core (loopback is the kernel copying).
+  // Ranks outnumber cores: messages between them queue for cores (loopback is the kernel copying).
   bool shares_cores(int host) const { return ranks_on(host) > cores_of(host); }
-  // How many turns the ranks of `host` take when all of them move a message at once.
+  // The cores the bytes of a message between two ranks of `host` take: the sender's copy into the
+  // socket and the receiver's copy out of it run at once, each on a core (one where the host has one).
+  int cores_per_message(int host) const { return std::min(2, cores_of(host)); }
+  // How many turns the ranks of `host` take when all of them move a large message at once.
   int turns_when_all_busy(int host) const {
-    return shares_cores(host) ? (ranks_on(host) + cores_of(host) - 1) / cores_of(host) : 1;
+    if (!shares_cores(host)) return 1;
+    const int cores_wanted = ranks_on(host) * cores_per_message(host);
+    return (cores_wanted + cores_of(host) - 1) / cores_of(host);
   }
   // The rank's position among the ranks of its host, by global rank.
   int local_rank_of(int rank) const {

@@ -4,9 +4,11 @@
 // peers takes 7 times as long as sending to one), and a reduce occupies the receiver's CPU for
 // bytes * gamma (a copy as well).
 // Ranks of one host that outnumber its cores share them: a message between two of them also needs one
-// of the host's cores for its whole time (loopback is the kernel copying), so eight such ranks on two
-// cores move at most two messages at once, and an algorithm that has every rank send in every round
-// (recursive doubling) pays for it where a tree, sending less at once, does not. A message between hosts
+// of the host's cores for its whole time (loopback is the kernel copying), and its bytes take a second
+// core for as long again (the sender copies them into the socket and the receiver out of it, at once);
+// so eight such ranks on two cores move two small messages at once but only one large one, and an
+// algorithm that has every rank send in every round (recursive doubling, the all-gather half of
+// scatter-allgather) pays for it where a tree, sending less at once, does not. A message between hosts
 // takes no core: its wire, not the copies at either end, sets its time. On such a host a reduction (or
 // copy) needs one of its cores too, as well as its rank's own CPU: eight ranks on two cores reduce two
 // chunks at a time.
@@ -125,6 +127,13 @@ struct HostState {
   std::vector<double> core_free;
 };
 
+// The cores one message (at most two: HostLayout::cores_per_message) or reduction takes, the one free
+// soonest first.
+struct CoreClaim {
+  double* cores[2] = {nullptr, nullptr};
+  int count = 0;
+};
+
 class Engine {
  public:
   Engine(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
@@ -161,7 +170,7 @@ class Engine {
   std::size_t messages_sent() const { return messages_.size(); }
 
  private:
-  enum class EventKind { Ready, Done, Arrive };
+  enum class EventKind { Ready, Done, Arrive, CoreFree };
   struct Event {
     double time;
     std::uint64_t sequence;  // ties break in the order events were made: deterministic
@@ -217,14 +226,36 @@ class Engine {
     }
   }
 
-  // The core a message from `from` to `to` needs, when they share a host that shares its cores:
-  // the one free soonest. Null when the message needs none.
-  double* core_for(int from, int to) {
+  // The cores of the host of `from` and `to` that a message between them needs, when they share a host
+  // that shares its cores: those free soonest. None when the message needs none.
+  CoreClaim cores_for_message(int from, int to) {
     const int host = model_.hosts.host_of(from);
-    if (hosts_.empty() || host != model_.hosts.host_of(to)) return nullptr;
-    std::vector<double>& cores = hosts_[static_cast<std::size_t>(host)].core_free;
-    if (cores.empty()) return nullptr;
-    return &*std::min_element(cores.begin(), cores.end());
+    if (hosts_.empty() || host != model_.hosts.host_of(to)) return {};
+    return soonest_free_cores(host, model_.hosts.cores_per_message(host));
+  }
+
+  // The core a reduction (or copy) on rank r needs where its host shares its cores; null otherwise.
+  double* core_for_compute(int r) {
+    if (hosts_.empty()) return nullptr;
+    const CoreClaim claim = soonest_free_cores(model_.hosts.host_of(r), 1);
+    return claim.count == 0 ? nullptr : claim.cores[0];
+  }
+
+  CoreClaim soonest_free_cores(int host, int wanted) {
+    CoreClaim claim;
+    for (double& core : hosts_[static_cast<std::size_t>(host)].core_free) {
+      // Keep the `wanted` (at most two) soonest free: insert in order, dropping the latest.
+      double* candidate = &core;
+      for (int i = 0; i < wanted && candidate != nullptr; ++i) {
+        if (i == claim.count) {
+          claim.cores[claim.count++] = candidate;
+          candidate = nullptr;
+        } else if (*candidate < *claim.cores[i]) {
+          std::swap(candidate, claim.cores[i]);
+        }
+      }
+    }
+    return claim;
   }
 
   std::uint64_t limit_of(int rank, Buffer buffer) {
@@ -338,7 +369,7 @@ class Engine {
   // Runs `seconds` of work on the rank's CPU from `now` on; returns when it ends.
   double occupy_cpu(int r, double now, double seconds) {
     RankState& rank = state(r);
-    double* core = core_for(r, r);
+    double* core = core_for_compute(r);
     const double start = std::max({now, rank.cpu_free, core != nullptr ? *core : 0.0});
     rank.cpu_free = start + seconds;
     if (core != nullptr) *core = rank.cpu_free;
@@ -356,6 +387,8 @@ class Engine {
       case EventKind::Arrive:
         on_arrive(event.index, event.time);
         break;
+      case EventKind::CoreFree:
+        break;  // run() then starts what waited for the core
     }
   }
 
@@ -444,7 +477,8 @@ class Engine {
         for (auto& [peer, queue] : rank.sends_to) {
           if (queue.next >= queue.steps.size() || !rank.ready[queue.steps[queue.next]]) continue;
           if (state(peer).in_free > now) continue;
-          if (const double* core = core_for(r, peer); core != nullptr && *core > now) continue;
+          if (const CoreClaim cores = cores_for_message(r, peer); cores.count > 0 && *cores.cores[0] > now)
+            continue;
           if (chosen == nullptr || queue.steps[queue.next] < chosen->steps[chosen->next]) chosen = &queue;
         }
         if (chosen == nullptr) break;
@@ -462,10 +496,18 @@ class Engine {
     const std::uint64_t eager = std::min(bytes, socket.eager_left);
     socket.eager_left -= eager;
     const double finish = now + model_.message_seconds(bytes, eager);
+    if (const CoreClaim cores = cores_for_message(r, step.peer); cores.count > 0) {
+      // The other end's copy of the bytes runs on a second core: it delays what comes after on this
+      // host, not the message itself, which moves at the rate measured for it.
+      if (cores.count > 1) {
+        *cores.cores[1] = std::max(now, *cores.cores[1]) + model_.byte_seconds(bytes, eager);
+        push(*cores.cores[1], EventKind::CoreFree, r, 0);
+      }
+      *cores.cores[0] = finish;
+    }
     socket.busy_until = finish;
     rank.out_free = finish;
     state(step.peer).in_free = finish;
-    if (double* core = core_for(r, step.peer)) *core = finish;
     // A message goes one round after what it waits for: its data, and the link time it queued for.
     rank.round[i] = 1 + std::max({rank.round[i] - 1, rank.last_out_round, state(step.peer).last_in_round});
     rank.last_out_round = state(step.peer).last_in_round = rank.round[i];

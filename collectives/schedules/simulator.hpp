@@ -35,7 +35,11 @@ struct LinkModel {
 
   // A message whose first `eager` bytes (at most eager_bytes) fit the socket buffer.
   double message_seconds(std::uint64_t bytes, std::uint64_t eager) const {
-    return alpha + static_cast<double>(eager) * beta_eager + static_cast<double>(bytes - eager) * beta;
+    return alpha + byte_seconds(bytes, eager);
+  }
+  // Its bytes alone, without the per-message alpha.
+  double byte_seconds(std::uint64_t bytes, std::uint64_t eager) const {
+    return static_cast<double>(eager) * beta_eager + static_cast<double>(bytes - eager) * beta;
   }
   // A message sent on an idle connection.
   double message_seconds(std::uint64_t bytes) const {
