@@ -10,6 +10,7 @@
 #include "bench/collectives/ceiling.hpp"
 #include "bench/collectives/choice.hpp"
 #include "bench/collectives/compare.hpp"
+#include "bench/collectives/cpu_speed.hpp"
 #include "bench/collectives/plot.hpp"
 #include "bench/collectives/selection.hpp"
 #include "bench/collectives/sizes.hpp"
@@ -51,8 +52,9 @@ int trace_command(int argc, char** argv) {
   app.add_option("--link-gbps", s.link_gbps, "model: link bandwidth, 10^9 bytes/s")->capture_default_str();
   app.add_option("--reduce-gbps", s.reduce_gbps, "model: reduction speed, 10^9 bytes/s")
       ->capture_default_str();
-  app.add_option("--eager-gbps", s.eager_gbps,
-                 "model: the rate of a message's first --eager-bytes (what a socket takes at once; 0: --link-gbps)")
+  app.add_option(
+         "--eager-gbps", s.eager_gbps,
+         "model: the rate of a message's first --eager-bytes (what a socket takes at once; 0: --link-gbps)")
       ->capture_default_str();
   app.add_option("--eager-bytes", s.eager_bytes, "model: how many of a message's bytes move at --eager-gbps")
       ->capture_default_str();
@@ -101,6 +103,21 @@ int ceiling_command(int argc, char** argv) {
   });
 }
 
+int cpu_command(int argc, char** argv) {
+  int times = 1;
+  CLI::App app{
+      "canopy-bench cpu: how long a fixed piece of CPU work takes now (ms); on shared machines this moves "
+      "by 2-3x within seconds, and every timing with it. bench/compare/compare.sh runs it around each run"};
+  app.add_option("--times", times, "how many times to time it, one line each")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  CLI11_PARSE(app, argc, argv);
+  return guarded(app, "cpu", [&] {
+    for (int i = 0; i < times; ++i) fmt::print("cpu fixed work: {:.1f} ms\n", fixed_work_milliseconds());
+    return 0;
+  });
+}
+
 int plot_command(int argc, char** argv) {
   std::string output;
   std::vector<std::string> inputs;
@@ -136,7 +153,8 @@ int compare_command(int argc, char** argv) {
 int choice_command(int argc, char** argv) {
   std::vector<std::string> inputs;
   CLI::App app{
-      "canopy-bench choice: how good auto is; per size, auto's measured time beside the fastest algorithm's, from "
+      "canopy-bench choice: how good auto is; per size, auto's measured time beside the fastest algorithm's, "
+      "from "
       "--json files of sweeps run with --algo all"};
   app.add_option("rows", inputs, "canopy-bench --json files")->required();
   CLI11_PARSE(app, argc, argv);

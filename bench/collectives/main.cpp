@@ -3,7 +3,7 @@
 //
 //   canopy-run --nproc 4 canopy-bench allreduce --algo all -b 8 -e 64M [--ceiling] [--plot sweep.svg]
 //
-// and, without a group: canopy-bench trace | ceiling | plot | compare | choice (see --help of each).
+// and, without a group: canopy-bench trace | ceiling | cpu | plot | compare | choice (see --help of each).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -143,7 +143,7 @@ int sweep_command(int argc, char** argv) {
   Settings s;
   CLI::App app{
       "canopy-bench: measure every collective and algorithm across the ranks of a group.\n"
-      "Also: canopy-bench trace | ceiling | plot | compare | choice (each with --help)"};
+      "Also: canopy-bench trace | ceiling | cpu | plot | compare | choice (each with --help)"};
   app.add_option("collective", s.collective, "broadcast|reduce|allreduce|allgather|reducescatter|barrier|all")
       ->capture_default_str();
   app.add_option("--algo", s.algorithms, "algorithms: a comma-separated list of names, 'all' (every algorithm) and 'auto' (the cost model's choice)")
@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
   using Command = int (*)(int, char**);
   const std::pair<const char*, Command> commands[] = {{"trace", canopy::bench::trace_command},
                                                       {"ceiling", canopy::bench::ceiling_command},
+                                                      {"cpu", canopy::bench::cpu_command},
                                                       {"plot", canopy::bench::plot_command},
                                                       {"compare", canopy::bench::compare_command},
                                                       {"choice", canopy::bench::choice_command}};

@@ -12,6 +12,10 @@
 #
 # Open MPI runs with --mca pml ob1 --mca btl tcp,self (TCP even between local ranks: the same transport
 # as Canopy), --oversubscribe (ranks may outnumber cores) and --allow-run-as-root.
+#
+# Around every run a fixed piece of CPU work is timed (canopy-bench cpu): on shared virtual machines the
+# CPU's speed moves by 2-3x within seconds, and a ratio between runs that met different speeds says more
+# about the machine than about the libraries. Such pairs are flagged here and in the medians.
 set -euo pipefail
 
 bin="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/bin"
@@ -52,6 +56,16 @@ mkdir -p "$out"
 echo "# rows in $out; load now: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (others' work makes numbers noisy)"
 
 mpi=(mpirun --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
+# Milliseconds of canopy-bench's fixed CPU work, now.
+cpu_ms() { "$bin/canopy-bench" cpu | awk '{print $4}'; }
+# One line on the CPU's speed around the two runs, and a warning when it moved by more than 20%.
+report_cpu() {
+  read -r cb ca <"$1"
+  read -r mb ma <"$2"
+  echo "# cpu fixed work (ms) before/after: canopy $cb/$ca, mpi $mb/$ma"
+  printf '%s\n' "$cb" "$ca" "$mb" "$ma" | sort -g | sed -n '1p;$p' | paste -sd' ' | awk '$2 > 1.2 * $1 {
+    printf "# the CPU speed moved by %.0f%% around these runs: their ratio says as much about the machine\n", 100 * ($2 / $1 - 1) }'
+}
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --repeat must be a positive count, not '$repeat'" >&2; exit 2; }
 status=0
 top="$out"
@@ -65,13 +79,18 @@ for p in $ranks; do
     # input into a separate output (the other collectives are out of place on both sides).
     same_buffers=()
     [[ "$c" == broadcast ]] && same_buffers=(--inplace)
+    cpu_before=$(cpu_ms)
     "$bin/canopy-run" --nproc "$p" --master-port 0 "$bin/canopy-bench" "$c" --algo "$algo" -b "$min" -e "$max" \
       -f "$factor" -n "$iters" -w "$warmup" "${same_buffers[@]}" --ceiling --json "$out/canopy-$c-$p.json" >"$out/canopy-$c-$p.txt" 2>&1 \
       || { echo "canopy-bench failed, see $out/canopy-$c-$p.txt" >&2; status=1; continue; }
+    echo "$cpu_before $(cpu_ms)" >"$out/cpu-canopy-$c-$p.txt"
+    cpu_before=$(cpu_ms)
     "${mpi[@]}" -np "$p" "$bin/canopy-mpi-bench" "$c" -b "$min" -e "$max" -f "$factor" -n "$iters" -w "$warmup" \
       --json "$out/mpi-$c-$p.json" >"$out/mpi-$c-$p.txt" 2>&1 \
       || { echo "canopy-mpi-bench failed, see $out/mpi-$c-$p.txt" >&2; status=1; continue; }
+    echo "$cpu_before $(cpu_ms)" >"$out/cpu-mpi-$c-$p.txt"
     grep -m1 "ceiling, measured now" "$out/canopy-$c-$p.txt" | sed 's/^\[0\] //' || true
+    report_cpu "$out/cpu-canopy-$c-$p.txt" "$out/cpu-mpi-$c-$p.txt"
     "$bin/canopy-bench" compare "$out/canopy-$c-$p.json" "$out/mpi-$c-$p.json" --peer-name mpi || status=1
   done
 done

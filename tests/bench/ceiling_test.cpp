@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
+
+#include "bench/collectives/cpu_speed.hpp"
 #include "canopy/error.hpp"
+#include "tests/bench/command.hpp"
 
 namespace canopy::bench {
 namespace {
@@ -34,6 +39,21 @@ TEST(Ceiling, RefusesAnEmptyMeasurement) {
   CeilingOptions options;
   options.message_bytes = 0;
   EXPECT_THROW(measure_loopback_ceiling(options), Error);
+}
+
+// The CPU's speed now, as compare.sh reads it: one "cpu fixed work: X ms" line per --times.
+TEST(CpuSpeed, TimesTheFixedWork) {
+  EXPECT_GT(fixed_work_milliseconds(), 0);
+  const auto result = testing::run_command(std::string(CANOPY_BENCH_PATH) + " cpu --times 2");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  double first = 0, second = 0;
+  ASSERT_EQ(
+      std::sscanf(result.output.c_str(), "cpu fixed work: %lf ms\ncpu fixed work: %lf ms", &first, &second),
+      2)
+      << result.output;
+  EXPECT_GT(first, 0);
+  EXPECT_GT(second, 0);
+  EXPECT_NE(testing::run_command(std::string(CANOPY_BENCH_PATH) + " cpu --times 0").exit_code, 0);
 }
 
 }  // namespace

@@ -45,23 +45,32 @@ TEST(Compare, ReadsRowsAndNamesABadFile) {
   EXPECT_THROW(read_rows(dir.path() + "/missing.json"), Error);
 }
 
-// compare.sh --repeat: the median of the rounds' ratios, every round's ratio beside it.
+// compare.sh --repeat: the median of the rounds' ratios, every round's ratio beside it; a round whose
+// fixed CPU work moved by more than 20% around its runs is marked and left out of the steady median.
 TEST(Compare, MedianRatiosOverRounds) {
   canopy::testing::TempDir dir;
   const double canopy_us[] = {10, 30, 12};
+  const char* mpi_cpu_ms[] = {"34 35", "35 70", "33 34"};  // round 2's CPU halved its speed
   for (int round = 0; round < 3; ++round) {
     const std::string round_dir = dir.path() + "/round-" + std::to_string(round + 1);
     ASSERT_EQ(testing::run_command("mkdir -p " + round_dir).exit_code, 0);
-    std::ofstream(round_dir + "/canopy-allreduce-2.json") << nlohmann::ordered_json{row("tree", 4, canopy_us[round], 0)};
+    std::ofstream(round_dir + "/canopy-allreduce-2.json")
+        << nlohmann::ordered_json{row("tree", 4, canopy_us[round], 0)};
     std::ofstream(round_dir + "/mpi-allreduce-2.json") << nlohmann::ordered_json{row("openmpi", 4, 20, 0)};
+    std::ofstream(round_dir + "/cpu-canopy-allreduce-2.txt") << "34 34\n";
+    std::ofstream(round_dir + "/cpu-mpi-allreduce-2.txt") << mpi_cpu_ms[round] << "\n";
   }
   const auto result = testing::run_command("python3 " CANOPY_SOURCE_DIR "/bench/compare/median-ratios.py " +
                                            dir.path() + "/round-*");
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  // Ratios 0.5, 1.5, 0.6: median 0.6; median times 12 and 20.
-  EXPECT_NE(result.output.find("tree       12.0       20.0         0.60  0.50 1.50 0.60"), std::string::npos)
+  // Ratios 0.5, 1.5, 0.6: median 0.6; median times 12 and 20; steady rounds 0.5 and 0.6: 0.55.
+  EXPECT_NE(result.output.find("tree       12.0       20.0         0.60    0.55  0.50 1.50~ 0.60"),
+            std::string::npos)
       << result.output;
-  EXPECT_NE(testing::run_command("python3 " CANOPY_SOURCE_DIR "/bench/compare/median-ratios.py " + dir.path()).exit_code,
+  EXPECT_NE(result.output.find("1 row-rounds met a CPU whose speed moved"), std::string::npos)
+      << result.output;
+  EXPECT_NE(testing::run_command("python3 " CANOPY_SOURCE_DIR "/bench/compare/median-ratios.py " + dir.path())
+                .exit_code,
             0);
 }
 
