@@ -52,6 +52,15 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// The mean of the middle half: neither a lucky round nor one stalled for a whole time slice moves it much.
+double interquartile_mean(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t drop = values.size() / 4;
+  double sum = 0;
+  for (std::size_t i = drop; i < values.size() - drop; ++i) sum += values[i];
+  return sum / static_cast<double>(values.size() - 2 * drop);
+}
+
 int successor(const transport::Transport& t) {
   return (t.rank() + 1) % t.size();
 }
@@ -94,12 +103,13 @@ void exchange_around_ring(transport::Transport& t, const transport::Envelope& en
 }
 
 // Seconds per byte of one message of `bytes`, as this rank saw it while every rank sent and received
-// at once: the median of `rounds` exchanges (the first, which touches fresh pages and grows socket
-// buffers, does not count), its hop latency taken off, divided by the turns its host's ranks took for
-// the cores. The median, not the fastest: where ranks share cores a round's time depends on the order
-// the scheduler happens to run them (4 ranks on 2 cores, 256 KiB: 56 us to 6 ms, median about 170),
-// and a collective meets the typical order, not the luckiest; where every rank has its own core the
-// two are close.
+// at once: the mean of the middle half of `rounds` exchanges (the first, which touches fresh pages and
+// grows socket buffers, does not count), its hop latency taken off, divided by the turns its host's ranks
+// took for the cores. Not the fastest round: where ranks share cores a round's time depends on the order
+// the scheduler happens to run them (4 ranks on 2 cores, 256 KiB: 56 us to 6 ms, the middle half about
+// 140-340), and a collective meets the typical orders, not the luckiest (with the fastest, scatter-
+// allgather's 256 KiB pieces looked 2.5 times cheaper than they ran); where every rank has its own core
+// the rounds are close.
 double probe_loaded_bandwidth(transport::Transport& t, std::uint64_t comm_id, ProbeStep step,
                               std::size_t bytes, int rounds, double alpha, int turns, Deadline deadline) {
   std::vector<std::byte> out(bytes), in(bytes);
@@ -110,7 +120,7 @@ double probe_loaded_bandwidth(transport::Transport& t, std::uint64_t comm_id, Pr
     exchange_around_ring(t, envelope, out, in, deadline);
     if (round > 0) times.push_back(Seconds(Clock::now() - begin).count());
   }
-  return std::max(median(times) / turns - alpha, 1e-9) / static_cast<double>(bytes);
+  return std::max(interquartile_mean(times) / turns - alpha, 1e-9) / static_cast<double>(bytes);
 }
 
 double probe_reduce() {
