@@ -33,6 +33,7 @@ struct Settings {
   std::string min_size = "8", max_size = "64M";
   std::uint64_t factor = 2;
   int iterations = 20, warmup = 5, check = 1;
+  double min_time_ms = 0;
   std::string dtype = "float32", op = "sum";
   int root = 0;
   bool in_place = false;
@@ -117,8 +118,9 @@ int sweep(const Settings& s) {
       for (const std::string& name : names) {
         progress.starting(done++,
                           fmt::format("{} {} {}", command_name(collective), name, format_size(bytes)));
-        BenchCase c{collective, name,         bytes,    *dtype,       *op,        s.root,
-                    s.in_place, s.iterations, s.warmup, s.check != 0, chunk_bytes};
+        BenchCase c{collective,   name,       bytes,        *dtype,   *op,
+                    s.root,       s.in_place, s.iterations, s.warmup, s.min_time_ms / 1e3,
+                    s.check != 0, chunk_bytes};
         BenchResult r = measurement.run(c);
         total_wrong += r.wrong;
         progress.clear();
@@ -146,13 +148,22 @@ int sweep_command(int argc, char** argv) {
       "Also: canopy-bench trace | ceiling | cpu | plot | compare | choice (each with --help)"};
   app.add_option("collective", s.collective, "broadcast|reduce|allreduce|allgather|reducescatter|barrier|all")
       ->capture_default_str();
-  app.add_option("--algo", s.algorithms, "algorithms: a comma-separated list of names, 'all' (every algorithm) and 'auto' (the cost model's choice)")
+  app.add_option("--algo", s.algorithms,
+                 "algorithms: a comma-separated list of names, 'all' (every algorithm) and 'auto' (the cost "
+                 "model's choice)")
       ->capture_default_str();
   app.add_option("-b,--minbytes", s.min_size, "smallest size (suffixes K, M, G)")->capture_default_str();
   app.add_option("-e,--maxbytes", s.max_size, "largest size")->capture_default_str();
   app.add_option("-f,--stepfactor", s.factor, "size multiplication factor")->capture_default_str();
   app.add_option("-n,--iters", s.iterations, "timed iterations per size")->capture_default_str();
   app.add_option("-w,--warmup_iters", s.warmup, "untimed iterations before timing")->capture_default_str();
+  app.add_option(
+         "--min-time", s.min_time_ms,
+         "time each size for about this many milliseconds: at least -n iterations, and as many as the "
+         "warm-up's slowest rank says fill the window (warm-up calls run slower: use -w 10 or more; "
+         "0: exactly -n)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 60000.0));
   app.add_option("-c,--check", s.check, "check results exactly (0 = off)")->capture_default_str();
   app.add_option("--dtype", s.dtype, "float32 float64 float16 bfloat16 int8 uint8 int32 int64")
       ->capture_default_str();
@@ -186,12 +197,10 @@ int sweep_command(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using Command = int (*)(int, char**);
-  const std::pair<const char*, Command> commands[] = {{"trace", canopy::bench::trace_command},
-                                                      {"ceiling", canopy::bench::ceiling_command},
-                                                      {"cpu", canopy::bench::cpu_command},
-                                                      {"plot", canopy::bench::plot_command},
-                                                      {"compare", canopy::bench::compare_command},
-                                                      {"choice", canopy::bench::choice_command}};
+  const std::pair<const char*, Command> commands[] = {
+      {"trace", canopy::bench::trace_command},     {"ceiling", canopy::bench::ceiling_command},
+      {"cpu", canopy::bench::cpu_command},         {"plot", canopy::bench::plot_command},
+      {"compare", canopy::bench::compare_command}, {"choice", canopy::bench::choice_command}};
   if (argc > 1)
     for (const auto& [name, command] : commands)
       if (std::strcmp(argv[1], name) == 0) return command(argc - 1, argv + 1);

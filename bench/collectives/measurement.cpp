@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "bench/collectives/expected_values.hpp"
+#include "bench/collectives/iterations.hpp"
 
 namespace canopy::bench {
 namespace {
@@ -119,11 +120,22 @@ BenchResult Measurement::run(const BenchCase& c) {
     result.wrong = count_wrong(c, block);
   }
   fill(c, block);
-  for (int i = 0; i < c.warmup; ++i) comm_.run(args, options);
+  result.iterations = c.iterations;
+  const int warmup = c.min_seconds > 0 ? std::max(1, c.warmup) : c.warmup;  // the estimate needs one
+  const auto warmup_begin = Clock::now();
+  for (int i = 0; i < warmup; ++i) comm_.run(args, options);
+  if (c.min_seconds > 0) {
+    // Every rank sizes the window by the slowest rank's warm-up, so all run the same count.
+    std::vector<double> per_iteration{std::chrono::duration<double>(Clock::now() - warmup_begin).count() /
+                                      warmup};
+    comm_.all_reduce(std::span<double>(per_iteration), ReduceOp::Max, {.algorithm = "ring"});
+    result.iterations = timed_iterations(c.iterations, c.min_seconds, per_iteration[0]);
+  }
   comm_.barrier();
   auto begin = Clock::now();
-  for (int i = 0; i < c.iterations; ++i) comm_.run(args, options);
-  double seconds = std::chrono::duration<double>(Clock::now() - begin).count() / std::max(1, c.iterations);
+  for (int i = 0; i < result.iterations; ++i) comm_.run(args, options);
+  double seconds =
+      std::chrono::duration<double>(Clock::now() - begin).count() / std::max(1, result.iterations);
 
   // Every rank's time and wrong count, gathered with an algorithm fixed here so the bookkeeping
   // never depends on what is being measured.

@@ -20,6 +20,7 @@ struct BenchCase {
   bool in_place = false;
   int iterations = 20;
   int warmup = 5;
+  double min_seconds = 0;  // --min-time: more iterations until the timed window lasts this long
   bool check = true;
   std::size_t chunk_bytes =
       0;  // pipelining granularity; 0 = the library's default (CANOPY_CHUNK_BYTES or 1 MiB)
@@ -30,6 +31,7 @@ struct BenchResult {
   std::string algorithm;    // what ran (auto resolved)
   std::uint64_t bytes = 0;  // after rounding to whole elements (and blocks)
   std::uint64_t count = 0;  // elements of the whole buffer
+  int iterations = 0;       // timed (with --min-time, possibly more than asked for)
   double time_us = 0;       // average over ranks of the per-iteration time
   double min_time_us = 0;   // fastest rank
   double max_time_us = 0;   // slowest rank

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "bench/collectives/iterations.hpp"
 #include "bench/collectives/measurement.hpp"
 #include "bench/collectives/selection.hpp"
 #include "bench/collectives/sizes.hpp"
@@ -28,6 +29,7 @@ struct Settings {
   std::string min_size = "4", max_size = "64M";
   std::uint64_t factor = 2;
   int iterations = 20, warmup = 5, root = 0;
+  double min_time_ms = 0;
   std::string json;
 };
 
@@ -127,11 +129,20 @@ int run(const Settings& s) {
       int n = static_cast<int>(count);
       call(collective, b, n, s.root);
       std::uint64_t wrong = wrong_elements(collective, b, n, rank, ranks, s.root);
-      for (int i = 0; i < s.warmup; ++i) call(collective, b, n, s.root);
+      const int warmup = s.min_time_ms > 0 ? std::max(1, s.warmup) : s.warmup;
+      double warmup_start = MPI_Wtime();
+      for (int i = 0; i < warmup; ++i) call(collective, b, n, s.root);
+      int iterations = s.iterations;
+      if (s.min_time_ms > 0) {
+        // The same rule as canopy-bench: the slowest rank's warm-up sizes everyone's window.
+        double mine = (MPI_Wtime() - warmup_start) / warmup, slowest = 0;
+        MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        iterations = timed_iterations(s.iterations, s.min_time_ms / 1e3, slowest);
+      }
       MPI_Barrier(MPI_COMM_WORLD);
       double start = MPI_Wtime();
-      for (int i = 0; i < s.iterations; ++i) call(collective, b, n, s.root);
-      double seconds = (MPI_Wtime() - start) / std::max(1, s.iterations);
+      for (int i = 0; i < iterations; ++i) call(collective, b, n, s.root);
+      double seconds = (MPI_Wtime() - start) / std::max(1, iterations);
       double sum = 0, min = 0, max = 0;
       MPI_Allreduce(&seconds, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
       MPI_Allreduce(&seconds, &min, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
@@ -156,6 +167,7 @@ int run(const Settings& s) {
                       {"root", s.root},
                       {"ranks", ranks},
                       {"transport", "mpi"},
+                      {"iterations", iterations},
                       {"time_us", time_us},
                       {"min_time_us", min * 1e6},
                       {"max_time_us", max * 1e6},
@@ -185,6 +197,10 @@ int main(int argc, char** argv) {
   app.add_option("-f,--stepfactor", s.factor, "size multiplication factor")->capture_default_str();
   app.add_option("-n,--iters", s.iterations, "timed iterations per size")->capture_default_str();
   app.add_option("-w,--warmup_iters", s.warmup, "untimed iterations before timing")->capture_default_str();
+  app.add_option("--min-time", s.min_time_ms,
+                 "time each size for at least this many milliseconds (as canopy-bench)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 60000.0));
   app.add_option("--root", s.root, "root of broadcast and reduce")->capture_default_str();
   app.add_option("--json", s.json, "write every row as JSON to this file");
   MPI_Init(&argc, &argv);

@@ -46,6 +46,23 @@ TEST(CanopyBenchRun, TwoRanksWithCeilingJsonAndPlot) {
   }
 }
 
+// --min-time: -n is the least; the warm-up says how many iterations fill the window, the same on every
+// rank (or the collectives would not match), and the rows say how many ran.
+TEST(CanopyBenchRun, MinTimeGrowsTheIterationsToFillTheWindow) {
+  canopy::testing::TempDir dir;
+  std::string command = fmt::format(
+      "env CANOPY_TRANSPORT=tcp {} --nproc 2 --master-port 0 {} allreduce --algo ring -b 8 -e 8 -n 3 -w 2 "
+      "--min-time 200 --json {}/rows.json",
+      CANOPY_RUN_PATH, CANOPY_BENCH_PATH, dir.path());
+  auto result = testing::run_command(command, 90);
+  ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.output;
+  auto rows = nlohmann::json::parse(testing::read_file(dir.path() + "/rows.json"));
+  ASSERT_EQ(rows.size(), 1u) << rows.dump(1);
+  const int iterations = rows[0].at("iterations").get<int>();
+  // An 8-byte all-reduce takes well under 66 ms even under sanitizers, so 200 ms need more than 3.
+  EXPECT_GT(iterations, 3) << rows.dump(1);
+}
+
 // In place the result is checked where it is: in the one buffer every collective was given.
 TEST(CanopyBenchRun, InPlaceResultsCheckExact) {
   std::string command = fmt::format(
