@@ -34,6 +34,7 @@ struct Settings {
   std::uint64_t factor = 2;
   int iterations = 20, warmup = 5, check = 1;
   double min_time_ms = 0;
+  bool latency = false;
   std::string dtype = "float32", op = "sum";
   int root = 0;
   bool in_place = false;
@@ -95,6 +96,7 @@ int sweep(const Settings& s) {
   RunInfo info;
   info.ranks = comm.size();
   info.link = comm.link_estimate();
+  info.latency = s.latency;
   std::vector<std::int64_t> hosts{comm.local_rank() == 0 ? 1 : 0};
   comm.all_reduce(std::span(hosts), ReduceOp::Sum, {.algorithm = "ring"});
   info.hosts = static_cast<int>(hosts[0]);
@@ -118,9 +120,9 @@ int sweep(const Settings& s) {
       for (const std::string& name : names) {
         progress.starting(done++,
                           fmt::format("{} {} {}", command_name(collective), name, format_size(bytes)));
-        BenchCase c{collective,   name,       bytes,        *dtype,   *op,
-                    s.root,       s.in_place, s.iterations, s.warmup, s.min_time_ms / 1e3,
-                    s.check != 0, chunk_bytes};
+        BenchCase c{collective, name,         bytes,        *dtype,   *op,
+                    s.root,     s.in_place,   s.iterations, s.warmup, s.min_time_ms / 1e3,
+                    s.latency,  s.check != 0, chunk_bytes};
         BenchResult r = measurement.run(c);
         total_wrong += r.wrong;
         progress.clear();
@@ -164,6 +166,10 @@ int sweep_command(int argc, char** argv) {
          "0: exactly -n)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 60000.0));
+  app.add_flag(
+      "--latency", s.latency,
+      "a barrier before every timed call, and only the calls timed (OSU's method): one call's latency, "
+      "which back-to-back calls hide (a broadcast's root never waits for its leaves)");
   app.add_option("-c,--check", s.check, "check results exactly (0 = off)")->capture_default_str();
   app.add_option("--dtype", s.dtype, "float32 float64 float16 bfloat16 int8 uint8 int32 int64")
       ->capture_default_str();

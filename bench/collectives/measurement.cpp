@@ -132,10 +132,20 @@ BenchResult Measurement::run(const BenchCase& c) {
     result.iterations = timed_iterations(c.iterations, c.min_seconds, per_iteration[0]);
   }
   comm_.barrier();
-  auto begin = Clock::now();
-  for (int i = 0; i < result.iterations; ++i) comm_.run(args, options);
-  double seconds =
-      std::chrono::duration<double>(Clock::now() - begin).count() / std::max(1, result.iterations);
+  double timed = 0;
+  if (c.latency) {
+    for (int i = 0; i < result.iterations; ++i) {
+      comm_.barrier();
+      const auto begin = Clock::now();
+      comm_.run(args, options);
+      timed += std::chrono::duration<double>(Clock::now() - begin).count();
+    }
+  } else {
+    const auto begin = Clock::now();
+    for (int i = 0; i < result.iterations; ++i) comm_.run(args, options);
+    timed = std::chrono::duration<double>(Clock::now() - begin).count();
+  }
+  double seconds = timed / std::max(1, result.iterations);
 
   // Every rank's time and wrong count, gathered with an algorithm fixed here so the bookkeeping
   // never depends on what is being measured.

@@ -21,6 +21,10 @@ struct BenchCase {
   int iterations = 20;
   int warmup = 5;
   double min_seconds = 0;  // --min-time: more iterations until the timed window lasts this long
+  // --latency: a barrier before every timed call, and only the calls timed (OSU's method): each call's own
+  // latency. Without it, back-to-back calls are timed as a stream (nccl-tests' method), which hides what a
+  // broadcast's leaves wait, since its root never waits for them.
+  bool latency = false;
   bool check = true;
   std::size_t chunk_bytes =
       0;  // pipelining granularity; 0 = the library's default (CANOPY_CHUNK_BYTES or 1 MiB)

@@ -31,9 +31,12 @@ void TablePrinter::header(Collective collective, const RunInfo& info) {
                "{} on {} ranks of one host cannot pass busbw {:.3f} GB/s\n",
                info.loopback_each_way_gbps, 2 * info.loopback_each_way_gbps, command_name(collective),
                info.ranks, ceiling);
-  fmt::print(out_, "#\n# {} on {} ranks ({} host{}), transport {}; cost model: {}\n#\n",
+  fmt::print(out_, "#\n# {} on {} ranks ({} host{}), transport {}; cost model: {}\n",
              command_name(collective), info.ranks, info.hosts, info.hosts == 1 ? "" : "s",
              info.transport.describe(), info.link.description);
+  fmt::print(
+      out_, "# timed: {}\n#\n",
+      info.latency ? "one call at a time, after a barrier (--latency)" : "a stream of back-to-back calls");
   fmt::print(out_, kColumns, "size", "count", "type", "redop", "root", "algo", "time(us)", "min(us)",
              "max(us)", "model(us)", "algbw", "busbw", "#wrong");
   fmt::print(out_, "{}\n", ceiling > 0 ? fmt::format(" {:>7}", "ceil") : "");
@@ -80,6 +83,7 @@ nlohmann::ordered_json to_json(const RunInfo& info, const BenchResult& r) {
                                 {"transport", info.transport.name},
                                 {"requested_transport", info.transport.requested},
                                 {"iterations", r.iterations},
+                                {"timing", r.with.latency ? "latency" : "stream"},
                                 {"time_us", r.time_us},
                                 {"min_time_us", r.min_time_us},
                                 {"max_time_us", r.max_time_us},

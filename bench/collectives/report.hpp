@@ -21,6 +21,7 @@ struct RunInfo {
   // Measured in the same run (canopy-bench --ceiling): two processes exchanging over loopback, each
   // way. 0 = not measured; then no ceiling column and no ceiling keys.
   double loopback_each_way_gbps = 0;
+  bool latency = false;  // --latency: calls timed one at a time (the header says so)
 };
 
 class TablePrinter {

@@ -4,12 +4,15 @@
 # percentage of the loopback ceiling canopy-bench measures in the same run.
 #
 #   bench/compare/compare.sh [--bin DIR] [--ranks "2 4"] [--collectives "allreduce broadcast"]
-#                            [-b 4] [-e 64M] [-f 16] [-n 20] [-w 5] [--min-time MS] [--out DIR] [--algo auto]
-#                            [--repeat N]
+#                            [-b 4] [-e 64M] [-f 16] [-n 20] [-w 5] [--min-time MS] [--latency] [--out DIR]
+#                            [--algo auto] [--repeat N]
 #
 # --min-time MS times every size for about MS milliseconds on both sides (-n the least; see canopy-bench
 # --help): 200 iterations of a small collective last about a millisecond, which measures how the ranks
 # line up after the barrier more than the stream.
+#
+# --latency times one call at a time on both sides, each after a barrier (OSU's method), instead of a
+# stream of back-to-back calls (nccl-tests' method): each call's own latency, averaged over ranks.
 #
 # --repeat N runs everything N times, Canopy and Open MPI taking turns, into DIR/round-K/, and ends with
 # the median of the N time ratios per row (bench/compare/median-ratios.py): with 4-8 ranks on 2 cores one
@@ -27,6 +30,7 @@ bin="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/bin"
 ranks="2 4"
 collectives="allreduce broadcast"
 min=4 max=64M factor=16 iters=20 warmup=5 min_time=0 algo=auto repeat=1
+timing=()
 out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -42,7 +46,8 @@ while [[ $# -gt 0 ]]; do
     -n) iters="$2"; shift 2 ;;
     -w) warmup="$2"; shift 2 ;;
     --min-time) min_time="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --latency) timing=(--latency); shift ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -87,11 +92,11 @@ for p in $ranks; do
     [[ "$c" == broadcast ]] && same_buffers=(--inplace)
     cpu_before=$(cpu_ms)
     "$bin/canopy-run" --nproc "$p" --master-port 0 "$bin/canopy-bench" "$c" --algo "$algo" -b "$min" -e "$max" \
-      -f "$factor" -n "$iters" -w "$warmup" --min-time "$min_time" "${same_buffers[@]}" --ceiling --json "$out/canopy-$c-$p.json" >"$out/canopy-$c-$p.txt" 2>&1 \
+      -f "$factor" -n "$iters" -w "$warmup" --min-time "$min_time" "${timing[@]}" "${same_buffers[@]}" --ceiling --json "$out/canopy-$c-$p.json" >"$out/canopy-$c-$p.txt" 2>&1 \
       || { echo "canopy-bench failed, see $out/canopy-$c-$p.txt" >&2; status=1; continue; }
     echo "$cpu_before $(cpu_ms)" >"$out/cpu-canopy-$c-$p.txt"
     cpu_before=$(cpu_ms)
-    "${mpi[@]}" -np "$p" "$bin/canopy-mpi-bench" "$c" -b "$min" -e "$max" -f "$factor" -n "$iters" -w "$warmup" --min-time "$min_time" \
+    "${mpi[@]}" -np "$p" "$bin/canopy-mpi-bench" "$c" -b "$min" -e "$max" -f "$factor" -n "$iters" -w "$warmup" --min-time "$min_time" "${timing[@]}" \
       --json "$out/mpi-$c-$p.json" >"$out/mpi-$c-$p.txt" 2>&1 \
       || { echo "canopy-mpi-bench failed, see $out/mpi-$c-$p.txt" >&2; status=1; continue; }
     echo "$cpu_before $(cpu_ms)" >"$out/cpu-mpi-$c-$p.txt"

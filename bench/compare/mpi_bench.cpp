@@ -30,6 +30,7 @@ struct Settings {
   std::uint64_t factor = 2;
   int iterations = 20, warmup = 5, root = 0;
   double min_time_ms = 0;
+  bool latency = false;
   std::string json;
 };
 
@@ -140,9 +141,20 @@ int run(const Settings& s) {
         iterations = timed_iterations(s.iterations, s.min_time_ms / 1e3, slowest);
       }
       MPI_Barrier(MPI_COMM_WORLD);
-      double start = MPI_Wtime();
-      for (int i = 0; i < iterations; ++i) call(collective, b, n, s.root);
-      double seconds = (MPI_Wtime() - start) / std::max(1, iterations);
+      double timed = 0;
+      if (s.latency) {
+        for (int i = 0; i < iterations; ++i) {
+          MPI_Barrier(MPI_COMM_WORLD);
+          double start = MPI_Wtime();
+          call(collective, b, n, s.root);
+          timed += MPI_Wtime() - start;
+        }
+      } else {
+        double start = MPI_Wtime();
+        for (int i = 0; i < iterations; ++i) call(collective, b, n, s.root);
+        timed = MPI_Wtime() - start;
+      }
+      double seconds = timed / std::max(1, iterations);
       double sum = 0, min = 0, max = 0;
       MPI_Allreduce(&seconds, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
       MPI_Allreduce(&seconds, &min, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
@@ -168,6 +180,7 @@ int run(const Settings& s) {
                       {"ranks", ranks},
                       {"transport", "mpi"},
                       {"iterations", iterations},
+                      {"timing", s.latency ? "latency" : "stream"},
                       {"time_us", time_us},
                       {"min_time_us", min * 1e6},
                       {"max_time_us", max * 1e6},
@@ -202,6 +215,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 60000.0));
   app.add_option("--root", s.root, "root of broadcast and reduce")->capture_default_str();
+  app.add_flag("--latency", s.latency,
+               "a barrier before every timed call, only the calls timed (as canopy-bench)");
   app.add_option("--json", s.json, "write every row as JSON to this file");
   MPI_Init(&argc, &argv);
   int status = 0;

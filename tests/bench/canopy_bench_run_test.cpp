@@ -29,6 +29,7 @@ TEST(CanopyBenchRun, TwoRanksWithCeilingJsonAndPlot) {
   EXPECT_TRUE(contains(result.output, "ceiling, measured now")) << result.output;
   EXPECT_TRUE(contains(result.output, "Avg bus bandwidth")) << result.output;
   EXPECT_TRUE(contains(result.output, "transport tcp;")) << result.output;
+  EXPECT_TRUE(contains(result.output, "timed: a stream of back-to-back calls")) << result.output;
   // Not a terminal: no progress line (its carriage returns would litter logs).
   EXPECT_FALSE(contains(result.output, "\r")) << result.output;
 
@@ -61,6 +62,23 @@ TEST(CanopyBenchRun, MinTimeGrowsTheIterationsToFillTheWindow) {
   const int iterations = rows[0].at("iterations").get<int>();
   // An 8-byte all-reduce takes well under 66 ms even under sanitizers, so 200 ms need more than 3.
   EXPECT_GT(iterations, 3) << rows.dump(1);
+}
+
+// --latency: each call timed alone after a barrier; the header and the rows say which timing ran.
+TEST(CanopyBenchRun, LatencyTimesOneCallAtATime) {
+  canopy::testing::TempDir dir;
+  std::string command = fmt::format(
+      "env CANOPY_TRANSPORT=tcp {} --nproc 2 --master-port 0 {} broadcast --algo flat -b 8 -e 8 -n 3 -w 1 "
+      "--latency --json {}/rows.json",
+      CANOPY_RUN_PATH, CANOPY_BENCH_PATH, dir.path());
+  auto result = testing::run_command(command, 90);
+  ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.output;
+  EXPECT_TRUE(contains(result.output, "timed: one call at a time, after a barrier")) << result.output;
+  auto rows = nlohmann::json::parse(testing::read_file(dir.path() + "/rows.json"));
+  ASSERT_EQ(rows.size(), 1u) << rows.dump(1);
+  EXPECT_EQ(rows[0].at("timing"), "latency") << rows.dump(1);
+  EXPECT_EQ(rows[0].at("wrong"), 0) << rows.dump(1);
+  EXPECT_GT(rows[0].at("time_us").get<double>(), 0) << rows.dump(1);
 }
 
 // In place the result is checked where it is: in the one buffer every collective was given.
