@@ -154,8 +154,7 @@ int choice_command(int argc, char** argv) {
   std::vector<std::string> inputs;
   CLI::App app{
       "canopy-bench choice: how good auto is; per size, auto's measured time beside the fastest algorithm's, "
-      "from "
-      "--json files of sweeps run with --algo all"};
+      "from --json files of sweeps run with --algo all"};
   app.add_option("rows", inputs, "canopy-bench --json files")->required();
   CLI11_PARSE(app, argc, argv);
   return guarded(app, "choice", [&] {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "bench/collectives/expected_values.hpp"
-#include "bench/collectives/iterations.hpp"
+#include "bench/collectives/timing.hpp"
 
 namespace canopy::bench {
 namespace {
@@ -93,7 +93,6 @@ std::uint64_t Measurement::count_wrong(const BenchCase& c, std::uint64_t block) 
 }
 
 BenchResult Measurement::run(const BenchCase& c) {
-  using Clock = std::chrono::steady_clock;
   std::size_t element = size_of(c.dtype);
   std::uint64_t ranks = static_cast<std::uint64_t>(comm_.size());
   std::uint64_t elements = c.bytes / element;
@@ -120,31 +119,17 @@ BenchResult Measurement::run(const BenchCase& c) {
     result.wrong = count_wrong(c, block);
   }
   fill(c, block);
-  result.iterations = c.iterations;
-  const int warmup = c.min_seconds > 0 ? std::max(1, c.warmup) : c.warmup;  // the estimate needs one
-  const auto warmup_begin = Clock::now();
-  for (int i = 0; i < warmup; ++i) comm_.run(args, options);
-  if (c.min_seconds > 0) {
-    // Every rank sizes the window by the slowest rank's warm-up, so all run the same count.
-    std::vector<double> per_iteration{std::chrono::duration<double>(Clock::now() - warmup_begin).count() /
-                                      warmup};
-    comm_.all_reduce(std::span<double>(per_iteration), ReduceOp::Max, {.algorithm = "ring"});
-    result.iterations = timed_iterations(c.iterations, c.min_seconds, per_iteration[0]);
-  }
+  // Every rank sizes the window by the slowest rank's warm-up, so all run the same count.
+  auto slowest = [&](double mine) {
+    std::vector<double> per_call{mine};
+    comm_.all_reduce(std::span<double>(per_call), ReduceOp::Max, {.algorithm = "ring"});
+    return per_call[0];
+  };
+  result.iterations = warm_up(
+      c.warmup, c.iterations, c.min_seconds, [&] { comm_.run(args, options); }, slowest);
   comm_.barrier();
-  double timed = 0;
-  if (c.latency) {
-    for (int i = 0; i < result.iterations; ++i) {
-      comm_.barrier();
-      const auto begin = Clock::now();
-      comm_.run(args, options);
-      timed += std::chrono::duration<double>(Clock::now() - begin).count();
-    }
-  } else {
-    const auto begin = Clock::now();
-    for (int i = 0; i < result.iterations; ++i) comm_.run(args, options);
-    timed = std::chrono::duration<double>(Clock::now() - begin).count();
-  }
+  const double timed = time_calls(
+      result.iterations, c.latency, [&] { comm_.run(args, options); }, [&] { comm_.barrier(); });
   double seconds = timed / std::max(1, result.iterations);
 
   // Every rank's time and wrong count, gathered with an algorithm fixed here so the bookkeeping

@@ -16,10 +16,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "bench/collectives/iterations.hpp"
 #include "bench/collectives/measurement.hpp"
 #include "bench/collectives/selection.hpp"
 #include "bench/collectives/sizes.hpp"
+#include "bench/collectives/timing.hpp"
 
 namespace canopy::bench {
 namespace {
@@ -130,30 +130,18 @@ int run(const Settings& s) {
       int n = static_cast<int>(count);
       call(collective, b, n, s.root);
       std::uint64_t wrong = wrong_elements(collective, b, n, rank, ranks, s.root);
-      const int warmup = s.min_time_ms > 0 ? std::max(1, s.warmup) : s.warmup;
-      double warmup_start = MPI_Wtime();
-      for (int i = 0; i < warmup; ++i) call(collective, b, n, s.root);
-      int iterations = s.iterations;
-      if (s.min_time_ms > 0) {
-        // The same rule as canopy-bench: the slowest rank's warm-up sizes everyone's window.
-        double mine = (MPI_Wtime() - warmup_start) / warmup, slowest = 0;
-        MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        iterations = timed_iterations(s.iterations, s.min_time_ms / 1e3, slowest);
-      }
+      // The same rule as canopy-bench: the slowest rank's warm-up sizes everyone's window.
+      auto slowest = [](double mine) {
+        double max = 0;
+        MPI_Allreduce(&mine, &max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        return max;
+      };
+      const int iterations = warm_up(
+          s.warmup, s.iterations, s.min_time_ms / 1e3, [&] { call(collective, b, n, s.root); }, slowest);
       MPI_Barrier(MPI_COMM_WORLD);
-      double timed = 0;
-      if (s.latency) {
-        for (int i = 0; i < iterations; ++i) {
-          MPI_Barrier(MPI_COMM_WORLD);
-          double start = MPI_Wtime();
-          call(collective, b, n, s.root);
-          timed += MPI_Wtime() - start;
-        }
-      } else {
-        double start = MPI_Wtime();
-        for (int i = 0; i < iterations; ++i) call(collective, b, n, s.root);
-        timed = MPI_Wtime() - start;
-      }
+      const double timed = time_calls(
+          iterations, s.latency, [&] { call(collective, b, n, s.root); },
+          [] { MPI_Barrier(MPI_COMM_WORLD); });
       double seconds = timed / std::max(1, iterations);
       double sum = 0, min = 0, max = 0;
       MPI_Allreduce(&seconds, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);

@@ -47,38 +47,40 @@ TEST(CanopyBenchRun, TwoRanksWithCeilingJsonAndPlot) {
   }
 }
 
+// One sweep of canopy-bench on 2 ranks with `arguments`; its output, and its --json rows.
+struct Sweep {
+  std::string output;
+  nlohmann::json rows;
+};
+Sweep sweep_on_two_ranks(const std::string& arguments) {
+  canopy::testing::TempDir dir;
+  std::string command =
+      fmt::format("env CANOPY_TRANSPORT=tcp {} --nproc 2 --master-port 0 {} {} --json {}/rows.json",
+                  CANOPY_RUN_PATH, CANOPY_BENCH_PATH, arguments, dir.path());
+  auto result = testing::run_command(command, 90);
+  EXPECT_EQ(result.exit_code, 0) << command << "\n" << result.output;
+  if (result.exit_code != 0) return {result.output, nlohmann::json::array()};
+  return {result.output, nlohmann::json::parse(testing::read_file(dir.path() + "/rows.json"))};
+}
+
 // --min-time: -n is the least; the warm-up says how many iterations fill the window, the same on every
 // rank (or the collectives would not match), and the rows say how many ran.
 TEST(CanopyBenchRun, MinTimeGrowsTheIterationsToFillTheWindow) {
-  canopy::testing::TempDir dir;
-  std::string command = fmt::format(
-      "env CANOPY_TRANSPORT=tcp {} --nproc 2 --master-port 0 {} allreduce --algo ring -b 8 -e 8 -n 3 -w 2 "
-      "--min-time 200 --json {}/rows.json",
-      CANOPY_RUN_PATH, CANOPY_BENCH_PATH, dir.path());
-  auto result = testing::run_command(command, 90);
-  ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.output;
-  auto rows = nlohmann::json::parse(testing::read_file(dir.path() + "/rows.json"));
-  ASSERT_EQ(rows.size(), 1u) << rows.dump(1);
-  const int iterations = rows[0].at("iterations").get<int>();
+  const Sweep sweep = sweep_on_two_ranks("allreduce --algo ring -b 8 -e 8 -n 3 -w 2 --min-time 200");
+  ASSERT_EQ(sweep.rows.size(), 1u) << sweep.rows.dump(1);
+  const int iterations = sweep.rows[0].at("iterations").get<int>();
   // An 8-byte all-reduce takes well under 66 ms even under sanitizers, so 200 ms need more than 3.
-  EXPECT_GT(iterations, 3) << rows.dump(1);
+  EXPECT_GT(iterations, 3) << sweep.rows.dump(1);
 }
 
 // --latency: each call timed alone after a barrier; the header and the rows say which timing ran.
 TEST(CanopyBenchRun, LatencyTimesOneCallAtATime) {
-  canopy::testing::TempDir dir;
-  std::string command = fmt::format(
-      "env CANOPY_TRANSPORT=tcp {} --nproc 2 --master-port 0 {} broadcast --algo flat -b 8 -e 8 -n 3 -w 1 "
-      "--latency --json {}/rows.json",
-      CANOPY_RUN_PATH, CANOPY_BENCH_PATH, dir.path());
-  auto result = testing::run_command(command, 90);
-  ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.output;
-  EXPECT_TRUE(contains(result.output, "timed: one call at a time, after a barrier")) << result.output;
-  auto rows = nlohmann::json::parse(testing::read_file(dir.path() + "/rows.json"));
-  ASSERT_EQ(rows.size(), 1u) << rows.dump(1);
-  EXPECT_EQ(rows[0].at("timing"), "latency") << rows.dump(1);
-  EXPECT_EQ(rows[0].at("wrong"), 0) << rows.dump(1);
-  EXPECT_GT(rows[0].at("time_us").get<double>(), 0) << rows.dump(1);
+  const Sweep sweep = sweep_on_two_ranks("broadcast --algo flat -b 8 -e 8 -n 3 -w 1 --latency");
+  EXPECT_TRUE(contains(sweep.output, "timed: one call at a time, after a barrier")) << sweep.output;
+  ASSERT_EQ(sweep.rows.size(), 1u) << sweep.rows.dump(1);
+  EXPECT_EQ(sweep.rows[0].at("timing"), "latency") << sweep.rows.dump(1);
+  EXPECT_EQ(sweep.rows[0].at("wrong"), 0) << sweep.rows.dump(1);
+  EXPECT_GT(sweep.rows[0].at("time_us").get<double>(), 0) << sweep.rows.dump(1);
 }
 
 // In place the result is checked where it is: in the one buffer every collective was given.

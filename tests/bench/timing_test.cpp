@@ -1,5 +1,5 @@
 // --min-time's rule: -n is the least, the warm-up's pace says how many fill the window, within a bound.
-#include "bench/collectives/iterations.hpp"
+#include "bench/collectives/timing.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "bench/collectives/iterations.hpp"
+#include "bench/collectives/timing.hpp"
 
 #include <algorithm>
 #include <cmath>
