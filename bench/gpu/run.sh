@@ -1,54 +1,101 @@
 #!/usr/bin/env bash
-# The GPU checks of gradsync, for a machine with an NVIDIA GPU and the CUDA toolkit (none here: CI and
-# the development machines build the CUDA code but cannot run it). One short script, under 5 minutes:
-#   1. device <-> pinned host bandwidth (pinned vs pageable, both directions at once), built with nvcc
-#      alone so that it runs even where Canopy's other build dependencies are missing;
-#   2. Canopy configured with CUDA and the gradsync tests built and run (the CUDA staging test averages
-#      device gradients of two ranks through pinned staging; the CPU synchronizer tests ride along).
-# Usage, from the repository root:  bench/gpu/run.sh      Results: $OUT (default build-gpu/results).
+# The GPU checks of gradsync, for a machine with an NVIDIA GPU (none here: CI and the development machines
+# build the CUDA code but cannot run it). One short script, about 4 minutes:
+#   1. the CUDA gradsync tests (device gradients of two ranks averaged through pinned staging; parameters
+#      broadcast from device memory) and the CPU synchronizer tests beside them;
+#   2. the same CUDA test under compute-sanitizer (CUDA API errors, leaks), where it is installed;
+#   3. device <-> pinned host bandwidth (pinned vs pageable, both directions at once);
+#   4. step time of CUDA gradients, overlapped with backward vs after it (gradsync_overlap_bench --device
+#      cuda), next to the same model with host gradients: what the staging costs;
+#   5. canopy-bench all-reduce on that machine's cores (more cores than ranks, unlike here).
+# The executables come either from a pack made here (bench/gpu/pack.sh; CANOPY_GPU_PACK=DIR), for a machine
+# that has the driver but none of Canopy's build dependencies, or from a build on that machine
+# (CANOPY_GPU_PACK unset: needs the CUDA toolkit and scripts/install-deps.sh's packages).
+# Usage, from the repository root:  [CANOPY_GPU_PACK=gpu-pack] bench/gpu/run.sh
+# Results: $OUT (default build-gpu/results): summary.txt and log.txt (everything, step by step).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
 OUT=${OUT:-$BUILD/results}
-mkdir -p "$BUILD" "$OUT"
+mkdir -p "$OUT"
 SUMMARY=$OUT/summary.txt
+LOG=$OUT/log.txt
 : > "$SUMMARY"
-log() { echo "[gpu $(date +%T)] $*" | tee -a "$SUMMARY"; }
+: > "$LOG"
+log() { echo "[gpu $(date +%T)] $*" | tee -a "$SUMMARY" | tee -a "$LOG" >&2; }
+# step NAME SECONDS COMMAND...: runs COMMAND under a timeout, its output into log.txt.
+step() {
+  local name=$1 seconds=$2; shift 2
+  echo "===== $name: $*" >> "$LOG"
+  local begin=$SECONDS
+  timeout "$seconds" "$@" >> "$LOG" 2>&1
+  local rc=$?
+  echo "===== $name: status $rc after $((SECONDS - begin)) s" >> "$LOG"
+  [ $rc -eq 0 ] || { log "$name failed with status $rc ($((SECONDS - begin)) s)"; status=1; }
+  return $rc
+}
 status=0
-
 export PATH=$PATH:/usr/local/cuda/bin
-log "host: $(uname -n), $(nproc) cores"
-nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || log "nvidia-smi failed (see nvidia-smi.txt)"
-head -15 "$OUT/nvidia-smi.txt" | tee -a "$SUMMARY"
-nvcc --version > "$OUT/nvcc.txt" 2>&1 || log "nvcc not found: is the CUDA toolkit installed?"
 
-log "1. bandwidth check"
-if timeout 90 nvcc -O2 -std=c++17 "$ROOT/bench/gpu/pinned_bandwidth.cpp" -o "$BUILD/pinned_bandwidth" \
-    > "$OUT/bandwidth_build.txt" 2>&1; then
-  timeout 60 "$BUILD/pinned_bandwidth" 256 2>&1 | tee "$OUT/bandwidth.txt" | tee -a "$SUMMARY" || status=1
+log "host: $(uname -n), $(nproc) cores, $(uname -r)"
+nvidia-smi >> "$LOG" 2>&1 || log "nvidia-smi failed (log.txt)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$SUMMARY"
+
+if [ -n "${CANOPY_GPU_PACK:-}" ]; then
+  BIN=$(cd "$CANOPY_GPU_PACK/bin" && pwd)
+  export LD_LIBRARY_PATH=$(cd "$CANOPY_GPU_PACK/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  log "executables from the pack $CANOPY_GPU_PACK"
+  ldd "$BIN/gradsync_cuda_test" >> "$LOG" 2>&1
+  if ldd "$BIN/gradsync_cuda_test" | grep -q 'not found'; then
+    log "missing libraries:"; ldd "$BIN/gradsync_cuda_test" | grep 'not found' | tee -a "$SUMMARY"
+  fi
 else
-  log "building the bandwidth check failed (bandwidth_build.txt)"; status=1
+  BIN=$BUILD/canopy/bin
+  log "building with CUDA in $BUILD/canopy"
+  step configure 120 cmake -S "$ROOT" -B "$BUILD/canopy" -G "$(command -v ninja >/dev/null && echo Ninja || echo 'Unix Makefiles')" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCANOPY_WITH_CUDA=ON -DCANOPY_BUILD_EXAMPLES=OFF &&
+  step build 300 cmake --build "$BUILD/canopy" -j "$(nproc)" --target gradsync_cuda_test \
+    gradsync_synchronizer_test gradsync_pinned_bandwidth gradsync_overlap_bench canopy-run canopy-bench ||
+  { log "configure or build failed (log.txt)"; tail -30 "$LOG" >> "$SUMMARY"; exit 1; }
 fi
 
-log "2. configure and build the gradsync tests with CUDA"
-jobs=$(nproc)
-if timeout 90 cmake -S "$ROOT" -B "$BUILD/canopy" -G "$(command -v ninja >/dev/null && echo Ninja || echo 'Unix Makefiles')" \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCANOPY_WITH_CUDA=ON -DCANOPY_BUILD_BENCH=OFF -DCANOPY_BUILD_EXAMPLES=ON \
-    > "$OUT/configure.txt" 2>&1 &&
-   timeout 150 cmake --build "$BUILD/canopy" -j "$jobs" --target gradsync_cuda_test gradsync_synchronizer_test \
-    > "$OUT/build.txt" 2>&1; then
-  for test in gradsync_cuda_test gradsync_synchronizer_test; do
-    log "running $test"
-    CANOPY_DEBUG=${CANOPY_DEBUG:-WARN} timeout 120 "$BUILD/canopy/bin/$test" --gtest_output="json:$OUT/$test.json" \
-      > "$OUT/$test.txt" 2>&1
-    rc=$?
-    grep -E '^\[ +(OK|FAILED|SKIPPED) +\]|Skipped|Failure' "$OUT/$test.txt" | tee -a "$SUMMARY"
-    [ $rc -eq 0 ] || { log "$test failed with status $rc"; status=1; }
-  done
+log "1. gradsync tests"
+for test in gradsync_cuda_test gradsync_synchronizer_test; do
+  CANOPY_DEBUG=${CANOPY_DEBUG:-WARN} step "$test" 120 "$BIN/$test"
+  grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Skipped|Failure' <(sed -n "/===== $test: /,/===== $test: status/p" "$LOG") |
+    tee -a "$SUMMARY"
+done
+
+log "2. compute-sanitizer"
+if command -v compute-sanitizer >/dev/null; then
+  step sanitizer 150 compute-sanitizer --tool memcheck --leak-check full --target-processes all \
+    --error-exitcode 3 "$BIN/gradsync_cuda_test" --gtest_filter='*Averages*'
+  grep -E 'ERROR SUMMARY|LEAK SUMMARY|Program hit' <(sed -n '/===== sanitizer: /,$p' "$LOG") | sort | uniq -c |
+    tee -a "$SUMMARY"
 else
-  log "configure or build failed: tail of configure.txt / build.txt:"
-  tail -20 "$OUT/configure.txt" "$OUT/build.txt" 2>/dev/null | tee -a "$SUMMARY"
-  status=1
+  log "compute-sanitizer not installed: skipped"
 fi
+
+log "3. device <-> host bandwidth"
+step bandwidth 60 "$BIN/gradsync_pinned_bandwidth" 256 &&
+  sed -n '/===== bandwidth: /,/===== bandwidth: status/p' "$LOG" | grep -v '^=====' | tee -a "$SUMMARY"
+
+log "4. step time with CUDA gradients (16 layers x 6.25 MiB = 100 MiB, buckets of 25 MiB, 3 ms per layer)"
+model=(--layers 16 --layer-mib 6.25 --bucket-mib 25 --first-bucket-mib 1 --wait-ms 3 --steps 8 --warmup 2)
+for run in "2 cuda" "2 cpu" "4 cuda"; do
+  set -- $run
+  step "overlap-$1-$2" 120 "$BIN/canopy-run" --nproc "$1" "$BIN/gradsync_overlap_bench" --device "$2" \
+    --backward wait "${model[@]}" &&
+    sed -n "/===== overlap-$1-$2: /,/===== overlap-$1-$2: status/p" "$LOG" | grep '^\[0\]' | tee -a "$SUMMARY"
+done
+
+log "5. canopy-bench all-reduce, 4 and 8 ranks on $(nproc) cores"
+for ranks in 4 8; do
+  step "allreduce-$ranks" 150 "$BIN/canopy-run" --nproc "$ranks" "$BIN/canopy-bench" allreduce --algo all \
+    -b 4 -e 64M -f 16 -n 20 -w 3 -c 1 &&
+    sed -n "/===== allreduce-$ranks: /,/===== allreduce-$ranks: status/p" "$LOG" | grep -v '^=====' |
+    sed 's/^\[0\] //' | tee -a "$SUMMARY" > /dev/null
+done
+
 log "done, status $status"
 exit $status

@@ -6,10 +6,12 @@
 // "Backward" is either real work on each layer's gradient (--backward fma: fused multiply-add passes,
 // --compute-passes), so that compute and communication compete for the cores as they do in CPU training,
 // or a wait (--backward wait: --wait-ms per layer), as a rank's CPU thread waits while an accelerator
-// computes backward: then the cores are free for the all-reduces. Alongside the two modes it measures
-// backward alone and communication alone: no overlap costs about their sum, perfect overlap the larger
-// of the two. Modes alternate step by step so that noise hits both alike. Each mode's CPU time per step
-// (every thread of rank 0: the trainer's and the communicator's progress thread) shows how much of the
+// computes backward: then the cores are free for the all-reduces. With --device cuda the gradients live
+// on the GPU and travel through the synchronizer's pinned staging; the GPU's backward takes --wait-ms per
+// layer on a stream while the trainer's thread runs ahead (bench/gradsync/backward.hpp). Alongside the two
+// modes it measures backward alone and communication alone: no overlap costs about their sum, perfect overlap
+// the larger of the two. Modes alternate step by step so that noise hits both alike. Each mode's CPU time per
+// step (every thread of rank 0: the trainer's and the communicator's progress thread) shows how much of the
 // machine it takes.
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -17,11 +19,11 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <thread>
+#include <memory>
 #include <vector>
 
+#include "bench/gradsync/backward.hpp"
 #include "canopy/gradsync.hpp"
 
 namespace {
@@ -29,11 +31,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Settings {
-  int layers = 8;
-  double layer_mib = 2;
-  std::string backward = "fma";
-  int compute_passes = 6;
-  double wait_ms = 5;
+  canopy::bench::BackwardSettings backward;
   int steps = 12;
   int warmup = 2;
   double bucket_mib = 4;
@@ -41,16 +39,6 @@ struct Settings {
 };
 
 enum class Mode { Overlap, After, ComputeOnly, CommOnly };
-
-void backward_layer(std::vector<float>& grad, const std::vector<float>& input, const Settings& s, int step) {
-  if (s.backward == "wait") {
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(s.wait_ms));
-    return;
-  }
-  const float a = 0.999f, b = 1e-3f * static_cast<float>(step % 7);
-  for (int p = 0; p < s.compute_passes; ++p)
-    for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = std::fma(grad[i], a, input[i] * b);
-}
 
 // CPU time of every thread of this process, in ms.
 double process_cpu_ms() {
@@ -68,26 +56,26 @@ struct StepTime {
   std::uint64_t buckets_done = 0;  // buckets already all-reduced when finish() was called
 };
 
-StepTime run_step(Mode mode, canopy::GradientSynchronizer& sync, std::vector<std::vector<float>>& grads,
-                  const std::vector<float>& input, const Settings& s, int step, canopy::Communicator& comm) {
+StepTime run_step(Mode mode, canopy::GradientSynchronizer& sync, canopy::bench::Backward& backward,
+                  std::size_t layers, int step, canopy::Communicator& comm) {
   comm.barrier();  // every rank starts the step together
   auto start = Clock::now();
   double cpu_start = process_cpu_ms();
   canopy::GradSyncStats before = sync.stats();
-  const std::size_t n = grads.size();
   if (mode == Mode::CommOnly) {
-    for (std::size_t l = n; l-- > 0;) sync.mark_ready(l);
+    for (std::size_t l = layers; l-- > 0;) sync.mark_ready(l);
     sync.finish();
-  } else if (mode == Mode::ComputeOnly) {
-    for (std::size_t l = n; l-- > 0;) backward_layer(grads[l], input, s, step);
+  } else if (mode == Mode::Overlap) {
+    for (std::size_t l = layers; l-- > 0;)
+      sync.mark_ready(l, backward.produce(l, step));  // the hook: this layer's gradient is final
+    sync.finish();
   } else {
-    for (std::size_t l = n; l-- > 0;) {
-      backward_layer(grads[l], input, s, step);
-      if (mode == Mode::Overlap) sync.mark_ready(l);  // the hook: this layer's gradient is final
+    for (std::size_t l = layers; l-- > 0;) backward.produce(l, step);
+    backward.wait();
+    if (mode == Mode::After) {
+      for (std::size_t l = layers; l-- > 0;) sync.mark_ready(l);
+      sync.finish();
     }
-    if (mode == Mode::After)
-      for (std::size_t l = n; l-- > 0;) sync.mark_ready(l);
-    sync.finish();
   }
   canopy::GradSyncStats after = sync.stats();
   return {std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
@@ -104,13 +92,17 @@ double median(std::vector<double> values) {
 
 int main(int argc, char** argv) {
   Settings s;
+  canopy::bench::BackwardSettings& b = s.backward;
   CLI::App app{"gradsync: step time with overlap vs communication after backward"};
-  app.add_option("--layers", s.layers, "gradients (one per layer)");
-  app.add_option("--layer-mib", s.layer_mib, "MiB of float32 gradient per layer");
-  app.add_option("--backward", s.backward, "fma (CPU work) or wait (an accelerator's backward)")
+  app.add_option("--layers", b.layers, "gradients (one per layer)");
+  app.add_option("--layer-mib", b.layer_mib, "MiB of float32 gradient per layer");
+  app.add_option("--backward", b.backward, "fma (CPU work) or wait (an accelerator's backward)")
       ->check(CLI::IsMember({"fma", "wait"}));
-  app.add_option("--compute-passes", s.compute_passes, "--backward fma: passes over each gradient");
-  app.add_option("--wait-ms", s.wait_ms, "--backward wait: ms per layer");
+  app.add_option("--compute-passes", b.compute_passes, "--backward fma: passes over each gradient");
+  app.add_option("--wait-ms", b.wait_ms, "--backward wait, and --device cuda: ms per layer");
+  app.add_option("--device", b.device,
+                 "where the gradients live: cpu, or cuda (staged through pinned memory)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--steps", s.steps, "measured steps per mode");
   app.add_option("--warmup", s.warmup, "unmeasured steps per mode");
   app.add_option("--bucket-mib", s.bucket_mib, "bucket cap");
@@ -119,23 +111,21 @@ int main(int argc, char** argv) {
   try {
     canopy::TrainingJob job = canopy::join_training_job();
     canopy::Communicator& comm = job.comm;
-    auto count = static_cast<std::size_t>(s.layer_mib * (1 << 20) / sizeof(float));
-    std::vector<std::vector<float>> grads(static_cast<std::size_t>(s.layers),
-                                          std::vector<float>(count, 1.0f));
-    std::vector<float> input(count, 0.5f);
+    std::unique_ptr<canopy::bench::Backward> backward =
+        b.device == "cuda" ? canopy::bench::make_cuda_backward(b) : canopy::bench::make_host_backward(b);
     canopy::GradSyncOptions options;
     options.bucket_bytes = static_cast<std::size_t>(s.bucket_mib * (1 << 20));
     options.first_bucket_bytes = static_cast<std::size_t>(s.first_bucket_mib * (1 << 20));
     canopy::GradientSynchronizer sync(comm, options);
-    for (std::size_t l = 0; l < grads.size(); ++l)
-      sync.add(fmt::format("layer{}", l), canopy::tensor_view(std::span(grads[l])));
+    const auto layers = static_cast<std::size_t>(b.layers);
+    for (std::size_t l = 0; l < layers; ++l) sync.add(fmt::format("layer{}", l), backward->gradient(l));
     const std::size_t buckets = sync.buckets().size();
 
     const Mode modes[] = {Mode::Overlap, Mode::After, Mode::ComputeOnly, Mode::CommOnly};
     std::vector<double> times[4], cpu[4], waits[4], done[4];
     for (int step = 0; step < s.warmup + s.steps; ++step)
       for (int m = 0; m < 4; ++m) {
-        StepTime t = run_step(modes[m], sync, grads, input, s, step, comm);
+        StepTime t = run_step(modes[m], sync, *backward, layers, step, comm);
         if (step >= s.warmup) {
           times[m].push_back(t.wall_ms);
           cpu[m].push_back(t.cpu_ms);
@@ -146,10 +136,8 @@ int main(int argc, char** argv) {
     if (comm.rank() == 0) {
       double overlap = median(times[0]), after = median(times[1]), compute = median(times[2]),
              net = median(times[3]);
-      std::string work = s.backward == "wait" ? fmt::format("backward waits {} ms per layer", s.wait_ms)
-                                              : fmt::format("backward {} FMA passes", s.compute_passes);
       fmt::print("gradsync overlap: {} ranks, {} layers x {} MiB float32 = {} MiB, {} buckets, {}\n",
-                 comm.size(), s.layers, s.layer_mib, s.layers * s.layer_mib, buckets, work);
+                 comm.size(), b.layers, b.layer_mib, b.layers * b.layer_mib, buckets, backward->describe());
       fmt::print("{:>28} {:>10} {:>10} {:>12} {:>14}\n", "median per step (ms)", "wall", "cpu", "finish wait",
                  "buckets done");
       const char* names[] = {"overlapped (hooks)", "communication after backward", "backward alone",
