@@ -38,7 +38,8 @@ struct Settings {
   // Caps far below DDP's 25 MiB / 1 MiB: the model is 0.3 MiB, and in one bucket nothing would overlap.
   double bucket_kib = 64;
   double first_bucket_kib = 16;
-  int fail_at_step = -1;  // first attempt only: this rank kills itself after the step (restart tests)
+  double in_place_kib = 1024;  // GradSyncOptions::in_place_bytes
+  int fail_at_step = -1;       // first attempt only: this rank kills itself after the step (restart tests)
   int fail_rank = 0;
   int log_every = 10;
   int threads = 1;
@@ -126,8 +127,9 @@ int train(const Settings& s) {
   canopy::GradSyncOptions options;
   options.bucket_bytes = static_cast<std::size_t>(s.bucket_kib * 1024);
   options.first_bucket_bytes = static_cast<std::size_t>(s.first_bucket_kib * 1024);
+  options.in_place_bytes = static_cast<std::size_t>(s.in_place_kib * 1024);
   canopy::GradientSynchronizer sync(comm, options);
-  torch_example::attach(net, sync);
+  torch_example::Hooks hooks = torch_example::attach(net, sync);
   // Every rank drew its own initial weights, and after a resume every rank read the file: rank 0's copy
   // is the one that counts.
   sync.broadcast_parameters();
@@ -197,6 +199,8 @@ int main(int argc, char** argv) {
   app.add_flag("--check-replicas", s.check_replicas, "compare every rank's parameters after every step");
   app.add_option("--bucket-kib", s.bucket_kib, "bucket cap in KiB");
   app.add_option("--first-bucket-kib", s.first_bucket_kib, "first bucket cap in KiB");
+  app.add_option("--in-place-kib", s.in_place_kib,
+                 "gradients of at least this many KiB are all-reduced in place");
   app.add_option("--fail-at-step", s.fail_at_step,
                  "on the first attempt, --fail-rank kills itself after this step");
   app.add_option("--fail-rank", s.fail_rank);

@@ -7,9 +7,10 @@
 
 namespace canopy::gradsync {
 
-// dst[i] = src[i] * scale, in the precision of `type` (float16 / bfloat16 computed in float32 and rounded
-// once). The averaging 1/world rides on the copy out of the bucket instead of a pass of its own.
-void copy_scaled(DataType type, void* dst, const void* src, std::size_t count, double scale);
+// dst[i] = src[i] / contributions, divided as an all-reduce with ReduceOp::Avg divides (the communicator's
+// finish_average: float16 / bfloat16 in float32, rounded once), so that a gradient averaged on its way out
+// of a bucket and one averaged in place are rounded alike. Floating-point types only.
+void copy_averaged(DataType type, void* dst, const void* src, std::size_t count, int contributions);
 
 bool is_floating_point(DataType type);
 

@@ -102,6 +102,11 @@ class CudaStaging final : public DeviceStaging {
     changed_.notify_all();
   }
 
+  std::size_t completed() override {
+    std::lock_guard lock(mutex_);
+    return completed_;
+  }
+
   void wait_all(Deadline deadline) override {
     std::unique_lock lock(mutex_);
     bool done = changed_.wait_until(lock, deadline.at(), [&] { return completed_ == launched_; });

@@ -21,6 +21,8 @@ class DeviceStaging {
   virtual void gradient_ready(std::size_t index, void* stream) = 0;
   // Queues bucket `bucket` (all its gradients ready); buckets must come in plan order.
   virtual void launch(std::size_t bucket) = 0;
+  // How many launched buckets are back on the device (GradSyncStats::buckets_done_before_finish).
+  virtual std::size_t completed() = 0;
   // Waits until every launched bucket is back on the device; rethrows the first error.
   virtual void wait_all(Deadline deadline) = 0;
   // Broadcasts a device tensor from `root` through a host buffer (broadcast_parameters).

@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -36,6 +37,7 @@ struct Settings {
   int warmup = 2;
   double bucket_mib = 4;
   double first_bucket_mib = 1;
+  bool in_buckets = false;  // every gradient copied into buckets (GradSyncOptions::in_place_bytes = SIZE_MAX)
 };
 
 enum class Mode { Overlap, After, ComputeOnly, CommOnly };
@@ -107,6 +109,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", s.warmup, "unmeasured steps per mode");
   app.add_option("--bucket-mib", s.bucket_mib, "bucket cap");
   app.add_option("--first-bucket-mib", s.first_bucket_mib, "first bucket cap");
+  app.add_flag("--all-in-buckets", s.in_buckets,
+               "copy every host gradient into buckets, large ones too (DDP)");
   CLI11_PARSE(app, argc, argv);
   try {
     canopy::TrainingJob job = canopy::join_training_job();
@@ -116,6 +120,7 @@ int main(int argc, char** argv) {
     canopy::GradSyncOptions options;
     options.bucket_bytes = static_cast<std::size_t>(s.bucket_mib * (1 << 20));
     options.first_bucket_bytes = static_cast<std::size_t>(s.first_bucket_mib * (1 << 20));
+    if (s.in_buckets) options.in_place_bytes = SIZE_MAX;
     canopy::GradientSynchronizer sync(comm, options);
     const auto layers = static_cast<std::size_t>(b.layers);
     for (std::size_t l = 0; l < layers; ++l) sync.add(fmt::format("layer{}", l), backward->gradient(l));
@@ -136,8 +141,11 @@ int main(int argc, char** argv) {
     if (comm.rank() == 0) {
       double overlap = median(times[0]), after = median(times[1]), compute = median(times[2]),
              net = median(times[3]);
-      fmt::print("gradsync overlap: {} ranks, {} layers x {} MiB float32 = {} MiB, {} buckets, {}\n",
-                 comm.size(), b.layers, b.layer_mib, b.layers * b.layer_mib, buckets, backward->describe());
+      // Every layer has the same size: all of them or none are all-reduced in place.
+      const bool in_place = b.device == "cpu" && b.layer_mib * (1 << 20) >= double(options.in_place_bytes);
+      fmt::print("gradsync overlap: {} ranks, {} layers x {} MiB float32 = {} MiB, {} buckets{}, {}\n",
+                 comm.size(), b.layers, b.layer_mib, b.layers * b.layer_mib, buckets,
+                 in_place ? " (in place)" : "", backward->describe());
       fmt::print("{:>28} {:>10} {:>10} {:>12} {:>14}\n", "median per step (ms)", "wall", "cpu", "finish wait",
                  "buckets done");
       const char* names[] = {"overlapped (hooks)", "communication after backward", "backward alone",

@@ -1,5 +1,10 @@
 #include "examples/torch/gradient_hooks.hpp"
 
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <memory>
 #include <stdexcept>
 
 namespace torch_example {
@@ -17,22 +22,27 @@ canopy::TensorView view_of(const torch::Tensor& tensor) {
           tensor.is_cuda() ? canopy::Device::CUDA : canopy::Device::CPU};
 }
 
-void attach(torch::nn::Module& module, canopy::GradientSynchronizer& sync) {
+Hooks attach(torch::nn::Module& module, canopy::GradientSynchronizer& sync) {
+  Hooks hooks;
   for (auto& item : module.named_parameters()) {
     torch::Tensor parameter = item.value();
     parameter.mutable_grad() = torch::zeros_like(parameter);
     std::size_t index = sync.add(item.key(), view_of(parameter.grad()), view_of(parameter));
-    // A hook on a leaf runs before autograd adds the incoming gradient into .grad. It does the adding
-    // itself (so that .grad is final, including what earlier no-sync micro-steps accumulated), tells the
-    // synchronizer, and hands autograd zeros to add instead: the bucket may already be on its way, and
-    // the gradient must not be counted twice. It captures the .grad buffer, not the parameter: a
-    // parameter holding a hook that holds the parameter would never be freed.
-    parameter.register_hook([&sync, buffer = parameter.grad(), index](const torch::Tensor& incoming) {
-      buffer.add_(incoming);
-      sync.mark_ready(index);
-      return torch::zeros_like(incoming);
-    });
+    // As DDP does: a hook after the parameter's gradient accumulator, which has just added this backward's
+    // gradient into .grad (in place: .grad exists and no graph of the backward is being built). .grad is
+    // then final, what earlier no-sync micro-steps accumulated included, and autograd touches it no more
+    // in this backward: from here until finish() it is the synchronizer's (a large gradient is averaged in
+    // place while backward goes on). The hook captures the index, not the parameter: the accumulator
+    // holds the parameter, and a parameter's hook holding it back would never be freed.
+    std::shared_ptr<torch::autograd::Node> accumulator = torch::autograd::impl::grad_accumulator(parameter);
+    accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [&sync, index](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+          sync.mark_ready(index);
+          return outputs;
+        }));
+    hooks.push_back(std::move(accumulator));
   }
+  return hooks;
 }
 
 void zero_grads(torch::nn::Module& module) {

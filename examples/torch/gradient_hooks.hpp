@@ -1,11 +1,12 @@
 // The glue between a libtorch module and Canopy's GradientSynchronizer, as a PyTorch C++ user writes it:
-// every parameter's .grad becomes a buffer the synchronizer knows, and a hook on the parameter (autograd
-// calls it during backward, as soon as that parameter's gradient is computed) hands the gradient over, so
-// that a bucket can leave while backward goes on computing earlier layers.
+// every parameter's .grad becomes a buffer the synchronizer knows, and a hook after the parameter's
+// gradient accumulator (autograd calls it during backward, as soon as that gradient is in .grad) hands it
+// over, so that a bucket can leave while backward goes on computing earlier layers.
 #pragma once
 
 #include <torch/nn/module.h>  // not <torch/torch.h>: half the compile time and memory
 
+#include <memory>
 #include <vector>
 
 #include "canopy/gradsync.hpp"
@@ -20,8 +21,11 @@ canopy::TensorView view_of(const torch::Tensor& tensor);
 // optimizer.zero_grad() (which may set them to None in later libtorch versions, leaving the synchronizer
 // with dangling pointers). The synchronizer holds the parameters' memory too: attach after anything that
 // gives parameters new storage (Module::load does, with Tensor::set_), and update them in place afterwards
-// (optimizers do). `sync` must outlive every backward pass of `module`.
-void attach(torch::nn::Module& module, canopy::GradientSynchronizer& sync);
+// (optimizers do). No backward with create_graph (autograd would then replace .grad rather than add into
+// it). Keep the returned hooks, and `sync`, for as long as `module` runs backward passes.
+using Hooks = std::vector<std::shared_ptr<torch::autograd::Node>>;  // the gradient accumulators (autograd
+                                                                    // holds them only weakly)
+[[nodiscard]] Hooks attach(torch::nn::Module& module, canopy::GradientSynchronizer& sync);
 
 // Zeroes every parameter's gradient in place (the buffers the synchronizer holds).
 void zero_grads(torch::nn::Module& module);

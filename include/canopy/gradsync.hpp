@@ -49,6 +49,10 @@ struct GradSyncOptions {
   // As DDP does: after the first synchronised step, form the buckets again from the order in which the
   // gradients actually became ready (rank 0's order, shared with every rank).
   bool rebuild_buckets = false;
+  // Host gradients of at least this size are all-reduced where they lie, each on its own (averaged by the
+  // all-reduce itself): no copy into a bucket and back, which on a many-core host took longer than the
+  // network. Smaller ones share buckets. SIZE_MAX: every gradient in buckets, as DDP does.
+  std::size_t in_place_bytes = std::size_t{1} << 20;
   // CUDA: gradients move device -> pinned host -> network -> device in chunks of this size, pipelined.
   std::size_t cuda_chunk_bytes = std::size_t{4} << 20;
   CollectiveOptions collective;  // algorithm, chunking and deadline of the bucket all-reduces

@@ -58,6 +58,22 @@ TEST(BucketPlan, ConfigurableSizesAndAnyOrder) {
   EXPECT_EQ(indices(buckets), (std::vector<std::vector<std::size_t>>{{2}, {0, 4}, {1, 3}}));
 }
 
+// A host gradient of at least in_place_bytes is a bucket of its own, all-reduced where it lies; the small
+// ones around it share buckets as before (never its); device gradients are always staged, never in place.
+TEST(BucketPlan, LargeHostGradientsAreAllReducedInPlace) {
+  std::vector<GradientSlot> slots{
+      {100, DataType::Float32, Device::CPU},  {2 * kMiB, DataType::Float32, Device::CPU},
+      {100, DataType::Float32, Device::CPU},  {100, DataType::Float32, Device::CPU},
+      {kMiB, DataType::Float32, Device::CPU}, {2 * kMiB, DataType::Float32, Device::CUDA}};
+  auto buckets = plan_buckets(slots, {0, 1, 2, 3, 4, 5}, 25 * kMiB, 25 * kMiB, kMiB);
+  EXPECT_EQ(indices(buckets), (std::vector<std::vector<std::size_t>>{{0}, {1}, {2, 3}, {4}, {5}}));
+  std::vector<bool> in_place;
+  for (const Bucket& b : buckets) in_place.push_back(b.in_place);
+  EXPECT_EQ(in_place, (std::vector<bool>{false, true, false, true, false}));
+  for (const Bucket& b : plan_buckets(slots, {0, 1, 2, 3, 4, 5}, 25 * kMiB, 25 * kMiB))
+    EXPECT_FALSE(b.in_place);
+}
+
 TEST(BucketPlan, RejectsAnOrderThatIsNotAPermutation) {
   auto slots = floats({4, 4});
   EXPECT_THROW(plan_buckets(slots, {0, 0}, 8, 8), Error);

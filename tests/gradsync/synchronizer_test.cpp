@@ -44,40 +44,61 @@ GradSyncOptions small_buckets() {
 
 const std::vector<std::size_t> kSizes{1000, 3, 4096, 17, 2500, 1};
 
-TEST(GradientSynchronizer, AveragesInPlaceWhicheverOrderTheHooksFire) {
-  run_group(3, [](Communicator& comm) {
-    const int p = comm.size(), r = comm.rank();
-    std::vector<std::vector<float>> grads;
-    for (std::size_t g = 0; g < kSizes.size(); ++g) grads.emplace_back(kSizes[g]);
-    GradientSynchronizer sync(comm, small_buckets());
+// Three ranks (so that the division by the world size rounds), three steps, hooks in a different order on
+// every rank and step; with `options` deciding which gradients share buckets and which are all-reduced
+// where they lie.
+// Returns the buckets.
+std::vector<std::vector<std::size_t>> check_averages(Communicator& comm, const GradSyncOptions& options) {
+  const int p = comm.size(), r = comm.rank();
+  std::vector<std::vector<float>> grads;
+  for (std::size_t g = 0; g < kSizes.size(); ++g) grads.emplace_back(kSizes[g]);
+  GradientSynchronizer sync(comm, options);
+  for (std::size_t g = 0; g < grads.size(); ++g)
+    sync.add("g" + std::to_string(g), tensor_view(std::span(grads[g])));
+  require(sync.buckets().size() >= 3, "expected several buckets, got {}", sync.buckets().size());
+  for (int step = 0; step < 3; ++step) {
     for (std::size_t g = 0; g < grads.size(); ++g)
-      sync.add("g" + std::to_string(g), tensor_view(std::span(grads[g])));
-    require(sync.buckets().size() >= 3, "expected several buckets, got {}", sync.buckets().size());
-    for (int step = 0; step < 3; ++step) {
-      for (std::size_t g = 0; g < grads.size(); ++g)
-        for (std::size_t i = 0; i < grads[g].size(); ++i)
-          grads[g][i] = value(r, g, i) + static_cast<float>(step);
-      // Each rank fires its hooks in a different order: the launches must still agree.
-      std::vector<std::size_t> order(grads.size());
-      std::iota(order.begin(), order.end(), 0);
-      std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<unsigned>(r * 10 + step)));
-      for (std::size_t g : order) sync.mark_ready(g);
-      sync.finish();
-      for (std::size_t g = 0; g < grads.size(); ++g)
-        for (std::size_t i = 0; i < grads[g].size(); ++i) {
-          float sum = 0;
-          for (int k = 0; k < p; ++k) sum += value(k, g, i) + static_cast<float>(step);
-          float expected = sum * static_cast<float>(1.0 / p);
-          require(grads[g][i] == expected, "step {} gradient {}[{}]: {} != {}", step, g, i, grads[g][i],
-                  expected);
-        }
-    }
-    GradSyncStats stats = sync.stats();
-    require(stats.synced_steps == 3 && stats.bucket_all_reduces == 3 * sync.buckets().size(),
-            "stats: {} steps, {} all-reduces", stats.synced_steps, stats.bucket_all_reduces);
-    require(stats.buckets_done_before_finish <= stats.bucket_all_reduces && stats.finish_wait_seconds >= 0,
-            "stats: {} of {} buckets done before finish()", stats.buckets_done_before_finish,
-            stats.bucket_all_reduces);
+      for (std::size_t i = 0; i < grads[g].size(); ++i)
+        grads[g][i] = value(r, g, i) + static_cast<float>(step);
+    // Each rank fires its hooks in a different order: the launches must still agree.
+    std::vector<std::size_t> order(grads.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<unsigned>(r * 10 + step)));
+    for (std::size_t g : order) sync.mark_ready(g);
+    sync.finish();
+    for (std::size_t g = 0; g < grads.size(); ++g)
+      for (std::size_t i = 0; i < grads[g].size(); ++i) {
+        float sum = 0;
+        for (int k = 0; k < p; ++k) sum += value(k, g, i) + static_cast<float>(step);
+        float expected = sum / static_cast<float>(p);
+        require(grads[g][i] == expected, "step {} gradient {}[{}]: {} != {}", step, g, i, grads[g][i],
+                expected);
+      }
+  }
+  GradSyncStats stats = sync.stats();
+  require(stats.synced_steps == 3 && stats.bucket_all_reduces == 3 * sync.buckets().size(),
+          "stats: {} steps, {} all-reduces", stats.synced_steps, stats.bucket_all_reduces);
+  require(stats.buckets_done_before_finish <= stats.bucket_all_reduces && stats.finish_wait_seconds >= 0,
+          "stats: {} of {} buckets done before finish()", stats.buckets_done_before_finish,
+          stats.bucket_all_reduces);
+  return sync.buckets();
+}
+
+TEST(GradientSynchronizer, AveragesInPlaceWhicheverOrderTheHooksFire) {
+  run_group(3, [](Communicator& comm) { check_averages(comm, small_buckets()); });
+}
+
+// Gradients of at least in_place_bytes (here 4096 and 2500 floats) are all-reduced where they lie, each on
+// its own, averaged by the all-reduce: the same values, rounded the same way, as through a bucket.
+TEST(GradientSynchronizer, LargeGradientsAreAveragedWhereTheyLie) {
+  run_group(3, [](Communicator& comm) {
+    GradSyncOptions options = small_buckets();
+    options.in_place_bytes = 8000;
+    auto buckets = check_averages(comm, options);
+    // Gradient 4 (10000 B) would share a 16 KiB bucket with gradient 3; in place it is alone.
+    require(std::find(buckets.begin(), buckets.end(), std::vector<std::size_t>{4}) != buckets.end() &&
+                buckets.size() == 5,
+            "gradient 4 is not in a bucket of its own: {} buckets", buckets.size());
   });
 }
 
