@@ -61,10 +61,15 @@ class CudaStaging final : public DeviceStaging {
       if (largest > 0)
         check(cudaHostAlloc(&slot.host, largest, cudaHostAllocDefault), "cudaHostAlloc (staging)");
       slot.landed.resize(max_chunks);
+      // Waited for on the host: blocking, so that the waiting thread sleeps instead of spinning on a core
+      // the communicator's progress thread (and the other ranks of the host) need.
       for (cudaEvent_t& event : slot.landed)
-        check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+        check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming | cudaEventBlockingSync),
+              "cudaEventCreate");
       check(cudaEventCreateWithFlags(&slot.drained, cudaEventDisableTiming), "cudaEventCreate");
     }
+    check(cudaEventCreateWithFlags(&back_on_device_, cudaEventDisableTiming | cudaEventBlockingSync),
+          "cudaEventCreate");
     log::info("GradientSynchronizer (CUDA): 2 pinned slots of {} B, chunks of {} B", largest, chunk_bytes_);
     worker_ = std::thread([this] { run(); });
   }
@@ -84,6 +89,7 @@ class CudaStaging final : public DeviceStaging {
       cudaEventDestroy(slot.drained);
     }
     for (cudaEvent_t event : ready_events_) cudaEventDestroy(event);
+    cudaEventDestroy(back_on_device_);
     cudaStreamDestroy(d2h_stream_);
     cudaStreamDestroy(h2d_stream_);
   }
@@ -118,7 +124,9 @@ class CudaStaging final : public DeviceStaging {
     next_slot_ = 0;
     std::exception_ptr error = std::exchange(error_, nullptr);
     lock.unlock();
-    check(cudaStreamSynchronize(h2d_stream_), "cudaStreamSynchronize (host to device)");
+    // Every host-to-device copy is queued by now (the worker is idle): wait for them without spinning.
+    check(cudaEventRecord(back_on_device_, h2d_stream_), "cudaEventRecord (back on the device)");
+    check(cudaEventSynchronize(back_on_device_), "cudaEventSynchronize (back on the device)");
     if (error) std::rethrow_exception(error);
   }
 
@@ -247,6 +255,7 @@ class CudaStaging final : public DeviceStaging {
   cudaStream_t d2h_stream_ = nullptr;
   cudaStream_t h2d_stream_ = nullptr;
   std::vector<cudaEvent_t> ready_events_;
+  cudaEvent_t back_on_device_ = nullptr;  // recorded by wait_all after the last host-to-device copy
   Slot slots_[2];
   std::size_t next_slot_ = 0;  // touched by the worker, and by wait_all once the worker is idle
 
