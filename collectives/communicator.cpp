@@ -20,6 +20,7 @@
 #include "collectives/kernels/reduce_kernels.hpp"
 #include "collectives/liveness_monitor.hpp"
 #include "collectives/schedule_cache.hpp"
+#include "common/cpu_list.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -180,7 +181,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   store_->set_timeout(timeout_);
 
   const collectives::HostLayout hosts = collectives::exchange_host_layout(
-      *store_, rank, size, rendezvous::host_identity(current_environment()), transport::usable_cores());
+      *store_, rank, size, rendezvous::host_identity(current_environment()), allowed_cpus());
   if (options.local_rank >= 0 && options.local_size > 0) {
     local_rank = options.local_rank;
     local_size = options.local_size;
@@ -193,6 +194,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   tcp.comm_id = comm_id_;
   tcp.connect_timeout = timeout_;
   tcp.local_size = local_size;  // whether its ranks fit on this host's cores decides if sockets busy-poll
+  tcp.host_cores = hosts.cores_of_host[static_cast<std::size_t>(hosts.host_of(rank))];
   if (!options.job_token.empty()) tcp.job_token = options.job_token;
   transport_ = transport::connect_mesh(*store_, rank, size, tcp);  // CANOPY_TRANSPORT=tcp|verbs|auto
 

@@ -6,38 +6,39 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
 #include <string_view>
 #include <vector>
 
+#include "common/cpu_list.hpp"
 #include "common/error.hpp"
 #include "rendezvous/bootstrap.hpp"
 
 namespace canopy::collectives {
 
-namespace {
-
-// "<cores> <host id>": the host id is last because it may hold spaces (CANOPY_HOST_ID is free text).
-HostLayout layout_of(const std::vector<std::string>& entries) {
+// "<cpu list> <host id>": the host id is last because it may hold spaces (CANOPY_HOST_ID is free text).
+HostLayout layout_from_entries(const std::vector<std::string>& entries) {
   HostLayout layout;
   std::map<std::string, int> host_index;
+  std::vector<std::set<int>> cpus_of_host;
   for (std::size_t r = 0; r < entries.size(); ++r) {
     const std::string& entry = entries[r];
     const std::size_t space = entry.find(' ');
-    int their_cores = 0;
-    auto parsed = std::from_chars(entry.data(), entry.data() + std::min(space, entry.size()), their_cores);
-    if (space == std::string::npos || parsed.ec != std::errc{} || parsed.ptr != entry.data() + space ||
-        their_cores < 1)
+    if (space == std::string::npos || space == 0)
       fail(ErrorCode::Protocol,
-           "rank {} published a malformed host entry '{}' (expected '<cores> <host id>')", r, entry);
-    auto [it, added] =
-        host_index.emplace(entry.substr(space + 1), static_cast<int>(layout.cores_of_host.size()));
-    if (added) layout.cores_of_host.push_back(their_cores);
-    int& host_cores = layout.cores_of_host[static_cast<std::size_t>(it->second)];
-    host_cores = std::min(host_cores, their_cores);
+           "rank {} published a malformed host entry '{}' (expected '<cpu list> <host id>')", r, entry);
+    std::vector<int> cpus = parse_cpu_list(std::string_view(entry).substr(0, space));
+    auto [it, added] = host_index.emplace(entry.substr(space + 1), static_cast<int>(cpus_of_host.size()));
+    if (added) cpus_of_host.emplace_back();
+    cpus_of_host[static_cast<std::size_t>(it->second)].insert(cpus.begin(), cpus.end());
     layout.host_of_rank.push_back(it->second);
   }
+  for (const std::set<int>& cpus : cpus_of_host)
+    layout.cores_of_host.push_back(static_cast<int>(cpus.size()));
   return layout;
 }
+
+namespace {
 
 // "<host of rank 0>,<host of rank 1>,...;<cores of host 0>,<cores of host 1>,..."
 std::string encode(const HostLayout& layout) {
@@ -75,10 +76,11 @@ HostLayout decode(const std::string& text, int size) {
 
 }  // namespace
 
-HostLayout exchange_host_layout(Store& store, int rank, int size, const std::string& host_id, int cores) {
+HostLayout exchange_host_layout(Store& store, int rank, int size, const std::string& host_id,
+                                const std::vector<int>& cpus) {
   const std::string layout = rendezvous::agree_through_rank_zero(
-      store, "layout", rank, size, fmt::format("{} {}", cores, host_id),
-      [](const std::vector<std::string>& entries) { return encode(layout_of(entries)); });
+      store, "layout", rank, size, fmt::format("{} {}", format_cpu_list(cpus), host_id),
+      [](const std::vector<std::string>& entries) { return encode(layout_from_entries(entries)); });
   return decode(layout, size);
 }
 

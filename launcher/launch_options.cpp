@@ -46,6 +46,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   int port = -1;
   double grace_seconds = 5.0;
   bool no_prefix = false;
+  std::string bind_to = "none";
 
   CLI::App app{
       "Starts the ranks of a Canopy job on this node, hosts the store on node 0, prefixes their "
@@ -78,6 +79,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
   app.add_flag("--no-prefix", no_prefix, "Pass the ranks' output through without the \"[rank] \" prefix");
+  app.add_option("--bind-to", bind_to,
+                 "none, or core: local rank i runs on the i-th CPU canopy-run may use (as mpirun binds), for "
+                 "steadier benchmarks")
+      ->check(CLI::IsMember({"none", "core"}))
+      ->capture_default_str();
   app.footer(
       "The program and its arguments follow the options (after '--' if they start with '-').\n"
       "Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT,\n"
@@ -111,6 +117,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
 
   o.job_token = env_value(env, "CANOPY_JOB_TOKEN");
   o.prefix_output = !no_prefix;
+  o.bind_to_core = bind_to == "core";
   o.stop_grace = std::chrono::milliseconds(static_cast<long long>(grace_seconds * 1000.0));
   bool port_given = port_option->count() > 0;
   if (port_given) {

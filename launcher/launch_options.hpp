@@ -25,6 +25,7 @@ struct LaunchOptions {
   int max_restarts = 0;
   std::chrono::milliseconds stop_grace = std::chrono::seconds(5);  // SIGTERM -> SIGKILL
   bool prefix_output = true;
+  bool bind_to_core = false;  // --bind-to core: local rank i on the i-th allowed CPU (wrapping around)
   std::optional<std::string> job_token;  // CANOPY_JOB_TOKEN; generated on node 0 when absent
   std::vector<std::string> command;      // program and its arguments
 

@@ -9,11 +9,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
+#include "common/cpu_list.hpp"
 #include "common/deadline.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "launcher/console.hpp"
+#include "launcher/cpu_binding.hpp"
 #include "launcher/line_prefixer.hpp"
 #include "launcher/rank_process.hpp"
 #include "launcher/status_line.hpp"
@@ -67,10 +70,19 @@ class Supervisor {
 
  private:
   void start(const std::vector<std::vector<std::string>>& rank_envps) {
+    const std::vector<int> cpus = allowed_cpus();
+    if (options_.bind_to_core && rank_envps.size() > cpus.size())
+      log::warn("canopy-run: {} ranks, {} CPUs: --bind-to core puts several ranks on one CPU",
+                rank_envps.size(), cpus.size());
     for (int local = 0; local < static_cast<int>(rank_envps.size()); ++local) {
       int rank = options_.global_rank(local);
       try {
+        std::optional<BindCallingThread> bound;  // the rank inherits this thread's CPU
+        if (options_.bind_to_core) bound.emplace(cpu_for_local_rank(local, cpus));
         RankProcess process = spawn_rank(options_.command, rank_envps[local], options_.prefix_output);
+        bound.reset();
+        if (options_.bind_to_core)
+          log::info("canopy-run: rank {} bound to CPU {}", rank, cpu_for_local_rank(local, cpus));
         Rank& r = ranks_.emplace_back(Rank{rank, process.pid, true, {}});
         if (process.stdout_fd >= 0) r.outputs.emplace_back(process.stdout_fd, STDOUT_FILENO, rank);
         if (process.stderr_fd >= 0) r.outputs.emplace_back(process.stderr_fd, STDERR_FILENO, rank);

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "common/cpu_list.hpp"
 #include "tests/launcher/launcher_runner.hpp"
 
 namespace canopy::testing {
@@ -113,6 +114,23 @@ TEST(CanopyRun, RanksInheritOnlyTheStandardDescriptors) {
   LauncherResult r = run_launcher({"--nproc", "2", launcher_probe_path(), "fds"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(count_of(r.out, "] open-fds=0 1 2\n"), 2) << r.describe();
+}
+
+// --bind-to core: each rank on one CPU of canopy-run's own, in order (wrapping around past the last); by
+// default every rank may use all of them.
+TEST(CanopyRun, BindToCorePutsEachRankOnACpuOfItsOwn) {
+  const std::vector<int> cpus = allowed_cpus();
+  LauncherResult bound = run_launcher({"--nproc", "3", "--bind-to", "core", launcher_probe_path(), "cpus"});
+  ASSERT_EQ(bound.exit_code, 0) << bound.describe();
+  for (int local = 0; local < 3; ++local)
+    EXPECT_NE(bound.out.find(
+                  fmt::format("[{}] cpus={}\n", local, cpus[static_cast<std::size_t>(local) % cpus.size()])),
+              std::string::npos)
+        << bound.describe();
+  LauncherResult free = run_launcher({"--nproc", "2", launcher_probe_path(), "cpus"});
+  ASSERT_EQ(free.exit_code, 0) << free.describe();
+  EXPECT_EQ(count_of(free.out, fmt::format("] cpus={}\n", format_cpu_list(cpus))), 2) << free.describe();
+  EXPECT_NE(run_launcher({"--bind-to", "socket", launcher_probe_path(), "cpus"}).exit_code, 0);
 }
 
 TEST(CanopyRun, HelpListsTheOptions) {

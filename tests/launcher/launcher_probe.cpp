@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cpu_list.hpp"
 #include "common/deadline.hpp"
 #include "common/env.hpp"
 #include "rendezvous/bootstrap.hpp"
@@ -179,6 +180,8 @@ int main(int argc, char** argv) {
       ::signal(SIGINT, on_sigint);
     } else if (name == "fds") {
       print_open_descriptors();
+    } else if (name == "cpus") {
+      write_out(STDOUT_FILENO, fmt::format("cpus={}\n", canopy::format_cpu_list(canopy::allowed_cpus())));
     } else if (name == "barrier") {
       if (!file_barrier(arg)) {
         write_out(STDERR_FILENO, "launcher_probe: the other ranks never reached the barrier\n");

@@ -23,8 +23,9 @@ inline constexpr int kMostRanksPerCoreToSpin = 4;
 // enough that a rank waiting on a slow peer soon gives its core back.
 inline constexpr std::chrono::microseconds kDefaultSpin{50};
 
-// The CPUs this process may run on (sched_getaffinity, which honours taskset and cgroup cpusets),
-// or std::thread::hardware_concurrency() where that is not available; at least 1.
+// How many CPUs this process may run on (allowed_cpus(): taskset, cgroup cpusets, a launcher's binding);
+// at least 1. A rank bound to one core sees 1: the group's view of a host is the union of its ranks' CPUs
+// (the host layout), which TcpOptions::host_cores carries.
 int usable_cores();
 
 // The spin to use: `requested` (CANOPY_SOCKET_SPIN_US) when given; otherwise kDefaultSpin when

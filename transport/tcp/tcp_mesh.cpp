@@ -382,7 +382,7 @@ std::unique_ptr<Transport> connect_tcp_mesh(Store& store, int rank, int size, co
     fail(ErrorCode::InvalidArgument, "connect_tcp_mesh: rank {} is not in a group of size {}", rank, size);
   MeshBuilder builder(store, rank, size, options);
   const int local_ranks = options.local_size > 0 ? options.local_size : size;
-  const int cores = usable_cores();
+  const int cores = options.host_cores > 0 ? options.host_cores : usable_cores();
   const auto spin = choose_spin(options.spin, local_ranks, cores);
   log::debug("rank {}: sockets busy-poll for {} us before blocking ({}; {} local rank(s), {} usable core(s))",
              rank, spin.count(), options.spin ? "CANOPY_SOCKET_SPIN_US" : "chosen", local_ranks, cores);

@@ -27,6 +27,9 @@ struct TcpOptions {
   // This group's ranks on this host, from the bootstrap; 0 when unknown (then taken to be the whole group,
   // which errs toward blocking).
   int local_size = 0;
+  // The CPUs this group's ranks on this host may use together (the host layout); 0 when unknown (then this
+  // process's own, which a rank bound to one core sees as 1).
+  int host_cores = 0;
   // Reads the defaults above from CANOPY_JOB_TOKEN, CANOPY_SOCKET_IFNAME, CANOPY_SOCKET_FAMILY,
   // CANOPY_SOCKET_SPIN_US and CANOPY_TIMEOUT.
   static TcpOptions from_environment();
