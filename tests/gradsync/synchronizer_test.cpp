@@ -102,8 +102,12 @@ TEST(GradientSynchronizer, LargeGradientsAreAveragedWhereTheyLie) {
   });
 }
 
-TEST(GradientSynchronizer, HalfPrecisionAndFloat64Buckets) {
-  run_group(2, [](Communicator& comm) {
+// Through buckets (the copy out divides) and in place (the all-reduce's Avg divides): the same values.
+class HalfPrecisionAndFloat64 : public ::testing::TestWithParam<bool> {};
+
+TEST_P(HalfPrecisionAndFloat64, Averaged) {
+  const bool in_place = GetParam();
+  run_group(2, [in_place](Communicator& comm) {
     const int r = comm.rank();
     std::vector<std::uint16_t> half(300), bf(200);
     std::vector<double> wide(100);
@@ -112,7 +116,9 @@ TEST(GradientSynchronizer, HalfPrecisionAndFloat64Buckets) {
     for (std::size_t i = 0; i < bf.size(); ++i)
       bf[i] = collectives::float_to_bfloat16(static_cast<float>(2 * r + 1));
     for (std::size_t i = 0; i < wide.size(); ++i) wide[i] = 0.1 * static_cast<double>(i) + r;
-    GradientSynchronizer sync(comm, small_buckets());
+    GradSyncOptions options = small_buckets();
+    if (in_place) options.in_place_bytes = 1;
+    GradientSynchronizer sync(comm, options);
     sync.add("half", {half.data(), half.size(), DataType::Float16, Device::CPU});
     sync.add("bf16", {bf.data(), bf.size(), DataType::BFloat16, Device::CPU});
     sync.add("wide", tensor_view(std::span(wide)));
@@ -131,6 +137,8 @@ TEST(GradientSynchronizer, HalfPrecisionAndFloat64Buckets) {
     }
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(BucketsOrInPlace, HalfPrecisionAndFloat64, ::testing::Bool());
 
 TEST(GradientSynchronizer, NoSyncMicroStepsAccumulateThenOneAllReduce) {
   run_group(2, [](Communicator& comm) {
