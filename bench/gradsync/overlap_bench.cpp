@@ -37,6 +37,7 @@ struct Settings {
   int warmup = 2;
   double bucket_mib = 4;
   double first_bucket_mib = 1;
+  double cuda_chunk_mib = 4;  // GradSyncOptions::cuda_chunk_bytes
   bool in_buckets = false;  // every gradient copied into buckets (GradSyncOptions::in_place_bytes = SIZE_MAX)
 };
 
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", s.warmup, "unmeasured steps per mode");
   app.add_option("--bucket-mib", s.bucket_mib, "bucket cap");
   app.add_option("--first-bucket-mib", s.first_bucket_mib, "first bucket cap");
+  app.add_option("--cuda-chunk-mib", s.cuda_chunk_mib, "--device cuda: chunk of the staging pipeline");
   app.add_flag("--all-in-buckets", s.in_buckets,
                "copy every host gradient into buckets, large ones too (DDP)");
   CLI11_PARSE(app, argc, argv);
@@ -121,6 +123,7 @@ int main(int argc, char** argv) {
     options.bucket_bytes = static_cast<std::size_t>(s.bucket_mib * (1 << 20));
     options.first_bucket_bytes = static_cast<std::size_t>(s.first_bucket_mib * (1 << 20));
     if (s.in_buckets) options.in_place_bytes = SIZE_MAX;
+    options.cuda_chunk_bytes = static_cast<std::size_t>(s.cuda_chunk_mib * (1 << 20));
     canopy::GradientSynchronizer sync(comm, options);
     const auto layers = static_cast<std::size_t>(b.layers);
     for (std::size_t l = 0; l < layers; ++l) sync.add(fmt::format("layer{}", l), backward->gradient(l));
