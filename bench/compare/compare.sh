@@ -5,7 +5,7 @@
 #
 #   bench/compare/compare.sh [--bin DIR] [--ranks "2 4"] [--collectives "allreduce broadcast"]
 #                            [-b 4] [-e 64M] [-f 16] [-n 20] [-w 5] [--min-time MS] [--latency] [--out DIR]
-#                            [--algo auto] [--repeat N]
+#                            [--algo auto] [--repeat N] [--bind core|none]
 #
 # --min-time MS times every size for about MS milliseconds on both sides (-n the least; see canopy-bench
 # --help): 200 iterations of a small collective last about a millisecond, which measures how the ranks
@@ -21,6 +21,10 @@
 # Open MPI runs with --mca pml ob1 --mca btl tcp,self (TCP even between local ranks: the same transport
 # as Canopy), --oversubscribe (ranks may outnumber cores) and --allow-run-as-root.
 #
+# By default each runs as its users run it: canopy-run leaves ranks unbound, mpirun binds them (to a core
+# each up to 2 ranks). --bind core binds both (canopy-run --bind-to core, mpirun --bind-to core), --bind
+# none neither: on 2 cores where the scheduler puts 2 ranks moves a small broadcast by up to 6x.
+#
 # Around every run a fixed piece of CPU work is timed (canopy-bench cpu): on shared virtual machines the
 # CPU's speed moves by 2-3x within seconds, and a ratio between runs that met different speeds says more
 # about the machine than about the libraries. Such pairs are flagged here and in the medians.
@@ -31,6 +35,7 @@ ranks="2 4"
 collectives="allreduce broadcast"
 min=4 max=64M factor=16 iters=20 warmup=5 min_time=0 algo=auto repeat=1
 timing=()
+canopy_bind=() mpi_bind=()
 out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -47,7 +52,14 @@ while [[ $# -gt 0 ]]; do
     -w) warmup="$2"; shift 2 ;;
     --min-time) min_time="$2"; shift 2 ;;
     --latency) timing=(--latency); shift ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    --bind)
+      case "$2" in
+        core) canopy_bind=(--bind-to core); mpi_bind=(--bind-to core:overload-allowed) ;;
+        none) canopy_bind=(); mpi_bind=(--bind-to none) ;;
+        *) echo "compare.sh: --bind takes core or none, not '$2'" >&2; exit 2 ;;
+      esac
+      shift 2 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -91,12 +103,12 @@ for p in $ranks; do
     same_buffers=()
     [[ "$c" == broadcast ]] && same_buffers=(--inplace)
     cpu_before=$(cpu_ms)
-    "$bin/canopy-run" --nproc "$p" --master-port 0 "$bin/canopy-bench" "$c" --algo "$algo" -b "$min" -e "$max" \
+    "$bin/canopy-run" --nproc "$p" --master-port 0 "${canopy_bind[@]}" "$bin/canopy-bench" "$c" --algo "$algo" -b "$min" -e "$max" \
       -f "$factor" -n "$iters" -w "$warmup" --min-time "$min_time" "${timing[@]}" "${same_buffers[@]}" --ceiling --json "$out/canopy-$c-$p.json" >"$out/canopy-$c-$p.txt" 2>&1 \
       || { echo "canopy-bench failed, see $out/canopy-$c-$p.txt" >&2; status=1; continue; }
     echo "$cpu_before $(cpu_ms)" >"$out/cpu-canopy-$c-$p.txt"
     cpu_before=$(cpu_ms)
-    "${mpi[@]}" -np "$p" "$bin/canopy-mpi-bench" "$c" -b "$min" -e "$max" -f "$factor" -n "$iters" -w "$warmup" --min-time "$min_time" "${timing[@]}" \
+    "${mpi[@]}" "${mpi_bind[@]}" -np "$p" "$bin/canopy-mpi-bench" "$c" -b "$min" -e "$max" -f "$factor" -n "$iters" -w "$warmup" --min-time "$min_time" "${timing[@]}" \
       --json "$out/mpi-$c-$p.json" >"$out/mpi-$c-$p.txt" 2>&1 \
       || { echo "canopy-mpi-bench failed, see $out/mpi-$c-$p.txt" >&2; status=1; continue; }
     echo "$cpu_before $(cpu_ms)" >"$out/cpu-mpi-$c-$p.txt"
