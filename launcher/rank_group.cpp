@@ -78,11 +78,13 @@ class Supervisor {
       int rank = options_.global_rank(local);
       try {
         std::optional<BindCallingThread> bound;  // the rank inherits this thread's CPU
-        if (options_.bind_to_core) bound.emplace(cpu_for_local_rank(local, cpus));
+        if (options_.bind_to_core) {
+          const int cpu = cpu_for_local_rank(local, cpus);
+          bound.emplace(cpu);
+          log::info("canopy-run: binding rank {} to CPU {}", rank, cpu);
+        }
         RankProcess process = spawn_rank(options_.command, rank_envps[local], options_.prefix_output);
         bound.reset();
-        if (options_.bind_to_core)
-          log::info("canopy-run: rank {} bound to CPU {}", rank, cpu_for_local_rank(local, cpus));
         Rank& r = ranks_.emplace_back(Rank{rank, process.pid, true, {}});
         if (process.stdout_fd >= 0) r.outputs.emplace_back(process.stdout_fd, STDOUT_FILENO, rank);
         if (process.stderr_fd >= 0) r.outputs.emplace_back(process.stderr_fd, STDERR_FILENO, rank);

@@ -35,6 +35,8 @@ step() {
   [ $rc -eq 0 ] || { log "$name failed with status $rc ($((SECONDS - begin)) s)"; status=1; }
   return $rc
 }
+# step_output NAME: what step NAME printed, from log.txt.
+step_output() { sed -n "/^===== $1: /,/^===== $1: status/p" "$LOG" | grep -v '^====='; }
 status=0
 export PATH=$PATH:/usr/local/cuda/bin
 
@@ -70,8 +72,7 @@ fi
 log "1. gradsync tests"
 for test in gradsync_cuda_test gradsync_synchronizer_test; do
   CANOPY_DEBUG=${CANOPY_DEBUG:-WARN} step "$test" 120 "$BIN/$test"
-  grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Skipped|Failure' <(sed -n "/===== $test: /,/===== $test: status/p" "$LOG") |
-    tee -a "$SUMMARY"
+  step_output "$test" | grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Skipped|Failure' | tee -a "$SUMMARY"
 done
 
 log "2. compute-sanitizer"
@@ -80,15 +81,13 @@ if ! $have_gpu; then
 elif command -v compute-sanitizer >/dev/null; then
   step sanitizer 150 compute-sanitizer --tool memcheck --leak-check full --target-processes all \
     --error-exitcode 3 "$BIN/gradsync_cuda_test" --gtest_filter='*Averages*'
-  grep -E 'ERROR SUMMARY|LEAK SUMMARY|Program hit' <(sed -n '/===== sanitizer: /,$p' "$LOG") | sort | uniq -c |
-    tee -a "$SUMMARY"
+  step_output sanitizer | grep -E 'ERROR SUMMARY|LEAK SUMMARY|Program hit' | sort | uniq -c | tee -a "$SUMMARY"
 else
   log "compute-sanitizer not installed: skipped"
 fi
 
 log "3. device <-> host bandwidth"
-step bandwidth 60 "$BIN/gradsync_pinned_bandwidth" 256 &&
-  sed -n '/===== bandwidth: /,/===== bandwidth: status/p' "$LOG" | grep -v '^=====' | tee -a "$SUMMARY"
+step bandwidth 60 "$BIN/gradsync_pinned_bandwidth" 256 && step_output bandwidth | tee -a "$SUMMARY"
 
 log "4. step time with CUDA gradients (16 layers x 6.25 MiB = 100 MiB, buckets of 25 MiB, 3 ms per layer)"
 model=(--layers 16 --layer-mib 6.25 --bucket-mib 25 --first-bucket-mib 1 --wait-ms 3 --steps 8 --warmup 2)
@@ -96,16 +95,13 @@ for run in "2 cuda" "2 cpu" "4 cuda"; do
   set -- $run
   [ "$2" = cuda ] && ! $have_gpu && { log "overlap-$1-$2: no GPU, skipped"; continue; }
   step "overlap-$1-$2" 120 "$BIN/canopy-run" --nproc "$1" "$BIN/gradsync_overlap_bench" --device "$2" \
-    --backward wait "${model[@]}" &&
-    sed -n "/===== overlap-$1-$2: /,/===== overlap-$1-$2: status/p" "$LOG" | grep '^\[0\]' | tee -a "$SUMMARY"
+    --backward wait "${model[@]}" && step_output "overlap-$1-$2" | grep '^\[0\]' | tee -a "$SUMMARY"
 done
 
 log "5. canopy-bench all-reduce, 4 and 8 ranks on $(nproc) cores"
 for ranks in 4 8; do
   step "allreduce-$ranks" 150 "$BIN/canopy-run" --nproc "$ranks" "$BIN/canopy-bench" allreduce --algo all \
-    -b 4 -e 16M -f 16 -n 20 -w 3 -c 1 &&
-    sed -n "/===== allreduce-$ranks: /,/===== allreduce-$ranks: status/p" "$LOG" | grep -v '^=====' |
-    sed 's/^\[0\] //' | tee -a "$SUMMARY" > /dev/null
+    -b 4 -e 16M -f 16 -n 20 -w 3 -c 1 && step_output "allreduce-$ranks" | sed 's/^\[0\] //' >> "$SUMMARY"
 done
 
 log "done, status $status"

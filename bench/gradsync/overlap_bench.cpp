@@ -37,7 +37,7 @@ struct Settings {
   int warmup = 2;
   double bucket_mib = 4;
   double first_bucket_mib = 1;
-  double cuda_chunk_mib = 4;  // GradSyncOptions::cuda_chunk_bytes
+  double cuda_chunk_mib = static_cast<double>(canopy::GradSyncOptions{}.cuda_chunk_bytes) / (1 << 20);
   bool in_buckets = false;  // every gradient copied into buckets (GradSyncOptions::in_place_bytes = SIZE_MAX)
 };
 

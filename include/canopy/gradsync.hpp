@@ -95,8 +95,9 @@ class GradientSynchronizer {
   // Called by the backward hook when gradient `index` is final. Launches every bucket, in bucket order,
   // whose gradients are all ready. From here until finish() returns the gradient is the synchronizer's:
   // do not write or read it (a large one is averaged in place while backward goes on), so the hook must
-  // come after the gradient's last accumulation (libtorch: a post-hook on the gradient accumulator). CUDA gradients: `cuda_stream` (a cudaStream_t, null = the legacy
-  // default stream) is the stream that produced the gradient; the copy is ordered after it.
+  // come after the gradient's last accumulation (libtorch: a post-hook on the gradient accumulator).
+  // CUDA gradients: `cuda_stream` (a cudaStream_t, null = the legacy default stream) is the stream that
+  // produced the gradient; the copy is ordered after it.
   void mark_ready(std::size_t index, void* cuda_stream = nullptr);
 
   // Waits for every bucket and leaves the average over ranks in every gradient. Error(InvalidArgument)
