@@ -1,23 +1,24 @@
 #include "canopy/communicator.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "collectives/call_sequencer.hpp"
 #include "collectives/cost_model.hpp"
-#include "collectives/link_calibration.hpp"
 #include "collectives/environment_group.hpp"
 #include "collectives/executor.hpp"
 #include "collectives/first_failure.hpp"
 #include "collectives/flight_recorder.hpp"
 #include "collectives/host_layout_exchange.hpp"
 #include "collectives/kernels/reduce_kernels.hpp"
+#include "collectives/link_calibration.hpp"
 #include "collectives/liveness_monitor.hpp"
 #include "collectives/schedule_cache.hpp"
 #include "common/cpu_list.hpp"
@@ -25,6 +26,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "rendezvous/bootstrap.hpp"
+#include "transport/frame.hpp"
 #include "transport/select_transport.hpp"
 #include "transport/tcp/spin_rule.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -114,15 +116,23 @@ class Communicator::Impl {
 
   void run(const CollectiveArgs& args, const CollectiveOptions& options, std::uint64_t seq);
   void send(std::span<const std::byte> data, int peer, std::uint32_t tag, bool is_send, std::span<std::byte> out);
-  const Algorithm& select(const CollectiveCall& call, std::size_t element_size, const CollectiveOptions& options,
-                          std::string* explanation);
+  const Algorithm& select(const CollectiveCall& call, std::size_t element_size,
+                          const CollectiveOptions& options, collectives::Pace pace, std::string* explanation);
+  std::string_view requested_algorithm(Collective collective, const CollectiveOptions& options) const;
+  bool follows_stream(const CollectiveArgs& args, const CollectiveOptions& options) const;
+  collectives::Pace pace() const {
+    return in_stream_.load(std::memory_order_relaxed) ? collectives::Pace::Stream
+                                                      : collectives::Pace::OneCall;
+  }
   CollectiveCall describe_call(const CollectiveArgs& args, const CollectiveOptions& options) const;
   void validate(const CollectiveArgs& args) const;
   void abort(const std::string& reason);
   const collectives::LinkModel& link() const { return cost_model_.link(); }
   std::string_view transport_name() const { return transport_->name(); }
-  double predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size) const {
-    return collectives::predict_seconds(algorithm, call, element_size, cost_model_.link());
+  double predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
+                 collectives::Pace pace) const {
+    const auto prediction = collectives::predict(algorithm, call, element_size, cost_model_.link());
+    return pace == collectives::Pace::Stream ? prediction.stream_seconds : prediction.seconds;
   }
 
   int rank = 0;
@@ -159,6 +169,11 @@ class Communicator::Impl {
   std::mutex failure_mutex_;
   std::string failure_;  // set once a call failed: the communicator is then unusable
   std::optional<collectives::FirstFailure> first_failure_;      // tells every rank who failed first
+  // A stream of broadcasts (docs/SCHEDULES.md): whether the previous call was a broadcast whose root
+  // called it back to back with the one before. Every rank learns it from that call's frames, so all
+  // agree, and auto then chooses for a stream's pace instead of one call's latency.
+  std::atomic<bool> in_stream_{false};
+  std::optional<Clock::time_point> last_broadcast_end_;  // this rank's, while broadcasts follow each other
   std::unique_ptr<collectives::LivenessMonitor> liveness_;     // last member: stops before the rest goes
 };
 
@@ -254,12 +269,27 @@ CollectiveCall Communicator::Impl::describe_call(const CollectiveArgs& args, con
   return call;
 }
 
-const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::size_t element_size,
-                                            const CollectiveOptions& options, std::string* explanation) {
+// The algorithm asked for (the call's options, else CANOPY_ALGO); empty for auto.
+std::string_view Communicator::Impl::requested_algorithm(Collective collective,
+                                                         const CollectiveOptions& options) const {
   std::string_view name = options.algorithm;  // a view: no copy on every call
   if (name.empty())
-    if (auto it = algorithm_overrides_.find(call.collective); it != algorithm_overrides_.end()) name = it->second;
-  if (!name.empty() && name != "auto") {
+    if (auto it = algorithm_overrides_.find(collective); it != algorithm_overrides_.end()) name = it->second;
+  return name == "auto" ? std::string_view{} : name;
+}
+
+// Whether this call takes part in stream detection: a broadcast with data, its algorithm left to auto,
+// over a transport whose frames carry the root's flag. Every rank answers alike.
+bool Communicator::Impl::follows_stream(const CollectiveArgs& args, const CollectiveOptions& options) const {
+  return args.collective == Collective::Broadcast && args.count > 0 &&
+         requested_algorithm(args.collective, options).empty() && transport_->carries_frame_flags();
+}
+
+const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::size_t element_size,
+                                            const CollectiveOptions& options, collectives::Pace pace,
+                                            std::string* explanation) {
+  const std::string_view name = requested_algorithm(call.collective, options);
+  if (!name.empty()) {
     const Algorithm* algorithm = collectives::find_algorithm(call.collective, name);
     if (algorithm == nullptr) {
       std::string known;
@@ -271,7 +301,7 @@ const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::siz
     if (explanation) *explanation = fmt::format("{}: {} (asked for)", to_string(call.collective), name);
     return *algorithm;
   }
-  const auto& choice = cost_model_.choose(call, element_size);
+  const auto& choice = cost_model_.choose(call, element_size, pace);
   if (explanation) *explanation = choice.explanation;
   return *choice.algorithm;
 }
@@ -319,9 +349,11 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   validate(args);
   std::size_t element_size = size_of(args.dtype);
   CollectiveCall call = describe_call(args, options);
+  const bool follows_stream = this->follows_stream(args, options);
+  const collectives::Pace pace = follows_stream ? this->pace() : collectives::Pace::OneCall;
   std::string explanation;
   const Algorithm& algorithm =
-      select(call, element_size, options, log::level() <= log::Level::Info ? &explanation : nullptr);
+      select(call, element_size, options, pace, log::level() <= log::Level::Info ? &explanation : nullptr);
   if (!explanation.empty()) log::info("#{} {}", seq, explanation);
   const CallBuffers buffers = prepare_data(args, element_size);
   call.in_place = buffers.in_place;
@@ -346,6 +378,15 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   context.dtype = args.dtype;
   context.op = args.op == ReduceOp::Avg ? ReduceOp::Sum : args.op;
   context.deadline = Deadline::after(options.timeout.count() > 0 ? options.timeout : timeout_);
+  // The root calls back to back when its previous broadcast can still be on its way: sooner than one
+  // call's predicted latency after it returned.
+  bool back_to_back = false;
+  if (follows_stream && rank == call.root && last_broadcast_end_) {
+    const double since = std::chrono::duration<double>(Clock::now() - *last_broadcast_end_).count();
+    back_to_back =
+        since < cost_model_.choose(call, element_size, collectives::Pace::OneCall).predicted_seconds;
+  }
+  context.frame_flags = back_to_back ? transport::kFlagRootInStream : 0;
   std::size_t slot = recorder_.start(
       {seq, args.collective, algorithm.name, args.count, args.dtype, args.op, call.root, {}, {}, 0});
   try {
@@ -361,6 +402,15 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
                 fmt::format("{}\nrank {}'s last collectives:{}", blamed.what(), rank, recorder_.dump()));
   }
   recorder_.finish(slot, true);
+  if (follows_stream) {
+    const bool root_in_stream =
+        rank == call.root ? back_to_back : (executor_.heard_flags() & transport::kFlagRootInStream) != 0;
+    in_stream_.store(root_in_stream, std::memory_order_relaxed);
+    last_broadcast_end_ = Clock::now();
+  } else {
+    in_stream_.store(false, std::memory_order_relaxed);
+    last_broadcast_end_.reset();
+  }
   finish_data(args, buffers.data, element_size);
 }
 
@@ -455,9 +505,11 @@ Communicator::AlgorithmChoice Communicator::choose_algorithm(const CollectiveArg
                                                              const CollectiveOptions& options) const {
   AlgorithmChoice choice;
   CollectiveCall call = impl_->describe_call(args, options);
-  const Algorithm& algorithm = impl_->select(call, size_of(args.dtype), options, &choice.explanation);
+  const collectives::Pace pace =
+      impl_->follows_stream(args, options) ? impl_->pace() : collectives::Pace::OneCall;
+  const Algorithm& algorithm = impl_->select(call, size_of(args.dtype), options, pace, &choice.explanation);
   choice.name = algorithm.name;
-  choice.predicted_seconds = impl_->predict(algorithm, call, size_of(args.dtype));
+  choice.predicted_seconds = impl_->predict(algorithm, call, size_of(args.dtype), pace);
   return choice;
 }
 

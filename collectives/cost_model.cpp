@@ -25,30 +25,44 @@ bool beats(const Prediction& candidate, double best_seconds, std::size_t best_me
   return latency_bound ? candidate.messages < best_messages : candidate.seconds < best_seconds;
 }
 
+// In a stream: a faster pace by more than a tie wins; tied, what wins one call (a stream's first and
+// last calls still wait for their latency).
+bool beats_in_stream(const Prediction& candidate, const Prediction& best, double alpha) {
+  if (candidate.stream_seconds < best.stream_seconds * (1 - kTie)) return true;
+  if (candidate.stream_seconds > best.stream_seconds * (1 + kTie)) return false;
+  return beats(candidate, best.seconds, best.messages, alpha);
+}
+
 }  // namespace
 
-const AlgorithmChoice& CostModel::choose(const CollectiveCall& call, std::size_t element_size) {
-  Key key{call.collective, call.count, call.root, call.chunk_count, element_size};
+const AlgorithmChoice& CostModel::choose(const CollectiveCall& call, std::size_t element_size, Pace pace) {
+  Key key{call.collective, call.count, call.root, call.chunk_count, element_size, pace};
   if (auto it = choices_.find(key); it != choices_.end()) return it->second;
 
+  const bool stream = pace == Pace::Stream;
   AlgorithmChoice best;
-  std::size_t best_messages = 0;
+  Prediction best_prediction;
   std::string explanation;
   for (const Algorithm& candidate : algorithms(call.collective)) {
     const Prediction prediction = predict(candidate, call, element_size, link_);
     explanation += fmt::format("{}{} {:.1f} us", explanation.empty() ? "" : ", ", candidate.name,
-                               prediction.seconds * 1e6);
-    if (best.algorithm == nullptr || beats(prediction, best.predicted_seconds, best_messages, link_.alpha)) {
+                               (stream ? prediction.stream_seconds : prediction.seconds) * 1e6);
+    const bool better =
+        best.algorithm == nullptr ||
+        (stream ? beats_in_stream(prediction, best_prediction, link_.alpha)
+                : beats(prediction, best_prediction.seconds, best_prediction.messages, link_.alpha));
+    if (better) {
       best.algorithm = &candidate;
-      best.predicted_seconds = prediction.seconds;
-      best_messages = prediction.messages;
+      best_prediction = prediction;
     }
   }
+  best.predicted_seconds = stream ? best_prediction.stream_seconds : best_prediction.seconds;
   if (best.algorithm == nullptr)
     fail(ErrorCode::InvalidArgument, "no algorithm implements {}", to_string(call.collective));
   best.explanation =
-      fmt::format("{} of {} x {} B on {} ranks: chose {} (predicted: {})", to_string(call.collective),
-                  call.count, element_size, call.size, best.algorithm->name, explanation);
+      fmt::format("{} of {} x {} B on {} ranks{}: chose {} (predicted{}: {})", to_string(call.collective),
+                  call.count, element_size, call.size, stream ? ", in a stream" : "", best.algorithm->name,
+                  stream ? " per call" : "", explanation);
   if (choices_.size() >= kMaxCached) choices_.clear();
   return choices_.emplace(key, std::move(best)).first->second;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
@@ -14,9 +15,13 @@
 
 namespace canopy::collectives {
 
+// What a choice optimises: one call's latency, or the time per call in a stream of calls back to back
+// (where a pipelined chain that is slow for one call keeps every rank busy with one message per call).
+enum class Pace : std::uint8_t { OneCall, Stream };
+
 struct AlgorithmChoice {
   const Algorithm* algorithm = nullptr;
-  double predicted_seconds = 0;
+  double predicted_seconds = 0;  // per call, at the pace asked for
   std::string explanation;  // every candidate's predicted time, for CANOPY_DEBUG=INFO
 };
 
@@ -26,10 +31,11 @@ class CostModel {
 
   const LinkModel& link() const { return link_; }
   // The reference stays valid until the next call: a steady-state call copies nothing.
-  const AlgorithmChoice& choose(const CollectiveCall& call, std::size_t element_size);
+  const AlgorithmChoice& choose(const CollectiveCall& call, std::size_t element_size,
+                                Pace pace = Pace::OneCall);
 
  private:
-  using Key = std::tuple<Collective, std::uint64_t, int, std::uint64_t, std::size_t>;
+  using Key = std::tuple<Collective, std::uint64_t, int, std::uint64_t, std::size_t, Pace>;
   LinkModel link_;
   std::map<Key, AlgorithmChoice> choices_;  // bounded: cleared when it grows past kMaxCached
   static constexpr std::size_t kMaxCached = 512;

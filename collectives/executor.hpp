@@ -49,6 +49,7 @@ struct ExecutionContext {
   DataType dtype = DataType::Float32;
   ReduceOp op = ReduceOp::Sum;  // Avg arrives here as Sum
   Deadline deadline = Deadline::never();
+  std::uint8_t frame_flags = 0;  // what this rank's messages say (transport/frame.hpp), besides what it heard
 };
 
 class Executor {
@@ -56,6 +57,11 @@ class Executor {
   // Runs `compiled` to completion, or throws the transport's Error (peer failed, mismatch, abort) or
   // Error(Timeout) naming the peers whose messages were still outstanding.
   void run(const CompiledSchedule& compiled, const ExecutionContext& context);
+
+  // The frame flags the last run's messages brought (ORed). Each message this rank sends carries its
+  // own flags and what it had heard when posting it: where a rank forwards only what it received, as
+  // in a broadcast, the root's flags reach every rank.
+  std::uint8_t heard_flags() const { return heard_flags_; }
 
  private:
   struct InFlight {
@@ -91,6 +97,7 @@ class Executor {
   std::vector<transport::OpId> completed_ids_;
   std::vector<transport::OpId> moved_while_computing_;  // completed during keep_transport_moving()
   std::size_t finished_ = 0;
+  std::uint8_t heard_flags_ = 0;
 };
 
 }  // namespace canopy::collectives

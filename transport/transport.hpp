@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/deadline.hpp"
@@ -46,6 +47,18 @@ class Transport {
 
   // Fails every pending and later operation with Error(Aborted, reason) and wakes progress(). Thread-safe.
   virtual void abort(const std::string& reason) = 0;
+
+  // Frame flags (frame.hpp): what the frames posted from now on carry, and what the frames with a
+  // payload that arrived since the last take_frame_flags() carried (ORed). Frames without payload do
+  // not count: they carry no data, so their sender may have posted them before it heard anything.
+  // A transport whose frames cannot carry flags says so, and drops them.
+  virtual bool carries_frame_flags() const { return false; }
+  void set_frame_flags(std::uint8_t flags) { send_flags_ = flags; }
+  std::uint8_t take_frame_flags() { return std::exchange(received_flags_, 0); }
+
+ protected:
+  std::uint8_t send_flags_ = 0;
+  std::uint8_t received_flags_ = 0;
 };
 
 // Blocking conveniences: post, then progress until that one operation is done. Only for callers with

@@ -108,10 +108,6 @@ BenchResult Measurement::run(const BenchCase& c) {
   options.algorithm = c.algorithm;
   options.chunk_bytes = c.chunk_bytes;
   CollectiveArgs args = arguments(c, block);
-  auto choice = comm_.choose_algorithm(args, options);
-  result.algorithm = choice.name;
-  result.predicted_time_us = choice.predicted_seconds * 1e6;
-  options.algorithm = choice.name;  // every iteration runs exactly what was reported
 
   if (c.check) {
     fill(c, block);
@@ -131,6 +127,12 @@ BenchResult Measurement::run(const BenchCase& c) {
   const double timed = time_calls(
       result.iterations, c.latency, [&] { comm_.run(args, options); }, [&] { comm_.barrier(); });
   double seconds = timed / std::max(1, result.iterations);
+  // Auto chooses per call, as in a program: for one call's latency, or for a stream's pace once the
+  // broadcasts come back to back (from the third in a row). What the timed calls settled on is what the
+  // next would run; asked before the bookkeeping below breaks the stream.
+  const auto choice = comm_.choose_algorithm(args, options);
+  result.algorithm = choice.name;
+  result.predicted_time_us = choice.predicted_seconds * 1e6;
 
   // Every rank's time and wrong count, gathered with an algorithm fixed here so the bookkeeping
   // never depends on what is being measured.

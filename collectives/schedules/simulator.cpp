@@ -143,6 +143,8 @@ class Engine {
     ranks_.resize(static_cast<std::size_t>(call.size));
     for (int r = 0; r < call.size; ++r) build(r);
     check_hosts();
+    rank_work_.assign(ranks_.size(), 0.0);
+    host_work_.assign(hosts_.size(), 0.0);
   }
 
   // Runs to the end; fills `transfers` and returns when the last rank finished.
@@ -168,6 +170,16 @@ class Engine {
   }
 
   std::size_t messages_sent() const { return messages_.size(); }
+
+  // A call's time in a stream of them: calls overlap, and the rank (or the shared cores of a host) with
+  // the most work of its own per call sets the pace, whatever the latency of one call.
+  double stream_seconds() const {
+    double pace = *std::max_element(rank_work_.begin(), rank_work_.end());
+    for (std::size_t h = 0; h < hosts_.size(); ++h)
+      if (!hosts_[h].core_free.empty())
+        pace = std::max(pace, host_work_[h] / static_cast<double>(hosts_[h].core_free.size()));
+    return pace;
+  }
 
  private:
   enum class EventKind { Ready, Done, Arrive, CoreFree };
@@ -367,9 +379,17 @@ class Engine {
   }
 
   // Runs `seconds` of work on the rank's CPU from `now` on; returns when it ends.
+  // What stream_seconds() counts: `seconds` of rank r's own work, and the same on its host's shared
+  // cores when it takes one of them.
+  void add_work(int r, double seconds, bool on_shared_cores) {
+    rank_work_[static_cast<std::size_t>(r)] += seconds;
+    if (on_shared_cores) host_work_[static_cast<std::size_t>(model_.hosts.host_of(r))] += seconds;
+  }
+
   double occupy_cpu(int r, double now, double seconds) {
     RankState& rank = state(r);
     double* core = core_for_compute(r);
+    add_work(r, seconds, core != nullptr);
     const double start = std::max({now, rank.cpu_free, core != nullptr ? *core : 0.0});
     rank.cpu_free = start + seconds;
     if (core != nullptr) *core = rank.cpu_free;
@@ -496,7 +516,14 @@ class Engine {
     const std::uint64_t eager = std::min(bytes, socket.eager_left);
     socket.eager_left -= eager;
     const double finish = now + model_.message_seconds(bytes, eager);
-    if (const CoreClaim cores = cores_for_message(r, step.peer); cores.count > 0) {
+    const CoreClaim cores = cores_for_message(r, step.peer);
+    // The sender's pace counts the whole message; its host's cores only the copies of its bytes (one on
+    // each end): most of alpha is flight and the receiver's wake-up, which take no core.
+    add_work(r, model_.message_seconds(bytes, eager), false);
+    if (cores.count > 0)
+      host_work_[static_cast<std::size_t>(model_.hosts.host_of(r))] +=
+          model_.byte_seconds(bytes, eager) * cores.count;
+    if (cores.count > 0) {
       // The other end's copy of the bytes runs on a second core: it delays what comes after on this
       // host, not the message itself, which moves at the rate measured for it.
       if (cores.count > 1) {
@@ -587,6 +614,8 @@ class Engine {
   std::optional<DataModel> data_;
   std::vector<RankState> ranks_;
   std::vector<HostState> hosts_;
+  std::vector<double> rank_work_;  // per rank: its sends and reductions, as stream_seconds() counts them
+  std::vector<double> host_work_;  // per host that shares its cores: what its cores did
   std::vector<Message> messages_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::uint64_t sequence_ = 0;
@@ -646,6 +675,7 @@ Prediction predict(const Algorithm& algorithm, const CollectiveCall& call, std::
   Prediction prediction;
   prediction.seconds = engine.run(nullptr);
   prediction.messages = engine.messages_sent();
+  prediction.stream_seconds = engine.stream_seconds();
   return prediction;
 }
 

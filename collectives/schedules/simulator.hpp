@@ -73,10 +73,13 @@ struct Simulation {
 Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, DataType type, ReduceOp op,
                     std::vector<std::vector<std::byte>> inputs, const LinkModel& model = {});
 
-// What the cost model asks (no data moved): the predicted seconds, and how many messages all ranks send.
+// What the cost model asks (no data moved): the predicted seconds of one call, how many messages all
+// ranks send, and the seconds per call in a stream of such calls back to back, where one call's
+// messages overlap the next's and the busiest rank (or a host's shared cores) sets the pace.
 struct Prediction {
   double seconds = 0;
   std::size_t messages = 0;
+  double stream_seconds = 0;
 };
 Prediction predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
                    const LinkModel& model);

@@ -264,3 +264,64 @@ TEST(Communicator, StartUpLearnsTheHostLayoutAndCalibratesTheSameModelEverywhere
 
 }  // namespace
 }  // namespace canopy
+
+namespace canopy {
+namespace {
+
+// Broadcasts back to back: from the third in a row auto chooses for a stream's pace (the chain, one
+// message per rank per call) instead of one call's latency. Only the root knows how soon it calls
+// again, so its flag travels with the call's data and every rank switches alike: a rank that chose
+// otherwise would fail the next call with a mismatch. A pause at the root longer than one call's
+// latency, or any other collective between, brings back the one-call choice. The model is fixed with a
+// large alpha (1 ms: one call's latency is milliseconds) so that a sanitizer's slow loop still calls
+// "back to back", and a 50 ms pause never does.
+TEST(Communicator, BroadcastsBackToBackChooseForTheStreamOnEveryRankAlike) {
+  testing::TempDir dir;
+  CommunicatorOptions options = test_options();
+  options.calibrate = true;  // to read CANOPY_COST_MODEL
+  constexpr int kRanks = 4;
+  auto exits = testing::run_processes(kRanks, [&](int rank) {
+    ::setenv("CANOPY_COST_MODEL", "1e-3,1e-9,1e-10", 1);
+    Communicator comm(open_file_store(dir.path()), rank, kRanks, options);
+    std::vector<float> data(16), token(1);
+    auto broadcast_args = [&](int root) {
+      return CollectiveArgs{Collective::Broadcast, data.data(),   data.data(), data.size(),
+                            DataType::Float32,     ReduceOp::Sum, root};
+    };
+    const std::string one_call = comm.choose_algorithm(broadcast_args(0)).name;
+    require(one_call != "chain", "one call: {}", one_call);
+    std::mt19937 pick(11);  // the same sequence on every rank
+    int in_stream = 0, for_one_call = 0;
+    bool stream = false;                  // what every rank should now believe
+    bool previous_was_broadcast = false;  // with nothing between
+    for (int call = 0; call < 200; ++call) {
+      const int root = static_cast<int>(pick() % kRanks);
+      const unsigned interruption = pick() % 12;
+      if (interruption == 0) {
+        comm.all_reduce(std::span(token));
+        stream = previous_was_broadcast = false;
+      }
+      const bool root_pauses = interruption == 1;
+      if (root_pauses && rank == root) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const std::string chosen = comm.choose_algorithm(broadcast_args(root)).name;
+      const std::string expected = stream ? "chain" : one_call;
+      require(chosen == expected, "call {} (root {}): {}, expected {}", call, root, chosen, expected);
+      ++(stream ? in_stream : for_one_call);
+      for (std::size_t i = 0; i < data.size(); ++i)
+        data[i] = rank == root ? static_cast<float>(call * 100 + static_cast<int>(i)) : -1.0f;
+      comm.broadcast(std::span(data), root);
+      for (std::size_t i = 0; i < data.size(); ++i)
+        require(data[i] == static_cast<float>(call * 100 + static_cast<int>(i)), "call {}: element {} is {}",
+                call, i, data[i]);
+      stream = previous_was_broadcast && !root_pauses;
+      previous_was_broadcast = true;
+    }
+    require(in_stream > 50 && for_one_call > 20, "{} calls chose for a stream, {} for one call", in_stream,
+            for_one_call);
+  });
+  for (int rank = 0; rank < kRanks; ++rank)
+    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+}
+
+}  // namespace
+}  // namespace canopy

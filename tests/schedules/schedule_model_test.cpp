@@ -8,6 +8,7 @@
 #include <set>
 
 #include "canopy/error.hpp"
+#include "collectives/cost_model.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
 #include "collectives/schedules/step_writer.hpp"
@@ -141,6 +142,48 @@ TEST(CostModel, RingAllReduceSendsTwoPMinusOneOverPOfTheBufferPerRank) {
 }
 
 // The double tree shares out the sends a single tree leaves to interior ranks.
+// In a stream of broadcasts each rank's own messages set the pace: the chain's ranks send one each,
+// the binomial tree's root log2(p), the flat root p-1.
+TEST(CostModel, InAStreamEachRanksOwnMessagesSetThePace) {
+  const LinkModel model{10e-6, 1e-9, 0};
+  const CollectiveCall call{Collective::Broadcast, 0, 8, 16, 0, 16};
+  const double message = model.message_seconds(16);
+  auto pace = [&](std::string_view name) {
+    return predict(algorithm(Collective::Broadcast, name), call, 1, model).stream_seconds;
+  };
+  EXPECT_NEAR(pace("chain"), message, 1e-12);
+  EXPECT_NEAR(pace("binomial"), 3 * message, 1e-12);
+  EXPECT_NEAR(pace("flat"), 7 * message, 1e-12);
+  // One call at a time the chain is the slowest of the three trees: 7 hops against 3.
+  EXPECT_NEAR(predict(algorithm(Collective::Broadcast, "chain"), call, 1, model).seconds, 7 * message, 1e-12);
+}
+
+TEST(CostModel, ChoosesForOneCallOrForAStream) {
+  CostModel model(LinkModel{10e-6, 1e-9, 1e-10});
+  const CollectiveCall small{Collective::Broadcast, 0, 8, 16, 0, 1 << 20};
+  EXPECT_EQ(model.choose(small, 1).algorithm->name, "binomial");
+  const AlgorithmChoice& streamed = model.choose(small, 1, Pace::Stream);
+  EXPECT_EQ(streamed.algorithm->name, "chain");
+  EXPECT_NEAR(streamed.predicted_seconds, 10e-6 + 16e-9, 1e-12);
+  EXPECT_NE(streamed.explanation.find("in a stream"), std::string::npos) << streamed.explanation;
+}
+
+// Where ranks share a host's cores, the copies of every message's bytes queue for those cores whoever
+// sends them: large broadcasts pace alike, and the tie goes to what wins one call.
+TEST(CostModel, SharedCoresPaceLargeBroadcastsAlike) {
+  LinkModel link{10e-6, 1e-9, 1e-10};
+  link.hosts.host_of_rank = {0, 0, 0, 0};
+  link.hosts.cores_of_host = {2};
+  const CollectiveCall large{Collective::Broadcast, 0, 4, 64 << 20, 0, 1 << 20};
+  const double copies = 3.0 * 2 * (64 << 20) * 1e-9 / 2;  // 3 messages, copied on both ends, 2 cores
+  for (std::string_view name : {"flat", "binomial", "chain"})
+    EXPECT_NEAR(predict(algorithm(Collective::Broadcast, name), large, 1, link).stream_seconds, copies,
+                0.05 * copies)
+        << name;
+  CostModel model(link);
+  EXPECT_EQ(model.choose(large, 1, Pace::Stream).algorithm, model.choose(large, 1).algorithm);
+}
+
 TEST(CostModel, DoubleTreeBeatsOneTreeForLargeBuffers) {
   const LinkModel model{10e-6, 1e-9, 0};
   for (int p : {7, 8, 16}) {  // heap trees with interior ranks of two children

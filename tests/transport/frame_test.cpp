@@ -82,8 +82,20 @@ TEST(Frame, RejectsUnknownVersion) {
 
 TEST(Frame, RejectsUnknownFlags) {
   FrameBytes bytes = encode_frame(sample_header());
-  bytes[5] = std::byte{0x80};
-  EXPECT_EQ(code_of_decoding(bytes), ErrorCode::Protocol);
+  bytes[5] = std::byte{0x80 | kFlagRootInStream};
+  std::string message;
+  EXPECT_EQ(code_of_decoding(bytes, &message), ErrorCode::Protocol);
+  EXPECT_NE(message.find("unknown flags 0x80"), std::string::npos) << message;
+}
+
+TEST(Frame, KnownFlagsTravelButAreNeverMatched) {
+  FrameHeader h = sample_header();
+  h.flags = kFlagRootInStream;
+  const FrameHeader decoded = decode_frame(encode_frame(h));
+  EXPECT_EQ(decoded, h);
+  EXPECT_EQ(encode_frame(h)[5], std::byte{kFlagRootInStream});
+  // What the receiver expects says nothing of flags: the header still matches it.
+  EXPECT_NO_THROW(check_frame(decoded, sample_header().envelope, sample_header().payload_bytes, 1, 0));
 }
 
 TEST(Frame, RejectsEnumValuesOutOfRange) {
