@@ -73,7 +73,9 @@ FrameHeader decode_frame(std::span<const std::byte, kFrameHeaderSize> in) {
          header.version, kFrameVersion);
   header.flags = get<std::uint8_t>(in, kFlags);
   if ((header.flags & ~kFrameFlags) != 0)
-    fail(ErrorCode::Protocol, "malformed frame header: unknown flags 0x{:02x}", header.flags & ~kFrameFlags);
+    fail(ErrorCode::Protocol,
+         "malformed frame header: unknown flags 0x{:02x} (are all ranks running the same Canopy?)",
+         header.flags & ~kFrameFlags);
   if (get<std::uint16_t>(in, kReserved16) != 0 || get<std::uint32_t>(in, kReserved32) != 0)
     fail(ErrorCode::Protocol, "malformed frame header: reserved bytes are not zero");
   auto collective = get<std::uint8_t>(in, kCollective);
