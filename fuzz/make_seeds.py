@@ -16,11 +16,11 @@ def write(target, name, data):
         out.write(data)
 
 
-def frame(collective, dtype, op, algorithm, root, step, comm, seq, count, payload):
+def frame(collective, dtype, op, algorithm, root, step, comm, seq, count, payload, flags=0):
     # transport/frame.hpp: magic, version, flags, collective, dtype, op, algorithm, u16 0, root, step, u32 0,
     # comm_id, seq, count, payload_bytes.
-    return struct.pack("<IBBBBBBHIIIQQQQ", 0x59504E43, 1, 0, collective, dtype, op, algorithm, 0, root, step, 0,
-                       comm, seq, count, payload)
+    return struct.pack("<IBBBBBBHIIIQQQQ", 0x59504E43, 1, flags, collective, dtype, op, algorithm, 0, root, step,
+                       0, comm, seq, count, payload)
 
 
 def field(data):
@@ -31,6 +31,9 @@ def main():
     ar = frame(3, 0, 0, 3, 0, 5, 7, 12, 1000, 4000)
     write("frame", "all_reduce", ar)
     write("frame", "all_reduce_vs_broadcast", ar + frame(1, 0, 0, 0, 1, 5, 7, 12, 16, 64))
+    # A broadcast whose root called it back to back (kFlagRootInStream), against the same receive unflagged.
+    write("frame", "broadcast_in_stream", frame(1, 0, 0, 2, 0, 1, 7, 13, 16, 64, flags=1) +
+          frame(1, 0, 0, 2, 0, 1, 7, 13, 16, 64))
     write("frame", "huge_sizes", frame(0, 7, 4, 0, 2**32 - 1, 2**32 - 1, 2**64 - 1, 2**64 - 1, 2**64 - 1,
                                        2**64 - 1))
 
