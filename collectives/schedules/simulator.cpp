@@ -378,18 +378,16 @@ class Engine {
     return static_cast<double>(count * element_size_) * model_.gamma;
   }
 
-  // Runs `seconds` of work on the rank's CPU from `now` on; returns when it ends.
-  // What stream_seconds() counts: `seconds` of rank r's own work, and the same on its host's shared
-  // cores when it takes one of them.
-  void add_work(int r, double seconds, bool on_shared_cores) {
-    rank_work_[static_cast<std::size_t>(r)] += seconds;
-    if (on_shared_cores) host_work_[static_cast<std::size_t>(model_.hosts.host_of(r))] += seconds;
-  }
+  // What stream_seconds() adds up: rank r's own work, and the work on its host's shared cores.
+  double& rank_work(int r) { return rank_work_[static_cast<std::size_t>(r)]; }
+  double& host_work(int r) { return host_work_[static_cast<std::size_t>(model_.hosts.host_of(r))]; }
 
+  // Runs `seconds` of work on the rank's CPU from `now` on; returns when it ends.
   double occupy_cpu(int r, double now, double seconds) {
     RankState& rank = state(r);
     double* core = core_for_compute(r);
-    add_work(r, seconds, core != nullptr);
+    rank_work(r) += seconds;
+    if (core != nullptr) host_work(r) += seconds;
     const double start = std::max({now, rank.cpu_free, core != nullptr ? *core : 0.0});
     rank.cpu_free = start + seconds;
     if (core != nullptr) *core = rank.cpu_free;
@@ -516,14 +514,11 @@ class Engine {
     const std::uint64_t eager = std::min(bytes, socket.eager_left);
     socket.eager_left -= eager;
     const double finish = now + model_.message_seconds(bytes, eager);
-    const CoreClaim cores = cores_for_message(r, step.peer);
     // The sender's pace counts the whole message; its host's cores only the copies of its bytes (one on
     // each end): most of alpha is flight and the receiver's wake-up, which take no core.
-    add_work(r, model_.message_seconds(bytes, eager), false);
-    if (cores.count > 0)
-      host_work_[static_cast<std::size_t>(model_.hosts.host_of(r))] +=
-          model_.byte_seconds(bytes, eager) * cores.count;
-    if (cores.count > 0) {
+    rank_work(r) += model_.message_seconds(bytes, eager);
+    if (const CoreClaim cores = cores_for_message(r, step.peer); cores.count > 0) {
+      host_work(r) += model_.byte_seconds(bytes, eager) * cores.count;
       // The other end's copy of the bytes runs on a second core: it delays what comes after on this
       // host, not the message itself, which moves at the rate measured for it.
       if (cores.count > 1) {
