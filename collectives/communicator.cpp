@@ -377,22 +377,25 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   context.element_size = element_size;
   context.dtype = args.dtype;
   context.op = args.op == ReduceOp::Avg ? ReduceOp::Sum : args.op;
-  context.deadline = Deadline::after(options.timeout.count() > 0 ? options.timeout : timeout_);
+  // One clock read at each end of the call serves the deadline, the flight recorder and stream detection:
+  // on a small call each read is a measurable part of what this rank itself spends.
+  const Clock::time_point started = Clock::now();
+  context.deadline = Deadline(started + (options.timeout.count() > 0 ? options.timeout : timeout_));
   // The root calls back to back when its previous broadcast can still be on its way: sooner than one
   // call's predicted latency after it returned.
   bool back_to_back = false;
   if (follows_stream && rank == call.root && last_broadcast_end_) {
-    const double since = std::chrono::duration<double>(Clock::now() - *last_broadcast_end_).count();
+    const double since = std::chrono::duration<double>(started - *last_broadcast_end_).count();
     back_to_back =
         since < cost_model_.choose(call, element_size, collectives::Pace::OneCall).predicted_seconds;
   }
   context.frame_flags = back_to_back ? transport::kFlagRootInStream : 0;
   std::size_t slot = recorder_.start(
-      {seq, args.collective, algorithm.name, args.count, args.dtype, args.op, call.root, {}, {}, 0});
+      {seq, args.collective, algorithm.name, args.count, args.dtype, args.op, call.root, {}, {}, 0}, started);
   try {
     executor_.run(compiled, context);
   } catch (const Error& e) {
-    recorder_.finish(slot, false);
+    recorder_.finish(slot, false, Clock::now());
     Error blamed = first_failure_->blame(e);  // or the failure another rank saw first, which caused this one
     // Messages of the failed call may still be in flight: no later call could trust the stream.
     abort(blamed.what());
@@ -401,12 +404,13 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
     throw Error(ErrorCode::Timeout,
                 fmt::format("{}\nrank {}'s last collectives:{}", blamed.what(), rank, recorder_.dump()));
   }
-  recorder_.finish(slot, true);
+  const Clock::time_point ended = Clock::now();
+  recorder_.finish(slot, true, ended);
   if (follows_stream) {
     const bool root_in_stream =
         rank == call.root ? back_to_back : (executor_.heard_flags() & transport::kFlagRootInStream) != 0;
     in_stream_.store(root_in_stream, std::memory_order_relaxed);
-    last_broadcast_end_ = Clock::now();
+    last_broadcast_end_ = ended;
   } else {
     in_stream_.store(false, std::memory_order_relaxed);
     last_broadcast_end_.reset();

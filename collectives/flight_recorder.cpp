@@ -4,24 +4,21 @@
 
 namespace canopy::collectives {
 
-std::size_t FlightRecorder::start(const Entry& entry) {
-  std::lock_guard lock(mutex_);
+std::size_t FlightRecorder::start(const Entry& entry, std::chrono::steady_clock::time_point now) {
   std::size_t slot = recorded_++ % entries_.size();
   entries_[slot] = entry;
   entries_[slot].state = State::Running;
-  entries_[slot].started = std::chrono::steady_clock::now();
+  entries_[slot].started = now;
   return slot;
 }
 
-void FlightRecorder::finish(std::size_t slot, bool ok) {
-  std::lock_guard lock(mutex_);
+void FlightRecorder::finish(std::size_t slot, bool ok, std::chrono::steady_clock::time_point now) {
   Entry& entry = entries_[slot];
   entry.state = ok ? State::Done : State::Failed;
-  entry.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - entry.started).count();
+  entry.seconds = std::chrono::duration<double>(now - entry.started).count();
 }
 
 std::string FlightRecorder::dump() const {
-  std::lock_guard lock(mutex_);
   std::string text;
   std::size_t kept = std::min<std::uint64_t>(recorded_, entries_.size());
   auto now = std::chrono::steady_clock::now();

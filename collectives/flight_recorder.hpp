@@ -1,10 +1,11 @@
 // The last few collectives of this rank, kept in memory so that a timeout can say who was stuck where
 // (as Horovod's stall inspector and NCCL's flight recorder do): printed with every Timeout error.
+// Only the call being run touches it, and the CallSequencer runs one call at a time, so it needs no lock;
+// the caller passes the times it read anyway (one clock read at each end of a call, not two).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,15 +33,14 @@ class FlightRecorder {
 
   explicit FlightRecorder(std::size_t capacity = 16) : entries_(capacity) {}
 
-  // Records the start of a call; returns the slot to pass to finish().
-  std::size_t start(const Entry& entry);
-  void finish(std::size_t slot, bool ok);
+  // Records the start of a call at `now`; returns the slot to pass to finish().
+  std::size_t start(const Entry& entry, std::chrono::steady_clock::time_point now);
+  void finish(std::size_t slot, bool ok, std::chrono::steady_clock::time_point now);
 
   // The recorded calls, oldest first, one per line: "#12 all_reduce ring 1000 x float32 sum: done in 35 us".
   std::string dump() const;
 
  private:
-  mutable std::mutex mutex_;
   std::vector<Entry> entries_;
   std::uint64_t recorded_ = 0;
 };
