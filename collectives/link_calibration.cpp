@@ -169,22 +169,38 @@ LinkModel decode(const std::string& text) {
   return link;
 }
 
-// The stream probe's message size, the same on every rank: 16 MiB where links are fast (larger than the
-// caches: a 4 MiB probe ran 1.5 times faster than 64 MiB collectives then streamed), less where 16 MiB
-// would take seconds a round (at 1 MB/s, three rounds of 16 MiB were 50 s of start-up): every rank times
-// one 1 MiB exchange, and rank 0 sizes the rounds to at most 250 ms at the slowest rank's pace, between 1
-// and 16 MiB.
-std::size_t agree_on_stream_bytes(transport::Transport& t, Store& store, std::uint64_t comm_id,
-                                  Deadline deadline) {
-  constexpr std::size_t kSizingBytes = 1 << 20;
+// What a loopback socket takes without waiting for its reader, once the stream probe grew its buffers: a
+// message up to this size moves at the eager rate. 1 MiB, not the 256 KiB it was: on 4 ranks sharing 2
+// cores a binomial broadcast of 1 MiB moved its 3 MiB in 340-460 us, at the rate of 256 KiB exchanges,
+// while the model priced each message's last 768 KiB at the 16 MiB stream rate (half as fast). So the
+// all-gather's 256 KiB pieces looked cheaper per byte than the tree's messages, and auto took
+// scatter-allgather (780-890 us) for that broadcast in 6 startups of 6 once the eager rate was measured well.
+constexpr std::size_t kEagerBytes = 1 << 20;
+
+// How the two bandwidth probes run, the same on every rank. The stream probe's message size: 16 MiB where
+// links are fast (larger than the caches: a 4 MiB probe ran 1.5 times faster than 64 MiB collectives then
+// streamed), less where 16 MiB would take seconds a round (at 1 MB/s, three rounds of 16 MiB were 50 s of
+// start-up). The eager probe's rounds: 16 where they are quick, fewer (at least 3) where they would take
+// over half a second in all. Every rank times one kEagerBytes exchange, and rank 0 plans both by the
+// slowest rank's pace: stream rounds of at most 250 ms, between 1 and 16 MiB.
+struct ProbePlan {
+  std::size_t stream_bytes = 0;
+  int eager_rounds = 0;
+};
+
+ProbePlan agree_on_probe_plan(transport::Transport& t, Store& store, std::uint64_t comm_id,
+                              Deadline deadline) {
+  constexpr std::size_t kSizingBytes = kEagerBytes;
   constexpr std::size_t kMostBytes = 16 << 20;
   constexpr double kRoundSeconds = 0.25;
+  constexpr int kMostEagerRounds = 16, kFewestEagerRounds = 3;
+  constexpr double kEagerProbeSeconds = 0.5;
   std::vector<std::byte> out(kSizingBytes), in(kSizingBytes);
   auto begin = Clock::now();
   exchange_around_ring(t, probe_envelope(comm_id, kSizing, kSizingBytes), out, in, deadline);
   const double mine = Seconds(Clock::now() - begin).count();
 
-  auto size_the_rounds = [&](const std::vector<std::string>& times) {
+  auto plan_the_probes = [&](const std::vector<std::string>& times) {
     double slowest = 0;
     for (std::size_t r = 0; r < times.size(); ++r) {
       double seconds = 0;
@@ -195,14 +211,19 @@ std::size_t agree_on_stream_bytes(transport::Transport& t, Store& store, std::ui
     std::size_t bytes = kMostBytes;
     while (bytes > kSizingBytes && slowest * static_cast<double>(bytes / kSizingBytes) > kRoundSeconds)
       bytes /= 2;
-    return std::to_string(bytes);
+    const double affordable = slowest > 0 ? kEagerProbeSeconds / slowest : kMostEagerRounds;
+    return fmt::format(
+        "{} {}", bytes,
+        static_cast<int>(std::clamp<double>(affordable, kFewestEagerRounds, kMostEagerRounds)));
   };
-  const std::string text = rendezvous::agree_through_rank_zero(
-      store, "stream_probe_bytes", t.rank(), t.size(), fmt::format("{:a}", mine), size_the_rounds);
-  std::size_t bytes = 0;
-  if (std::sscanf(text.c_str(), "%zu", &bytes) != 1 || bytes < kSizingBytes || bytes > kMostBytes)
-    fail(ErrorCode::Protocol, "malformed stream probe size '{}' in the store", text);
-  return bytes;
+  const std::string text = rendezvous::agree_through_rank_zero(store, "probe_plan", t.rank(), t.size(),
+                                                               fmt::format("{:a}", mine), plan_the_probes);
+  ProbePlan plan;
+  if (std::sscanf(text.c_str(), "%zu %d", &plan.stream_bytes, &plan.eager_rounds) != 2 ||
+      plan.stream_bytes < kSizingBytes || plan.stream_bytes > kMostBytes ||
+      plan.eager_rounds < kFewestEagerRounds || plan.eager_rounds > kMostEagerRounds)
+    fail(ErrorCode::Protocol, "malformed probe plan '{}' in the store", text);
+  return plan;
 }
 
 // alpha is rank 0's (only rank 0 times the token); beta, beta_eager and gamma the slowest rank's.
@@ -221,16 +242,15 @@ std::string combine(const std::vector<std::string>& measured) {
 
 LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t comm_id,
                   const HostLayout& hosts, Deadline deadline) {
-  // What a loopback socket takes without waiting for its reader, once the stream probe grew its buffers.
-  constexpr std::size_t kEagerBytes = 256 << 10;
   const int turns = hosts.turns_when_all_busy(hosts.host_of(transport.rank()));
 
   LinkModel mine;
   mine.alpha = probe_hop_latency(transport, comm_id, deadline);
-  const std::size_t stream_bytes = agree_on_stream_bytes(transport, store, comm_id, deadline);
-  mine.beta = probe_loaded_bandwidth(transport, comm_id, kBulk, stream_bytes, 3, mine.alpha, turns, deadline);
-  mine.beta_eager =
-      probe_loaded_bandwidth(transport, comm_id, kEager, kEagerBytes, 16, mine.alpha, turns, deadline);
+  const ProbePlan plan = agree_on_probe_plan(transport, store, comm_id, deadline);
+  mine.beta =
+      probe_loaded_bandwidth(transport, comm_id, kBulk, plan.stream_bytes, 3, mine.alpha, turns, deadline);
+  mine.beta_eager = probe_loaded_bandwidth(transport, comm_id, kEager, kEagerBytes, plan.eager_rounds,
+                                           mine.alpha, turns, deadline);
   mine.eager_bytes = kEagerBytes;
   mine.gamma = probe_reduce();
   return decode(rendezvous::agree_through_rank_zero(store, "cost_model", transport.rank(), transport.size(),

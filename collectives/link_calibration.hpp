@@ -20,7 +20,8 @@ namespace canopy::collectives {
 // beta: every rank sends 16 MiB to its successor while receiving 16 MiB from its predecessor (the
 //       slowest rank's rate: a collective waits for its slowest link); less (down to 1 MiB) where a
 //       round of 16 MiB would take over 250 ms, judged by one 1 MiB exchange first;
-// beta_eager: the same with messages of LinkModel::eager_bytes (256 KiB), which sockets take at once;
+// beta_eager: the same with messages of LinkModel::eager_bytes (1 MiB), which sockets take at once (fewer
+//       rounds where links are slow);
 // gamma: every rank sums 4 MiB of float32 at the same time (the slowest rank's rate).
 // Each is the median of its rounds: where ranks share cores, the fastest round is a lucky order of
 // the scheduler's that collectives seldom meet. Where a host's ranks outnumber its cores, the simulator

@@ -249,7 +249,7 @@ TEST(Communicator, StartUpLearnsTheHostLayoutAndCalibratesTheSameModelEverywhere
     const Communicator::LinkEstimate link = comm.link_estimate();
     require(link.alpha_seconds > 0 && link.beta_seconds_per_byte > 0 && link.gamma_seconds_per_byte > 0 &&
                 link.beta_eager_seconds_per_byte > 0 &&
-                link.beta_eager_seconds_per_byte <= link.beta_seconds_per_byte && link.eager_bytes == 256 << 10,
+                link.beta_eager_seconds_per_byte <= link.beta_seconds_per_byte && link.eager_bytes == 1 << 20,
             "rank {}: implausible model {}", rank, link.description);
     const bool shared = 2 > transport::usable_cores();
     require((link.description.find("2 ranks share") != std::string::npos) == shared,

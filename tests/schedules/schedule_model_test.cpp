@@ -268,6 +268,26 @@ TEST(HostModel, MessageBytesTakeTwoCoresSoFlatBeatsScatterAllgatherOnOneHost) {
   EXPECT_LT(predict_seconds(split, call, 1, bytes_only), predict_seconds(flat, call, 1, bytes_only));
 }
 
+// The eager allowance must cover the messages that move at the eager rate. Measured on 4 ranks sharing 2
+// cores (alpha 7.5 us, 4.3 GB/s streamed, 8.5 GB/s for what sockets take at once): a binomial broadcast
+// of 1 MiB in 340-460 us, scatter-allgather in 780-890. With an allowance of 256 KiB a 1 MiB message paid
+// the stream rate for its last 768 KiB while the all-gather's 256 KiB pieces went all at the eager rate,
+// and scatter-allgather came out fastest; with 1 MiB (what the probe now measures) a tree does.
+TEST(HostModel, AnEagerAllowanceCoveringTheMessagesKeepsATreeAheadOfScatterAllgather) {
+  LinkModel model = one_host(LinkModel{7.5e-6, 1 / 4.3e9, 1e-10}, 4, 2);
+  model.beta_eager = 1 / 8.5e9;
+  const CollectiveCall call{Collective::Broadcast, 0, 4, 1 << 20, 0, 1 << 20};
+  const Algorithm& split = algorithm(Collective::Broadcast, "scatter-allgather");
+  model.eager_bytes = 256 << 10;
+  EXPECT_EQ(CostModel(model).choose(call, 1).algorithm, &split) << "the failure this test guards against";
+  model.eager_bytes = 1 << 20;
+  for (Pace pace : {Pace::OneCall, Pace::Stream}) {
+    const Algorithm* chosen = CostModel(model).choose(call, 1, pace).algorithm;
+    EXPECT_NE(chosen, &split);
+    EXPECT_LT(predict_seconds(*chosen, call, 1, model), predict_seconds(split, call, 1, model));
+  }
+}
+
 // Reductions on a host whose ranks share its cores take a core too: 2 ranks exchanging and reducing 4000
 // bytes each (recursive doubling, messages free) reduce one after the other on 1 core, at once on 2.
 TEST(HostModel, ReductionsQueueForTheHostsCores) {
