@@ -23,8 +23,9 @@ namespace canopy::collectives {
 // beta_eager: the same with messages of LinkModel::eager_bytes (1 MiB), which sockets take at once (fewer
 //       rounds where links are slow);
 // gamma: every rank sums 4 MiB of float32 at the same time (the slowest rank's rate).
-// Each is the median of its rounds: where ranks share cores, the fastest round is a lucky order of
-// the scheduler's that collectives seldom meet. Where a host's ranks outnumber its cores, the simulator
+// Alpha is the median of its trips and each beta the mean of the middle half of its rounds: where ranks
+// share cores, the fastest round is a lucky order of the scheduler's that collectives seldom meet (gamma,
+// a sum in memory, is the fastest of three). Where a host's ranks outnumber its cores, the simulator
 // gives each message's bytes two of them (the copies at both ends); the exchanges' times are divided by
 // the turns the ranks took (HostLayout::turns_when_all_busy), so that the model, run on the probe,
 // predicts what the probe measured.
