@@ -174,7 +174,8 @@ LinkModel decode(const std::string& text) {
 // cores a binomial broadcast of 1 MiB moved its 3 MiB in 340-460 us, at the rate of 256 KiB exchanges,
 // while the model priced each message's last 768 KiB at the 16 MiB stream rate (half as fast). So the
 // all-gather's 256 KiB pieces looked cheaper per byte than the tree's messages, and auto took
-// scatter-allgather (780-890 us) for that broadcast in 6 startups of 6 once the eager rate was measured well.
+// scatter-allgather (780-890 us) for that broadcast whenever the probe came out fast (in 6 startups of 6
+// with 64 rounds of it).
 constexpr std::size_t kEagerBytes = 1 << 20;
 
 // How the two bandwidth probes run, the same on every rank. The stream probe's message size: 16 MiB where
