@@ -1,7 +1,7 @@
 // The last few collectives of this rank, kept in memory so that a timeout can say who was stuck where
 // (as Horovod's stall inspector and NCCL's flight recorder do): printed with every Timeout error.
-// Only the call being run touches it, and the CallSequencer runs one call at a time, so it needs no lock;
-// the caller passes the times it read anyway (one clock read at each end of a call, not two).
+// Only the call being run touches it, and the CallSequencer runs one call at a time, so it needs no lock.
+// The caller passes the times it reads anyway, so that recording costs no clock read of its own.
 #pragma once
 
 #include <chrono>
