@@ -529,3 +529,34 @@ void Communicator::check_blocks(std::size_t block, std::size_t whole, const char
 }
 
 }  // namespace canopy
+
+// --- Issue 16 in progress: the group model's calls, declared; their implementations land with it ---
+
+namespace canopy {
+namespace {
+[[noreturn]] void not_yet(const char* what) {
+  fail(ErrorCode::InvalidArgument, "{} is not implemented yet", what);
+}
+}  // namespace
+
+Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+bool Communicator::valid() const { return impl_ != nullptr; }
+Work Communicator::send_async(std::span<const std::byte>, int, std::uint32_t) { not_yet("send_async"); }
+Work Communicator::recv_async(std::span<std::byte>, int, std::uint32_t) { not_yet("recv_async"); }
+Communicator Communicator::split(int, int) { not_yet("split"); }
+Communicator Communicator::subgroup(std::span<const int>) { not_yet("subgroup"); }
+CollectiveArgs Communicator::all_to_all_args(const void*, void*, std::size_t, std::size_t, DataType) const {
+  not_yet("all_to_all");
+}
+CollectiveArgs Communicator::all_to_all_v_args(const void*, std::size_t, std::span<const std::size_t>, void*,
+                                               std::size_t, std::span<const std::size_t>, DataType) const {
+  not_yet("all_to_all_v");
+}
+CollectiveArgs Communicator::gather_args(const void*, std::size_t, void*, std::size_t, int, DataType) const {
+  not_yet("gather");
+}
+CollectiveArgs Communicator::scatter_args(const void*, std::size_t, void*, std::size_t, int, DataType) const {
+  not_yet("scatter");
+}
+
+}  // namespace canopy

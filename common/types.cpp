@@ -31,8 +31,9 @@ constexpr std::array<std::pair<std::string_view, DataType>, 12> kDataTypeAliases
 }};
 
 constexpr std::array<std::string_view, 5> kOpNames{"sum", "prod", "min", "max", "avg"};
-constexpr std::array<std::string_view, 8> kCollectiveNames{
-    "send_recv", "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "barrier", "bootstrap"};
+constexpr std::array<std::string_view, 12> kCollectiveNames{
+    "send_recv", "broadcast",  "reduce",      "all_reduce", "all_gather", "reduce_scatter",
+    "barrier",   "bootstrap",  "all_to_all",  "all_to_all_v", "gather",   "scatter"};
 
 }  // namespace
 

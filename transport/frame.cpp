@@ -16,7 +16,7 @@ constexpr std::size_t kMagic = 0, kVersion = 4, kFlags = 5, kCollective = 6, kDt
                       kCommId = 24, kSeq = 32, kCount = 40, kPayloadBytes = 48;
 static_assert(kPayloadBytes + 8 == kFrameHeaderSize);
 
-constexpr std::uint8_t kLastCollective = static_cast<std::uint8_t>(Collective::Bootstrap);
+constexpr std::uint8_t kLastCollective = static_cast<std::uint8_t>(Collective::Scatter);
 constexpr std::uint8_t kLastDataType = static_cast<std::uint8_t>(kAllDataTypes[std::size(kAllDataTypes) - 1]);
 constexpr std::uint8_t kLastReduceOp = static_cast<std::uint8_t>(kAllReduceOps[std::size(kAllReduceOps) - 1]);
 

@@ -76,6 +76,10 @@ std::span<const Algorithm> algorithms(Collective collective) {
       return kBarrier;
     case Collective::PointToPoint:
     case Collective::Bootstrap:
+    case Collective::AllToAll:
+    case Collective::AllToAllV:
+    case Collective::Gather:
+    case Collective::Scatter:
       break;
   }
   return {};

@@ -68,6 +68,10 @@ struct CollectiveArgs {
   DataType dtype = DataType::Float32;
   ReduceOp op = ReduceOp::Sum;
   int root = 0;
+  // all_to_all_v: elements sent to and received from each rank (size() entries each); the blocks lie
+  // back to back in rank order in input and output.
+  const std::size_t* send_counts = nullptr;
+  const std::size_t* recv_counts = nullptr;
 };
 
 template <typename T>
@@ -136,9 +140,68 @@ class Communicator {
   }
   void barrier(const CollectiveOptions& options = {});
 
-  // Point-to-point, ordered per (peer, direction); the receiver must expect the same tag and size.
+  // input and output hold size() equal blocks; block j of this rank's input lands in block rank() of
+  // rank j's output.
+  template <typename T>
+  void all_to_all(std::span<const T> input, std::span<T> output, const CollectiveOptions& options = {}) {
+    run(all_to_all_args(input.data(), output.data(), input.size(), output.size(), data_type_of<T>()), options);
+  }
+  template <typename T>
+  Work all_to_all_async(std::span<const T> input, std::span<T> output, const CollectiveOptions& options = {}) {
+    return start(all_to_all_args(input.data(), output.data(), input.size(), output.size(), data_type_of<T>()),
+                 options);
+  }
+  // send_counts[j] elements go to rank j, recv_counts[j] come from it (zero allowed), blocks back to back
+  // in rank order. Rank j's send_counts[r] must equal rank r's recv_counts[j]: otherwise Error(Mismatch).
+  // The count arrays are read while the call runs.
+  template <typename T>
+  void all_to_all_v(std::span<const T> input, std::span<const std::size_t> send_counts, std::span<T> output,
+                    std::span<const std::size_t> recv_counts, const CollectiveOptions& options = {}) {
+    run(all_to_all_v_args(input.data(), input.size(), send_counts, output.data(), output.size(), recv_counts,
+                          data_type_of<T>()),
+        options);
+  }
+  template <typename T>
+  Work all_to_all_v_async(std::span<const T> input, std::span<const std::size_t> send_counts, std::span<T> output,
+                          std::span<const std::size_t> recv_counts, const CollectiveOptions& options = {}) {
+    return start(all_to_all_v_args(input.data(), input.size(), send_counts, output.data(), output.size(),
+                                   recv_counts, data_type_of<T>()),
+                 options);
+  }
+  // Rank r's input lands at output[r * input.size()] on the root; output is used on the root only (its
+  // size must be size() * input.size() there).
+  template <typename T>
+  void gather(std::span<const T> input, std::span<T> output, int root, const CollectiveOptions& options = {}) {
+    run(gather_args(input.data(), input.size(), output.data(), output.size(), root, data_type_of<T>()), options);
+  }
+  // Block r of the root's input (size() * output.size() elements) lands in rank r's output; input is
+  // used on the root only.
+  template <typename T>
+  void scatter(std::span<const T> input, std::span<T> output, int root, const CollectiveOptions& options = {}) {
+    run(scatter_args(input.data(), input.size(), output.data(), output.size(), root, data_type_of<T>()),
+        options);
+  }
+
+  // Point-to-point, matched as MPI matches (source, tag): the messages from one peer with one tag arrive in
+  // the order they were sent, whatever the other tags and the collectives do. It never takes part in the
+  // collectives' order: any subset of ranks exchanges any number of messages between or during collectives.
+  // A receive whose size differs from the message is Error(Mismatch) naming both sides, before a byte lands.
   void send(std::span<const std::byte> data, int peer, std::uint32_t tag = 0);
   void recv(std::span<std::byte> data, int peer, std::uint32_t tag = 0);
+  // The same, returning at once; the buffer belongs to the call until the Work completes.
+  Work send_async(std::span<const std::byte> data, int peer, std::uint32_t tag = 0);
+  Work recv_async(std::span<std::byte> data, int peer, std::uint32_t tag = 0);
+
+  // Sub-communicators; every rank of this communicator calls them, in the same order as its collectives.
+  // split: the ranks that pass the same color form one group, ordered by (key, rank); color < 0 joins
+  // none and gets an empty communicator (valid() == false).
+  Communicator split(int color, int key = 0);
+  // The listed ranks form a group, in the order listed; the others get an empty communicator. Every rank
+  // must pass the same list.
+  Communicator subgroup(std::span<const int> ranks);
+  // False for an empty communicator (a rank outside the group of split or subgroup, or a moved-from one);
+  // any call on it is Error(InvalidArgument).
+  bool valid() const;
 
   // Wakes every waiter with Error(Aborted); every later call fails. Callable from any thread.
   void abort(const std::string& reason = "aborted by the user");
@@ -166,7 +229,18 @@ class Communicator {
   class Impl;
 
  private:
+  explicit Communicator(std::unique_ptr<Impl> impl);
   void check_blocks(std::size_t block, std::size_t whole, const char* what) const;
+  CollectiveArgs all_to_all_args(const void* input, void* output, std::size_t input_count,
+                                 std::size_t output_count, DataType dtype) const;
+  CollectiveArgs all_to_all_v_args(const void* input, std::size_t input_count,
+                                   std::span<const std::size_t> send_counts, void* output,
+                                   std::size_t output_count, std::span<const std::size_t> recv_counts,
+                                   DataType dtype) const;
+  CollectiveArgs gather_args(const void* input, std::size_t input_count, void* output, std::size_t output_count,
+                             int root, DataType dtype) const;
+  CollectiveArgs scatter_args(const void* input, std::size_t input_count, void* output,
+                              std::size_t output_count, int root, DataType dtype) const;
   std::unique_ptr<Impl> impl_;
 };
 

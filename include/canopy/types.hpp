@@ -19,6 +19,10 @@ enum class Collective : std::uint8_t {
   ReduceScatter,
   Barrier,
   Bootstrap,  // connection set-up and probes, never a user call
+  AllToAll,
+  AllToAllV,
+  Gather,
+  Scatter,
 };
 
 inline constexpr DataType kAllDataTypes[] = {DataType::Float32, DataType::Float64, DataType::Float16,
