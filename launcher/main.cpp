@@ -17,6 +17,7 @@
 #include "launcher/rank_group.hpp"
 #include "launcher/signal_watch.hpp"
 #include "launcher/store_host.hpp"
+#include "launcher/torch_port.hpp"
 
 namespace canopy::launcher {
 namespace {
@@ -85,6 +86,7 @@ int launch(const LaunchOptions& options) {
     store = host_store(options, round.job_token);
     round.master_port = store->port();
   }
+  round.torch_master_port = torch_master_port(options, round.master_port);
 
   JobEnd end = run_attempts(options, round, signals);
   if (options.nnodes > 1) {

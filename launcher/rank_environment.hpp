@@ -13,12 +13,13 @@ namespace canopy::launcher {
 
 // What is known only once the job runs: the store's real port, the token, the attempt number.
 struct LaunchRound {
-  std::uint16_t master_port = 0;
+  std::uint16_t master_port = 0;  // canopy-run's store: CANOPY_MASTER_PORT
   std::string job_token;
   int restart_count = 0;
   // canopy-run's own stderr is a terminal: ranks may draw progress lines on their stderr (a pipe to
   // canopy-run), which passes them through (CANOPY_STDERR_IS_TERMINAL; see docs/LAUNCHER.md).
   bool stderr_is_terminal = false;
+  std::uint16_t torch_master_port = 0;  // MASTER_PORT, for torch's env:// store (torch_port.hpp); 0: master_port
 };
 
 EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const LaunchRound& round,

@@ -65,8 +65,12 @@ TEST(CanopyRunStore, TwoNodesMeetThroughNodeZerosStore) {
   ASSERT_TRUE(node0.wait_for_stdout("[0] MASTER_PORT=", 1, std::chrono::seconds(20)))
       << node0.finish(std::chrono::seconds(1)).describe();
   ASSERT_TRUE(node0.wait_for_stdout("[0] PID=", 1, std::chrono::seconds(20)));  // the whole env is there
-  std::string port = environments_by_rank(node0.out_so_far())[0]["MASTER_PORT"];
+  auto node0_env = environments_by_rank(node0.out_so_far())[0];
+  std::string port = node0_env["CANOPY_MASTER_PORT"];
   ASSERT_FALSE(port.empty()) << node0.out_so_far();
+  // torch's env:// store (rank 0's) gets the next port, on every node alike.
+  const std::string torch_port = std::to_string(std::stoi(port) + 1);
+  EXPECT_EQ(node0_env["MASTER_PORT"], torch_port);
 
   LauncherResult node1 =
       run_launcher({"--nnodes", "2", "--node-rank", "1", "--nproc", "2", "--master-addr", "127.0.0.1",
@@ -83,7 +87,8 @@ TEST(CanopyRunStore, TwoNodesMeetThroughNodeZerosStore) {
     EXPECT_EQ(rank_env["WORLD_SIZE"], "4");
     EXPECT_EQ(rank_env["LOCAL_WORLD_SIZE"], "2");
     EXPECT_EQ(rank_env["GROUP_RANK"], "1");
-    EXPECT_EQ(rank_env["MASTER_PORT"], port);
+    EXPECT_EQ(rank_env["CANOPY_MASTER_PORT"], port);
+    EXPECT_EQ(rank_env["MASTER_PORT"], torch_port);
     EXPECT_EQ(rank_env["CANOPY_JOB_TOKEN"], "two-node-test-token");
   }
   for (int rank : {2, 3}) {

@@ -64,6 +64,7 @@ void print_environment() {
                                            "GROUP_RANK",
                                            "MASTER_ADDR",
                                            "MASTER_PORT",
+                                           "CANOPY_MASTER_PORT",
                                            "CANOPY_RANK",
                                            "CANOPY_WORLD_SIZE",
                                            "CANOPY_LOCAL_RANK",

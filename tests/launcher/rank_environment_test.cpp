@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "canopy/error.hpp"
+#include "launcher/torch_port.hpp"
+
 namespace canopy::launcher {
 namespace {
 
@@ -37,6 +40,28 @@ TEST(RankEnvironment, NumbersRanksByNodeAndLocalIndex) {
   EXPECT_EQ(env["CANOPY_RESTART_COUNT"], "2");
   EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "2");
   EXPECT_EQ(env["CANOPY_MAX_RESTARTS"], "5");
+}
+
+// torch's env:// rendezvous has rank 0 listen on MASTER_PORT: it must not be the port canopy-run's store holds.
+TEST(RankEnvironment, PointsTorchAtAPortOfItsOwn) {
+  LaunchOptions options;
+  options.nproc = 2;
+  LaunchRound round{29501, "cafe", 0};
+  round.torch_master_port = 40123;
+  EnvMap env = rank_environment({}, options, round, 0);
+  EXPECT_EQ(env["CANOPY_MASTER_PORT"], "29501");
+  EXPECT_EQ(env["MASTER_PORT"], "40123");
+}
+
+TEST(TorchMasterPort, IsAFreePortOnOneNodeAndTheStoresNextOnSeveral) {
+  LaunchOptions one_node;
+  const std::uint16_t port = torch_master_port(one_node, 29501);
+  EXPECT_GT(port, 0);
+  EXPECT_NE(port, 29501);
+  LaunchOptions two_nodes;
+  two_nodes.nnodes = 2;
+  EXPECT_EQ(torch_master_port(two_nodes, 29501), 29502);  // every node computes the same
+  EXPECT_THROW(torch_master_port(two_nodes, 65535), Error);
 }
 
 // Ranks learn whether canopy-run's stderr is a terminal (their own is a pipe to it); an inherited value,
