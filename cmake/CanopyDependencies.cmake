@@ -27,9 +27,10 @@ else()
 endif()
 option(CANOPY_WITH_CUDA "Build CUDA gradient staging" ${_canopy_cuda_found})
 
-# Optional: libtorch (Debian: libtorch-dev), for examples/torch_trainer and its test. Off under sanitizers:
-# libtorch itself is not instrumented, and its process-lifetime allocations would read as leaks.
-if(CANOPY_BUILD_EXAMPLES AND NOT CANOPY_SANITIZE)
+# Optional: libtorch (Debian: libtorch-dev), for examples/torch_trainer and its test, and for canopy_torch
+# (below). Off under sanitizers: libtorch itself is not instrumented, and its process-lifetime allocations
+# would read as leaks. CANOPY_NO_TORCH=1 in the environment leaves it out, as in scripts/install-deps.sh.
+if(NOT CANOPY_SANITIZE AND NOT "$ENV{CANOPY_NO_TORCH}" STREQUAL "1")
   find_package(Torch QUIET)
 endif()
 if(Torch_FOUND)
@@ -37,10 +38,14 @@ if(Torch_FOUND)
 else()
   set(_canopy_torch_found OFF)
 endif()
+if("$ENV{CANOPY_NO_TORCH}" STREQUAL "1")  # asked for in this configure: it wins over a cached ON
+  set(CANOPY_WITH_TORCH OFF CACHE BOOL "Build the libtorch example trainer and its test" FORCE)
+endif()
 option(CANOPY_WITH_TORCH "Build the libtorch example trainer and its test" ${_canopy_torch_found})
 if(CANOPY_WITH_TORCH AND NOT Torch_FOUND)
   message(FATAL_ERROR "CANOPY_WITH_TORCH is ON but libtorch was not found (Debian: apt-get install libtorch-dev)")
 endif()
+include(cmake/CanopyTorchPython.cmake)
 
 if(BUILD_TESTING OR CANOPY_BUILD_TESTS)
   find_package(GTest REQUIRED)
@@ -49,4 +54,4 @@ if(CANOPY_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
 message(STATUS "canopy: verbs=${CANOPY_WITH_VERBS} cuda=${CANOPY_WITH_CUDA} torch=${CANOPY_WITH_TORCH} "
-               "sanitize='${CANOPY_SANITIZE}'")
+               "pytorch=${CANOPY_WITH_PYTORCH} sanitize='${CANOPY_SANITIZE}'")

@@ -4,7 +4,9 @@
 # verbs transport is always compiled; the CUDA toolkit is used when present but never installed here.
 # libtorch-dev (1.13, CPU) is installed so that examples/torch_trainer and its test are compiled and run
 # here and in CI: about 120 MB to download and 500 MB on disk, measured at about 70 s to install and 70 s
-# of CPU to compile (docs/GRADSYNC.md). CANOPY_NO_TORCH=1 leaves it out; CMake then skips the example.
+# of CPU to compile (docs/GRADSYNC.md). python3-torch, pybind11-dev and python3-dev come with it for
+# canopy_torch, the torch.distributed backend, and its tests (docs/TORCH.md). CANOPY_NO_TORCH=1 leaves all
+# four out; CMake then skips the example and canopy_torch.
 set -euo pipefail
 
 packages=(
@@ -14,7 +16,7 @@ packages=(
   libibverbs-dev
   python3  # bench scripts' tables: compare.sh --repeat (and its test), record-figures.sh
 )
-[ "${CANOPY_NO_TORCH:-0}" = 1 ] || packages+=(libtorch-dev)
+[ "${CANOPY_NO_TORCH:-0}" = 1 ] || packages+=(libtorch-dev python3-torch pybind11-dev python3-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,111 @@
+#include "pytorch/c10d_store.hpp"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+#include "common/error.hpp"
+
+namespace canopy::pytorch {
+namespace {
+
+std::vector<std::uint8_t> bytes(std::string_view text) { return {text.begin(), text.end()}; }
+std::string text(const std::vector<std::uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
+
+// c10d reports a wait that ran out as "Socket Timeout" (TCPStore) or "Timeout ..." (FileStore), and a store
+// that went away as "Broken pipe", "Connection reset by peer"...: the first is Error(Timeout), the rest
+// Error(PeerFailed), each naming the request.
+[[noreturn]] void rethrow_as_canopy_error(std::string_view request, const std::exception& e) {
+  std::string message = e.what();
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) message = c10_error->what_without_backtrace();
+  std::string lower = message;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  const ErrorCode code = lower.find("timeout") != std::string::npos ? ErrorCode::Timeout : ErrorCode::PeerFailed;
+  fail(code, "torch's store: {}: {}", request, message);
+}
+
+template <typename F>
+auto translate(std::string_view request, F&& call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    rethrow_as_canopy_error(request, e);
+  }
+}
+
+std::string describe_keys(const std::vector<std::string>& keys) {
+  std::string out;
+  for (const auto& key : keys) out += (out.empty() ? "'" : ", '") + key + "'";
+  return out;
+}
+
+// PrefixStore keeps its prefix protected and offers no getter; a derived class may read it.
+struct PrefixOf : c10d::PrefixStore {
+  static const std::string& of(const c10d::PrefixStore& store) { return store.*(&PrefixOf::prefix_); }
+};
+
+}  // namespace
+
+C10dStore::C10dStore(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
+
+void C10dStore::set(std::string_view key, std::string_view value) {
+  translate(fmt::format("set '{}'", key), [&] { store_->set(std::string(key), bytes(value)); });
+}
+
+std::string C10dStore::get(std::string_view key, Duration timeout) {
+  const std::string name(key);
+  return translate(fmt::format("get '{}' (waited up to {} ms)", key, timeout.count()), [&] {
+    store_->wait({name}, timeout);  // c10d's get waits as long as the store's own timeout: bound it here
+    return text(store_->get(name));
+  });
+}
+
+std::int64_t C10dStore::add(std::string_view key, std::int64_t delta) {
+  return translate(fmt::format("add to '{}'", key), [&] { return store_->add(std::string(key), delta); });
+}
+
+std::string C10dStore::compare_set(std::string_view key, std::string_view expected, std::string_view desired) {
+  return translate(fmt::format("compare-and-set '{}'", key),
+                   [&] { return text(store_->compareSet(std::string(key), bytes(expected), bytes(desired))); });
+}
+
+bool C10dStore::check(const std::vector<std::string>& keys) {
+  return translate(fmt::format("check {}", describe_keys(keys)), [&] { return store_->check(keys); });
+}
+
+void C10dStore::wait(const std::vector<std::string>& keys, Duration timeout) {
+  translate(fmt::format("wait for {} (up to {} ms)", describe_keys(keys), timeout.count()),
+            [&] { store_->wait(keys, timeout); });
+}
+
+bool C10dStore::remove(std::string_view key) {
+  return translate(fmt::format("delete '{}'", key), [&] { return store_->deleteKey(std::string(key)); });
+}
+
+std::shared_ptr<Store> C10dStore::open_another(Duration timeout) {
+  std::vector<std::string> prefixes;  // outermost first
+  c10::intrusive_ptr<c10d::Store> inner = store_;
+  while (auto* prefixed = dynamic_cast<c10d::PrefixStore*>(inner.get())) {
+    prefixes.push_back(PrefixOf::of(*prefixed));
+    inner = prefixed->getUnderlyingStore();
+  }
+  auto* tcp = dynamic_cast<c10d::TCPStore*>(inner.get());
+  if (tcp == nullptr) return nullptr;
+  c10d::TCPStoreOptions options;
+  options.port = tcp->getPort();
+  options.isServer = false;
+  options.waitWorkers = false;
+  options.timeout = timeout;
+  c10::intrusive_ptr<c10d::Store> another = translate(
+      fmt::format("connect a second client to {}:{}", tcp->getHost(), options.port),
+      [&] { return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::TCPStore>(tcp->getHost(), options)); });
+  for (auto prefix = prefixes.rbegin(); prefix != prefixes.rend(); ++prefix)
+    another = c10::make_intrusive<c10d::PrefixStore>(*prefix, another);
+  return std::make_shared<C10dStore>(std::move(another));
+}
+
+}  // namespace canopy::pytorch

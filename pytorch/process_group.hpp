@@ -1,0 +1,83 @@
+// The "canopy" backend of torch.distributed (PyTorch 1.13): a c10d::ProcessGroup whose every call is a
+// Canopy call on one Communicator, formed through the c10d Store torch hands the creator.
+//
+// Each torch call checks its tensors (tensor_checks.hpp), starts one asynchronous Canopy call on the
+// tensors' own memory (list forms go through one flat buffer) and returns a CanopyWork, completed by a
+// CompletionLane: collectives in issue order, point-to-point per peer, direction and tag. A failed call
+// fails the communicator, as in C++ programs: every later call raises naming the first failure.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "canopy/communicator.hpp"
+#include "pytorch/work.hpp"
+
+namespace canopy::pytorch {
+
+class ProcessGroupCanopy final : public c10d::ProcessGroup {
+ public:
+  // `timeout` is every call's deadline (0: CANOPY_TIMEOUT); a call's own timeout option overrides it.
+  ProcessGroupCanopy(std::shared_ptr<Store> store, int rank, int size, Duration timeout);
+  ~ProcessGroupCanopy() override;  // completes the calls in flight (each ends by its deadline) without the GIL
+
+  const std::string getBackendName() const override { return "canopy"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<std::int64_t>& output_split_sizes,
+                                               std::vector<std::int64_t>& input_split_sizes,
+                                               const c10d::AllToAllOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+
+ private:
+  // Starts `args` as the next collective and returns its Work.
+  c10::intrusive_ptr<c10d::Work> launch(CallRecord record, const CollectiveArgs& args,
+                                        std::chrono::milliseconds timeout);
+  // all_to_all_v over record.counts: size() send counts, then size() receive counts.
+  c10::intrusive_ptr<c10d::Work> launch_all_to_all_v(CallRecord record, const void* input, void* output,
+                                                     DataType dtype, std::chrono::milliseconds timeout);
+  c10::intrusive_ptr<c10d::Work> launch_p2p(CallRecord record, int peer, int tag, bool is_send);
+  // Where the Works of point-to-point calls with `peer` in one direction with one tag complete.
+  CompletionLane& p2p_lane(int peer, bool is_send, std::uint32_t tag);
+
+  std::unique_ptr<Communicator> comm_;
+  std::mutex launch_mutex_;  // a collective joins the lane in the order it was started
+  std::unique_ptr<CompletionLane> collectives_;
+  std::mutex p2p_mutex_;
+  std::map<std::tuple<int, bool, std::uint32_t>, std::unique_ptr<CompletionLane>> p2p_lanes_;
+};
+
+}  // namespace canopy::pytorch

@@ -1,0 +1,122 @@
+#include "pytorch/work.hpp"
+
+#include <ATen/core/ivalue.h>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+
+namespace canopy::pytorch {
+
+CanopyWork::CanopyWork(int rank, CallRecord record)
+    : c10d::Work(rank, record.type, record.title, record.inputs),
+      record_(std::move(record)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+bool CanopyWork::isCompleted() {
+  if (!call_.completed()) return false;
+  complete();
+  return true;
+}
+
+bool CanopyWork::wait(std::chrono::milliseconds timeout) {
+  if (timeout <= kNoTimeout) {
+    try {
+      call_.wait();
+    } catch (...) {
+      // complete() takes the error from the call and rethrows it below
+    }
+  } else if (!call_.wait_for(timeout)) {
+    fail(ErrorCode::Timeout,
+         "{}: Work.wait(timeout) gave up after {} ms; the call itself goes on until it ends or meets the "
+         "process group's timeout",
+         record_.title, timeout.count());
+  }
+  complete();
+  std::exception_ptr error;
+  {
+    std::lock_guard lock(mutex_);
+    error = exception_;
+  }
+  if (error) std::rethrow_exception(error);
+  return true;
+}
+
+void CanopyWork::complete_when_done() {
+  try {
+    call_.wait();
+  } catch (...) {
+    // the error reaches torch through complete()
+  }
+  complete();
+}
+
+void CanopyWork::complete() {
+  if (claimed_.exchange(true)) {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [this] { return completed_; });
+    return;
+  }
+  std::exception_ptr error = call_.error();
+  if (!error && record_.copy_out) {
+    try {
+      record_.copy_out();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  record_.copy_out = nullptr;
+  record_.staging.clear();
+  if (error) {
+    future_->setError(error);
+    finish(error);
+  } else {
+    future_->markCompleted(c10::IValue(record_.results));  // runs the Future's callbacks, here
+    finish();
+  }
+}
+
+void CanopyWork::fail_to_start(std::exception_ptr error) {
+  claimed_.store(true);
+  future_->setError(error);
+  finish(error);
+}
+
+CompletionLane::CompletionLane() : thread_([this] { loop(); }) {}
+
+CompletionLane::~CompletionLane() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void CompletionLane::push(c10::intrusive_ptr<CanopyWork> work) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(work));
+  }
+  changed_.notify_one();
+}
+
+void CompletionLane::loop() {
+  for (;;) {
+    c10::intrusive_ptr<CanopyWork> work;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and every queued Work completed
+      work = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    try {
+      work->complete_when_done();
+    } catch (const std::exception& e) {
+      // A Future callback threw past the Future: the Work itself is complete; keep serving the others.
+      log::warn("canopy_torch: a completion callback threw: {}", e.what());
+    }
+  }
+}
+
+}  // namespace canopy::pytorch
