@@ -1,0 +1,262 @@
+"""Every collective of the canopy backend against a plain reference computed here, and against gloo
+(a gloo group over the same ranks, in the same processes) wherever gloo 1.13 supports the call: every
+dtype and operator, odd and empty sizes, every root. Run on every rank by run_ranks.py:
+
+    run_ranks.py --nproc 4 -- check_collectives.py [--only reductions,movement,blocks,checks,profiler]
+"""
+import argparse
+import sys
+
+import torch
+import torch.distributed as dist
+
+import canopy_torch  # noqa: F401
+
+REDUCING = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int32,
+            torch.int64]
+MOVED_ONLY = [torch.bool, torch.int16, torch.complex64]  # moved as bytes, never reduced
+OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "product": dist.ReduceOp.PRODUCT,
+       "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}
+SIZES = [0, 1, 7, 1000, 65537]
+LARGE = 300_001  # float32 only: more than one 1 MiB chunk
+
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print(f"FAILED: {what}", flush=True)
+
+
+def values(rank, count, dtype, op="sum", salt=0):
+    """Rank `rank`'s input: small integers, so every reduction is exact in every dtype (bfloat16 included)."""
+    i = torch.arange(count, dtype=torch.int64) + salt
+    if op == "product":
+        v = (i + rank) % 2 + 1
+    else:
+        v = (i * 7 + rank * 3) % 5 + 1
+        if dtype.is_floating_point or dtype in (torch.int8, torch.int32, torch.int64):
+            v = v - 2  # some negative values for min and max
+    if dtype == torch.bool:
+        return v % 2 == 0
+    return v.to(dtype)
+
+
+def reference(inputs, op, dtype):
+    stacked = torch.stack([x.to(torch.float64) for x in inputs])
+    if op == "sum":
+        result = stacked.sum(0)
+    elif op == "product":
+        result = stacked.prod(0)
+    elif op == "min":
+        result = stacked.min(0).values
+    elif op == "max":
+        result = stacked.max(0).values
+    elif dtype.is_floating_point:  # avg: the exact sum divided once (16-bit types: in float32, rounded once)
+        wide = torch.float64 if dtype == torch.float64 else torch.float32
+        return (stacked.sum(0).to(wide) / len(inputs)).to(dtype)
+    else:
+        return torch.div(stacked.sum(0).to(torch.int64), len(inputs), rounding_mode="trunc").to(dtype)
+    return result.to(dtype)
+
+
+def gloo_supports(dtype, op=None):
+    return dtype not in (torch.bfloat16, torch.bool, torch.int16, torch.complex64) and op != "avg"
+
+
+def same(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+
+
+def check_reductions(gloo, rank, size):
+    for dtype in REDUCING:
+        sizes = SIZES + ([LARGE] if dtype == torch.float32 else [])
+        for op, reduce_op in OPS.items():
+            for count in sizes:
+                inputs = [values(r, count, dtype, op) for r in range(size)]
+                expected = reference(inputs, op, dtype)
+                t = inputs[rank].clone()
+                dist.all_reduce(t, op=reduce_op)
+                check(same(t, expected), f"all_reduce {op} {dtype} x{count}")
+                if gloo_supports(dtype, op):
+                    g = inputs[rank].clone()
+                    dist.all_reduce(g, op=reduce_op, group=gloo)
+                    check(same(t, g), f"all_reduce {op} {dtype} x{count} equals gloo's")
+        for op, reduce_op in OPS.items():
+            for root in range(size):
+                count = 1001
+                inputs = [values(r, count, dtype, op, salt=root) for r in range(size)]
+                t = inputs[rank].clone()
+                dist.reduce(t, dst=root, op=reduce_op)
+                if rank == root:
+                    check(same(t, reference(inputs, op, dtype)), f"reduce {op} {dtype} root {root}")
+            for count in (0, 5, 4099):
+                inputs = [values(r, count * size, dtype, op) for r in range(size)]
+                whole = reference(inputs, op, dtype)
+                mine = whole[rank * count:(rank + 1) * count]
+                out = torch.empty(count, dtype=dtype)
+                dist.reduce_scatter(out, list(inputs[rank].chunk(size)) if count else [torch.empty(0, dtype=dtype)] * size,
+                                    op=reduce_op)
+                check(same(out, mine), f"reduce_scatter {op} {dtype} x{count}")
+                out = torch.empty(count, dtype=dtype)
+                dist.reduce_scatter_tensor(out, inputs[rank].clone(), op=reduce_op)
+                check(same(out, mine), f"reduce_scatter_tensor {op} {dtype} x{count}")
+    # all_reduce_coalesced: several tensors, one call
+    parts = [values(rank, n, torch.float32) for n in (3, 0, 1000, 17)]
+    expected = [reference([values(r, p.numel(), torch.float32) for r in range(size)], "sum", torch.float32)
+                for p in parts]
+    dist.all_reduce_coalesced(parts)
+    check(all(same(p, e) for p, e in zip(parts, expected)), "all_reduce_coalesced")
+
+
+def check_movement(gloo, rank, size):
+    for dtype in REDUCING + MOVED_ONLY:
+        for count in SIZES:
+            for root in range(size):
+                t = values(root, count, dtype, salt=1) if rank == root else torch.zeros(count, dtype=dtype)
+                dist.broadcast(t, src=root)
+                check(same(t, values(root, count, dtype, salt=1)), f"broadcast {dtype} x{count} root {root}")
+                if gloo_supports(dtype) and count == 1000:
+                    g = values(root, count, dtype, salt=1) if rank == root else torch.zeros(count, dtype=dtype)
+                    dist.broadcast(g, src=root, group=gloo)
+                    check(same(t, g), f"broadcast {dtype} equals gloo's")
+            expected = [values(r, count, dtype) for r in range(size)]
+            out = [torch.empty(count, dtype=dtype) for _ in range(size)]
+            dist.all_gather(out, values(rank, count, dtype))
+            check(all(same(o, e) for o, e in zip(out, expected)), f"all_gather {dtype} x{count}")
+            if gloo_supports(dtype) and count > 0:  # gloo 1.13 dies of SIGFPE gathering empty tensors
+                g = [torch.empty(count, dtype=dtype) for _ in range(size)]
+                dist.all_gather(g, values(rank, count, dtype), group=gloo)
+                check(all(same(o, e) for o, e in zip(out, g)), f"all_gather {dtype} x{count} equals gloo's")
+            flat = torch.empty(count * size, dtype=dtype)  # views of one buffer: gathered in place
+            dist.all_gather(list(flat.chunk(size)) if count else [flat[:0]] * size, values(rank, count, dtype))
+            check(same(flat, torch.cat(expected)), f"all_gather into views {dtype} x{count}")
+            flat = torch.empty(count * size, dtype=dtype)
+            dist.all_gather_into_tensor(flat, values(rank, count, dtype))
+            check(same(flat, torch.cat(expected)), f"all_gather_into_tensor {dtype} x{count}")
+    works = [dist.broadcast(torch.full((100,), float(rank)), src=r, async_op=True) for r in range(size)]
+    for w in works:
+        w.wait()
+    check(all(w.is_completed() for w in works), "async broadcasts completed")
+    dist.barrier()
+    objects = [None] * size
+    dist.all_gather_object(objects, {"rank": rank, "name": f"r{rank}"})
+    check(objects == [{"rank": r, "name": f"r{r}"} for r in range(size)], "all_gather_object")
+    items = [{"step": 3}, "text", 1.5] if rank == 0 else [None, None, None]
+    dist.broadcast_object_list(items, src=0)
+    check(items == [{"step": 3}, "text", 1.5], "broadcast_object_list")
+
+
+def check_blocks(gloo, rank, size):
+    for dtype in REDUCING + MOVED_ONLY:
+        for block in (0, 1, 7, 3001):
+            for root in range(size):
+                mine = values(rank, block, dtype, salt=root)
+                out = [torch.empty(block, dtype=dtype) for _ in range(size)] if rank == root else None
+                dist.gather(mine, out, dst=root)
+                if rank == root:
+                    check(all(same(o, values(r, block, dtype, salt=root)) for r, o in enumerate(out)),
+                          f"gather {dtype} x{block} root {root}")
+                out = torch.empty(block, dtype=dtype)
+                src = [values(r, block, dtype, salt=root + 1) for r in range(size)] if rank == root else None
+                dist.scatter(out, src, src=root)
+                check(same(out, values(rank, block, dtype, salt=root + 1)), f"scatter {dtype} x{block} root {root}")
+            # all_to_all_single, equal blocks: block j of rank r's input lands in block r of rank j's output
+            send = torch.cat([values(rank * size + j, block, dtype) for j in range(size)])
+            out = torch.empty(block * size, dtype=dtype)
+            dist.all_to_all_single(out, send)
+            expected = torch.cat([values(r * size + rank, block, dtype) for r in range(size)])
+            check(same(out, expected), f"all_to_all_single {dtype} x{block}")
+            if gloo_supports(dtype):
+                g = torch.empty(block * size, dtype=dtype)
+                dist.all_to_all_single(g, send, group=gloo)
+                check(same(out, g), f"all_to_all_single {dtype} x{block} equals gloo's")
+        # uneven splits (rows of 3 elements), zero splits included; and the list form
+        def rows(r, j):
+            return (r + 2 * j) % 3  # rows rank r sends to rank j
+        send = torch.cat([values(rank * 10 + j, rows(rank, j) * 3, dtype).view(-1, 3) for j in range(size)])
+        out = torch.empty(sum(rows(r, rank) for r in range(size)), 3, dtype=dtype)
+        dist.all_to_all_single(out, send, output_split_sizes=[rows(r, rank) for r in range(size)],
+                               input_split_sizes=[rows(rank, j) for j in range(size)])
+        expected = torch.cat([values(r * 10 + rank, rows(r, rank) * 3, dtype).view(-1, 3) for r in range(size)])
+        check(same(out, expected), f"all_to_all_single with split sizes {dtype}")
+        outs = [torch.empty(rows(r, rank) * 3, dtype=dtype) for r in range(size)]
+        dist.all_to_all(outs, [values(rank * 10 + j, rows(rank, j) * 3, dtype) for j in range(size)])
+        check(all(same(o, values(r * 10 + rank, rows(r, rank) * 3, dtype)) for r, o in enumerate(outs)),
+              f"all_to_all lists {dtype}")
+    gathered = [None] * size if rank == 0 else None
+    dist.gather_object({"rank": rank}, gathered, dst=0)
+    check(rank != 0 or gathered == [{"rank": r} for r in range(size)], "gather_object")
+    received = [None]
+    dist.scatter_object_list(received, [f"for {r}" for r in range(size)] if rank == 0 else None, src=0)
+    check(received == [f"for {rank}"], "scatter_object_list")
+
+
+def raises(what, expected_text, call):
+    try:
+        call()
+    except RuntimeError as e:
+        check(expected_text in str(e), f"{what}: message {str(e)!r} lacks {expected_text!r}")
+        return
+    check(False, f"{what}: no error")
+
+
+def check_refusals(gloo, rank, size):
+    """Refused before anything is sent: the group stays usable afterwards."""
+    pg = dist.group.WORLD
+    raises("non-contiguous", "is not contiguous", lambda: dist.all_reduce(torch.ones(4, 4).t()))
+    raises("sparse", "sparse (COO)", lambda: dist.all_reduce(torch.ones(3).to_sparse()))
+    raises("bool reduction", "cannot reduce a torch.bool", lambda: dist.all_reduce(torch.ones(3, dtype=torch.bool)))
+    # torch's all_reduce sums a complex tensor as its real view; handed over as complex, it is refused
+    raises("complex reduction", "cannot reduce a torch.complex64",
+           lambda: pg.allreduce([torch.ones(3, dtype=torch.complex64)]).wait())
+    raises("bitwise op", "ReduceOp.BAND is not supported",
+           lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.BAND))
+    raises("two tensors", "exactly one tensor per process, got 2",
+           lambda: pg.allreduce([torch.ones(2), torch.ones(2)]).wait())
+    raises("wrong output list", "output holds 1 tensors",
+           lambda: dist.all_gather([torch.empty(2)], torch.ones(2)))
+    raises("wrong output size", "output 1 is a torch.float32 tensor of shape [3]",
+           lambda: dist.all_gather([torch.empty(2), torch.empty(3)] + [torch.empty(2)] * (size - 2), torch.ones(2)))
+    raises("output of another dtype", "output is a torch.float64",
+           lambda: dist.all_gather_into_tensor(torch.empty(2 * size, dtype=torch.float64), torch.ones(2)))
+    raises("any-source receive", "from any source", lambda: pg.recv_anysource([torch.ones(1)], 0).wait())
+    t = torch.ones(3)
+    dist.all_reduce(t)  # still usable
+    check(same(t, torch.full((3,), float(size))), "usable after refusals")
+
+
+def check_profiler(gloo, rank, size):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        dist.all_reduce(torch.ones(10))
+        dist.broadcast(torch.ones(10), src=0)
+        dist.all_reduce(torch.ones(10), async_op=True).wait()
+    names = {event.key for event in prof.key_averages()}
+    for name in ("canopy:all_reduce", "canopy:broadcast"):
+        check(name in names, f"torch.profiler shows {name} (saw {sorted(n for n in names if 'canopy' in n)})")
+
+
+SECTIONS = {"reductions": check_reductions, "movement": check_movement, "blocks": check_blocks,
+            "refusals": check_refusals, "profiler": check_profiler}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", default=",".join(SECTIONS))
+    args = parser.parse_args()
+    dist.init_process_group("canopy")
+    gloo = dist.new_group(backend="gloo")
+    rank, size = dist.get_rank(), dist.get_world_size()
+    for name in args.only.split(","):
+        SECTIONS[name](gloo, rank, size)
+        print(f"rank {rank}: {name} checked", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    if failures:
+        print(f"rank {rank}: {len(failures)} checks failed", flush=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

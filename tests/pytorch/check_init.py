@@ -1,0 +1,96 @@
+"""How a script meets the backend: the import, every init_method torch offers (env://, tcp://, file://, a
+given store=), one-rank groups, and the CANOPY_* settings (CANOPY_DEBUG=INFO's choices, CANOPY_ALGO).
+
+    run_ranks.py --nproc 2 -- check_init.py
+    CANOPY_DEBUG=INFO CANOPY_ALGO=allreduce=ring run_ranks.py --nproc 2 -- check_init.py --settings
+"""
+import importlib
+import os
+import sys
+import tempfile
+
+import torch
+import torch.distributed as dist
+
+import canopy_torch
+
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print(f"FAILED: {what}", flush=True)
+
+
+def use_group(how):
+    rank, size = dist.get_rank(), dist.get_world_size()
+    check(dist.get_backend() == "canopy", f"{how}: get_backend() is canopy")
+    t = torch.full((33,), float(rank + 1))
+    dist.all_reduce(t)
+    check(torch.equal(t, torch.full_like(t, size * (size + 1) / 2)), f"{how}: all_reduce")
+    sub = dist.new_group(list(range(size)))
+    dist.all_reduce(t, group=sub)
+    check(torch.equal(t, torch.full_like(t, size * size * (size + 1) / 2)), f"{how}: new_group")
+    dist.destroy_process_group()
+
+
+def captured_stderr(action):
+    """Canopy logs on the process's stderr (fd 2): read what `action` writes there."""
+    with tempfile.TemporaryFile() as capture:
+        saved = os.dup(2)
+        os.dup2(capture.fileno(), 2)
+        try:
+            action()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        capture.seek(0)
+        return capture.read().decode(errors="replace")
+
+
+def check_methods(rank, size):
+    # A second import, or a reload, must not register twice (torch asserts on that).
+    import canopy_torch as again  # noqa: F401
+    importlib.reload(canopy_torch)
+    check("CANOPY" in dist.Backend._plugins and dist.Backend.CANOPY == "CANOPY", "registered once")
+
+    dist.init_process_group("canopy")  # env://
+    use_group("env://")
+    dist.init_process_group("canopy", init_method=f"tcp://127.0.0.1:{os.environ['RUN_RANKS_SPARE_PORT']}",
+                            rank=rank, world_size=size)
+    use_group("tcp://")
+    shared = os.path.join(tempfile.gettempdir(), f"canopy_torch_init_{os.environ['MASTER_PORT']}")
+    dist.init_process_group("canopy", init_method=f"file://{shared}.a", rank=rank, world_size=size)
+    use_group("file://")
+    dist.init_process_group("canopy", store=dist.FileStore(f"{shared}.b", size), rank=rank, world_size=size)
+    use_group("store=FileStore")
+    # Every rank alone in a one-rank group of its own.
+    dist.init_process_group("canopy", store=dist.HashStore(), rank=0, world_size=1)
+    use_group("a one-rank group")
+
+
+def check_settings(rank, size):
+    """Run with CANOPY_DEBUG=INFO and CANOPY_ALGO=allreduce=ring (read once, when the process starts)."""
+    def calls():
+        dist.init_process_group("canopy")
+        dist.all_reduce(torch.ones(1000))
+        dist.broadcast(torch.ones(1000), src=0)
+        dist.destroy_process_group()
+    log = captured_stderr(calls)
+    check("all_reduce: ring (asked for)" in log, f"CANOPY_ALGO=allreduce=ring is obeyed; the log said:\n{log}")
+    check("broadcast of 1000 x 4 B on" in log and "chose" in log, "CANOPY_DEBUG=INFO logs the broadcast's choice")
+    check(f"communicator 1 ready: rank {rank} of {size}" in log, "CANOPY_DEBUG=INFO logs the group")
+
+
+def main():
+    rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    settings = "--settings" in sys.argv
+    (check_settings if settings else check_methods)(rank, size)
+    if failures:
+        sys.exit(f"rank {rank}: {len(failures)} checks failed")
+    print(f"rank {rank}: {'settings' if settings else 'init methods'} checked", flush=True)
+
+
+if __name__ == "__main__":
+    main()
