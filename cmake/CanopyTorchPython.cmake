@@ -90,7 +90,8 @@ if(CANOPY_WITH_PYTORCH AND _canopy_pytorch_missing)
   message(FATAL_ERROR "CANOPY_WITH_PYTORCH is ON but ${_canopy_pytorch_missing}")
 endif()
 if(CANOPY_WITH_PYTORCH)
-  set(CANOPY_PYTHON_EXECUTABLE "${_canopy_torch_python}")
+  # Cached for tests/install/check_install.sh, which imports the installed package with it.
+  set(CANOPY_PYTHON_EXECUTABLE "${_canopy_torch_python}" CACHE INTERNAL "The Python canopy_torch is built for")
   set(CANOPY_PYTHON_INSTALL_DIR "${_canopy_site_dir}" CACHE PATH
       "Where cmake --install puts canopy_torch, relative to the prefix")
   message(STATUS "canopy: building canopy_torch for ${CANOPY_PYTHON_EXECUTABLE} (torch ${CANOPY_TORCH_VERSION}); "
