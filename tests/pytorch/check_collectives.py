@@ -2,10 +2,12 @@
 (a gloo group over the same ranks, in the same processes) wherever gloo 1.13 supports the call: every
 dtype and operator, odd and empty sizes, every root. Run on every rank by run_ranks.py:
 
-    run_ranks.py --nproc 4 -- check_collectives.py [--only reductions,movement,blocks,checks,profiler]
+    run_ranks.py --nproc 4 -- check_collectives.py [--only reductions,movement,blocks,refusals,waiting,profiler]
 """
 import argparse
+import datetime
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -227,6 +229,23 @@ def check_refusals(gloo, rank, size):
     check(same(t, torch.full((3,), float(size))), "usable after refusals")
 
 
+def check_waiting(gloo, rank, size):
+    """Work.wait with a timeout, is_completed and the Future, on a call the last rank joins late."""
+    t = torch.full((1000,), float(rank))
+    if rank == size - 1:
+        time.sleep(1.0)
+        work = dist.all_reduce(t, async_op=True)
+    else:
+        work = dist.all_reduce(t, async_op=True)
+        check(not work.is_completed(), "is_completed() is False while a rank is missing")
+        raises("Work.wait(timeout)", "Work.wait(timeout) gave up after 200 ms",
+               lambda: work.wait(timeout=datetime.timedelta(milliseconds=200)))
+    value = work.get_future().wait()  # completes by itself: nobody called wait() successfully yet
+    expected = torch.full((1000,), float(sum(range(size))))
+    check(len(value) == 1 and value[0] is not None and same(value[0], expected), "the Future's value")
+    check(work.is_completed() and work.wait() and same(t, expected), "completed, waited, reduced in place")
+
+
 def check_profiler(gloo, rank, size):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         dist.all_reduce(torch.ones(10))
@@ -238,7 +257,7 @@ def check_profiler(gloo, rank, size):
 
 
 SECTIONS = {"reductions": check_reductions, "movement": check_movement, "blocks": check_blocks,
-            "refusals": check_refusals, "profiler": check_profiler}
+            "refusals": check_refusals, "waiting": check_waiting, "profiler": check_profiler}
 
 
 def main():

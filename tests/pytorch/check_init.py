@@ -8,6 +8,7 @@ import importlib
 import os
 import sys
 import tempfile
+import time
 
 import torch
 import torch.distributed as dist
@@ -68,6 +69,16 @@ def check_methods(rank, size):
     # Every rank alone in a one-rank group of its own.
     dist.init_process_group("canopy", store=dist.HashStore(), rank=0, world_size=1)
     use_group("a one-rank group")
+
+    # destroy_process_group holds the GIL while a call is still in flight whose Future has a Python
+    # callback: the group must let the callback run (it needs the GIL) before it goes.
+    dist.init_process_group("canopy")
+    seen = []
+    if rank == size - 1:
+        time.sleep(0.5)
+    dist.all_reduce(torch.ones(100), async_op=True).get_future().then(lambda f: seen.append(f.value()[0][0].item()))
+    dist.destroy_process_group()
+    check(seen == [float(size)], f"the pending call's Python callback ran before the group went: {seen}")
 
 
 def check_settings(rank, size):
