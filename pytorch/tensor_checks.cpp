@@ -41,7 +41,7 @@ std::string_view layout_name(at::Layout layout) {
 }  // namespace
 
 std::string describe(const at::Tensor& tensor) {
-  return fmt::format("{} tensor of shape [{}]", torch::utils::getDtypeNames(tensor.scalar_type()).first,
+  return fmt::format("torch.{} tensor of shape [{}]", torch::utils::getDtypeNames(tensor.scalar_type()).first,
                      fmt::join(tensor.sizes(), ", "));
 }
 
