@@ -19,18 +19,24 @@ bool CanopyWork::isCompleted() {
 }
 
 bool CanopyWork::wait(std::chrono::milliseconds timeout) {
+  waiters_.fetch_add(1);
+  bool ended = true;
   if (timeout <= kNoTimeout) {
     try {
       call_.wait();
     } catch (...) {
       // complete() takes the error from the call and rethrows it below
     }
-  } else if (!call_.wait_for(timeout)) {
+  } else {
+    ended = call_.wait_for(timeout);
+  }
+  waiters_.fetch_sub(1);
+  // A lane that saw the call end while this thread was still inside left the Work to it: look again.
+  if (!ended && !call_.completed())
     fail(ErrorCode::Timeout,
          "{}: Work.wait(timeout) gave up after {} ms; the call itself goes on until it ends or meets the "
          "process group's timeout",
          record_.title, timeout.count());
-  }
   complete();
   std::exception_ptr error;
   {
@@ -47,7 +53,7 @@ void CanopyWork::complete_when_done() {
   } catch (...) {
     // the error reaches torch through complete()
   }
-  complete();
+  if (waiters_.load() == 0) complete();
 }
 
 void CanopyWork::complete() {

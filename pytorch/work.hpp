@@ -52,7 +52,8 @@ class CanopyWork final : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   std::vector<at::Tensor> result() override { return record_.results; }
 
-  // The lane's part: blocks until the Canopy call ends, then completes this Work.
+  // The lane's part: blocks until the Canopy call ends, then completes this Work unless a thread in wait()
+  // will (a blocking call's caller then never waits for the lane thread to be scheduled).
   void complete_when_done();
   // Ends the profiler event and fails the Work (the call could not be started).
   void fail_to_start(std::exception_ptr error);
@@ -66,6 +67,7 @@ class CanopyWork final : public c10d::Work {
   canopy::Work call_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::atomic<bool> claimed_{false};
+  std::atomic<int> waiters_{0};  // threads inside wait(), each of which completes the Work itself
 };
 
 // One thread completing the Works of one ordered stream of calls, in order.

@@ -63,6 +63,14 @@ def killed(args, rank):
     expect_error("training with a killed rank", lambda: train(100), *named, within=timeout)
     # Every later call refuses at once, naming the first failure.
     expect_error("a call after the failure", lambda: dist.all_reduce(torch.ones(1)), *named, within=2)
+    if args.victim != 0:  # rank 0 hosts torch's store: it stays until every survivor has read the report
+        store = dist.distributed_c10d._get_default_store()
+        store.add("survivors_done", 1)
+        deadline = time.monotonic() + timeout
+        while rank == 0 and store.add("survivors_done", 0) < dist.get_world_size() - 1:
+            if time.monotonic() > deadline:
+                sys.exit("the other survivors did not finish")
+            time.sleep(0.05)
 
 
 def mismatch(args, rank):
