@@ -70,6 +70,11 @@ std::string describe(const Step& step) {
   return "?";
 }
 
+// Whether the call's input is a buffer of its own (Buffer::Input), not already in Data.
+bool separate_input(const CollectiveCall& call) {
+  return !call.in_place || !call.input_in_data();
+}
+
 // The data side of a simulation; absent when only the time is wanted.
 struct DataModel {
   DataType type;
@@ -136,12 +141,17 @@ struct CoreClaim {
 
 class Engine {
  public:
-  Engine(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
+  Engine(const Algorithm& algorithm, std::vector<CollectiveCall> calls, std::size_t element_size,
          const LinkModel& model, std::optional<DataModel> data)
-      : algorithm_(algorithm), call_(call), element_size_(element_size), model_(model), data_(data) {
+      : algorithm_(algorithm),
+        calls_(std::move(calls)),
+        call_(calls_.at(0)),
+        element_size_(element_size),
+        model_(model),
+        data_(data) {
     check_call();
-    ranks_.resize(static_cast<std::size_t>(call.size));
-    for (int r = 0; r < call.size; ++r) build(r);
+    ranks_.resize(static_cast<std::size_t>(call_.size));
+    for (int r = 0; r < call_.size; ++r) build(r);
     check_hosts();
     rank_work_.assign(ranks_.size(), 0.0);
     host_work_.assign(hosts_.size(), 0.0);
@@ -212,8 +222,9 @@ class Engine {
       fail(ErrorCode::InvalidArgument, "{}: the algorithm belongs to {}", context(),
            to_string(algorithm_.collective));
     }
-    const bool rooted = call_.collective == Collective::Broadcast || call_.collective == Collective::Reduce;
-    if (rooted && (call_.root < 0 || call_.root >= call_.size)) {
+    if (calls_.size() != static_cast<std::size_t>(call_.size))
+      fail(ErrorCode::InvalidArgument, "{}: {} calls for {} ranks", context(), calls_.size(), call_.size);
+    if (call_.rooted() && (call_.root < 0 || call_.root >= call_.size)) {
       fail(ErrorCode::InvalidArgument, "{}: root {} is not a rank of 0..{}", context(), call_.root,
            call_.size - 1);
     }
@@ -270,20 +281,23 @@ class Engine {
     return claim;
   }
 
+  const CollectiveCall& call_of(int rank) const { return calls_[static_cast<std::size_t>(rank)]; }
+
   std::uint64_t limit_of(int rank, Buffer buffer) {
+    const CollectiveCall& call = call_of(rank);
     switch (buffer) {
       case Buffer::Data:
-        return call_.data_count();
+        return call.data_count();
       case Buffer::Staging:
         return state(rank).schedule.staging_count;
       case Buffer::Input:
-        return call_.in_place ? 0 : call_.input_count();
+        return separate_input(call) ? call.input_count() : 0;
     }
     return 0;
   }
 
   void check_block(int rank, std::size_t index, const Block& block, const char* role) {
-    if (block.buffer == Buffer::Input && call_.in_place && block.count > 0) {
+    if (block.buffer == Buffer::Input && !separate_input(call_of(rank)) && block.count > 0) {
       fail_step(rank, index, fmt::format("its {} block reads Input in an in-place call", role));
     }
     const std::uint64_t limit = limit_of(rank, block.buffer);
@@ -294,17 +308,22 @@ class Engine {
     }
   }
 
-  // Input is the caller's: read-only. Staging is only ever a landing place.
+  // Input is the caller's: read-only. A RecvReduce's staging is only ever its landing place.
   void check_written(int rank, std::size_t index, const Block& block, Buffer expected) {
     if (block.buffer != expected) {
       fail_step(rank, index, fmt::format("it writes {}, not {}", describe(block), name_of(expected)));
     }
   }
+  void check_not_input(int rank, std::size_t index, const Block& block) {
+    if (block.buffer == Buffer::Input)
+      fail_step(rank, index, fmt::format("it writes {}, not Data or Staging", describe(block)));
+  }
 
   // Builds rank r's schedule and checks what can be checked of one rank alone.
   void build(int r) {
-    CollectiveCall call = call_;
-    call.rank = r;
+    const CollectiveCall& call = call_of(r);
+    if (call.rank != r)
+      fail(ErrorCode::InvalidArgument, "{}: the call of rank {} says rank {}", context(), r, call.rank);
     RankState& rank = state(r);
     rank.schedule = algorithm_.build(call);
     const std::size_t n = rank.steps().size();
@@ -329,7 +348,7 @@ class Engine {
           rank.sends_to[step.peer].steps.push_back(static_cast<StepIndex>(i));
           break;
         case StepKind::Recv:
-          check_written(r, i, step.dst, Buffer::Data);
+          check_not_input(r, i, step.dst);
           check_block(r, i, step.dst, "destination");
           rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
           break;
@@ -352,7 +371,7 @@ class Engine {
           rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
           break;
         case StepKind::Copy:
-          check_written(r, i, step.dst, Buffer::Data);
+          check_not_input(r, i, step.dst);
           check_block(r, i, step.src, "source");
           check_block(r, i, step.dst, "destination");
           if (step.src.count != step.dst.count) fail_step(r, i, "its source and destination differ in size");
@@ -603,7 +622,8 @@ class Engine {
   }
 
   const Algorithm& algorithm_;
-  CollectiveCall call_;
+  std::vector<CollectiveCall> calls_;  // rank r's view of the call
+  const CollectiveCall& call_;         // rank 0's: what every rank shares (collective, size, root)
   std::size_t element_size_;
   LinkModel model_;
   std::optional<DataModel> data_;
@@ -620,43 +640,40 @@ class Engine {
 
 }  // namespace
 
-Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, DataType type, ReduceOp op,
-                    std::vector<std::vector<std::byte>> inputs, const LinkModel& model) {
-  if (op == ReduceOp::Avg) {
+std::vector<CollectiveCall> every_rank(const CollectiveCall& call) {
+  std::vector<CollectiveCall> calls(static_cast<std::size_t>(std::max(call.size, 0)), call);
+  for (int r = 0; r < call.size; ++r) calls[static_cast<std::size_t>(r)].rank = r;
+  return calls;
+}
+
+Simulation simulate(const Algorithm& algorithm, std::vector<CollectiveCall> calls, DataType type, ReduceOp op,
+                    std::vector<RankBuffers> buffers, const LinkModel& model) {
+  const std::string what =
+      fmt::format("simulate {} {}", calls.empty() ? "?" : to_string(calls[0].collective), algorithm.name);
+  if (op == ReduceOp::Avg)
     fail(ErrorCode::InvalidArgument,
-         "simulate {} {}: Avg is Sum finished by the executor (finish_average); simulate Sum instead",
-         to_string(call.collective), algorithm.name);
-  }
+         "{}: Avg is Sum finished by the executor (finish_average); simulate Sum instead", what);
+  if (calls.empty()) fail(ErrorCode::InvalidArgument, "{}: no ranks", what);
+  if (buffers.size() != calls.size())
+    fail(ErrorCode::InvalidArgument, "{}: {} ranks' buffers for {} ranks", what, buffers.size(),
+         calls.size());
   const std::size_t element_size = size_of(type);
-  if (inputs.size() != static_cast<std::size_t>(std::max(call.size, 0))) {
-    fail(ErrorCode::InvalidArgument, "simulate {} {}: {} input buffers for {} ranks",
-         to_string(call.collective), algorithm.name, inputs.size(), call.size);
-  }
-  for (std::size_t r = 0; r < inputs.size(); ++r) {
-    if (inputs[r].size() != call.data_count() * element_size) {
+  for (std::size_t r = 0; r < calls.size(); ++r) {
+    const CollectiveCall& call = calls[r];
+    const std::size_t data_bytes = call.data_count() * element_size;
+    const std::size_t input_bytes = separate_input(call) ? call.input_count() * element_size : 0;
+    if (buffers[r].data.size() != data_bytes || buffers[r].input.size() != input_bytes)
       fail(ErrorCode::InvalidArgument,
-           "simulate {} {}: rank {}'s input holds {} bytes, expected {} ({} x {})",
-           to_string(call.collective), algorithm.name, r, inputs[r].size(), call.data_count() * element_size,
-           call.data_count(), to_string(type));
-    }
+           "{}: rank {} has {} bytes of Data and {} of Input; expected {} and {} ({})", what, r,
+           buffers[r].data.size(), buffers[r].input.size(), data_bytes, input_bytes, to_string(type));
   }
   Simulation simulation;
-  simulation.data = std::move(inputs);
   DataModel data{type, op, &simulation.data, {}};
-  if (!call.in_place) {
-    // The input moves to its own buffer; Data starts as garbage where the input was, so a schedule
-    // that reads what it never wrote (instead of Input) is caught.
-    for (int r = 0; r < call.size; ++r) {
-      CollectiveCall own = call;
-      own.rank = r;
-      std::vector<std::byte>& buffer = simulation.data[static_cast<std::size_t>(r)];
-      const auto begin = static_cast<std::ptrdiff_t>(own.input_offset() * element_size);
-      const auto end = begin + static_cast<std::ptrdiff_t>(own.input_count() * element_size);
-      data.inputs.emplace_back(buffer.begin() + begin, buffer.begin() + end);
-      std::fill(buffer.begin() + begin, buffer.begin() + end, std::byte{0x5A});
-    }
+  for (RankBuffers& rank : buffers) {
+    simulation.data.push_back(std::move(rank.data));
+    data.inputs.push_back(std::move(rank.input));
   }
-  Engine engine(algorithm, call, element_size, model, std::move(data));
+  Engine engine(algorithm, std::move(calls), element_size, model, std::move(data));
   simulation.predicted_seconds = engine.run(&simulation.transfers);
   for (const TransferEvent& transfer : simulation.transfers) {
     simulation.rounds = std::max(simulation.rounds, transfer.round);
@@ -664,9 +681,44 @@ Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, Data
   return simulation;
 }
 
+Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, DataType type, ReduceOp op,
+                    std::vector<std::vector<std::byte>> inputs, const LinkModel& model) {
+  const std::size_t element_size = size_of(type);
+  std::vector<CollectiveCall> calls = every_rank(call);
+  if (inputs.size() != calls.size())
+    fail(ErrorCode::InvalidArgument, "simulate {} {}: {} input buffers for {} ranks",
+         to_string(call.collective), algorithm.name, inputs.size(), call.size);
+  std::vector<RankBuffers> buffers(calls.size());
+  for (std::size_t r = 0; r < calls.size(); ++r) {
+    const CollectiveCall& own = calls[r];
+    std::vector<std::byte>& given = inputs[r];
+    if (!own.input_in_data()) {
+      // The input is a buffer of its own; Data starts as garbage.
+      buffers[r].input = std::move(given);
+      buffers[r].data.assign(own.data_count() * element_size, std::byte{0x5A});
+      continue;
+    }
+    if (given.size() != own.data_count() * element_size)
+      fail(ErrorCode::InvalidArgument,
+           "simulate {} {}: rank {}'s input holds {} bytes, expected {} ({} x {})",
+           to_string(call.collective), algorithm.name, r, given.size(), own.data_count() * element_size,
+           own.data_count(), to_string(type));
+    if (!call.in_place) {
+      // The input moves to its own buffer; Data starts as garbage where the input was, so a schedule
+      // that reads what it never wrote (instead of Input) is caught.
+      const auto begin = static_cast<std::ptrdiff_t>(own.input_offset() * element_size);
+      const auto end = begin + static_cast<std::ptrdiff_t>(own.input_count() * element_size);
+      buffers[r].input.assign(given.begin() + begin, given.begin() + end);
+      std::fill(given.begin() + begin, given.begin() + end, std::byte{0x5A});
+    }
+    buffers[r].data = std::move(given);
+  }
+  return simulate(algorithm, std::move(calls), type, op, std::move(buffers), model);
+}
+
 Prediction predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
                    const LinkModel& model) {
-  Engine engine(algorithm, call, element_size, model, std::nullopt);
+  Engine engine(algorithm, every_rank(call), element_size, model, std::nullopt);
   Prediction prediction;
   prediction.seconds = engine.run(nullptr);
   prediction.messages = engine.messages_sent();
