@@ -24,6 +24,10 @@
 
 namespace canopy {
 
+namespace collectives {
+struct SplitRequest;
+}
+
 // Per-call choices; the defaults come from the environment (CANOPY_ALGO, CANOPY_CHUNK_BYTES, CANOPY_TIMEOUT).
 struct CollectiveOptions {
   std::string algorithm;        // "" = CANOPY_ALGO for this collective, else "auto" (the cost model chooses)
@@ -230,6 +234,8 @@ class Communicator {
 
  private:
   explicit Communicator(std::unique_ptr<Impl> impl);
+  Impl& impl() const;  // throws Error(InvalidArgument) for an empty communicator
+  Communicator split_by(const collectives::SplitRequest& request, std::string_view what);
   void check_blocks(std::size_t block, std::size_t whole, const char* what) const;
   CollectiveArgs all_to_all_args(const void* input, void* output, std::size_t input_count,
                                  std::size_t output_count, DataType dtype) const;
