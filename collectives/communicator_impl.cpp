@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <numeric>
 
 #include "collectives/call_buffers.hpp"
 #include "collectives/host_layout_exchange.hpp"
@@ -127,6 +128,8 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   store_ = std::make_shared<PrefixStore>(base_store, fmt::format("canopy/comm/{}", comm_id_));
   store_->set_timeout(timeout_);
 
+  world_ranks_.resize(static_cast<std::size_t>(size));
+  std::iota(world_ranks_.begin(), world_ranks_.end(), 0);
   hosts_ = collectives::exchange_host_layout(*store_, rank, size, rendezvous::host_identity(current_environment()),
                                              allowed_cpus());
   if (options.local_rank >= 0 && options.local_size > 0) {
@@ -166,6 +169,7 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
       chunk_bytes_(parent.chunk_bytes_) {
   rank = static_cast<int>(std::find(members.begin(), members.end(), parent.rank) - members.begin());
   if (rank >= size) fail(ErrorCode::InvalidArgument, "rank {} is not a member of the group it forms", parent.rank);
+  for (int member : members) world_ranks_.push_back(parent.world_ranks_[static_cast<std::size_t>(member)]);
   local_rank = hosts_.local_rank_of(rank);
   local_size = hosts_.ranks_on(hosts_.host_of(rank));
   store_ = std::make_shared<PrefixStore>(parent.store_, name);
@@ -220,12 +224,23 @@ void Communicator::Impl::abort(const std::string& reason) {
     if (failure_.empty()) failure_ = reason;
   }
   transport_->abort(reason);
-  p2p_->abort(reason);
+  if (p2p_) p2p_->abort(reason);
+}
+
+Error Communicator::Impl::with_world_ranks(const Error& error) const {
+  const bool sub_communicator = (comm_id_ >> 63) != 0;  // see child_id()
+  if (!sub_communicator) return error;
+  constexpr int kListed = 16;
+  std::string ranks;
+  for (int r = 0; r < std::min(size, kListed); ++r)
+    ranks += fmt::format("{}{} = world rank {}", r == 0 ? "" : ", ", r, world_ranks_[static_cast<std::size_t>(r)]);
+  if (size > kListed) ranks += ", ...";
+  return Error(error.code(), fmt::format("{} [ranks of this sub-communicator: {}]", error.what(), ranks));
 }
 
 Error Communicator::Impl::end_with(const Error& error) {
   // Or the failure another rank saw first, which caused this one.
-  Error blamed = first_failure_ ? first_failure_->blame(error) : error;
+  Error blamed = first_failure_ ? first_failure_->blame(with_world_ranks(error)) : error;
   // Messages of the failed call may still be in flight: no later call could trust the stream.
   abort(blamed.what());
   return blamed;

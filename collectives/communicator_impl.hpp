@@ -72,6 +72,8 @@ class Communicator::Impl {
   // Publishes `error` as the communicator's first failure (or learns another rank's), ends the
   // communicator, and returns the error to report.
   Error end_with(const Error& error);
+  // A sub-communicator's errors name its own ranks: this says which ranks of the job they are.
+  Error with_world_ranks(const Error& error) const;
 
   std::shared_ptr<collectives::CommunicatorFamily> family_;
   std::shared_ptr<Store> store_;
@@ -79,6 +81,7 @@ class Communicator::Impl {
   std::uint64_t comm_id_ = 0;
   CommunicatorOptions options_;
   collectives::HostLayout hosts_;
+  std::vector<int> world_ranks_;  // this group's ranks as ranks of its family's first communicator
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<collectives::PointToPoint> p2p_;
   collectives::CostModel cost_model_;

@@ -373,7 +373,13 @@ void PointToPoint::peer_left(const transport::PeerFailedError& error) {
 
 void PointToPoint::fail_all(const Error& error) {
   if (!failure_) {
-    failure_ = end_ ? end_(error) : error;
+    bool stopping = false;
+    {
+      std::lock_guard lock(mutex_);
+      stopping = stopping_;
+    }
+    // Once the communicator is being destroyed there is nothing left to end.
+    failure_ = end_ && !stopping ? end_(error) : error;
     transport_->abort(failure_->what());
     std::lock_guard lock(mutex_);
     ended_ = failure_;

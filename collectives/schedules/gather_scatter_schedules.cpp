@@ -50,15 +50,23 @@ std::vector<Piece> pieces_between(int first, int last, bool either_is_root, cons
 
 }  // namespace
 
-// Every rank sends its block to the root: (p-1)(alpha + n beta) on the root's link.
+// Every rank sends its block to the root: (p-1)(alpha + n beta) on the root's link. The root also sends
+// each rank an empty message, which the rank takes last: two ranks that both believe they are the root
+// (a mismatched call) would otherwise wait for each other's block until the deadline; this way each one's
+// empty message meets the other's receive, and both report the mismatch at once.
 Schedule gather_flat(const CollectiveCall& call) {
   StepWriter writer(call);
+  constexpr std::uint32_t kBlocks = 0;
+  constexpr std::uint32_t kRootSignal = 1;
   if (call.rank != call.root) {
-    writer.send_chunks(call.root, input_block(0, call.count), 0);
+    writer.send_chunks(call.root, input_block(0, call.count), kBlocks);
+    writer.recv(call.root, data_block(0, 0), message_tag(kRootSignal, 0));
   } else {
+    for (int v = 1; v < call.size; ++v)
+      writer.send(to_real(v, call.root, call.size), data_block(0, 0), message_tag(kRootSignal, 0));
     for (int v = 1; v < call.size; ++v) {
       const int from = to_real(v, call.root, call.size);
-      writer.recv_chunks(from, data_block(static_cast<std::uint64_t>(from) * call.count, call.count), 0);
+      writer.recv_chunks(from, data_block(static_cast<std::uint64_t>(from) * call.count, call.count), kBlocks);
     }
   }
   return std::move(writer).finish();
