@@ -22,7 +22,8 @@ std::size_t all_to_all_input_count(const CollectiveArgs& args, int size) {
 
 }  // namespace
 
-CallBuffers prepare_call_buffers(const CollectiveArgs& args, int rank, int size, std::vector<std::byte>& scratch) {
+CallBuffers prepare_call_buffers(const CollectiveArgs& args, int rank, int size,
+                                 std::vector<std::byte>& scratch) {
   auto* input = static_cast<const std::byte*>(args.input);
   auto* output = static_cast<std::byte*>(args.output);
   const std::size_t element = size_of(args.dtype);

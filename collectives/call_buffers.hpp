@@ -19,7 +19,8 @@ struct CallBuffers {
 // reduce of each block) instead; `scratch` (kept by the communicator, grown to the largest need) holds a
 // working copy where the caller's buffer must stay intact, or the input of an all-to-all that was given
 // one buffer for both.
-CallBuffers prepare_call_buffers(const CollectiveArgs& args, int rank, int size, std::vector<std::byte>& scratch);
+CallBuffers prepare_call_buffers(const CollectiveArgs& args, int rank, int size,
+                                 std::vector<std::byte>& scratch);
 
 // After the schedule: a reduce-scatter's block moves to the output; an average divides.
 void finish_call_buffers(const CollectiveArgs& args, int rank, int size, const std::byte* data);

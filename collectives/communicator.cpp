@@ -22,28 +22,42 @@ Communicator Communicator::from_environment(const CommunicatorOptions& options) 
   return communicator;
 }
 
-Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, const CommunicatorOptions& options)
+Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size,
+                           const CommunicatorOptions& options)
     : impl_(std::make_unique<Impl>(std::move(store), rank, size, options)) {}
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Communicator::~Communicator() = default;
 Communicator::Communicator(Communicator&&) noexcept = default;
 Communicator& Communicator::operator=(Communicator&&) noexcept = default;
 
-bool Communicator::valid() const { return impl_ != nullptr; }
+bool Communicator::valid() const {
+  return impl_ != nullptr;
+}
 
 Communicator::Impl& Communicator::impl() const {
   if (!impl_)
     fail(ErrorCode::InvalidArgument,
-         "this communicator is empty: this rank is not a member of the group it came from (split with a negative "
+         "this communicator is empty: this rank is not a member of the group it came from (split with a "
+         "negative "
          "color, or subgroup without this rank), or it was moved from");
   return *impl_;
 }
 
-int Communicator::rank() const { return impl().rank; }
-int Communicator::size() const { return impl().size; }
-int Communicator::local_rank() const { return impl().local_rank; }
-int Communicator::local_size() const { return impl().local_size; }
-std::string_view Communicator::transport_name() const { return impl().transport_name(); }
+int Communicator::rank() const {
+  return impl().rank;
+}
+int Communicator::size() const {
+  return impl().size;
+}
+int Communicator::local_rank() const {
+  return impl().local_rank;
+}
+int Communicator::local_size() const {
+  return impl().local_size;
+}
+std::string_view Communicator::transport_name() const {
+  return impl().transport_name();
+}
 
 void Communicator::run(const CollectiveArgs& args, const CollectiveOptions& options) {
   Impl& impl = this->impl();
@@ -53,7 +67,8 @@ void Communicator::run(const CollectiveArgs& args, const CollectiveOptions& opti
 Work Communicator::start(const CollectiveArgs& args, const CollectiveOptions& options) {
   Impl& impl = this->impl();
   impl.validate(args);
-  return impl.sequencer.submit([impl = &impl, args, options](std::uint64_t seq) { impl->run(args, options, seq); });
+  return impl.sequencer.submit(
+      [impl = &impl, args, options](std::uint64_t seq) { impl->run(args, options, seq); });
 }
 
 void Communicator::barrier(const CollectiveOptions& options) {
@@ -100,15 +115,19 @@ Communicator Communicator::subgroup(std::span<const int> ranks) {
   return split_by(collectives::subgroup_request(ranks, impl().rank, impl().size), "subgroup");
 }
 
-void Communicator::abort(const std::string& reason) { impl().abort(reason); }
+void Communicator::abort(const std::string& reason) {
+  impl().abort(reason);
+}
 
 Communicator::AlgorithmChoice Communicator::choose_algorithm(const CollectiveArgs& args,
                                                              const CollectiveOptions& options) const {
   Impl& impl = this->impl();
   AlgorithmChoice choice;
   collectives::CollectiveCall call = impl.describe_call(args, options);
-  const collectives::Pace pace = impl.follows_stream(args, options) ? impl.pace() : collectives::Pace::OneCall;
-  const collectives::Algorithm& algorithm = impl.select(call, size_of(args.dtype), options, pace, &choice.explanation);
+  const collectives::Pace pace =
+      impl.follows_stream(args, options) ? impl.pace() : collectives::Pace::OneCall;
+  const collectives::Algorithm& algorithm =
+      impl.select(call, size_of(args.dtype), options, pace, &choice.explanation);
   choice.name = algorithm.name;
   choice.predicted_seconds = impl.predict(algorithm, call, size_of(args.dtype), pace);
   return choice;
@@ -121,22 +140,24 @@ Communicator::LinkEstimate Communicator::link_estimate() const {
 
 void Communicator::check_blocks(std::size_t block, std::size_t whole, const char* what) const {
   if (whole != block * static_cast<std::size_t>(size()))
-    fail(ErrorCode::InvalidArgument, "{} holds {} elements; {} ranks x {} = {} expected", what, whole, size(), block,
-         block * static_cast<std::size_t>(size()));
+    fail(ErrorCode::InvalidArgument, "{} holds {} elements; {} ranks x {} = {} expected", what, whole, size(),
+         block, block * static_cast<std::size_t>(size()));
 }
 
 CollectiveArgs Communicator::all_to_all_args(const void* input, void* output, std::size_t input_count,
                                              std::size_t output_count, DataType dtype) const {
   const auto p = static_cast<std::size_t>(size());
   if (input_count % p != 0)
-    fail(ErrorCode::InvalidArgument, "all_to_all: the input's {} elements are not {} equal blocks", input_count, p);
+    fail(ErrorCode::InvalidArgument, "all_to_all: the input's {} elements are not {} equal blocks",
+         input_count, p);
   check_blocks(input_count / p, output_count, "all_to_all: output");
   return {Collective::AllToAll, input, output, input_count / p, dtype, ReduceOp::Sum, 0};
 }
 
 CollectiveArgs Communicator::all_to_all_v_args(const void* input, std::size_t input_count,
                                                std::span<const std::size_t> send_counts, void* output,
-                                               std::size_t output_count, std::span<const std::size_t> recv_counts,
+                                               std::size_t output_count,
+                                               std::span<const std::size_t> recv_counts,
                                                DataType dtype) const {
   const auto p = static_cast<std::size_t>(size());
   if (send_counts.size() != p || recv_counts.size() != p)
@@ -146,7 +167,8 @@ CollectiveArgs Communicator::all_to_all_v_args(const void* input, std::size_t in
   const std::size_t received = std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0});
   if (sent != input_count || received != output_count)
     fail(ErrorCode::InvalidArgument,
-         "all_to_all_v: the send counts add up to {} and the receive counts to {}, but input holds {} elements and "
+         "all_to_all_v: the send counts add up to {} and the receive counts to {}, but input holds {} "
+         "elements and "
          "output {}",
          sent, received, input_count, output_count);
   const auto r = static_cast<std::size_t>(rank());

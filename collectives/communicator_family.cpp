@@ -10,11 +10,12 @@ CommunicatorFamily::~CommunicatorFamily() {
   store_server.reset();
 }
 
-void CommunicatorFamily::watch(std::shared_ptr<Store> monitor_store, std::shared_ptr<FirstFailure> first_failure,
-                               int rank, int size, const LivenessSettings& settings) {
+void CommunicatorFamily::watch(std::shared_ptr<Store> monitor_store,
+                               std::shared_ptr<FirstFailure> first_failure, int rank, int size,
+                               const LivenessSettings& settings) {
   first_failure_ = std::move(first_failure);
-  liveness_ = std::make_unique<LivenessMonitor>(std::move(monitor_store), *first_failure_, rank, size, settings,
-                                                [this](const std::string& why) { abort_all(why); });
+  liveness_ = std::make_unique<LivenessMonitor>(std::move(monitor_store), *first_failure_, rank, size,
+                                                settings, [this](const std::string& why) { abort_all(why); });
 }
 
 void CommunicatorFamily::join(Communicator::Impl* member) {

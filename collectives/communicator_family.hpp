@@ -24,8 +24,8 @@ class CommunicatorFamily {
   CommunicatorFamily& operator=(const CommunicatorFamily&) = delete;
 
   // Starts the liveness monitor of the family's first communicator (rank of size); it aborts every member.
-  void watch(std::shared_ptr<Store> monitor_store, std::shared_ptr<FirstFailure> first_failure, int rank, int size,
-             const LivenessSettings& settings);
+  void watch(std::shared_ptr<Store> monitor_store, std::shared_ptr<FirstFailure> first_failure, int rank,
+             int size, const LivenessSettings& settings);
 
   void join(Communicator::Impl* member);
   void leave(Communicator::Impl* member);

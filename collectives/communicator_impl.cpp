@@ -45,10 +45,10 @@ std::string squash(std::string_view name) {
 // "allreduce=ring,broadcast=binomial".
 std::map<Collective, std::string> parse_algorithm_overrides(const std::string& text) {
   std::map<Collective, std::string> overrides;
-  constexpr Collective kCollectives[] = {Collective::Broadcast, Collective::Reduce,    Collective::AllReduce,
-                                         Collective::AllGather, Collective::ReduceScatter, Collective::Barrier,
-                                         Collective::AllToAll,  Collective::AllToAllV, Collective::Gather,
-                                         Collective::Scatter};
+  constexpr Collective kCollectives[] = {
+      Collective::Broadcast,     Collective::Reduce,  Collective::AllReduce, Collective::AllGather,
+      Collective::ReduceScatter, Collective::Barrier, Collective::AllToAll,  Collective::AllToAllV,
+      Collective::Gather,        Collective::Scatter};
   std::size_t start = 0;
   while (start <= text.size()) {
     std::size_t end = text.find(',', start);
@@ -84,10 +84,23 @@ std::size_t default_chunk_bytes() {
   char* end = nullptr;
   unsigned long long value = std::strtoull(text->c_str(), &end, 10);
   switch (*end) {
-    case 'K': case 'k': value <<= 10; ++end; break;
-    case 'M': case 'm': value <<= 20; ++end; break;
-    case 'G': case 'g': value <<= 30; ++end; break;
-    default: break;
+    case 'K':
+    case 'k':
+      value <<= 10;
+      ++end;
+      break;
+    case 'M':
+    case 'm':
+      value <<= 20;
+      ++end;
+      break;
+    case 'G':
+    case 'g':
+      value <<= 30;
+      ++end;
+      break;
+    default:
+      break;
   }
   if (end == text->c_str() || *end != '\0' || value == 0)
     fail(ErrorCode::Config, "CANOPY_CHUNK_BYTES='{}' must be a positive size such as 1M", *text);
@@ -111,7 +124,8 @@ std::uint64_t child_id(std::uint64_t parent_id, const std::string& name) {
 
 }  // namespace
 
-Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_, const CommunicatorOptions& options)
+Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_,
+                         const CommunicatorOptions& options)
     : rank(rank_),
       size(size_),
       family_(std::make_shared<collectives::CommunicatorFamily>()),
@@ -130,8 +144,8 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
 
   world_ranks_.resize(static_cast<std::size_t>(size));
   std::iota(world_ranks_.begin(), world_ranks_.end(), 0);
-  hosts_ = collectives::exchange_host_layout(*store_, rank, size, rendezvous::host_identity(current_environment()),
-                                             allowed_cpus());
+  hosts_ = collectives::exchange_host_layout(
+      *store_, rank, size, rendezvous::host_identity(current_environment()), allowed_cpus());
   if (options.local_rank >= 0 && options.local_size > 0) {
     local_rank = options.local_rank;
     local_size = options.local_size;
@@ -145,7 +159,8 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   collectives::LinkModel link;
   link.hosts = hosts_;
   if (calibrate)
-    link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, hosts_, Deadline::after(timeout_));
+    link =
+        collectives::calibrate_link_model(*transport_, *store_, comm_id_, hosts_, Deadline::after(timeout_));
   cost_model_ = collectives::CostModel(std::move(link));
   log::info("communicator {} ready: rank {} of {} (local {} of {}), {}", comm_id_, rank, size, local_rank,
             local_size, collectives::describe(cost_model_.link()));
@@ -168,7 +183,8 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
       algorithm_overrides_(parent.algorithm_overrides_),
       chunk_bytes_(parent.chunk_bytes_) {
   rank = static_cast<int>(std::find(members.begin(), members.end(), parent.rank) - members.begin());
-  if (rank >= size) fail(ErrorCode::InvalidArgument, "rank {} is not a member of the group it forms", parent.rank);
+  if (rank >= size)
+    fail(ErrorCode::InvalidArgument, "rank {} is not a member of the group it forms", parent.rank);
   for (int member : members) world_ranks_.push_back(parent.world_ranks_[static_cast<std::size_t>(member)]);
   local_rank = hosts_.local_rank_of(rank);
   local_size = hosts_.ranks_on(hosts_.host_of(rank));
@@ -181,8 +197,8 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
   cost_model_ = collectives::CostModel(std::move(link));
   first_failure_ = std::make_shared<collectives::FirstFailure>(store_, rank);
   family_->join(this);
-  log::info("communicator {} ready: rank {} of {} (rank {} of its parent {})", comm_id_, rank, size, parent.rank,
-            parent.comm_id_);
+  log::info("communicator {} ready: rank {} of {} (rank {} of its parent {})", comm_id_, rank, size,
+            parent.rank, parent.comm_id_);
 }
 
 Communicator::Impl::~Impl() {
@@ -205,14 +221,16 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   collectives::PointToPoint::Settings settings;
   settings.comm_id = comm_id_;
   settings.timeout = timeout_;
-  p2p_ = std::make_unique<collectives::PointToPoint>(transport::connect_mesh(*p2p_store, rank, size, tcp), settings,
+  p2p_ = std::make_unique<collectives::PointToPoint>(transport::connect_mesh(*p2p_store, rank, size, tcp),
+                                                     settings,
                                                      [this](const Error& error) { return end_with(error); });
 }
 
 void Communicator::Impl::ensure_usable() {
   std::lock_guard lock(failure_mutex_);
   if (!failure_.empty())
-    fail(ErrorCode::Aborted, "rank {}: communicator is unusable after an earlier failure: {}", rank, failure_);
+    fail(ErrorCode::Aborted, "rank {}: communicator is unusable after an earlier failure: {}", rank,
+         failure_);
 }
 
 void Communicator::Impl::abort(const std::string& reason) {
@@ -233,7 +251,8 @@ Error Communicator::Impl::with_world_ranks(const Error& error) const {
   constexpr int kListed = 16;
   std::string ranks;
   for (int r = 0; r < std::min(size, kListed); ++r)
-    ranks += fmt::format("{}{} = world rank {}", r == 0 ? "" : ", ", r, world_ranks_[static_cast<std::size_t>(r)]);
+    ranks +=
+        fmt::format("{}{} = world rank {}", r == 0 ? "" : ", ", r, world_ranks_[static_cast<std::size_t>(r)]);
   if (size > kListed) ranks += ", ...";
   return Error(error.code(), fmt::format("{} [ranks of this sub-communicator: {}]", error.what(), ranks));
 }
@@ -248,20 +267,23 @@ Error Communicator::Impl::end_with(const Error& error) {
 
 void Communicator::Impl::validate(const CollectiveArgs& args) const {
   if (is_rooted(args.collective) && (args.root < 0 || args.root >= size))
-    fail(ErrorCode::InvalidArgument, "{}: root {} is not a rank of this group of {}", to_string(args.collective),
-         args.root, size);
+    fail(ErrorCode::InvalidArgument, "{}: root {} is not a rank of this group of {}",
+         to_string(args.collective), args.root, size);
   if (args.count > 0) {
     // A gather's output and a scatter's input exist at the root only.
     const bool needs_input = args.collective != Collective::Scatter || rank == args.root;
     const bool needs_output = args.collective != Collective::Gather || rank == args.root;
     if ((needs_input && args.input == nullptr) || (needs_output && args.output == nullptr))
-      fail(ErrorCode::InvalidArgument, "{}: null buffer for {} elements", to_string(args.collective), args.count);
+      fail(ErrorCode::InvalidArgument, "{}: null buffer for {} elements", to_string(args.collective),
+           args.count);
   }
-  if (args.collective == Collective::AllToAllV && (args.send_counts == nullptr || args.recv_counts == nullptr))
+  if (args.collective == Collective::AllToAllV &&
+      (args.send_counts == nullptr || args.recv_counts == nullptr))
     fail(ErrorCode::InvalidArgument, "all_to_all_v: no send or receive counts");
 }
 
-CollectiveCall Communicator::Impl::describe_call(const CollectiveArgs& args, const CollectiveOptions& options) const {
+CollectiveCall Communicator::Impl::describe_call(const CollectiveArgs& args,
+                                                 const CollectiveOptions& options) const {
   std::size_t element_size = size_of(args.dtype);
   std::size_t chunk_bytes = options.chunk_bytes > 0 ? options.chunk_bytes : chunk_bytes_;
   CollectiveCall call;
@@ -304,8 +326,8 @@ const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::siz
       std::string known;
       for (const Algorithm& a : collectives::algorithms(call.collective))
         known += fmt::format("{}{}", known.empty() ? "" : ", ", a.name);
-      fail(ErrorCode::InvalidArgument, "{} has no algorithm '{}' (known: {}, auto)", to_string(call.collective), name,
-           known);
+      fail(ErrorCode::InvalidArgument, "{} has no algorithm '{}' (known: {}, auto)",
+           to_string(call.collective), name, known);
     }
     if (explanation) *explanation = fmt::format("{}: {} (asked for)", to_string(call.collective), name);
     return *algorithm;
@@ -315,14 +337,15 @@ const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::siz
   return *choice.algorithm;
 }
 
-double Communicator::Impl::predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
-                                   collectives::Pace pace) const {
+double Communicator::Impl::predict(const Algorithm& algorithm, const CollectiveCall& call,
+                                   std::size_t element_size, collectives::Pace pace) const {
   if (call.collective == Collective::AllToAllV) return 0;  // a rank knows only its own counts
   const auto prediction = collectives::predict(algorithm, call, element_size, cost_model_.link());
   return pace == collectives::Pace::Stream ? prediction.stream_seconds : prediction.seconds;
 }
 
-void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions& options, std::uint64_t seq) {
+void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions& options,
+                             std::uint64_t seq) {
   ensure_usable();
   validate(args);
   std::size_t element_size = size_of(args.dtype);

@@ -50,7 +50,8 @@ class Communicator::Impl {
     return in_stream_.load(std::memory_order_relaxed) ? collectives::Pace::Stream
                                                       : collectives::Pace::OneCall;
   }
-  collectives::CollectiveCall describe_call(const CollectiveArgs& args, const CollectiveOptions& options) const;
+  collectives::CollectiveCall describe_call(const CollectiveArgs& args,
+                                            const CollectiveOptions& options) const;
   void validate(const CollectiveArgs& args) const;
   void abort(const std::string& reason);
   const collectives::LinkModel& link() const { return cost_model_.link(); }

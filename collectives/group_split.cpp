@@ -14,8 +14,8 @@ std::vector<int> split_members(std::span<const SplitRequest> requests, int rank)
   const auto size = static_cast<int>(requests.size());
   for (int r = 1; r < size; ++r)
     if (requests[static_cast<std::size_t>(r)].list != requests[0].list)
-      fail(ErrorCode::Mismatch, "rank {} and rank 0 passed different lists of ranks to subgroup (or one called split)",
-           r);
+      fail(ErrorCode::Mismatch,
+           "rank {} and rank 0 passed different lists of ranks to subgroup (or one called split)", r);
   const SplitRequest& mine = requests[static_cast<std::size_t>(rank)];
   if (mine.color < 0) return {};
   std::vector<int> members;
@@ -32,8 +32,8 @@ SplitRequest subgroup_request(std::span<const int> ranks, int rank, int size) {
   std::set<int> seen;
   for (int r : ranks) {
     if (r < 0 || r >= size)
-      fail(ErrorCode::InvalidArgument, "subgroup {}: rank {} is not a rank of this group of {}", describe_ranks(ranks),
-           r, size);
+      fail(ErrorCode::InvalidArgument, "subgroup {}: rank {} is not a rank of this group of {}",
+           describe_ranks(ranks), r, size);
     if (!seen.insert(r).second)
       fail(ErrorCode::InvalidArgument, "subgroup {}: rank {} is listed twice", describe_ranks(ranks), r);
   }
@@ -52,6 +52,8 @@ SplitRequest subgroup_request(std::span<const int> ranks, int rank, int size) {
   return request;
 }
 
-std::string describe_ranks(std::span<const int> ranks) { return fmt::format("[{}]", fmt::join(ranks, ", ")); }
+std::string describe_ranks(std::span<const int> ranks) {
+  return fmt::format("[{}]", fmt::join(ranks, ", "));
+}
 
 }  // namespace canopy::collectives

@@ -13,11 +13,14 @@ namespace {
 
 constexpr std::size_t kListedOperations = 8;  // in a timeout's message
 
-double seconds_since(Clock::time_point then) { return std::chrono::duration<double>(Clock::now() - then).count(); }
+double seconds_since(Clock::time_point then) {
+  return std::chrono::duration<double>(Clock::now() - then).count();
+}
 
 }  // namespace
 
-PointToPoint::PointToPoint(std::unique_ptr<transport::Transport> transport, Settings settings, EndCommunicator end)
+PointToPoint::PointToPoint(std::unique_ptr<transport::Transport> transport, Settings settings,
+                           EndCommunicator end)
     : transport_(std::move(transport)),
       settings_(settings),
       end_(std::move(end)),
@@ -33,10 +36,10 @@ PointToPoint::~PointToPoint() {
   transport_->wake();
   if (thread_.joinable()) thread_.join();
   // The thread is gone: what it never finished ends here, its buffers no longer touched.
-  const auto gone = std::make_exception_ptr(
-      Error(ErrorCode::Aborted, fmt::format("rank {}: the communicator was destroyed while this point-to-point "
-                                            "operation was pending",
-                                            rank_)));
+  const auto gone = std::make_exception_ptr(Error(
+      ErrorCode::Aborted, fmt::format("rank {}: the communicator was destroyed while this point-to-point "
+                                      "operation was pending",
+                                      rank_)));
   for (auto& [index, op] : operations_) op.work->finish(gone);
   for (auto& [index, op] : inbox_) op.work->finish(gone);
 }
@@ -84,7 +87,9 @@ Work PointToPoint::submit(Operation op) {
   return Work(state);
 }
 
-void PointToPoint::abort(const std::string& reason) { transport_->abort(reason); }
+void PointToPoint::abort(const std::string& reason) {
+  transport_->abort(reason);
+}
 
 void PointToPoint::run() noexcept {
   try {
@@ -156,8 +161,9 @@ void PointToPoint::progress_once() {
 void PointToPoint::start_send(OpIndex index) {
   const Operation& op = operations_.at(index);
   Peer& peer = peers_[static_cast<std::size_t>(op.peer)];
-  if (peer.gone) throw Error(ErrorCode::PeerFailed, fmt::format("rank {}: {}: rank {} closed its connection",
-                                                               rank_, describe(op), op.peer));
+  if (peer.gone)
+    throw Error(ErrorCode::PeerFailed,
+                fmt::format("rank {}: {}: rank {} closed its connection", rank_, describe(op), op.peer));
   const std::uint64_t id = peer.next_message_id++;
   if (op.buffer.size() <= settings_.eager_bytes) {
     post_frame(op.peer, {P2PKind::Eager, op.tag, op.buffer.size(), id}, op.buffer, index);
@@ -176,8 +182,9 @@ void PointToPoint::start_recv(OpIndex index) {
     claim(index, arrival);
     return;
   }
-  if (peer.gone) throw Error(ErrorCode::PeerFailed, fmt::format("rank {}: {}: rank {} closed its connection",
-                                                               rank_, describe(op), op.peer));
+  if (peer.gone)
+    throw Error(ErrorCode::PeerFailed,
+                fmt::format("rank {}: {}: rank {} closed its connection", rank_, describe(op), op.peer));
   peer.receives[op.tag].push_back(index);
 }
 
@@ -185,7 +192,8 @@ void PointToPoint::check_sizes(OpIndex receive, const P2PDescriptor& message) co
   const Operation& op = operations_.at(receive);
   if (op.buffer.size() == message.bytes) return;
   fail(ErrorCode::Mismatch,
-       "rank {}: point-to-point mismatch: this rank's {} met rank {}'s send of {} bytes with tag {} (its message "
+       "rank {}: point-to-point mismatch: this rank's {} met rank {}'s send of {} bytes with tag {} (its "
+       "message "
        "#{} to rank {}); nothing was written",
        rank_, describe(op), op.peer, message.bytes, message.tag, message.id, rank_);
 }
@@ -260,7 +268,8 @@ void PointToPoint::on_descriptor(int from) {
     case P2PKind::Eager:
       if (const auto receive = take_receive()) {
         if (message.has_payload()) {
-          expect_payload(from, operations_.at(*receive).buffer, {Pending::Kind::PayloadIn, from, receive, {}, 0});
+          expect_payload(from, operations_.at(*receive).buffer,
+                         {Pending::Kind::PayloadIn, from, receive, {}, 0});
           return;
         }
         complete(*receive);
@@ -286,8 +295,8 @@ void PointToPoint::on_descriptor(int from) {
     case P2PKind::ClearToSend: {
       const auto it = peer.awaiting_clear.find(message.id);
       if (it == peer.awaiting_clear.end())
-        fail(ErrorCode::Protocol, "rank {}: rank {} cleared message #{}, which this rank never announced", rank_, from,
-             message.id);
+        fail(ErrorCode::Protocol, "rank {}: rank {} cleared message #{}, which this rank never announced",
+             rank_, from, message.id);
       const OpIndex send = it->second;
       peer.awaiting_clear.erase(it);
       const Operation& op = operations_.at(send);
@@ -297,12 +306,14 @@ void PointToPoint::on_descriptor(int from) {
     case P2PKind::Data: {
       const auto it = peer.awaiting_data.find(message.id);
       if (it == peer.awaiting_data.end() || operations_.at(it->second).buffer.size() != message.bytes)
-        fail(ErrorCode::Protocol, "rank {}: rank {} sent {} bytes of message #{}, which this rank did not ask for",
-             rank_, from, message.bytes, message.id);
+        fail(ErrorCode::Protocol,
+             "rank {}: rank {} sent {} bytes of message #{}, which this rank did not ask for", rank_, from,
+             message.bytes, message.id);
       const OpIndex receive = it->second;
       peer.awaiting_data.erase(it);
       if (message.has_payload()) {
-        expect_payload(from, operations_.at(receive).buffer, {Pending::Kind::PayloadIn, from, receive, {}, 0});
+        expect_payload(from, operations_.at(receive).buffer,
+                       {Pending::Kind::PayloadIn, from, receive, {}, 0});
         return;
       }
       complete(receive);
@@ -312,7 +323,8 @@ void PointToPoint::on_descriptor(int from) {
   expect_descriptor(from);
 }
 
-transport::Envelope PointToPoint::frame_envelope(std::uint64_t frame, std::uint64_t bytes, bool payload) const {
+transport::Envelope PointToPoint::frame_envelope(std::uint64_t frame, std::uint64_t bytes,
+                                                 bool payload) const {
   transport::Envelope envelope;
   envelope.comm_id = settings_.comm_id;
   envelope.seq = frame;  // both ends count the frames between them: a lost or extra one shows at once
@@ -324,14 +336,15 @@ transport::Envelope PointToPoint::frame_envelope(std::uint64_t frame, std::uint6
 
 void PointToPoint::expect_descriptor(int from) {
   Peer& peer = peers_[static_cast<std::size_t>(from)];
-  const transport::OpId id =
-      transport_->post_recv(from, frame_envelope(peer.frames_in++, kP2PDescriptorBytes, false), peer.descriptor_in);
+  const transport::OpId id = transport_->post_recv(
+      from, frame_envelope(peer.frames_in++, kP2PDescriptorBytes, false), peer.descriptor_in);
   in_transport_[id] = {Pending::Kind::DescriptorIn, from, {}, {}, 0};
 }
 
 void PointToPoint::expect_payload(int from, std::span<std::byte> into, Pending pending) {
   Peer& peer = peers_[static_cast<std::size_t>(from)];
-  const transport::OpId id = transport_->post_recv(from, frame_envelope(peer.frames_in++, into.size(), true), into);
+  const transport::OpId id =
+      transport_->post_recv(from, frame_envelope(peer.frames_in++, into.size(), true), into);
   in_transport_[id] = pending;
 }
 
@@ -341,7 +354,8 @@ void PointToPoint::post_frame(int to, const P2PDescriptor& descriptor, std::span
   const std::uint64_t frame = peer.frames_out++;
   const P2PDescriptorBytes& bytes = peer.descriptors_out[frame] = encode(descriptor);
   const bool with_payload = descriptor.has_payload();
-  const transport::OpId id = transport_->post_send(to, frame_envelope(frame, kP2PDescriptorBytes, false), bytes);
+  const transport::OpId id =
+      transport_->post_send(to, frame_envelope(frame, kP2PDescriptorBytes, false), bytes);
   in_transport_[id] = {Pending::Kind::DescriptorOut, to, with_payload ? std::nullopt : completes, {}, frame};
   if (!with_payload) return;
   const transport::OpId payload_id =
@@ -401,12 +415,12 @@ Deadline PointToPoint::earliest_deadline() const {
 void PointToPoint::expire_overdue() {
   for (const auto& [index, op] : operations_) {
     if (!op.deadline.expired()) continue;
-    fail_all(Error(ErrorCode::Timeout,
-                   fmt::format("rank {}: {} timed out after {:.1f} s: {}{}", rank_, describe(op),
-                               seconds_since(op.posted),
-                               op.direction == Direction::Send ? fmt::format("rank {} did not receive it", op.peer)
-                                                               : fmt::format("rank {} sent no such message", op.peer),
-                               pending_list())));
+    fail_all(Error(ErrorCode::Timeout, fmt::format("rank {}: {} timed out after {:.1f} s: {}{}", rank_,
+                                                   describe(op), seconds_since(op.posted),
+                                                   op.direction == Direction::Send
+                                                       ? fmt::format("rank {} did not receive it", op.peer)
+                                                       : fmt::format("rank {} sent no such message", op.peer),
+                                                   pending_list())));
     return;
   }
 }

@@ -41,7 +41,7 @@ class PointToPoint {
  public:
   struct Settings {
     std::uint64_t comm_id = 0;
-    Duration timeout{0};                        // of every operation
+    Duration timeout{0};                              // of every operation
     std::size_t eager_bytes = std::size_t{64} << 10;  // larger messages wait for their receive
   };
   // Called on the progress thread with the error that ended an operation; ends the communicator and
@@ -78,8 +78,8 @@ class PointToPoint {
   struct Arrival {
     P2PDescriptor descriptor;
     std::vector<std::byte> bytes;
-    bool landed = false;                   // the whole payload is in `bytes`
-    std::optional<OpIndex> claimed_by;     // the receive it belongs to, once posted
+    bool landed = false;                // the whole payload is in `bytes`
+    std::optional<OpIndex> claimed_by;  // the receive it belongs to, once posted
   };
   // What a transport operation in flight is for.
   struct Pending {
@@ -96,7 +96,7 @@ class PointToPoint {
     P2PDescriptorBytes descriptor_in{};
     std::map<std::uint64_t, P2PDescriptorBytes> descriptors_out;  // by frame number, alive until sent
     std::uint64_t next_message_id = 0;
-    std::map<std::uint32_t, std::deque<OpIndex>> receives;  // posted, unmatched, by tag
+    std::map<std::uint32_t, std::deque<OpIndex>> receives;         // posted, unmatched, by tag
     std::map<std::uint32_t, std::deque<std::uint64_t>> unmatched;  // arrivals by tag, in order
     std::map<std::uint64_t, OpIndex> awaiting_data;   // receives whose ClearToSend went out, by id
     std::map<std::uint64_t, OpIndex> awaiting_clear;  // sends whose RequestToSend went out, by id
@@ -144,7 +144,7 @@ class PointToPoint {
 
   std::mutex mutex_;
   std::condition_variable requests_changed_;
-  std::deque<OpIndex> requests_;       // under mutex_: posted, not yet accepted
+  std::deque<OpIndex> requests_;        // under mutex_: posted, not yet accepted
   std::map<OpIndex, Operation> inbox_;  // under mutex_
   OpIndex next_operation_ = 0;          // under mutex_
   bool stopping_ = false;               // under mutex_

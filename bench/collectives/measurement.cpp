@@ -42,7 +42,8 @@ double bus_factor(Collective collective, int ranks) {
 }
 
 // Elements of the input and the output of a call on `block` elements per rank.
-std::pair<std::uint64_t, std::uint64_t> Measurement::buffer_elements(Collective c, std::uint64_t block) const {
+std::pair<std::uint64_t, std::uint64_t> Measurement::buffer_elements(Collective c,
+                                                                     std::uint64_t block) const {
   const auto ranks = static_cast<std::uint64_t>(comm_.size());
   switch (c) {
     case Collective::ReduceScatter:
@@ -69,7 +70,8 @@ CollectiveArgs Measurement::arguments(const BenchCase& c, std::uint64_t block) {
   grow(output_, out_elements * element);
   CollectiveArgs args{c.collective, input_.data(), output_.data(), block, c.dtype, c.op, c.root};
   if (c.in_place) {
-    const int owner = c.collective == Collective::Gather || c.collective == Collective::Scatter ? c.root : comm_.rank();
+    const int owner =
+        c.collective == Collective::Gather || c.collective == Collective::Scatter ? c.root : comm_.rank();
     if (c.collective == Collective::AllGather || c.collective == Collective::Gather)
       args.input = output_.data() + owner * block * element;
     else if (c.collective == Collective::ReduceScatter || c.collective == Collective::Scatter)

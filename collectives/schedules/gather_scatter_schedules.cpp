@@ -66,7 +66,8 @@ Schedule gather_flat(const CollectiveCall& call) {
       writer.send(to_real(v, call.root, call.size), data_block(0, 0), message_tag(kRootSignal, 0));
     for (int v = 1; v < call.size; ++v) {
       const int from = to_real(v, call.root, call.size);
-      writer.recv_chunks(from, data_block(static_cast<std::uint64_t>(from) * call.count, call.count), kBlocks);
+      writer.recv_chunks(from, data_block(static_cast<std::uint64_t>(from) * call.count, call.count),
+                         kBlocks);
     }
   }
   return std::move(writer).finish();

@@ -16,7 +16,8 @@
 // came with, and the previous messages on the two links it uses (the seed's flat broadcast takes p-1
 // rounds: one friend after the other).
 // Sends are eager: a message travels as soon as its step is ready and both links are free, whether or
-// not the receiver has posted its receive; the k-th receive from a peer takes the k-th message.
+// not the receiver has posted its receive; the k-th receive from a peer takes the k-th message. What one
+// rank's schedule must satisfy alone is checked first (schedule_checks.hpp).
 #include "collectives/schedules/simulator.hpp"
 
 #include <fmt/ranges.h>
@@ -31,49 +32,12 @@
 #include <utility>
 
 #include "collectives/kernels/reduce_kernels.hpp"
+#include "collectives/schedules/schedule_checks.hpp"
 #include "collectives/schedules/step_writer.hpp"
 #include "common/error.hpp"
 
 namespace canopy::collectives {
 namespace {
-
-const char* name_of(Buffer buffer) {
-  switch (buffer) {
-    case Buffer::Data:
-      return "Data";
-    case Buffer::Staging:
-      return "Staging";
-    case Buffer::Input:
-      return "Input";
-  }
-  return "?";
-}
-
-std::string describe(const Block& block) {
-  return fmt::format("{}[{}..{})", name_of(block.buffer), block.offset, block.offset + block.count);
-}
-
-std::string describe(const Step& step) {
-  switch (step.kind) {
-    case StepKind::Send:
-      return fmt::format("Send {} to rank {}, tag {:#x}", describe(step.src), step.peer, step.tag);
-    case StepKind::Recv:
-      return fmt::format("Recv {} from rank {}, tag {:#x}", describe(step.dst), step.peer, step.tag);
-    case StepKind::RecvReduce:
-      return fmt::format(
-          "RecvReduce {} via {} from rank {}, tag {:#x}{}", describe(step.dst), describe(step.staging),
-          step.peer, step.tag,
-          step.src.buffer == Buffer::Input ? fmt::format(", onto {}", describe(step.src)) : "");
-    case StepKind::Copy:
-      return fmt::format("Copy {} to {}", describe(step.src), describe(step.dst));
-  }
-  return "?";
-}
-
-// Whether the call's input is a buffer of its own (Buffer::Input), not already in Data.
-bool separate_input(const CollectiveCall& call) {
-  return !call.in_place || !call.input_in_data();
-}
 
 // The data side of a simulation; absent when only the time is wanted.
 struct DataModel {
@@ -283,43 +247,7 @@ class Engine {
 
   const CollectiveCall& call_of(int rank) const { return calls_[static_cast<std::size_t>(rank)]; }
 
-  std::uint64_t limit_of(int rank, Buffer buffer) {
-    const CollectiveCall& call = call_of(rank);
-    switch (buffer) {
-      case Buffer::Data:
-        return call.data_count();
-      case Buffer::Staging:
-        return state(rank).schedule.staging_count;
-      case Buffer::Input:
-        return separate_input(call) ? call.input_count() : 0;
-    }
-    return 0;
-  }
-
-  void check_block(int rank, std::size_t index, const Block& block, const char* role) {
-    if (block.buffer == Buffer::Input && !separate_input(call_of(rank)) && block.count > 0) {
-      fail_step(rank, index, fmt::format("its {} block reads Input in an in-place call", role));
-    }
-    const std::uint64_t limit = limit_of(rank, block.buffer);
-    if (block.offset > limit || block.count > limit - block.offset) {
-      fail_step(rank, index,
-                fmt::format("its {} block {} lies outside the {} buffer of {} elements", role,
-                            describe(block), name_of(block.buffer), limit));
-    }
-  }
-
-  // Input is the caller's: read-only. A RecvReduce's staging is only ever its landing place.
-  void check_written(int rank, std::size_t index, const Block& block, Buffer expected) {
-    if (block.buffer != expected) {
-      fail_step(rank, index, fmt::format("it writes {}, not {}", describe(block), name_of(expected)));
-    }
-  }
-  void check_not_input(int rank, std::size_t index, const Block& block) {
-    if (block.buffer == Buffer::Input)
-      fail_step(rank, index, fmt::format("it writes {}, not Data or Staging", describe(block)));
-  }
-
-  // Builds rank r's schedule and checks what can be checked of one rank alone.
+  // Builds rank r's schedule, checks what can be checked of one rank alone, and links its steps.
   void build(int r) {
     const CollectiveCall& call = call_of(r);
     if (call.rank != r)
@@ -332,51 +260,14 @@ class Engine {
     rank.ready.assign(n, 0);
     rank.done.assign(n, 0);
     rank.round.assign(n, 0);
+    check_rank_schedule(rank.schedule, call, context());
     for (std::size_t i = 0; i < n; ++i) {
       const Step& step = rank.steps()[i];
-      for (std::uint32_t dep : step.deps) {
-        if (dep >= i) fail_step(r, i, fmt::format("dependency {} is not an earlier step", dep));
-        rank.dependents[dep].push_back(static_cast<StepIndex>(i));
-      }
+      for (std::uint32_t dep : step.deps) rank.dependents[dep].push_back(static_cast<StepIndex>(i));
       rank.waiting[i] = static_cast<std::uint32_t>(step.deps.size());
-      if (step.kind != StepKind::Copy && (step.peer < 0 || step.peer >= call_.size || step.peer == r)) {
-        fail_step(r, i, fmt::format("peer {} is not another rank of 0..{}", step.peer, call_.size - 1));
-      }
-      switch (step.kind) {
-        case StepKind::Send:
-          check_block(r, i, step.src, "source");
-          rank.sends_to[step.peer].steps.push_back(static_cast<StepIndex>(i));
-          break;
-        case StepKind::Recv:
-          check_not_input(r, i, step.dst);
-          check_block(r, i, step.dst, "destination");
-          rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
-          break;
-        case StepKind::RecvReduce:
-          check_written(r, i, step.dst, Buffer::Data);
-          check_written(r, i, step.staging, Buffer::Staging);
-          check_block(r, i, step.dst, "destination");
-          check_block(r, i, step.staging, "staging");
-          check_block(r, i, step.src, "accumulator");
-          if (step.staging.count != step.dst.count) {
-            fail_step(r, i, "its staging and destination blocks differ in size");
-          }
-          if (step.src.buffer != Buffer::Input &&
-              (step.src.buffer != step.dst.buffer || step.src.offset != step.dst.offset ||
-               step.src.count != step.dst.count)) {
-            fail_step(r, i, "its accumulator is neither its destination nor an Input block");
-          }
-          if (step.src.count != step.dst.count)
-            fail_step(r, i, "its accumulator and destination differ in size");
-          rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
-          break;
-        case StepKind::Copy:
-          check_not_input(r, i, step.dst);
-          check_block(r, i, step.src, "source");
-          check_block(r, i, step.dst, "destination");
-          if (step.src.count != step.dst.count) fail_step(r, i, "its source and destination differ in size");
-          break;
-      }
+      if (step.kind == StepKind::Send) rank.sends_to[step.peer].steps.push_back(static_cast<StepIndex>(i));
+      if (step.kind == StepKind::Recv || step.kind == StepKind::RecvReduce)
+        rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
     }
     if (data_) rank.staging.assign(rank.schedule.staging_count * element_size_, std::byte{0});
   }
@@ -640,12 +531,6 @@ class Engine {
 
 }  // namespace
 
-std::vector<CollectiveCall> every_rank(const CollectiveCall& call) {
-  std::vector<CollectiveCall> calls(static_cast<std::size_t>(std::max(call.size, 0)), call);
-  for (int r = 0; r < call.size; ++r) calls[static_cast<std::size_t>(r)].rank = r;
-  return calls;
-}
-
 Simulation simulate(const Algorithm& algorithm, std::vector<CollectiveCall> calls, DataType type, ReduceOp op,
                     std::vector<RankBuffers> buffers, const LinkModel& model) {
   const std::string what =
@@ -679,41 +564,6 @@ Simulation simulate(const Algorithm& algorithm, std::vector<CollectiveCall> call
     simulation.rounds = std::max(simulation.rounds, transfer.round);
   }
   return simulation;
-}
-
-Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, DataType type, ReduceOp op,
-                    std::vector<std::vector<std::byte>> inputs, const LinkModel& model) {
-  const std::size_t element_size = size_of(type);
-  std::vector<CollectiveCall> calls = every_rank(call);
-  if (inputs.size() != calls.size())
-    fail(ErrorCode::InvalidArgument, "simulate {} {}: {} input buffers for {} ranks",
-         to_string(call.collective), algorithm.name, inputs.size(), call.size);
-  std::vector<RankBuffers> buffers(calls.size());
-  for (std::size_t r = 0; r < calls.size(); ++r) {
-    const CollectiveCall& own = calls[r];
-    std::vector<std::byte>& given = inputs[r];
-    if (!own.input_in_data()) {
-      // The input is a buffer of its own; Data starts as garbage.
-      buffers[r].input = std::move(given);
-      buffers[r].data.assign(own.data_count() * element_size, std::byte{0x5A});
-      continue;
-    }
-    if (given.size() != own.data_count() * element_size)
-      fail(ErrorCode::InvalidArgument,
-           "simulate {} {}: rank {}'s input holds {} bytes, expected {} ({} x {})",
-           to_string(call.collective), algorithm.name, r, given.size(), own.data_count() * element_size,
-           own.data_count(), to_string(type));
-    if (!call.in_place) {
-      // The input moves to its own buffer; Data starts as garbage where the input was, so a schedule
-      // that reads what it never wrote (instead of Input) is caught.
-      const auto begin = static_cast<std::ptrdiff_t>(own.input_offset() * element_size);
-      const auto end = begin + static_cast<std::ptrdiff_t>(own.input_count() * element_size);
-      buffers[r].input.assign(given.begin() + begin, given.begin() + end);
-      std::fill(given.begin() + begin, given.begin() + end, std::byte{0x5A});
-    }
-    buffers[r].data = std::move(given);
-  }
-  return simulate(algorithm, std::move(calls), type, op, std::move(buffers), model);
 }
 
 Prediction predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,

@@ -38,8 +38,8 @@ TEST(Split, GroupsRanksByColorOrderedByKeyThenRank) {
     const std::vector<int> members = color == 0 ? std::vector<int>{4, 2, 0} : std::vector<int>{1, 3, 5};
     const int expected_rank =
         static_cast<int>(std::find(members.begin(), members.end(), world.rank()) - members.begin());
-    require(half.rank() == expected_rank, "rank {} became {} in its half, expected {}", world.rank(), half.rank(),
-            expected_rank);
+    require(half.rank() == expected_rank, "rank {} became {} in its half, expected {}", world.rank(),
+            half.rank(), expected_rank);
     std::vector<float> v(1000, static_cast<float>(world.rank() + 1));
     half.all_reduce(std::span(v));
     require(v[999] == sum_of(members), "all_reduce in the half: {}", v[999]);
@@ -61,12 +61,13 @@ TEST(Split, ANegativeColorGivesAnEmptyCommunicatorThatRefusesEveryCall) {
     }
     require(!mine.valid(), "rank 1 got a valid communicator");
     for (auto call : std::vector<std::function<void()>>{[&] { (void)mine.rank(); }, [&] { mine.barrier(); },
-                                                         [&] { (void)mine.split(0); }}) {
+                                                        [&] { (void)mine.split(0); }}) {
       try {
         call();
         require(false, "an empty communicator accepted a call");
       } catch (const Error& e) {
-        require(e.code() == ErrorCode::InvalidArgument && std::string(e.what()).find("empty") != std::string::npos,
+        require(e.code() == ErrorCode::InvalidArgument &&
+                    std::string(e.what()).find("empty") != std::string::npos,
                 "{}", e.what());
       }
     }
@@ -118,7 +119,8 @@ TEST(Subgroup, RanksThatPassDifferentListsGetAMismatch) {
       (void)world.subgroup(listed);
       require(false, "no error");
     } catch (const Error& e) {
-      require(e.code() == ErrorCode::Mismatch && std::string(e.what()).find("different lists") != std::string::npos,
+      require(e.code() == ErrorCode::Mismatch &&
+                  std::string(e.what()).find("different lists") != std::string::npos,
               "{}: {}", to_string(e.code()), e.what());
     }
   });
@@ -193,8 +195,8 @@ TEST(Split, ADeadRankFailsTheGroupsThatContainItNamingIt) {
         require(false, "no error");
       } catch (const Error& e) {
         const std::string what = e.what();
-        require(e.code() == ErrorCode::PeerFailed && what.find("world rank 3") != std::string::npos,
-                "{}: {}", to_string(e.code()), what);
+        require(e.code() == ErrorCode::PeerFailed && what.find("world rank 3") != std::string::npos, "{}: {}",
+                to_string(e.code()), what);
       }
       return;
     }

@@ -47,8 +47,8 @@ TEST_P(EveryWorldSize, AllToAllIsExact) {
         comm.all_to_all(std::span<const std::int32_t>(in), std::span(out), {.algorithm = algorithm});
         for (int from = 0; from < p; ++from)
           for (std::size_t i = 0; i < n; ++i)
-            require(out[from * n + i] == value(from, r, i), "{} n={}: block from {} element {} is {}", algorithm, n,
-                    from, i, out[from * n + i]);
+            require(out[from * n + i] == value(from, r, i), "{} n={}: block from {} element {} is {}",
+                    algorithm, n, from, i, out[from * n + i]);
         require(in == before, "{}: the input changed", algorithm);
         // One buffer for both.
         comm.all_to_all(std::span<const std::int32_t>(in), std::span(in), {.algorithm = algorithm});
@@ -69,11 +69,12 @@ TEST_P(EveryWorldSize, AllToAllVIsExactWithEmptyBlocks) {
       send_counts[j] = count(r, j);
       recv_counts[j] = count(j, r);
     }
-    std::vector<std::int32_t> in, out(std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0}), -1);
+    std::vector<std::int32_t> in,
+        out(std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0}), -1);
     for (int to = 0; to < p; ++to)
       for (std::size_t i = 0; i < send_counts[to]; ++i) in.push_back(value(r, to, i));
-    comm.all_to_all_v(std::span<const std::int32_t>(in), std::span<const std::size_t>(send_counts), std::span(out),
-                      std::span<const std::size_t>(recv_counts));
+    comm.all_to_all_v(std::span<const std::int32_t>(in), std::span<const std::size_t>(send_counts),
+                      std::span(out), std::span<const std::size_t>(recv_counts));
     std::size_t at = 0;
     for (int from = 0; from < p; ++from)
       for (std::size_t i = 0; i < recv_counts[from]; ++i, ++at)
@@ -94,8 +95,8 @@ TEST_P(EveryWorldSize, GatherAndScatterAreExactFromEveryRoot) {
           if (r == root)
             for (int from = 0; from < p; ++from)
               for (std::size_t i = 0; i < n; ++i)
-                require(all[from * n + i] == value(from, root, i), "gather {} root {} n={}: from {} element {}",
-                        algorithm, root, n, from, i);
+                require(all[from * n + i] == value(from, root, i),
+                        "gather {} root {} n={}: from {} element {}", algorithm, root, n, from, i);
         }
         for (const std::string& algorithm : names(Collective::Scatter)) {
           std::vector<std::int32_t> all(r == root ? n * p : 0), mine(n, -1);
@@ -103,7 +104,8 @@ TEST_P(EveryWorldSize, GatherAndScatterAreExactFromEveryRoot) {
             for (std::size_t i = 0; i < n; ++i) all[to * n + i] = value(root, to, i);
           comm.scatter(std::span<const std::int32_t>(all), std::span(mine), root, {.algorithm = algorithm});
           for (std::size_t i = 0; i < n; ++i)
-            require(mine[i] == value(root, r, i), "scatter {} root {} n={}: element {}", algorithm, root, n, i);
+            require(mine[i] == value(root, r, i), "scatter {} root {} n={}: element {}", algorithm, root, n,
+                    i);
         }
       }
     }
@@ -141,8 +143,10 @@ TEST(MovementMismatch, AllToAllVCountsThatDisagree) {
       2,
       [](Communicator& comm) {
         // Rank 0 sends rank 1 three elements; rank 1 expects four.
-        std::vector<std::size_t> sends = comm.rank() == 0 ? std::vector<std::size_t>{1, 3} : std::vector<std::size_t>{2, 1};
-        std::vector<std::size_t> recvs = comm.rank() == 0 ? std::vector<std::size_t>{1, 2} : std::vector<std::size_t>{4, 1};
+        std::vector<std::size_t> sends =
+            comm.rank() == 0 ? std::vector<std::size_t>{1, 3} : std::vector<std::size_t>{2, 1};
+        std::vector<std::size_t> recvs =
+            comm.rank() == 0 ? std::vector<std::size_t>{1, 2} : std::vector<std::size_t>{4, 1};
         std::vector<float> in(std::accumulate(sends.begin(), sends.end(), std::size_t{0}));
         std::vector<float> out(std::accumulate(recvs.begin(), recvs.end(), std::size_t{0}));
         comm.all_to_all_v(std::span<const float>(in), std::span<const std::size_t>(sends), std::span(out),
@@ -189,13 +193,17 @@ TEST(MovementArguments, WrongSizesAreInvalidArguments) {
       }
     };
     expect_invalid([&] { comm.all_to_all(std::span<const float>(three), std::span(three)); }, "odd blocks");
-    expect_invalid([&] { comm.gather(std::span<const float>(four), std::span(four), comm.rank()); }, "gather");
-    expect_invalid([&] { comm.scatter(std::span<const float>(three), std::span(four), comm.rank()); }, "scatter");
+    expect_invalid([&] { comm.gather(std::span<const float>(four), std::span(four), comm.rank()); },
+                   "gather");
+    expect_invalid([&] { comm.scatter(std::span<const float>(three), std::span(four), comm.rank()); },
+                   "scatter");
     std::vector<std::size_t> counts{1};
-    expect_invalid([&] {
-      comm.all_to_all_v(std::span<const float>(three), std::span<const std::size_t>(counts), std::span(three),
-                        std::span<const std::size_t>(counts));
-    }, "counts");
+    expect_invalid(
+        [&] {
+          comm.all_to_all_v(std::span<const float>(three), std::span<const std::size_t>(counts),
+                            std::span(three), std::span<const std::size_t>(counts));
+        },
+        "counts");
     comm.barrier();
   });
 }

@@ -91,14 +91,15 @@ TEST(PointToPoint, ThousandsOfSmallMessagesArriveInOrderAmongFourRanks) {
     for (int i = 0; i < kMessages; ++i) sent[i] = static_cast<std::uint64_t>(comm.rank()) * 1'000'000 + i;
     std::vector<Work> works;
     for (int i = 0; i < kMessages; ++i)
-      works.push_back(comm.send_async(std::as_bytes(std::span(&sent[i], 1)), next, static_cast<std::uint32_t>(i % 3)));
+      works.push_back(
+          comm.send_async(std::as_bytes(std::span(&sent[i], 1)), next, static_cast<std::uint32_t>(i % 3)));
     for (int i = 0; i < kMessages; ++i)
       works.push_back(comm.recv_async(std::as_writable_bytes(std::span(&received[i], 1)), prev,
                                       static_cast<std::uint32_t>(i % 3)));
     for (Work& w : works) w.wait();
     for (int i = 0; i < kMessages; ++i)
-      require(received[i] == static_cast<std::uint64_t>(prev) * 1'000'000 + i, "message {} from rank {} is {}", i,
-              prev, received[i]);
+      require(received[i] == static_cast<std::uint64_t>(prev) * 1'000'000 + i,
+              "message {} from rank {} is {}", i, prev, received[i]);
   });
 }
 
@@ -125,14 +126,16 @@ TEST(PointToPoint, TwoRanksExchangeOneGibibyteBothWaysAtOnce) {
       [](Communicator& comm) {
         constexpr std::size_t kBytes = std::size_t{1} << 30;
         std::vector<std::uint32_t> out(kBytes / 4), in(kBytes / 4, 0);
-        for (std::size_t i = 0; i < out.size(); i += 4096) out[i] = static_cast<std::uint32_t>(i) ^ comm.rank();
+        for (std::size_t i = 0; i < out.size(); i += 4096)
+          out[i] = static_cast<std::uint32_t>(i) ^ comm.rank();
         const int other = 1 - comm.rank();
         Work r = comm.recv_async(bytes_of(in), other);
         Work s = comm.send_async(bytes_of(out), other);
         s.wait();
         r.wait();
         for (std::size_t i = 0; i < in.size(); i += 4096)
-          require(in[i] == (static_cast<std::uint32_t>(i) ^ static_cast<std::uint32_t>(other)), "word {} is wrong", i);
+          require(in[i] == (static_cast<std::uint32_t>(i) ^ static_cast<std::uint32_t>(other)),
+                  "word {} is wrong", i);
       },
       std::chrono::seconds(60));
 }
@@ -180,9 +183,10 @@ TEST(PointToPoint, AReceiveOfTheWrongSizeIsAMismatchBeforeAnyByteLands) {
       } catch (const Error& e) {
         const std::string what = e.what();
         require(e.code() == ErrorCode::Mismatch, "code {}: {}", to_string(e.code()), what);
-        require(what.find(fmt::format("recv of {} bytes from rank 0 with tag 4", n * 2)) != std::string::npos &&
-                    what.find(fmt::format("send of {} bytes with tag 4", n * 4)) != std::string::npos,
-                "the message names both sides: {}", what);
+        require(
+            what.find(fmt::format("recv of {} bytes from rank 0 with tag 4", n * 2)) != std::string::npos &&
+                what.find(fmt::format("send of {} bytes with tag 4", n * 4)) != std::string::npos,
+            "the message names both sides: {}", what);
       }
       require(small == std::vector<float>(n / 2, -7.0f), "bytes landed in the receive's buffer");
     });
