@@ -22,7 +22,7 @@ enum class Pace : std::uint8_t { OneCall, Stream };
 struct AlgorithmChoice {
   const Algorithm* algorithm = nullptr;
   double predicted_seconds = 0;  // per call, at the pace asked for
-  std::string explanation;       // every candidate's predicted time, for CANOPY_DEBUG=INFO
+  std::string explanation;  // every candidate's predicted time, for CANOPY_DEBUG=INFO
 };
 
 class CostModel {

@@ -1,11 +1,11 @@
 #include "collectives/executor.hpp"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include <algorithm>
 #include <cstring>
 #include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "collectives/kernels/reduce_kernels.hpp"
 #include "common/error.hpp"
@@ -29,14 +29,10 @@ bool overlaps(const Block& a, const Block& b) {
 // Whether `step` reads or writes any of `block`.
 bool touches(const Step& step, const Block& block) {
   switch (step.kind) {
-    case StepKind::Send:
-      return overlaps(step.src, block);
-    case StepKind::Recv:
-      return overlaps(step.dst, block);
-    case StepKind::RecvReduce:
-      return overlaps(step.staging, block) || overlaps(step.dst, block);
-    case StepKind::Copy:
-      return overlaps(step.src, block) || overlaps(step.dst, block);
+    case StepKind::Send: return overlaps(step.src, block);
+    case StepKind::Recv: return overlaps(step.dst, block);
+    case StepKind::RecvReduce: return overlaps(step.staging, block) || overlaps(step.dst, block);
+    case StepKind::Copy: return overlaps(step.src, block) || overlaps(step.dst, block);
   }
   return true;
 }
@@ -106,8 +102,7 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
       context.transport->set_frame_flags(context.frame_flags | heard_flags_);
     }
     for (transport::OpId id : completed_ids_) {
-      auto it =
-          std::find_if(in_flight_.begin(), in_flight_.end(), [id](const InFlight& f) { return f.id == id; });
+      auto it = std::find_if(in_flight_.begin(), in_flight_.end(), [id](const InFlight& f) { return f.id == id; });
       if (it == in_flight_.end()) continue;  // not ours (cannot happen while calls are serialised)
       std::uint32_t step = it->step;
       *it = in_flight_.back();
@@ -148,12 +143,10 @@ void Executor::start(std::uint32_t step) {
   std::size_t size = context_->element_size;
   switch (s.kind) {
     case StepKind::Send:
-      in_flight_.push_back(
-          {transport.post_send(s.peer, envelope, {read_address(s.src), s.src.count * size}), step});
+      in_flight_.push_back({transport.post_send(s.peer, envelope, {read_address(s.src), s.src.count * size}), step});
       return;
     case StepKind::Recv:
-      in_flight_.push_back(
-          {transport.post_recv(s.peer, envelope, {address(s.dst), s.dst.count * size}), step});
+      in_flight_.push_back({transport.post_recv(s.peer, envelope, {address(s.dst), s.dst.count * size}), step});
       return;
     case StepKind::RecvReduce:
       in_flight_.push_back(
@@ -183,9 +176,8 @@ void Executor::reduce_and_complete(std::uint32_t step) {
   // dst = src (op) staging: src is dst itself, or (the first reduce of a block out of place) the input.
   const std::size_t size = context_->element_size;
   in_slices(s.dst.count, [&](std::uint64_t offset, std::uint64_t count) {
-    reduce_to(context_->dtype, context_->op, address(s.dst) + offset * size,
-              read_address(s.src) + offset * size, address(s.staging) + offset * size, count,
-              s.incoming_first);
+    reduce_to(context_->dtype, context_->op, address(s.dst) + offset * size, read_address(s.src) + offset * size,
+              address(s.staging) + offset * size, count, s.incoming_first);
   });
   complete(step);
 }

@@ -30,8 +30,8 @@ struct CompiledSchedule {
   };
 
   Schedule schedule;
-  std::vector<std::vector<Dependent>> dependents;      // step -> steps waiting for it
-  std::vector<std::uint32_t> start_deps;               // step -> how many of its deps gate its start
+  std::vector<std::vector<Dependent>> dependents;   // step -> steps waiting for it
+  std::vector<std::uint32_t> start_deps;            // step -> how many of its deps gate its start
   std::vector<std::vector<std::uint32_t>> sends_to;    // peer -> its Send steps, in step order
   std::vector<std::vector<std::uint32_t>> recvs_from;  // peer -> its Recv/RecvReduce steps, in step order
 
@@ -89,8 +89,8 @@ class Executor {
   std::vector<std::uint32_t> waiting_to_start_;   // step -> unfinished deps that gate its start
   std::vector<std::uint32_t> waiting_to_finish_;  // step -> unfinished deps of any kind
   std::vector<bool> ready_;
-  std::vector<bool> received_;          // RecvReduce: its message is in staging
-  std::vector<std::size_t> next_send_;  // peer -> index into sends_to[peer]
+  std::vector<bool> received_;                    // RecvReduce: its message is in staging
+  std::vector<std::size_t> next_send_;     // peer -> index into sends_to[peer]
   std::vector<std::size_t> next_recv_;
   std::vector<std::uint32_t> local_ready_;  // Copy steps ready to run
   std::vector<InFlight> in_flight_;

@@ -26,12 +26,9 @@ std::string FlightRecorder::dump() const {
     const Entry& e = entries_[i % entries_.size()];
     double seconds =
         e.state == State::Running ? std::chrono::duration<double>(now - e.started).count() : e.seconds;
-    const char* state = e.state == State::Running ? "RUNNING for"
-                        : e.state == State::Done  ? "done in"
-                                                  : "FAILED after";
-    text +=
-        fmt::format("\n  #{} {} {} ({} x {} {}, root {}): {} {:.1f} ms", e.seq, to_string(e.collective),
-                    e.algorithm, e.count, to_string(e.dtype), to_string(e.op), e.root, state, seconds * 1e3);
+    const char* state = e.state == State::Running ? "RUNNING for" : e.state == State::Done ? "done in" : "FAILED after";
+    text += fmt::format("\n  #{} {} {} ({} x {} {}, root {}): {} {:.1f} ms", e.seq, to_string(e.collective),
+                        e.algorithm, e.count, to_string(e.dtype), to_string(e.op), e.root, state, seconds * 1e3);
   }
   return text;
 }

@@ -21,9 +21,7 @@ namespace {
 
 using testing::require;
 
-CommunicatorOptions test_options() {
-  return testing::group_options("communicator-test");
-}
+CommunicatorOptions test_options() { return testing::group_options("communicator-test"); }
 
 void run_group(int ranks, const std::function<void(Communicator&)>& body) {
   testing::run_group(ranks, body, test_options());
@@ -31,8 +29,8 @@ void run_group(int ranks, const std::function<void(Communicator&)>& body) {
 
 // Out of place (the default) the input must come back unchanged; in place (all-reduce, broadcast,
 // reduce, all-gather) the input is the output buffer itself (an all-gather's, this rank's block of it).
-std::uint64_t wrong_after(Communicator& comm, Collective collective, const std::string& algorithm,
-                          std::uint64_t count, int root, ReduceOp op, bool in_place = false) {
+std::uint64_t wrong_after(Communicator& comm, Collective collective, const std::string& algorithm, std::uint64_t count,
+                          int root, ReduceOp op, bool in_place = false) {
   const DataType type = DataType::Float32;
   const int p = comm.size();
   const int r = comm.rank();
@@ -47,8 +45,7 @@ std::uint64_t wrong_after(Communicator& comm, Collective collective, const std::
   comm.run(args, {.algorithm = algorithm});
   if (!in_place && input != input_before) return 1 + in_count;  // the input was written to
   switch (collective) {
-    case Collective::AllReduce:
-      return bench::count_wrong(type, op, p, -1, 0, output.data(), count);
+    case Collective::AllReduce: return bench::count_wrong(type, op, p, -1, 0, output.data(), count);
     case Collective::Broadcast:
       return r == root ? 0 : bench::count_wrong(type, op, p, root, 0, output.data(), count);
     case Collective::Reduce:
@@ -59,10 +56,8 @@ std::uint64_t wrong_after(Communicator& comm, Collective collective, const std::
         wrong += bench::count_wrong(type, op, p, from, 0, output.data() + from * count, count);
       return wrong;
     }
-    case Collective::ReduceScatter:
-      return bench::count_wrong(type, op, p, -1, r * count, output.data(), count);
-    default:
-      return 0;
+    case Collective::ReduceScatter: return bench::count_wrong(type, op, p, -1, r * count, output.data(), count);
+    default: return 0;
   }
 }
 
@@ -77,16 +72,13 @@ TEST_P(EveryAlgorithm, IsExactOverTcpBetweenProcesses) {
     for (Collective kind : kinds) {
       for (const auto& algorithm : collectives::algorithms(kind)) {
         for (std::uint64_t count : counts) {
-          int root =
-              kind == Collective::Broadcast || kind == Collective::Reduce ? static_cast<int>(count % p) : 0;
+          int root = kind == Collective::Broadcast || kind == Collective::Reduce ? static_cast<int>(count % p) : 0;
           for (bool in_place : {false, true}) {
-            if (in_place && kind == Collective::ReduceScatter)
-              continue;  // its output is smaller than its input
+            if (in_place && kind == Collective::ReduceScatter) continue;  // its output is smaller than its input
             std::uint64_t wrong =
                 wrong_after(comm, kind, std::string(algorithm.name), count, root, ReduceOp::Sum, in_place);
-            require(wrong == 0, "{} {} count {} root {} on {} ranks{}: {} wrong elements on rank {}",
-                    to_string(kind), algorithm.name, count, root, p, in_place ? " in place" : "", wrong,
-                    comm.rank());
+            require(wrong == 0, "{} {} count {} root {} on {} ranks{}: {} wrong elements on rank {}", to_string(kind),
+                    algorithm.name, count, root, p, in_place ? " in place" : "", wrong, comm.rank());
           }
         }
       }
@@ -119,8 +111,7 @@ TEST(Communicator, AllReduceLeavesBitIdenticalFloatsOnEveryRank) {
       std::uniform_real_distribution<float> value(-1e3f, 1e3f);
       std::vector<float> data(30011);
       for (float& x : data) x = value(random);
-      comm.all_reduce(std::span(data), ReduceOp::Sum,
-                      {.algorithm = std::string(algorithm.name), .chunk_bytes = 4096});
+      comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = std::string(algorithm.name), .chunk_bytes = 4096});
       // Compare every rank's bytes with rank 0's.
       std::vector<float> from_root = data;
       comm.broadcast(std::span(from_root), 0);
@@ -141,8 +132,7 @@ TEST(Communicator, MismatchedCollectivesFailOnEveryRankNamingBothSides) {
       comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
     } catch (const Error& e) {
       std::string what = e.what();
-      require(e.code() == ErrorCode::Mismatch || e.code() == ErrorCode::PeerFailed ||
-                  e.code() == ErrorCode::Aborted,
+      require(e.code() == ErrorCode::Mismatch || e.code() == ErrorCode::PeerFailed || e.code() == ErrorCode::Aborted,
               "unexpected error code: {}", what);
       if (e.code() == ErrorCode::Mismatch)
         require(what.find("100") != std::string::npos && what.find("200") != std::string::npos,
@@ -175,8 +165,7 @@ TEST(Communicator, TimeoutNamesTheSilentRankAndPrintsTheFlightRecorder) {
       require(e.code() == ErrorCode::Timeout, "code {}: {}", to_string(e.code()), what);
       require(waited < 3.5, "took {} s for a 2 s deadline", waited);
       require(what.find("rank(s) 1") != std::string::npos, "does not name rank 1: {}", what);
-      require(what.find("#1 all_reduce ring") != std::string::npos &&
-                  what.find("FAILED after") != std::string::npos,
+      require(what.find("#1 all_reduce ring") != std::string::npos && what.find("FAILED after") != std::string::npos,
               "no flight recorder: {}", what);
       // The communicator now refuses calls rather than hang or corrupt.
       try {
@@ -204,8 +193,7 @@ TEST(Communicator, AsyncCollectivesCompleteInIssueOrder) {
     comm.all_reduce(std::span(blocking));  // joins the same order
     for (auto& work : works) work.wait();
     for (std::size_t i = 0; i < buffers.size(); ++i)
-      require(buffers[i][4999] == static_cast<std::int32_t>(3 * i + 3), "buffer {} holds {}", i,
-              buffers[i][4999]);
+      require(buffers[i][4999] == static_cast<std::int32_t>(3 * i + 3), "buffer {} holds {}", i, buffers[i][4999]);
     require(blocking[0] == 3, "blocking result {}", blocking[0]);
   });
 }
@@ -237,8 +225,7 @@ TEST(Communicator, BadArgumentsAreClearErrors) {
       comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "no-such-algorithm"});
       throw std::runtime_error("no error for an unknown algorithm");
     } catch (const Error& e) {
-      require(std::string(e.what()).find("ring") != std::string::npos, "does not list the algorithms: {}",
-              e.what());
+      require(std::string(e.what()).find("ring") != std::string::npos, "does not list the algorithms: {}", e.what());
     }
     comm.all_reduce(std::span(data));  // still usable: nothing was sent
   });
@@ -270,12 +257,10 @@ TEST(Communicator, StartUpLearnsTheHostLayoutAndCalibratesTheSameModelEverywhere
     store->set(fmt::format("model/{}", rank), link.description);
     for (int other = 0; other < 4; ++other) {
       const std::string theirs = store->get(fmt::format("model/{}", other));
-      require(theirs == link.description, "rank {} has '{}', rank {} '{}'", rank, link.description, other,
-              theirs);
+      require(theirs == link.description, "rank {} has '{}', rank {} '{}'", rank, link.description, other, theirs);
     }
   });
-  for (int rank = 0; rank < 4; ++rank)
-    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+  for (int rank = 0; rank < 4; ++rank) EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
 }
 
 }  // namespace
@@ -304,12 +289,12 @@ TEST(Communicator, BroadcastsBackToBackChooseForTheStreamOnEveryRankAlike) {
     Communicator comm(open_file_store(dir.path()), rank, kRanks, options);
     std::vector<float> data(16), token(1);
     auto broadcast_args = [&](int root) {
-      return CollectiveArgs{Collective::Broadcast, data.data(),   data.data(), data.size(),
-                            DataType::Float32,     ReduceOp::Sum, root};
+      return CollectiveArgs{Collective::Broadcast, data.data(), data.data(), data.size(), DataType::Float32,
+                            ReduceOp::Sum, root};
     };
     const std::string one_call = comm.choose_algorithm(broadcast_args(0)).name;
     require(one_call != "chain", "one call: {}", one_call);
-    std::mt19937 pick(11);                          // the same sequence on every rank
+    std::mt19937 pick(11);  // the same sequence on every rank
     std::vector<std::int32_t> streamed(kCalls, 0);  // this rank's choice per call: 1 for the stream's
     int expected_in_stream = 0, broken_unseen = 0;
     bool stream = false;                  // what every rank should now believe, unless a break went unseen

@@ -1,12 +1,11 @@
 // The executor runs every algorithm's schedule to the exact result over a transport that buffers
 // nothing: no algorithm may depend on the network holding messages that nobody receives yet.
-#include "collectives/executor.hpp"
-
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "bench/collectives/expected_values.hpp"
+#include "collectives/executor.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "tests/collectives/unbuffered_transport.hpp"
 #include "tests/support/ranks.hpp"
@@ -36,8 +35,7 @@ TEST_P(UnbufferedExecution, EveryAlgorithmFinishesExactly) {
         std::uint64_t data_count = call.data_count();
         std::vector<std::int32_t> data(data_count + 1), staging(compiled.schedule.staging_count + 1);
         bool blocked = collective == Collective::AllGather;
-        bench::fill_inputs(type, op, rank, 0, data.data() + (blocked ? rank * count : 0),
-                           blocked ? count : data_count);
+        bench::fill_inputs(type, op, rank, 0, data.data() + (blocked ? rank * count : 0), blocked ? count : data_count);
         canopy::testing::UnbufferedTransport transport(hub, rank);
         ExecutionContext context;
         context.transport = &transport;
@@ -52,8 +50,7 @@ TEST_P(UnbufferedExecution, EveryAlgorithmFinishesExactly) {
         try {
           executor.run(compiled, context);
         } catch (const Error& e) {
-          throw std::runtime_error(
-              fmt::format("{} on {} ranks, count {}: {}", algorithm.name, p, count, e.what()));
+          throw std::runtime_error(fmt::format("{} on {} ranks, count {}: {}", algorithm.name, p, count, e.what()));
         }
         std::uint64_t wrong = 0;
         switch (collective) {
@@ -76,8 +73,7 @@ TEST_P(UnbufferedExecution, EveryAlgorithmFinishesExactly) {
           default:
             break;
         }
-        require(wrong == 0, "{} on {} ranks, count {}: {} wrong on rank {}", algorithm.name, p, count, wrong,
-                rank);
+        require(wrong == 0, "{} on {} ranks, count {}: {} wrong on rank {}", algorithm.name, p, count, wrong, rank);
       });
     }
   }
@@ -85,8 +81,8 @@ TEST_P(UnbufferedExecution, EveryAlgorithmFinishesExactly) {
 
 std::vector<Case> cases() {
   std::vector<Case> all;
-  for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce,
-                       Collective::AllGather, Collective::ReduceScatter, Collective::Barrier})
+  for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce, Collective::AllGather,
+                       Collective::ReduceScatter, Collective::Barrier})
     for (int p : {1, 2, 3, 4, 5, 8}) all.push_back({c, p});
   return all;
 }
