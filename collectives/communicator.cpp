@@ -115,6 +115,16 @@ Communicator Communicator::subgroup(std::span<const int> ranks) {
   return split_by(collectives::subgroup_request(ranks, impl().rank, impl().size), "subgroup");
 }
 
+Communicator Communicator::create_group(std::span<const int> ranks, std::string_view name) {
+  Impl& impl = this->impl();
+  const collectives::SplitRequest request = collectives::subgroup_request(ranks, impl.rank, impl.size);
+  if (request.color < 0)
+    fail(ErrorCode::InvalidArgument, "create_group '{}' {}: rank {} is not listed; only the members call it", name,
+         collectives::describe_ranks(ranks), impl.rank);
+  return Communicator(std::make_unique<Impl>(impl, std::vector<int>(ranks.begin(), ranks.end()),
+                                             fmt::format("group/{}", name), request.list));
+}
+
 void Communicator::abort(const std::string& reason) {
   impl().abort(reason);
 }

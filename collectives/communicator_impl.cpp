@@ -173,7 +173,8 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     family_->watch(monitor_store, first_failure_, rank, size, liveness);
 }
 
-Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const std::string& name)
+Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const std::string& name,
+                         std::int32_t members_digest)
     : size(static_cast<int>(members.size())),
       family_(parent.family_),
       timeout_(parent.timeout_),
@@ -190,6 +191,14 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
   local_size = hosts_.ranks_on(hosts_.host_of(rank));
   store_ = std::make_shared<PrefixStore>(parent.store_, name);
   store_->set_timeout(timeout_);
+  if (members_digest != 0) {
+    // The first member to arrive records its list; a member with another list would wait for peers that
+    // never come.
+    const std::string mine = std::to_string(members_digest);
+    if (store_->compare_set("members", "", mine) != mine)
+      fail(ErrorCode::Mismatch, "rank {} (world rank {}): the members of group '{}' passed different lists of ranks",
+           rank, world_ranks_[static_cast<std::size_t>(rank)], name);
+  }
   connect(hosts_, options_.job_token);
   // The parent measured these links; the group's own layout decides who shares a host's cores.
   collectives::LinkModel link = parent.cost_model_.link();

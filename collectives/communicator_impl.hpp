@@ -32,8 +32,9 @@ class Communicator::Impl {
   Impl(std::shared_ptr<Store> base_store, int rank, int size, const CommunicatorOptions& options);
   // A sub-communicator of `parent` made of `members` (ranks of the parent, in their new order), which
   // contains the parent's own rank; `name` tells its store keys from those of the parent's other
-  // sub-communicators. Every member calls this with the same members and name.
-  Impl(Impl& parent, const std::vector<int>& members, const std::string& name);
+  // sub-communicators. Every member calls this with the same members and name; a nonzero
+  // `members_digest` is first checked against the other members' (Error(Mismatch) where they differ).
+  Impl(Impl& parent, const std::vector<int>& members, const std::string& name, std::int32_t members_digest = 0);
   ~Impl();
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;

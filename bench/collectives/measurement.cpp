@@ -62,16 +62,16 @@ std::pair<std::uint64_t, std::uint64_t> Measurement::buffer_elements(Collective 
 // Buffers: all-gather and gather gather `block` elements per rank into output; reduce-scatter and
 // scatter split an input of ranks x block into `block`; all-to-all sends ranks x block and receives as
 // much; the others work on one buffer of `block` elements. In place, the smaller buffer is the
-// caller's block of the larger one.
+// caller's block of the larger one (at the root, for gather and scatter).
 CollectiveArgs Measurement::arguments(const BenchCase& c, std::uint64_t block) {
   std::size_t element = size_of(c.dtype);
   const auto [in_elements, out_elements] = buffer_elements(c.collective, block);
   grow(input_, in_elements * element);
   grow(output_, out_elements * element);
   CollectiveArgs args{c.collective, input_.data(), output_.data(), block, c.dtype, c.op, c.root};
-  if (c.in_place) {
-    const int owner =
-        c.collective == Collective::Gather || c.collective == Collective::Scatter ? c.root : comm_.rank();
+  const bool rooted_movement = c.collective == Collective::Gather || c.collective == Collective::Scatter;
+  if (c.in_place && (!rooted_movement || comm_.rank() == c.root)) {  // a gather's in place is the root's
+    const int owner = rooted_movement ? c.root : comm_.rank();
     if (c.collective == Collective::AllGather || c.collective == Collective::Gather)
       args.input = output_.data() + owner * block * element;
     else if (c.collective == Collective::ReduceScatter || c.collective == Collective::Scatter)

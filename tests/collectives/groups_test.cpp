@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -137,6 +138,60 @@ TEST(Subgroup, BadListsAreInvalidArguments) {
       }
     }
     world.barrier();  // nothing was sent: the group is still in step
+  });
+}
+
+// torch's new_group: only the members call, and two disjoint groups form at once.
+TEST(CreateGroup, OnlyTheMembersCallAndGroupsFormSideBySide) {
+  run_group(5, [](Communicator& world) {
+    const std::vector<int> odd{3, 1}, even{0, 2, 4};
+    const bool is_odd = world.rank() % 2 == 1;
+    Communicator group = is_odd ? world.create_group(odd, "odd") : world.create_group(even, "even");
+    const std::vector<int>& members = is_odd ? odd : even;
+    require(group.size() == static_cast<int>(members.size()) &&
+                members[static_cast<std::size_t>(group.rank())] == world.rank(),
+            "rank {} is {} of {}", world.rank(), group.rank(), group.size());
+    std::vector<float> v(100, static_cast<float>(world.rank() + 1));
+    group.all_reduce(std::span(v));
+    require(v[0] == sum_of(members), "{}", v[0]);
+    if (world.rank() == 4) {
+      try {
+        (void)world.create_group(odd, "odd-again");
+        require(false, "a rank that is not listed formed a group");
+      } catch (const Error& e) {
+        require(e.code() == ErrorCode::InvalidArgument, "{}", e.what());
+      }
+    }
+  });
+}
+
+TEST(CreateGroup, MembersThatPassDifferentListsFail) {
+  run_group(
+      2,
+      [](Communicator& world) {
+        const std::vector<int> listed = world.rank() == 0 ? std::vector<int>{0, 1} : std::vector<int>{1, 0};
+        try {
+          (void)world.create_group(listed, "disputed");
+          require(false, "no error");
+        } catch (const Error& e) {
+          // The later one learns of the difference at once; the first waits for a group that never forms.
+          require(e.code() == ErrorCode::Mismatch || e.code() == ErrorCode::Timeout, "{}", e.what());
+        }
+      },
+      std::chrono::seconds(2));
+}
+
+TEST(Work, OnCompletionRunsOnceWhenTheCallEnds) {
+  run_group(2, [](Communicator& world) {
+    std::vector<float> v(1 << 16, 1.0f);
+    std::atomic<int> calls{0};
+    Work work = world.all_reduce_async(std::span(v));
+    work.on_completion([&] { calls.fetch_add(1); });
+    work.wait();
+    for (int i = 0; i < 100 && calls.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    require(calls.load() == 1, "called {} times", calls.load());
+    work.on_completion([&] { calls.fetch_add(1); });  // already done: runs at once
+    require(calls.load() == 2, "a completed call's callback did not run at once");
   });
 }
 
