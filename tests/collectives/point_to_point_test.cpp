@@ -236,6 +236,47 @@ TEST(PointToPoint, AReceiveThatNothingAnswersTimesOutListingWhatWasPending) {
       std::chrono::seconds(1));
 }
 
+TEST(PointToPoint, AbortWakesAWaitingReceive) {
+  run_group(2, [](Communicator& comm) {
+    if (comm.rank() == 0) {
+      comm.barrier();
+      std::this_thread::sleep_for(std::chrono::seconds(1));  // stays, sending nothing
+      return;
+    }
+    std::vector<float> got(10);
+    Work receive = comm.recv_async(bytes_of(got), 0);
+    comm.barrier();
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      comm.abort("the test gives up");
+    });
+    std::string outcome = "no error";
+    try {
+      receive.wait();
+    } catch (const Error& e) {
+      outcome = fmt::format("{}: {}", to_string(e.code()), e.what());
+    }
+    aborter.join();
+    require(outcome.find("aborted") == 0 && outcome.find("the test gives up") != std::string::npos, "{}", outcome);
+  });
+}
+
+// A communicator destroyed with receives still pending ends them (Aborted) instead of hanging.
+TEST(PointToPoint, DestroyingTheCommunicatorEndsWhatIsPending) {
+  run_group(2, [](Communicator& comm) {
+    std::vector<float> got(10);
+    Work pending;
+    const int rank = comm.rank();
+    {
+      Communicator doomed = std::move(comm);
+      if (rank == 1) pending = doomed.recv_async(bytes_of(got), 0, 9);
+      doomed.barrier();
+    }
+    if (rank == 1)
+      require(pending.completed() && pending.error() != nullptr, "the receive did not end with an error");
+  });
+}
+
 TEST(PointToPoint, BadPeersAreInvalidArguments) {
   run_group(2, [](Communicator& comm) {
     std::vector<float> v(1);
