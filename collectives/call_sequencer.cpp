@@ -3,12 +3,26 @@
 namespace canopy {
 
 void Work::State::finish(std::exception_ptr e) {
+  std::vector<std::function<void()>> callbacks;
   {
     std::lock_guard lock(mutex);
     error = std::move(e);
     done = true;
+    callbacks.swap(on_completion);
   }
   done_changed.notify_all();
+  for (auto& callback : callbacks) callback();
+}
+
+void Work::on_completion(std::function<void()> f) const {
+  if (state_) {
+    std::unique_lock lock(state_->mutex);
+    if (!state_->done) {
+      state_->on_completion.push_back(std::move(f));
+      return;
+    }
+  }
+  f();
 }
 
 bool Work::completed() const {

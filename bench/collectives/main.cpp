@@ -174,7 +174,7 @@ int sweep_command(int argc, char** argv) {
   app.add_option("--dtype", s.dtype, "float32 float64 float16 bfloat16 int8 uint8 int32 int64")
       ->capture_default_str();
   app.add_option("--op", s.op, "sum prod min max avg")->capture_default_str();
-  app.add_option("--root", s.root, "root of broadcast and reduce")->capture_default_str();
+  app.add_option("--root", s.root, "root of broadcast, reduce, gather and scatter")->capture_default_str();
   app.add_flag("--inplace", s.in_place, "run in place");
   app.add_option("--json", s.json, "write every row as JSON to this file");
   app.add_option("--csv", s.csv, "write every row as CSV to this file");

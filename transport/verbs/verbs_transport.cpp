@@ -174,6 +174,7 @@ class VerbsTransport final : public Transport {
   OpId post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) override;
   bool progress(Deadline deadline, std::vector<OpId>& completed) override;
   void abort(const std::string& reason) override;
+  void wake() override;
 
   QpAddress local_address(int peer) const;
   void connect(int peer, const QpAddress& remote);
@@ -548,6 +549,11 @@ void VerbsTransport::abort(const std::string& reason) {
     abort_reason_ = reason;
     aborted_.store(true, std::memory_order_release);
   }
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof(one));
+}
+
+void VerbsTransport::wake() {
   std::uint64_t one = 1;
   [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof(one));
 }
@@ -1155,6 +1161,12 @@ bool VerbsTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
         {channel_->fd, POLLIN, 0}, {port_->context()->async_fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     int ready = ::poll(fds, 3, deadline.poll_timeout_ms());
     if (ready < 0 && errno != EINTR) fail_errno("verbs: poll");
+    if (ready > 0 && (fds[2].revents & POLLIN) && !aborted_.load(std::memory_order_acquire)) {
+      // wake(): the caller has new work for this thread.
+      std::uint64_t count = 0;
+      [[maybe_unused]] auto n = ::read(wake_fd_, &count, sizeof(count));
+      return completed.size() > before;
+    }
     if (ready > 0 && (fds[0].revents & POLLIN)) {
       ibv_cq* cq = nullptr;
       void* context = nullptr;
