@@ -50,14 +50,15 @@ std::function<void()> copy_blocks_out(at::Tensor flat, std::vector<at::Tensor> l
 
 void check_same_dtype(const at::Tensor& a, const at::Tensor& b, std::string_view call) {
   if (a.scalar_type() != b.scalar_type())
-    fail(ErrorCode::InvalidArgument, "canopy {}: the output is a {}, the input a {}", call, describe(a), describe(b));
+    fail(ErrorCode::InvalidArgument, "canopy {}: the output is a {}, the input a {}", call, describe(a),
+         describe(b));
 }
 
 void check_whole(const at::Tensor& whole, const at::Tensor& block, int size, std::string_view call,
                  std::string_view what) {
   if (whole.numel() != block.numel() * size)
-    fail(ErrorCode::InvalidArgument, "canopy {}: the {} is a {}; {} ranks x {} elements = {} expected", call, what,
-         describe(whole), size, block.numel(), block.numel() * size);
+    fail(ErrorCode::InvalidArgument, "canopy {}: the {} is a {}; {} ranks x {} elements = {} expected", call,
+         what, describe(whole), size, block.numel(), block.numel() * size);
 }
 
 // One list argument of torch's list form: the outer list holds exactly one list.
@@ -65,28 +66,29 @@ std::vector<at::Tensor>& single_list(std::vector<std::vector<at::Tensor>>& lists
                                      std::string_view what) {
   if (lists.size() != 1)
     fail(ErrorCode::InvalidArgument,
-         "canopy {}: takes exactly one {} list per process, got {} (the multi-device form is not supported)", call,
-         what, lists.size());
+         "canopy {}: takes exactly one {} list per process, got {} (the multi-device form is not supported)",
+         call, what, lists.size());
   return lists[0];
 }
 
 // Elements per rank for all_to_all_single: split sizes count rows (dim 0); none given = equal blocks.
-std::vector<std::size_t> split_counts(const at::Tensor& tensor, const std::vector<std::int64_t>& splits, int size,
-                                      std::size_t per_item, std::string_view what) {
+std::vector<std::size_t> split_counts(const at::Tensor& tensor, const std::vector<std::int64_t>& splits,
+                                      int size, std::size_t per_item, std::string_view what) {
   const std::int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
   const std::int64_t row = rows == 0 ? 0 : tensor.numel() / rows;
   std::vector<std::size_t> counts(static_cast<std::size_t>(size));
   if (splits.empty()) {
     if (rows % size != 0)
       fail(ErrorCode::InvalidArgument,
-           "canopy all_to_all_single: the {} has {} rows, not a multiple of the group's {} ranks; give split sizes",
+           "canopy all_to_all_single: the {} has {} rows, not a multiple of the group's {} ranks; give split "
+           "sizes",
            what, rows, size);
     for (auto& count : counts) count = static_cast<std::size_t>(rows / size * row) * per_item;
     return counts;
   }
   if (splits.size() != static_cast<std::size_t>(size))
-    fail(ErrorCode::InvalidArgument, "canopy all_to_all_single: {} split sizes has {} entries for {} ranks", what,
-         splits.size(), size);
+    fail(ErrorCode::InvalidArgument, "canopy all_to_all_single: {} split sizes has {} entries for {} ranks",
+         what, splits.size(), size);
   std::int64_t sum = 0;
   for (std::size_t r = 0; r < splits.size(); ++r) {
     if (splits[r] < 0)
@@ -96,8 +98,8 @@ std::vector<std::size_t> split_counts(const at::Tensor& tensor, const std::vecto
     counts[r] = static_cast<std::size_t>(splits[r] * row) * per_item;
   }
   if (sum != rows)
-    fail(ErrorCode::InvalidArgument, "canopy all_to_all_single: {} split sizes add up to {} rows; the {} has {}",
-         what, sum, what, rows);
+    fail(ErrorCode::InvalidArgument,
+         "canopy all_to_all_single: {} split sizes add up to {} rows; the {} has {}", what, sum, what, rows);
   return counts;
 }
 
@@ -153,8 +155,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::gather(std::vector<std::vecto
     record.staging = {blocks.flat};
     if (blocks.staged) record.copy_out = copy_blocks_out(blocks.flat, list);
   } else if (!outputs.empty() && !outputs[0].empty()) {
-    fail(ErrorCode::InvalidArgument, "canopy gather: rank {} is not the root ({}) and takes no output list", rank_,
-         root);
+    fail(ErrorCode::InvalidArgument, "canopy gather: rank {} is not the root ({}) and takes no output list",
+         rank_, root);
   }
   return launch(std::move(record),
                 {Collective::Gather, input.data_ptr(), output, moved.count, moved.dtype, ReduceOp::Sum, root},
@@ -178,17 +180,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::scatter(std::vector<at::Tenso
     record.inputs = list;
     record.staging = {blocks.flat};
   } else if (!inputs.empty() && !inputs[0].empty()) {
-    fail(ErrorCode::InvalidArgument, "canopy scatter: rank {} is not the root ({}) and takes no input list", rank_,
-         root);
+    fail(ErrorCode::InvalidArgument, "canopy scatter: rank {} is not the root ({}) and takes no input list",
+         rank_, root);
   }
-  return launch(std::move(record),
-                {Collective::Scatter, input, output.data_ptr(), moved.count, moved.dtype, ReduceOp::Sum, root},
-                opts.timeout);
+  return launch(
+      std::move(record),
+      {Collective::Scatter, input, output.data_ptr(), moved.count, moved.dtype, ReduceOp::Sum, root},
+      opts.timeout);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::reduce_scatter(std::vector<at::Tensor>& outputs,
-                                                                  std::vector<std::vector<at::Tensor>>& inputs,
-                                                                  const c10d::ReduceScatterOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
   constexpr const char* call = "reduce_scatter";
   const at::Tensor& output = single_tensor(outputs, call, "output");
   std::vector<at::Tensor>& list = single_list(inputs, call, "input");
@@ -204,8 +207,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::reduce_scatter(std::vector<at
                 opts.timeout);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
-                                                                        const c10d::ReduceScatterOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
   constexpr const char* call = "reduce_scatter_tensor";
   check_host_tensor(input, call, "input");
   check_host_tensor(output, call, "output");
@@ -219,10 +222,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::_reduce_scatter_base(at::Tens
                 opts.timeout);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::alltoall_base(at::Tensor& output, at::Tensor& input,
-                                                                 std::vector<std::int64_t>& output_split_sizes,
-                                                                 std::vector<std::int64_t>& input_split_sizes,
-                                                                 const c10d::AllToAllOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<std::int64_t>& output_split_sizes,
+    std::vector<std::int64_t>& input_split_sizes, const c10d::AllToAllOptions& opts) {
   constexpr const char* call = "all_to_all_single";
   check_host_tensor(input, call, "input");
   check_host_tensor(output, call, "output");
@@ -235,14 +237,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::alltoall_base(at::Tensor& out
            "canopy {}: the input is a {}: its rows do not split evenly over {} ranks; give split sizes", call,
            describe(input), size_);
     return launch(std::move(record),
-                  {Collective::AllToAll, input.data_ptr(), output.data_ptr(), moved.count / size_, moved.dtype,
-                   ReduceOp::Sum, 0},
+                  {Collective::AllToAll, input.data_ptr(), output.data_ptr(), moved.count / size_,
+                   moved.dtype, ReduceOp::Sum, 0},
                   opts.timeout);
   }
   record.counts = split_counts(input, input_split_sizes, size_, moved.per_item, "input");
   const auto recv_counts = split_counts(output, output_split_sizes, size_, moved.per_item, "output");
   record.counts.insert(record.counts.end(), recv_counts.begin(), recv_counts.end());
-  return launch_all_to_all_v(std::move(record), input.data_ptr(), output.data_ptr(), moved.dtype, opts.timeout);
+  return launch_all_to_all_v(std::move(record), input.data_ptr(), output.data_ptr(), moved.dtype,
+                             opts.timeout);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::alltoall(std::vector<at::Tensor>& outputs,
@@ -250,8 +253,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::alltoall(std::vector<at::Tens
                                                             const c10d::AllToAllOptions& opts) {
   constexpr const char* call = "all_to_all";
   if (inputs.size() != static_cast<std::size_t>(size_) || outputs.size() != static_cast<std::size_t>(size_))
-    fail(ErrorCode::InvalidArgument, "canopy {}: {} inputs and {} outputs given; the group has {} ranks", call,
-         inputs.size(), outputs.size(), size_);
+    fail(ErrorCode::InvalidArgument, "canopy {}: {} inputs and {} outputs given; the group has {} ranks",
+         call, inputs.size(), outputs.size(), size_);
   std::vector<std::size_t> counts;  // send counts, then receive counts
   for (int pass = 0; pass < 2; ++pass) {
     const auto& list = pass == 0 ? inputs : outputs;

@@ -1,28 +1,33 @@
 #include "pytorch/c10d_store.hpp"
 
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
 #include <algorithm>
 #include <cctype>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "common/error.hpp"
 
 namespace canopy::pytorch {
 namespace {
 
-std::vector<std::uint8_t> bytes(std::string_view text) { return {text.begin(), text.end()}; }
-std::string text(const std::vector<std::uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
+std::vector<std::uint8_t> bytes(std::string_view text) {
+  return {text.begin(), text.end()};
+}
+std::string text(const std::vector<std::uint8_t>& bytes) {
+  return {bytes.begin(), bytes.end()};
+}
 
 // c10d reports a wait that ran out as "Socket Timeout" (TCPStore) or "Timeout ..." (FileStore), and a store
 // that went away as "Broken pipe", "Connection reset by peer"...: the first is Error(Timeout), the rest
 // Error(PeerFailed), each naming the request.
 [[noreturn]] void rethrow_as_canopy_error(std::string_view request, const std::exception& e) {
   std::string message = e.what();
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) message = c10_error->what_without_backtrace();
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e))
+    message = c10_error->what_without_backtrace();
   std::string lower = message;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  const ErrorCode code = lower.find("timeout") != std::string::npos ? ErrorCode::Timeout : ErrorCode::PeerFailed;
+  const ErrorCode code =
+      lower.find("timeout") != std::string::npos ? ErrorCode::Timeout : ErrorCode::PeerFailed;
   fail(code, "torch's store: {}: {}", request, message);
 }
 
@@ -68,9 +73,11 @@ std::int64_t C10dStore::add(std::string_view key, std::int64_t delta) {
   return translate(fmt::format("add to '{}'", key), [&] { return store_->add(std::string(key), delta); });
 }
 
-std::string C10dStore::compare_set(std::string_view key, std::string_view expected, std::string_view desired) {
-  return translate(fmt::format("compare-and-set '{}'", key),
-                   [&] { return text(store_->compareSet(std::string(key), bytes(expected), bytes(desired))); });
+std::string C10dStore::compare_set(std::string_view key, std::string_view expected,
+                                   std::string_view desired) {
+  return translate(fmt::format("compare-and-set '{}'", key), [&] {
+    return text(store_->compareSet(std::string(key), bytes(expected), bytes(desired)));
+  });
 }
 
 bool C10dStore::check(const std::vector<std::string>& keys) {
@@ -100,9 +107,10 @@ std::shared_ptr<Store> C10dStore::open_another(Duration timeout) {
   options.isServer = false;
   options.waitWorkers = false;
   options.timeout = timeout;
-  c10::intrusive_ptr<c10d::Store> another = translate(
-      fmt::format("connect a second client to {}:{}", tcp->getHost(), options.port),
-      [&] { return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::TCPStore>(tcp->getHost(), options)); });
+  c10::intrusive_ptr<c10d::Store> another =
+      translate(fmt::format("connect a second client to {}:{}", tcp->getHost(), options.port), [&] {
+        return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::TCPStore>(tcp->getHost(), options));
+      });
   for (auto prefix = prefixes.rbegin(); prefix != prefixes.rend(); ++prefix)
     another = c10::make_intrusive<c10d::PrefixStore>(*prefix, another);
   return std::make_shared<C10dStore>(std::move(another));

@@ -1,30 +1,52 @@
-// canopy_torch._C: the creator torch.distributed calls for backend "canopy" (registered by
-// canopy_torch/__init__.py), once per process group: init_process_group's and each new_group's.
+// canopy_torch._C: what torch.distributed's creator for backend "canopy" calls (canopy_torch/__init__.py
+// registers it), once per process group: init_process_group's, and each new_group's on its members.
 #include <pybind11/chrono.h>
+#include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <chrono>
 
+#include "common/error.hpp"
 #include "pytorch/c10d_store.hpp"
 #include "pytorch/process_group.hpp"
 
 namespace {
 
+using canopy::pytorch::ProcessGroupCanopy;
+
+canopy::Duration milliseconds(const std::chrono::duration<float>& timeout) {
+  return std::chrono::duration_cast<canopy::Duration>(timeout);
+}
+
 c10::intrusive_ptr<c10d::ProcessGroup> create_process_group(const c10::intrusive_ptr<c10d::Store>& store,
                                                             int rank, int size,
                                                             const std::chrono::duration<float>& timeout) {
-  using namespace canopy::pytorch;
-  return c10::make_intrusive<ProcessGroupCanopy>(std::make_shared<C10dStore>(store), rank, size,
-                                                 std::chrono::duration_cast<canopy::Duration>(timeout));
+  return c10::make_intrusive<ProcessGroupCanopy>(std::make_shared<canopy::pytorch::C10dStore>(store), rank,
+                                                 size, milliseconds(timeout));
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> create_subgroup(const c10::intrusive_ptr<c10d::ProcessGroup>& parent,
+                                                       const std::vector<int>& ranks, const std::string& name,
+                                                       const std::chrono::duration<float>& timeout) {
+  auto* canopy_parent = dynamic_cast<ProcessGroupCanopy*>(parent.get());
+  if (canopy_parent == nullptr)
+    canopy::fail(canopy::ErrorCode::InvalidArgument,
+                 "canopy new_group: the parent group's backend is {}, not canopy", parent->getBackendName());
+  return canopy_parent->create_group(ranks, name, milliseconds(timeout));
 }
 
 }  // namespace
 
 PYBIND11_MODULE(_C, module) {
   module.doc() = "Canopy's torch.distributed backend (import canopy_torch, not this module)";
+  // Both wait on the other ranks: let other Python threads run meanwhile.
   module.def("create_process_group", &create_process_group, pybind11::arg("store"), pybind11::arg("rank"),
              pybind11::arg("size"), pybind11::arg("timeout"),
-             // Forming the group waits on the store for the other ranks: let other Python threads run.
              pybind11::call_guard<pybind11::gil_scoped_release>(),
-             "Forms the group through `store` (every member calls it); timeout 0 = CANOPY_TIMEOUT.");
+             "Forms a group through `store` (every member calls it); timeout 0 = CANOPY_TIMEOUT.");
+  module.def("create_subgroup", &create_subgroup, pybind11::arg("parent"), pybind11::arg("ranks"),
+             pybind11::arg("name"), pybind11::arg("timeout"),
+             pybind11::call_guard<pybind11::gil_scoped_release>(),
+             "The group of `ranks` (ranks of `parent`, a canopy group), formed by its members alone, each "
+             "passing the same ranks and name; timeout 0 = the parent's.");
 }

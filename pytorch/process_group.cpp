@@ -7,16 +7,17 @@
 namespace canopy::pytorch {
 namespace {
 
-CollectiveOptions call_options(std::chrono::milliseconds timeout) {
+// A call's deadline: its own timeout option if set (torch's kUnsetTimeout is -1), else the group's.
+CollectiveOptions call_options(std::chrono::milliseconds timeout, Duration group_timeout) {
   CollectiveOptions options;
-  if (timeout.count() > 0) options.timeout = timeout;  // kUnsetTimeout (-1): the group's
+  options.timeout = timeout.count() > 0 ? timeout : group_timeout;  // 0: the communicator's
   return options;
 }
 
 void check_root_tensor(std::int64_t root_tensor, std::string_view call) {
   if (root_tensor != 0)
-    fail(ErrorCode::InvalidArgument, "canopy {}: rootTensor {} given; canopy takes one tensor per process", call,
-         root_tensor);
+    fail(ErrorCode::InvalidArgument, "canopy {}: rootTensor {} given; canopy takes one tensor per process",
+         call, root_tensor);
 }
 
 std::span<std::byte> bytes_of(const at::Tensor& tensor) {
@@ -26,60 +27,67 @@ std::span<std::byte> bytes_of(const at::Tensor& tensor) {
 }  // namespace
 
 ProcessGroupCanopy::ProcessGroupCanopy(std::shared_ptr<Store> store, int rank, int size, Duration timeout)
-    : c10d::ProcessGroup(rank, size) {
+    : c10d::ProcessGroup(rank, size), timeout_(0), completer_(std::make_unique<Completer>()) {
   CommunicatorOptions options;
   options.timeout = timeout;
   comm_ = std::make_unique<Communicator>(std::move(store), rank, size, options);
-  collectives_ = std::make_unique<CompletionLane>();
+  init();
+}
+
+ProcessGroupCanopy::ProcessGroupCanopy(Communicator comm, Duration timeout)
+    : c10d::ProcessGroup(comm.rank(), comm.size()),
+      timeout_(timeout),
+      completer_(std::make_unique<Completer>()),
+      comm_(std::make_unique<Communicator>(std::move(comm))) {
   init();
 }
 
 ProcessGroupCanopy::~ProcessGroupCanopy() {
   without_gil([this] {
-    p2p_lanes_.clear();
-    collectives_.reset();
+    completer_->wait_until_idle();  // the calls in flight end and their Futures' callbacks (Python's too) run
     comm_.reset();
+    completer_.reset();
   });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::launch(CallRecord record, const CollectiveArgs& args,
-                                                          std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<ProcessGroupCanopy> ProcessGroupCanopy::create_group(const std::vector<int>& ranks,
+                                                                        const std::string& name,
+                                                                        Duration timeout) {
+  return c10::make_intrusive<ProcessGroupCanopy>(comm_->create_group(ranks, name),
+                                                 timeout.count() > 0 ? timeout : timeout_);
+}
+
+template <typename Start>
+c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::track(CallRecord record, Start&& start) {
   auto work = c10::make_intrusive<CanopyWork>(rank_, std::move(record));
-  std::lock_guard lock(launch_mutex_);
+  canopy::Work call;
   try {
-    work->attach(comm_->start(args, call_options(timeout)));
+    call = start();
   } catch (...) {
     work->fail_to_start(std::current_exception());
     throw;
   }
-  collectives_->push(work);
+  work->attach(call);
+  completer_->complete_when_done(work, call);
   return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::launch(CallRecord record, const CollectiveArgs& args,
+                                                          std::chrono::milliseconds timeout) {
+  return track(std::move(record), [&] { return comm_->start(args, call_options(timeout, timeout_)); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::launch_p2p(CallRecord record, int peer, int tag,
                                                               bool is_send) {
   const char* call = is_send ? "send" : "recv";
-  const at::Tensor& tensor = single_tensor(record.inputs, call);
+  const std::span<std::byte> data = bytes_of(single_tensor(record.inputs, call));
   checked_rank(peer, size_, call, is_send ? "destination" : "source");
   if (tag < 0) fail(ErrorCode::InvalidArgument, "canopy {}: tag {} is negative", call, tag);
   const auto unsigned_tag = static_cast<std::uint32_t>(tag);
-  const std::span<std::byte> data = bytes_of(tensor);
-  auto work = c10::make_intrusive<CanopyWork>(rank_, std::move(record));
-  try {
-    work->attach(is_send ? comm_->send_async(data, peer, unsigned_tag) : comm_->recv_async(data, peer, unsigned_tag));
-  } catch (...) {
-    work->fail_to_start(std::current_exception());
-    throw;
-  }
-  p2p_lane(peer, is_send, unsigned_tag).push(work);
-  return work;
-}
-
-CompletionLane& ProcessGroupCanopy::p2p_lane(int peer, bool is_send, std::uint32_t tag) {
-  std::lock_guard lock(p2p_mutex_);
-  auto& lane = p2p_lanes_[{peer, is_send, tag}];
-  if (!lane) lane = std::make_unique<CompletionLane>();
-  return *lane;
+  return track(std::move(record), [&] {
+    return is_send ? comm_->send_async(data, peer, unsigned_tag)
+                   : comm_->recv_async(data, peer, unsigned_tag);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::broadcast(std::vector<at::Tensor>& tensors,
@@ -90,7 +98,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::broadcast(std::vector<at::Ten
   const Elements moved = moved_elements(tensor);
   void* data = tensor.data_ptr();
   return launch({c10d::OpType::BROADCAST, "canopy:broadcast", tensors, tensors},
-                {Collective::Broadcast, data, data, moved.count, moved.dtype, ReduceOp::Sum, root}, opts.timeout);
+                {Collective::Broadcast, data, data, moved.count, moved.dtype, ReduceOp::Sum, root},
+                opts.timeout);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::allreduce(std::vector<at::Tensor>& tensors,
@@ -111,8 +120,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::allreduce_coalesced(
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     check_host_tensor(tensors[i], call, fmt::format("tensor {}", i));
     if (tensors[i].scalar_type() != tensors[0].scalar_type())
-      fail(ErrorCode::InvalidArgument, "canopy {}: tensor {} is a {}, tensor 0 a {}; coalesced tensors share a dtype",
-           call, i, describe(tensors[i]), describe(tensors[0]));
+      fail(ErrorCode::InvalidArgument,
+           "canopy {}: tensor {} is a {}, tensor 0 a {}; coalesced tensors share a dtype", call, i,
+           describe(tensors[i]), describe(tensors[0]));
   }
   const DataType dtype = reduction_type(tensors[0], call);
   const ReduceOp op = reduce_op(opts.reduceOp, call);
@@ -153,11 +163,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::barrier(const c10d::BarrierOp
                 {Collective::Barrier, nullptr, nullptr, 0, DataType::UInt8, ReduceOp::Sum, 0}, opts.timeout);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                                        int tag) {
   return launch_p2p({c10d::OpType::SEND, "canopy:send", tensors, tensors}, dst_rank, tag, true);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                                        int tag) {
   return launch_p2p({c10d::OpType::RECV, "canopy:recv", tensors, tensors}, src_rank, tag, false);
 }
 

@@ -1,18 +1,17 @@
 // The "canopy" backend of torch.distributed (PyTorch 1.13): a c10d::ProcessGroup whose every call is a
-// Canopy call on one Communicator, formed through the c10d Store torch hands the creator.
+// Canopy call on one Communicator: init_process_group's is formed through the c10d Store torch hands the
+// creator; each new_group's is created from it by the group's members alone (Communicator::create_group).
 //
 // Each torch call checks its tensors (tensor_checks.hpp), starts one asynchronous Canopy call on the
-// tensors' own memory (list forms go through one flat buffer) and returns a CanopyWork, completed by a
-// CompletionLane: collectives in issue order, point-to-point per peer, direction and tag. A failed call
-// fails the communicator, as in C++ programs: every later call raises naming the first failure.
+// tensors' own memory (list forms go through one flat buffer) and returns a CanopyWork, which the group's
+// Completer completes when the call ends. A failed call fails the communicator, as in C++ programs: every
+// later call raises naming the first failure.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-
-#include <map>
 #include <memory>
-#include <mutex>
-#include <tuple>
+#include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <vector>
 
 #include "canopy/communicator.hpp"
 #include "pytorch/work.hpp"
@@ -23,7 +22,14 @@ class ProcessGroupCanopy final : public c10d::ProcessGroup {
  public:
   // `timeout` is every call's deadline (0: CANOPY_TIMEOUT); a call's own timeout option overrides it.
   ProcessGroupCanopy(std::shared_ptr<Store> store, int rank, int size, Duration timeout);
-  ~ProcessGroupCanopy() override;  // completes the calls in flight (each ends by its deadline) without the GIL
+  // A group around a communicator formed already (create_group's).
+  ProcessGroupCanopy(Communicator comm, Duration timeout);
+  ~ProcessGroupCanopy() override;  // ends the calls in flight and completes their Works, without the GIL
+
+  // The group of `ranks` (ranks of this group, in this order), formed by those ranks alone, each calling
+  // this with the same ranks and `name` (torch's group name). `timeout` 0: this group's.
+  c10::intrusive_ptr<ProcessGroupCanopy> create_group(const std::vector<int>& ranks, const std::string& name,
+                                                      Duration timeout);
 
   const std::string getBackendName() const override { return "canopy"; }
 
@@ -31,8 +37,8 @@ class ProcessGroupCanopy final : public c10d::ProcessGroup {
                                            const c10d::BroadcastOptions& opts = {}) override;
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts = {}) override;
-  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
-                                                     const c10d::AllreduceCoalescedOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts = {}) override;
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
                                         const c10d::ReduceOptions& opts = {}) override;
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -70,14 +76,13 @@ class ProcessGroupCanopy final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> launch_all_to_all_v(CallRecord record, const void* input, void* output,
                                                      DataType dtype, std::chrono::milliseconds timeout);
   c10::intrusive_ptr<c10d::Work> launch_p2p(CallRecord record, int peer, int tag, bool is_send);
-  // Where the Works of point-to-point calls with `peer` in one direction with one tag complete.
-  CompletionLane& p2p_lane(int peer, bool is_send, std::uint32_t tag);
+  // The Work of a call just started (or the error that kept it from starting).
+  template <typename Start>
+  c10::intrusive_ptr<c10d::Work> track(CallRecord record, Start&& start);
 
+  Duration timeout_;                      // each call's deadline; 0: the communicator's own
+  std::unique_ptr<Completer> completer_;  // declared first: goes last, after the calls have ended
   std::unique_ptr<Communicator> comm_;
-  std::mutex launch_mutex_;  // a collective joins the lane in the order it was started
-  std::unique_ptr<CompletionLane> collectives_;
-  std::mutex p2p_mutex_;
-  std::map<std::tuple<int, bool, std::uint32_t>, std::unique_ptr<CompletionLane>> p2p_lanes_;
 };
 
 }  // namespace canopy::pytorch

@@ -4,11 +4,11 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <torch/csrc/distributed/c10d/Types.hpp>
 #include <vector>
 
 #include "canopy/types.hpp"

@@ -31,7 +31,7 @@ bool CanopyWork::wait(std::chrono::milliseconds timeout) {
     ended = call_.wait_for(timeout);
   }
   waiters_.fetch_sub(1);
-  // A lane that saw the call end while this thread was still inside left the Work to it: look again.
+  // The Completer, if it saw the call end while this thread was still inside, left the Work to it.
   if (!ended && !call_.completed())
     fail(ErrorCode::Timeout,
          "{}: Work.wait(timeout) gave up after {} ms; the call itself goes on until it ends or meets the "
@@ -47,12 +47,7 @@ bool CanopyWork::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-void CanopyWork::complete_when_done() {
-  try {
-    call_.wait();
-  } catch (...) {
-    // the error reaches torch through complete()
-  }
+void CanopyWork::complete_unless_awaited() {
   if (waiters_.load() == 0) complete();
 }
 
@@ -87,9 +82,9 @@ void CanopyWork::fail_to_start(std::exception_ptr error) {
   finish(error);
 }
 
-CompletionLane::CompletionLane() : thread_([this] { loop(); }) {}
+Completer::Completer() : thread_([this] { loop(); }) {}
 
-CompletionLane::~CompletionLane() {
+Completer::~Completer() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -98,31 +93,49 @@ CompletionLane::~CompletionLane() {
   thread_.join();
 }
 
-void CompletionLane::push(c10::intrusive_ptr<CanopyWork> work) {
+void Completer::complete_when_done(const c10::intrusive_ptr<CanopyWork>& work, const canopy::Work& call) {
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(std::move(work));
+    ++unfinished_;
   }
-  changed_.notify_one();
+  // On the thread that ends the call (Canopy's): only queue the Work, as on_completion asks.
+  call.on_completion([this, work] {
+    {
+      std::lock_guard lock(mutex_);
+      ended_.push_back(work);
+    }
+    changed_.notify_one();
+  });
 }
 
-void CompletionLane::loop() {
+void Completer::loop() {
   for (;;) {
     c10::intrusive_ptr<CanopyWork> work;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and every queued Work completed
-      work = std::move(queue_.front());
-      queue_.pop_front();
+      changed_.wait(lock, [this] { return stopping_ || !ended_.empty(); });
+      if (ended_.empty()) return;  // stopping, and every ended call's Work completed
+      work = std::move(ended_.front());
+      ended_.pop_front();
     }
     try {
-      work->complete_when_done();
+      work->complete_unless_awaited();
     } catch (const std::exception& e) {
       // A Future callback threw past the Future: the Work itself is complete; keep serving the others.
       log::warn("canopy_torch: a completion callback threw: {}", e.what());
     }
+    work.reset();  // the tensors go before wait_until_idle() returns
+    {
+      std::lock_guard lock(mutex_);
+      --unfinished_;
+    }
+    changed_.notify_all();
   }
+}
+
+void Completer::wait_until_idle() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return unfinished_ == 0; });
 }
 
 }  // namespace canopy::pytorch

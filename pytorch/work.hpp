@@ -1,23 +1,19 @@
 // A Canopy call as torch sees it: a c10d::Work whose Future completes by itself.
 //
-// DDP's reducer never waits on the Work of a gradient all-reduce, only on its Future, so something must
-// complete the Future when Canopy's call ends. canopy::Work has no callback, so a CompletionLane thread
-// waits on the calls of one ordered stream (a communicator's collectives run one after another; point-to-
-// point messages are ordered per peer, direction and tag) and completes each torch Work in turn. The
-// Future's callbacks (DDP's, or a Python comm hook that issues the next call) then run on that thread,
-// never on Canopy's progress thread, so a callback that waits on another call cannot stall the calls.
-// wait() and isCompleted() look at the Canopy call directly, so neither waits behind the lane.
+// DDP's reducer never waits on the Work of a gradient all-reduce, only on its Future, so the Future must
+// complete when Canopy's call ends. The call's on_completion hands the Work to its process group's
+// Completer thread, which completes it: the Future's callbacks (DDP's, or a Python comm hook that issues
+// the next call) then run there, never on Canopy's own threads, so a callback that waits on another call
+// cannot stall the calls. A thread in wait() completes the Work itself, never waiting for the Completer.
 #pragma once
-
-#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
-#include <string>
 #include <thread>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
 #include "canopy/communicator.hpp"
@@ -43,7 +39,7 @@ class CanopyWork final : public c10d::Work {
  public:
   CanopyWork(int rank, CallRecord record);
 
-  // The Canopy call this Work stands for; called once, right after the call was started.
+  // The Canopy call this Work stands for; set once, right after the call was started.
   void attach(canopy::Work call) { call_ = std::move(call); }
 
   bool isCompleted() override;
@@ -52,9 +48,8 @@ class CanopyWork final : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   std::vector<at::Tensor> result() override { return record_.results; }
 
-  // The lane's part: blocks until the Canopy call ends, then completes this Work unless a thread in wait()
-  // will (a blocking call's caller then never waits for the lane thread to be scheduled).
-  void complete_when_done();
+  // The Completer's part, once the call has ended: completes this Work unless a thread in wait() will.
+  void complete_unless_awaited();
   // Ends the profiler event and fails the Work (the call could not be started).
   void fail_to_start(std::exception_ptr error);
 
@@ -70,22 +65,27 @@ class CanopyWork final : public c10d::Work {
   std::atomic<int> waiters_{0};  // threads inside wait(), each of which completes the Work itself
 };
 
-// One thread completing the Works of one ordered stream of calls, in order.
-class CompletionLane {
+// One thread completing a process group's Works as their calls end, in the order they end.
+class Completer {
  public:
-  CompletionLane();
-  ~CompletionLane();  // completes what is queued (each call ends by its deadline), then joins
-  CompletionLane(const CompletionLane&) = delete;
-  CompletionLane& operator=(const CompletionLane&) = delete;
+  Completer();
+  ~Completer();  // completes what is queued, then joins
+  Completer(const Completer&) = delete;
+  Completer& operator=(const Completer&) = delete;
 
-  void push(c10::intrusive_ptr<CanopyWork> work);
+  // Completes `work` on this thread once `call` ends (at once if it has ended).
+  void complete_when_done(const c10::intrusive_ptr<CanopyWork>& work, const canopy::Work& call);
+  // Returns once every call handed over so far has ended and its Work is complete (as gloo's group
+  // finishes its queued work before it goes); each call ends by its deadline.
+  void wait_until_idle();
 
  private:
   void loop();
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<c10::intrusive_ptr<CanopyWork>> queue_;
+  std::deque<c10::intrusive_ptr<CanopyWork>> ended_;  // calls that ended, Works not yet completed
+  std::size_t unfinished_ = 0;                        // handed over, Works not yet completed
   bool stopping_ = false;
   std::thread thread_;
 };

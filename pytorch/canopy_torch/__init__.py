@@ -3,8 +3,9 @@
     import canopy_torch                      # registers the backend "canopy"
     torch.distributed.init_process_group("canopy")
 
-Every process group torch creates with it (init_process_group's, each new_group's) is one Canopy
-communicator, formed through the store torch hands it. See docs/TORCH.md.
+Every process group torch creates with it is one Canopy communicator: init_process_group's is formed
+through the store torch hands it; each new_group's is created from the default group's by the new group's
+members alone (torch calls the backend on those ranks only). See docs/TORCH.md.
 """
 import os
 
@@ -18,13 +19,32 @@ __all__ = ["BACKEND"]
 BACKEND = "canopy"
 
 
-def _create_process_group(store, rank, size, timeout):
+def _deadline(timeout):
     # torch always passes a timeout: its default (30 minutes) when the script gave none. Then CANOPY_TIMEOUT,
-    # if set, is the deadline, as in C++ programs; a timeout the script chose always wins.
+    # if set, is the deadline, as in C++ programs (0 tells Canopy so); a timeout the script chose always wins.
     if timeout == dist.constants.default_pg_timeout and "CANOPY_TIMEOUT" in os.environ:
-        timeout = timeout * 0
-    return _C.create_process_group(store, rank, size, timeout)
+        return timeout * 0
+    return timeout
+
+
+def _canopy_default_group():
+    if not dist.is_initialized():  # this call creates the default group itself
+        return None
+    default = dist.distributed_c10d._get_default_group()
+    return default if dist.get_backend(default) == BACKEND else None
+
+
+def _create_process_group(options, pg_options):
+    """torch's creator for backend "canopy" (extended form: it learns the group's global ranks)."""
+    if pg_options is not None:
+        raise ValueError(f"backend canopy takes no pg_options (got {pg_options!r}); set CANOPY_* variables")
+    ranks = list(options.global_ranks_in_group)  # empty for the default group
+    parent = _canopy_default_group()
+    if ranks and parent is not None:
+        return _C.create_subgroup(parent, ranks, options.group_id, _deadline(options.timeout))
+    return _C.create_process_group(options.store, options.group_rank, options.group_size,
+                                   _deadline(options.timeout))
 
 
 if BACKEND.upper() not in dist.Backend._plugins:  # a second import (or importlib.reload) is harmless
-    dist.Backend.register_backend(BACKEND, _create_process_group)
+    dist.Backend.register_backend(BACKEND, _create_process_group, extended_api=True)

@@ -187,6 +187,16 @@ def check_blocks(gloo, rank, size):
         dist.all_to_all(outs, [values(rank * 10 + j, rows(rank, j) * 3, dtype) for j in range(size)])
         check(all(same(o, values(r * 10 + rank, rows(r, rank) * 3, dtype)) for r, o in enumerate(outs)),
               f"all_to_all lists {dtype}")
+    # Calls that differ only in their split sizes (the same totals) must not share a schedule.
+    for shift in (0, 1, 2, 0):
+        def rows_shifted(r, j):
+            return (r + 2 * j + shift) % 3
+        send = torch.cat([torch.full((rows_shifted(rank, j), 2), float(10 * rank + j)) for j in range(size)])
+        out = torch.empty(sum(rows_shifted(r, rank) for r in range(size)), 2)
+        dist.all_to_all_single(out, send, output_split_sizes=[rows_shifted(r, rank) for r in range(size)],
+                               input_split_sizes=[rows_shifted(rank, j) for j in range(size)])
+        expected = torch.cat([torch.full((rows_shifted(r, rank), 2), float(10 * r + rank)) for r in range(size)])
+        check(same(out, expected), f"all_to_all_single, split sizes shifted by {shift}")
     gathered = [None] * size if rank == 0 else None
     dist.gather_object({"rank": rank}, gathered, dst=0)
     check(rank != 0 or gathered == [{"rank": r} for r in range(size)], "gather_object")

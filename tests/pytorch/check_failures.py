@@ -81,9 +81,21 @@ def mismatch(args, rank):
 
 
 def timeout(args, rank):
-    """Rank 1 is alive (its heartbeat goes on) but late: rank 0's call ends at torch's timeout, not later."""
-    dist.init_process_group("canopy", timeout=datetime.timedelta(seconds=3))
-    done = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=30))
+    """Rank 1 is alive (its heartbeat goes on) but late: rank 0's calls end at the timeouts torch was given
+    (new_group's, then init_process_group's), not later."""
+    # The store waits for both ranks before the group forms: a slow start must not eat the 3 s deadline.
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), 2, rank == 0,
+                          datetime.timedelta(seconds=60), wait_for_workers=True)
+    dist.init_process_group("canopy", store=store, rank=rank, world_size=2,
+                            timeout=datetime.timedelta(seconds=3))
+    short = dist.new_group(timeout=datetime.timedelta(seconds=1.5))
+    done = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=60))
+    if rank == 0:
+        elapsed = expect_error("a new_group call nobody joins", lambda: dist.all_reduce(torch.ones(4), group=short),
+                               "timed out waiting for rank(s) 1", within=6)
+        if elapsed < 1.2:
+            sys.exit(f"the call gave up after {elapsed:.2f} s, before new_group's 1.5 s timeout")
+    dist.barrier(group=done)
     if rank == 0:
         elapsed = expect_error("a call nobody joins", lambda: dist.all_reduce(torch.ones(4)),
                                "timed out waiting for rank(s) 1", within=8)
@@ -97,17 +109,19 @@ def timeout(args, rank):
 
 
 def canopy_timeout(args, rank):
-    """With torch's default timeout (none given), CANOPY_TIMEOUT is the deadline, as in C++ programs."""
+    """With torch's default timeout (none given), CANOPY_TIMEOUT is the deadline, as in C++ programs. The
+    default group is gloo's here: its init waits for every rank, so the canopy group formed next does not
+    spend its 2 s deadline waiting for a slow starter."""
     if os.environ.get("CANOPY_TIMEOUT") != "2":
         sys.exit("run this scenario with CANOPY_TIMEOUT=2")
-    dist.init_process_group("canopy")
-    done = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=30))
+    dist.init_process_group("gloo")
+    group = dist.new_group(backend="canopy")
     if rank == 0:
-        elapsed = expect_error("a call nobody joins", lambda: dist.all_reduce(torch.ones(4)),
+        elapsed = expect_error("a call nobody joins", lambda: dist.all_reduce(torch.ones(4), group=group),
                                "timed out waiting for rank(s) 1", within=6)
         if elapsed < 1.5:
             sys.exit(f"the call gave up after {elapsed:.2f} s, before CANOPY_TIMEOUT's 2 s")
-    dist.barrier(group=done)
+    dist.barrier()
 
 
 def main():
