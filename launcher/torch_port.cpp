@@ -31,7 +31,8 @@ std::uint16_t free_port() {
 std::uint16_t torch_master_port(const LaunchOptions& options, std::uint16_t store_port) {
   if (options.nnodes == 1) return free_port();
   if (store_port == 65535)
-    fail(ErrorCode::Config, "--master-port 65535 leaves no port above it for torch's MASTER_PORT; choose a lower one");
+    fail(ErrorCode::Config,
+         "--master-port 65535 leaves no port above it for torch's MASTER_PORT; choose a lower one");
   return static_cast<std::uint16_t>(store_port + 1);
 }
 
