@@ -76,19 +76,8 @@ if(NOT _canopy_pytorch_missing)
   endif()
 endif()
 
-if(_canopy_pytorch_missing)
-  set(_canopy_pytorch_default OFF)
-else()
-  set(_canopy_pytorch_default ON)
-endif()
-if("$ENV{CANOPY_NO_TORCH}" STREQUAL "1")  # asked for in this configure: it wins over a cached ON
-  set(CANOPY_WITH_PYTORCH OFF CACHE BOOL "Build canopy_torch, the torch.distributed backend, and its tests" FORCE)
-endif()
-option(CANOPY_WITH_PYTORCH "Build canopy_torch, the torch.distributed backend, and its tests"
-       ${_canopy_pytorch_default})
-if(CANOPY_WITH_PYTORCH AND _canopy_pytorch_missing)
-  message(FATAL_ERROR "CANOPY_WITH_PYTORCH is ON but ${_canopy_pytorch_missing}")
-endif()
+canopy_torch_option(CANOPY_WITH_PYTORCH "Build canopy_torch, the torch.distributed backend, and its tests"
+                    "${_canopy_pytorch_missing}")
 if(CANOPY_WITH_PYTORCH)
   # Cached for tests/install/check_install.sh, which imports the installed package with it.
   set(CANOPY_PYTHON_EXECUTABLE "${_canopy_torch_python}" CACHE INTERNAL "The Python canopy_torch is built for")

@@ -71,6 +71,25 @@ std::vector<at::Tensor>& single_list(std::vector<std::vector<at::Tensor>>& lists
   return lists[0];
 }
 
+// The per-rank list of a gather's output or a scatter's input: the root's, over one flat buffer; every
+// other rank passes none.
+struct RootList {
+  std::vector<at::Tensor> list;  // empty off the root
+  FlatBlocks blocks;
+  void* data() const { return list.empty() ? nullptr : blocks.flat.data_ptr(); }
+};
+RootList root_list(std::vector<std::vector<at::Tensor>>& lists, const at::Tensor& like, bool is_root,
+                   int size, std::string_view call, std::string_view what, bool copy_in) {
+  if (!is_root) {
+    if (!lists.empty() && !lists[0].empty())
+      fail(ErrorCode::InvalidArgument, "canopy {}: only the root takes an {} list", call, what);
+    return {};
+  }
+  std::vector<at::Tensor>& list = single_list(lists, call, what);
+  check_rank_list(list, static_cast<std::size_t>(size), like, call, what);
+  return {list, flat_blocks(list, like.options(), copy_in)};
+}
+
 // Elements per rank for all_to_all_single: split sizes count rows (dim 0); none given = equal blocks.
 std::vector<std::size_t> split_counts(const at::Tensor& tensor, const std::vector<std::int64_t>& splits,
                                       int size, std::size_t per_item, std::string_view what) {
@@ -143,24 +162,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::gather(std::vector<std::vecto
   constexpr const char* call = "gather";
   const at::Tensor& input = single_tensor(inputs, call, "input");
   const int root = checked_rank(opts.rootRank, size_, call, "root");
+  const RootList outs = root_list(outputs, input, rank_ == root, size_, call, "output", false);
+  CallRecord record{c10d::OpType::GATHER, "canopy:gather", inputs, outs.list};
+  record.staging = {outs.blocks.flat};
+  if (outs.blocks.staged) record.copy_out = copy_blocks_out(outs.blocks.flat, outs.list);
   const Elements moved = moved_elements(input);
-  CallRecord record{c10d::OpType::GATHER, "canopy:gather", inputs, {}};
-  void* output = nullptr;
-  if (rank_ == root) {
-    std::vector<at::Tensor>& list = single_list(outputs, call, "output");
-    check_rank_list(list, static_cast<std::size_t>(size_), input, call, "output");
-    FlatBlocks blocks = flat_blocks(list, input.options(), false);
-    output = blocks.flat.data_ptr();
-    record.results = list;
-    record.staging = {blocks.flat};
-    if (blocks.staged) record.copy_out = copy_blocks_out(blocks.flat, list);
-  } else if (!outputs.empty() && !outputs[0].empty()) {
-    fail(ErrorCode::InvalidArgument, "canopy gather: rank {} is not the root ({}) and takes no output list",
-         rank_, root);
-  }
-  return launch(std::move(record),
-                {Collective::Gather, input.data_ptr(), output, moved.count, moved.dtype, ReduceOp::Sum, root},
-                opts.timeout);
+  return launch(
+      std::move(record),
+      {Collective::Gather, input.data_ptr(), outs.data(), moved.count, moved.dtype, ReduceOp::Sum, root},
+      opts.timeout);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::scatter(std::vector<at::Tensor>& outputs,
@@ -169,23 +179,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::scatter(std::vector<at::Tenso
   constexpr const char* call = "scatter";
   const at::Tensor& output = single_tensor(outputs, call, "output");
   const int root = checked_rank(opts.rootRank, size_, call, "root");
+  const RootList ins = root_list(inputs, output, rank_ == root, size_, call, "input", true);
+  CallRecord record{c10d::OpType::SCATTER, "canopy:scatter", ins.list, outputs};
+  record.staging = {ins.blocks.flat};
   const Elements moved = moved_elements(output);
-  CallRecord record{c10d::OpType::SCATTER, "canopy:scatter", {}, outputs};
-  const void* input = nullptr;
-  if (rank_ == root) {
-    std::vector<at::Tensor>& list = single_list(inputs, call, "input");
-    check_rank_list(list, static_cast<std::size_t>(size_), output, call, "input");
-    FlatBlocks blocks = flat_blocks(list, output.options(), true);
-    input = blocks.flat.data_ptr();
-    record.inputs = list;
-    record.staging = {blocks.flat};
-  } else if (!inputs.empty() && !inputs[0].empty()) {
-    fail(ErrorCode::InvalidArgument, "canopy scatter: rank {} is not the root ({}) and takes no input list",
-         rank_, root);
-  }
   return launch(
       std::move(record),
-      {Collective::Scatter, input, output.data_ptr(), moved.count, moved.dtype, ReduceOp::Sum, root},
+      {Collective::Scatter, ins.data(), output.data_ptr(), moved.count, moved.dtype, ReduceOp::Sum, root},
       opts.timeout);
 }
 

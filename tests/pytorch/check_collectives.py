@@ -4,15 +4,13 @@ dtype and operator, odd and empty sizes, every root. Run on every rank by run_ra
 
     run_ranks.py --nproc 4 -- check_collectives.py [--only reductions,movement,blocks,refusals,waiting,profiler]
 """
-import argparse
 import datetime
-import sys
 import time
 
 import torch
 import torch.distributed as dist
 
-import canopy_torch  # noqa: F401
+from checks import check, main, raises
 
 REDUCING = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int32,
             torch.int64]
@@ -21,15 +19,6 @@ OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "product": dist.Reduc
        "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}
 SIZES = [0, 1, 7, 1000, 65537]
 LARGE = 300_001  # float32 only: more than one 1 MiB chunk
-
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print(f"FAILED: {what}", flush=True)
-
 
 def values(rank, count, dtype, op="sum", salt=0):
     """Rank `rank`'s input: small integers, so every reduction is exact in every dtype (bfloat16 included)."""
@@ -205,15 +194,6 @@ def check_blocks(gloo, rank, size):
     check(received == [f"for {rank}"], "scatter_object_list")
 
 
-def raises(what, expected_text, call):
-    try:
-        call()
-    except RuntimeError as e:
-        check(expected_text in str(e), f"{what}: message {str(e)!r} lacks {expected_text!r}")
-        return
-    check(False, f"{what}: no error")
-
-
 def check_refusals(gloo, rank, size):
     """Refused before anything is sent: the group stays usable afterwards."""
     pg = dist.group.WORLD
@@ -270,22 +250,5 @@ SECTIONS = {"reductions": check_reductions, "movement": check_movement, "blocks"
             "refusals": check_refusals, "waiting": check_waiting, "profiler": check_profiler}
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--only", default=",".join(SECTIONS))
-    args = parser.parse_args()
-    dist.init_process_group("canopy")
-    gloo = dist.new_group(backend="gloo")
-    rank, size = dist.get_rank(), dist.get_world_size()
-    for name in args.only.split(","):
-        SECTIONS[name](gloo, rank, size)
-        print(f"rank {rank}: {name} checked", flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
-    if failures:
-        print(f"rank {rank}: {len(failures)} checks failed", flush=True)
-        sys.exit(1)
-
-
 if __name__ == "__main__":
-    main()
+    main(SECTIONS, arguments=lambda: (dist.new_group(backend="gloo"),))

@@ -3,21 +3,10 @@ Four ranks, started by run_ranks.py:
 
     run_ranks.py --nproc 4 -- check_groups.py [--only groups,p2p]
 """
-import argparse
-import sys
-
 import torch
 import torch.distributed as dist
 
-import canopy_torch  # noqa: F401
-
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print(f"FAILED: {what}", flush=True)
+from checks import check, main
 
 
 def rank_sum(ranks):
@@ -122,20 +111,5 @@ def check_p2p(rank, size):
 SECTIONS = {"groups": check_groups, "p2p": check_p2p}
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--only", default=",".join(SECTIONS))
-    args = parser.parse_args()
-    dist.init_process_group("canopy")
-    rank, size = dist.get_rank(), dist.get_world_size()
-    for name in args.only.split(","):
-        SECTIONS[name](rank, size)
-        print(f"rank {rank}: {name} checked", flush=True)
-    dist.destroy_process_group()
-    if failures:
-        print(f"rank {rank}: {len(failures)} checks failed", flush=True)
-        sys.exit(1)
-
-
 if __name__ == "__main__":
-    main()
+    main(SECTIONS)

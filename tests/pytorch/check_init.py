@@ -14,14 +14,7 @@ import torch
 import torch.distributed as dist
 
 import canopy_torch
-
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print(f"FAILED: {what}", flush=True)
+from checks import check, failures
 
 
 def use_group(how):

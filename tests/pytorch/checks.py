@@ -1,0 +1,43 @@
+"""What the check_*.py scripts share: checks that note a failure and go on (so that one run reports all of
+them), and the main() that forms the group and runs the sections asked for with --only on every rank."""
+import argparse
+import sys
+
+import torch.distributed as dist
+
+import canopy_torch  # noqa: F401
+
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print(f"FAILED: {what}", flush=True)
+
+
+def raises(what, expected_text, call):
+    """`call` must raise a RuntimeError whose message holds `expected_text`."""
+    try:
+        call()
+    except RuntimeError as e:
+        check(expected_text in str(e), f"{what}: message {str(e)!r} lacks {expected_text!r}")
+        return
+    check(False, f"{what}: no error")
+
+
+def main(sections, arguments=lambda: ()):
+    """Runs each section as section(*arguments(), rank, size) in a canopy default group."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", default=",".join(sections))
+    only = parser.parse_args().only.split(",")
+    dist.init_process_group("canopy")
+    extra = arguments()
+    rank, size = dist.get_rank(), dist.get_world_size()
+    for name in only:
+        sections[name](*extra, rank, size)
+        print(f"rank {rank}: {name} checked", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    if failures:
+        sys.exit(f"rank {rank}: {len(failures)} checks failed")
