@@ -48,7 +48,7 @@ bool CanopyWork::wait(std::chrono::milliseconds timeout) {
 }
 
 void CanopyWork::complete_unless_awaited() {
-  if (waiters_.load() == 0) complete();
+  if (!awaited()) complete();
 }
 
 void CanopyWork::complete() {
@@ -89,7 +89,7 @@ Completer::~Completer() {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
-  changed_.notify_all();
+  ended_changed_.notify_all();
   thread_.join();
 }
 
@@ -98,13 +98,19 @@ void Completer::complete_when_done(const c10::intrusive_ptr<CanopyWork>& work, c
     std::lock_guard lock(mutex_);
     ++unfinished_;
   }
-  // On the thread that ends the call (Canopy's): only queue the Work, as on_completion asks.
+  // On the thread that ends the call (Canopy's): only queue the Work, as on_completion asks; a blocking
+  // call's caller, already woken in wait(), completes it without this thread waking at all.
   call.on_completion([this, work] {
-    {
-      std::lock_guard lock(mutex_);
-      ended_.push_back(work);
+    std::unique_lock lock(mutex_);
+    if (work->awaited()) {
+      --unfinished_;
+      lock.unlock();
+      finished_.notify_all();
+      return;
     }
-    changed_.notify_one();
+    ended_.push_back(work);
+    lock.unlock();
+    ended_changed_.notify_one();
   });
 }
 
@@ -113,7 +119,7 @@ void Completer::loop() {
     c10::intrusive_ptr<CanopyWork> work;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [this] { return stopping_ || !ended_.empty(); });
+      ended_changed_.wait(lock, [this] { return stopping_ || !ended_.empty(); });
       if (ended_.empty()) return;  // stopping, and every ended call's Work completed
       work = std::move(ended_.front());
       ended_.pop_front();
@@ -129,13 +135,13 @@ void Completer::loop() {
       std::lock_guard lock(mutex_);
       --unfinished_;
     }
-    changed_.notify_all();
+    finished_.notify_all();
   }
 }
 
 void Completer::wait_until_idle() {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [this] { return unfinished_ == 0; });
+  finished_.wait(lock, [this] { return unfinished_ == 0; });
 }
 
 }  // namespace canopy::pytorch

@@ -48,6 +48,8 @@ class CanopyWork final : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   std::vector<at::Tensor> result() override { return record_.results; }
 
+  // Whether a thread is inside wait(): it completes this Work itself once the call ends.
+  bool awaited() const { return waiters_.load() > 0; }
   // The Completer's part, once the call has ended: completes this Work unless a thread in wait() will.
   void complete_unless_awaited();
   // Ends the profiler event and fails the Work (the call could not be started).
@@ -83,7 +85,8 @@ class Completer {
   void loop();
 
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable ended_changed_;             // wakes this thread
+  std::condition_variable finished_;                  // wakes wait_until_idle()
   std::deque<c10::intrusive_ptr<CanopyWork>> ended_;  // calls that ended, Works not yet completed
   std::size_t unfinished_ = 0;                        // handed over, Works not yet completed
   bool stopping_ = false;
