@@ -19,25 +19,26 @@ bool CanopyWork::isCompleted() {
 }
 
 bool CanopyWork::wait(std::chrono::milliseconds timeout) {
-  waiters_.fetch_add(1);
-  bool ended = true;
+  waiters_.fetch_add(1);  // from here until this Work is complete, the Completer leaves it to this thread
   if (timeout <= kNoTimeout) {
     try {
       call_.wait();
     } catch (...) {
       // complete() takes the error from the call and rethrows it below
     }
-  } else {
-    ended = call_.wait_for(timeout);
+  } else if (!call_.wait_for(timeout)) {
+    waiters_.fetch_sub(1);
+    // Still running: the Completer completes it when it ends. Unless it ended just now, while the
+    // Completer still left it to this thread.
+    if (!call_.completed())
+      fail(ErrorCode::Timeout,
+           "{}: Work.wait(timeout) gave up after {} ms; the call itself goes on until it ends or meets the "
+           "process group's timeout",
+           record_.title, timeout.count());
+    waiters_.fetch_add(1);
   }
-  waiters_.fetch_sub(1);
-  // The Completer, if it saw the call end while this thread was still inside, left the Work to it.
-  if (!ended && !call_.completed())
-    fail(ErrorCode::Timeout,
-         "{}: Work.wait(timeout) gave up after {} ms; the call itself goes on until it ends or meets the "
-         "process group's timeout",
-         record_.title, timeout.count());
   complete();
+  waiters_.fetch_sub(1);
   std::exception_ptr error;
   {
     std::lock_guard lock(mutex_);
