@@ -92,6 +92,18 @@ def check_p2p(rank, size):
     dist.all_reduce(t)
     check(torch.equal(t, torch.full_like(t, float(size))), "all_reduce after the subset's messages")
 
+    # Messages between ranks 0 and 1 while an all-reduce of the same group is in flight on every rank.
+    big = torch.ones(2_000_000)
+    reduction = dist.all_reduce(big, async_op=True)
+    if rank in (0, 1):
+        mine, theirs = torch.full((30_000,), float(rank)), torch.zeros(30_000)
+        works = [dist.isend(mine, dst=1 - rank, tag=5), dist.irecv(theirs, src=1 - rank, tag=5)]
+        for w in works:
+            w.wait()
+        check(torch.equal(theirs, torch.full_like(theirs, float(1 - rank))), "isend/irecv during an all-reduce")
+    reduction.wait()
+    check(torch.equal(big, torch.full_like(big, float(size))), "the all-reduce beside the messages")
+
     # A ring with batch_isend_irecv (sends and receives posted together: no rank may block in a send).
     right, left = (rank + 1) % size, (rank - 1) % size
     out, inp = torch.full((100_000,), float(rank)), torch.zeros(100_000)
