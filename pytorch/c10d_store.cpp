@@ -73,6 +73,8 @@ std::int64_t C10dStore::add(std::string_view key, std::int64_t delta) {
   return translate(fmt::format("add to '{}'", key), [&] { return store_->add(std::string(key), delta); });
 }
 
+// The same semantics except for an absent key with a non-empty `expected`, which c10d answers with
+// `expected` (Canopy's own stores with ""): Canopy only ever claims a key, with an empty `expected`.
 std::string C10dStore::compare_set(std::string_view key, std::string_view expected,
                                    std::string_view desired) {
   return translate(fmt::format("compare-and-set '{}'", key), [&] {
