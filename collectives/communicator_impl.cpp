@@ -167,6 +167,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
 
   auto liveness = collectives::LivenessSettings::from_environment(current_environment());
   auto monitor_store = collectives::open_monitor_store(store_, liveness);
+  family_->failure_store = monitor_store;
   first_failure_ = std::make_shared<collectives::FirstFailure>(monitor_store, rank);
   family_->join(this);
   if (liveness.enabled() && size > 1 && monitor_store)
@@ -204,7 +205,9 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
   collectives::LinkModel link = parent.cost_model_.link();
   link.hosts = hosts_;
   cost_model_ = collectives::CostModel(std::move(link));
-  first_failure_ = std::make_shared<collectives::FirstFailure>(store_, rank);
+  path_ = parent.path_.empty() ? name : parent.path_ + "/" + name;
+  first_failure_ = std::make_shared<collectives::FirstFailure>(
+      family_->failure_store ? std::make_shared<PrefixStore>(family_->failure_store, path_) : nullptr, rank);
   family_->join(this);
   log::info("communicator {} ready: rank {} of {} (rank {} of its parent {})", comm_id_, rank, size,
             parent.rank, parent.comm_id_);

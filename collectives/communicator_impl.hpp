@@ -84,6 +84,7 @@ class Communicator::Impl {
   CommunicatorOptions options_;
   collectives::HostLayout hosts_;
   std::vector<int> world_ranks_;  // this group's ranks as ranks of its family's first communicator
+  std::string path_;              // its store keys' prefix below the family's first communicator's ("" there)
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<collectives::PointToPoint> p2p_;
   collectives::CostModel cost_model_;
