@@ -215,7 +215,7 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
 
 Communicator::Impl::~Impl() {
   family_->leave(this);  // before anything the family's monitor could abort goes
-  p2p_.reset();          // its thread may still report a failure through this communicator
+  p2p_->close();         // its thread may still report a failure through this communicator
 }
 
 void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token) {
