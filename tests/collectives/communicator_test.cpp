@@ -14,6 +14,7 @@
 #include "collectives/schedules/algorithms.hpp"
 #include "tests/support/group.hpp"
 #include "tests/support/ranks.hpp"
+#include "tests/support/scoped_env.hpp"
 #include "transport/tcp/spin_rule.hpp"
 
 namespace canopy {
@@ -241,7 +242,8 @@ TEST(Communicator, StartUpLearnsTheHostLayoutAndCalibratesTheSameModelEverywhere
   options.local_rank = -1;
   options.local_size = -1;
   auto exits = testing::run_processes(4, [&](int rank) {
-    ::setenv("CANOPY_HOST_ID", rank < 2 ? "host a" : "host b", 1);
+    testing::ScopedEnv env;  // in the forked rank
+    env.set("CANOPY_HOST_ID", rank < 2 ? "host a" : "host b");
     auto store = open_file_store(dir.path());
     Communicator comm(store, rank, 4, options);
     require(comm.local_rank() == rank % 2 && comm.local_size() == 2, "rank {}: local rank {} of {}", rank,
@@ -285,7 +287,8 @@ TEST(Communicator, BroadcastsBackToBackChooseForTheStreamOnEveryRankAlike) {
   constexpr int kRanks = 4;
   constexpr int kCalls = 200;
   auto exits = testing::run_processes(kRanks, [&](int rank) {
-    ::setenv("CANOPY_COST_MODEL", "5e-3,1e-9,1e-10", 1);
+    testing::ScopedEnv env;  // in the forked rank
+    env.set("CANOPY_COST_MODEL", "5e-3,1e-9,1e-10");
     Communicator comm(open_file_store(dir.path()), rank, kRanks, options);
     std::vector<float> data(16), token(1);
     auto broadcast_args = [&](int root) {
