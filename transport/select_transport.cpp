@@ -31,12 +31,9 @@ std::optional<std::pair<int, std::string>> first_rank_without_verbs(Store& store
 
 }  // namespace
 
-TransportKind transport_kind_from(const EnvMap& env) {
-  std::string value = env_value(env, "CANOPY_TRANSPORT").value_or("auto");
-  if (value == "tcp") return TransportKind::Tcp;
-  if (value == "verbs") return TransportKind::Verbs;
-  if (value == "auto") return TransportKind::Auto;
-  fail(ErrorCode::Config, "CANOPY_TRANSPORT='{}' is not a transport: use tcp, verbs or auto", value);
+TransportKind transport_kind_from(const Settings& settings) {
+  const std::string& value = settings.choice("CANOPY_TRANSPORT");
+  return value == "tcp" ? TransportKind::Tcp : value == "verbs" ? TransportKind::Verbs : TransportKind::Auto;
 }
 
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
@@ -63,8 +60,8 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
 }
 
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp) {
-  EnvMap env = current_environment();
-  return connect_mesh(store, rank, size, tcp, transport_kind_from(env), VerbsOptions::from_environment(env));
+  const Settings settings = Settings::from_environment();
+  return connect_mesh(store, rank, size, tcp, transport_kind_from(settings), VerbsOptions::from_settings(settings));
 }
 
 }  // namespace canopy::transport

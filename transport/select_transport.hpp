@@ -18,8 +18,9 @@ namespace canopy::transport {
 
 enum class TransportKind { Tcp, Verbs, Auto };
 
-// CANOPY_TRANSPORT from `env`; unset means Auto. Throws Error(Config) naming the variable otherwise.
-TransportKind transport_kind_from(const EnvMap& env);
+// CANOPY_TRANSPORT; unset means Auto.
+TransportKind transport_kind_from(const Settings& settings);
+inline TransportKind transport_kind_from(const EnvMap& env) { return transport_kind_from(Settings::parse(env)); }
 
 // Builds the mesh of the kind asked for. `verbs` carries the RDMA settings; its comm_id and
 // connect_timeout are taken from `tcp`, so both transports scope their store keys alike.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "canopy/store.hpp"
+#include "common/settings.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy::transport {
@@ -32,7 +33,8 @@ struct TcpOptions {
   int host_cores = 0;
   // Reads the defaults above from CANOPY_JOB_TOKEN, CANOPY_SOCKET_IFNAME, CANOPY_SOCKET_FAMILY,
   // CANOPY_SOCKET_SPIN_US and CANOPY_TIMEOUT.
-  static TcpOptions from_environment();
+  static TcpOptions from_settings(const Settings& settings);
+  static TcpOptions from_environment() { return from_settings(Settings::from_environment()); }
 };
 
 // Every rank calls this with the same store, its rank, the group size and comm_id; returns once all

@@ -11,6 +11,7 @@
 
 #include "canopy/store.hpp"
 #include "common/env.hpp"
+#include "common/settings.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy::transport {
@@ -32,8 +33,9 @@ struct VerbsOptions {
   // not freed while the communicator lives: see verbs/registration_cache.hpp).
   bool keep_registrations = false;
 
-  // Reads the settings above from the environment (and CANOPY_TIMEOUT for connect_timeout).
-  static VerbsOptions from_environment(const EnvMap& env);
+  // Reads the settings above (and CANOPY_TIMEOUT for connect_timeout).
+  static VerbsOptions from_settings(const Settings& settings);
+  static VerbsOptions from_environment(const EnvMap& env) { return from_settings(Settings::parse(env)); }
   static VerbsOptions from_environment() { return from_environment(current_environment()); }
 };
 
