@@ -21,19 +21,11 @@ bool same_word(std::string_view a, std::string_view b) {
   return true;
 }
 
-// "4K", "1M", "2G", else the bytes.
-std::string format_bytes(double bytes) {
-  const auto whole = static_cast<std::uint64_t>(bytes);
-  for (auto [shift, suffix] : {std::pair{30, "G"}, std::pair{20, "M"}, std::pair{10, "K"}})
-    if (whole >= (1ull << shift) && whole % (1ull << shift) == 0) return fmt::format("{}{}", whole >> shift, suffix);
-  return fmt::format("{}", whole);
-}
-
 // A range bound in the setting's own terms.
 std::string format_amount(const Spec& spec, double value) {
   switch (spec.kind) {
     case Kind::Size:
-      return format_bytes(value);
+      return format_size(static_cast<std::uint64_t>(value));
     case Kind::Duration:
       return value < 1e-3 ? fmt::format("{} us", value * 1e6)
              : value < 1  ? fmt::format("{} ms", value * 1e3)
@@ -96,18 +88,34 @@ std::uint64_t parse_size(std::string_view name, std::string_view text) {
   return value << shift;
 }
 
+std::string format_size(std::uint64_t bytes) {
+  for (auto [shift, suffix] : {std::pair{30, "G"}, std::pair{20, "M"}, std::pair{10, "K"}})
+    if (bytes >= (1ull << shift) && bytes % (1ull << shift) == 0)
+      return fmt::format("{}{}", bytes >> shift, suffix);
+  return fmt::format("{}", bytes);
+}
+
 std::chrono::microseconds parse_duration(std::string_view name, std::string_view text, double unit_seconds) {
   double value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   const std::string_view suffix(end, static_cast<std::size_t>(text.data() + text.size() - end));
-  double unit = suffix.empty() ? unit_seconds : suffix == "us" ? 1e-6 : suffix == "ms" ? 1e-3 : suffix == "s" ? 1 : 0;
+  double unit = suffix.empty()   ? unit_seconds
+                : suffix == "us" ? 1e-6
+                : suffix == "ms" ? 1e-3
+                : suffix == "s"  ? 1
+                                 : 0;
   const double microseconds = value * unit * 1e6;
   if (error != std::errc() || unit == 0 || !(value >= 0) || !std::isfinite(value) || microseconds > 1e15)
     fail(ErrorCode::Config,
          "{}='{}' is not a duration: use a number of {} (such as {}), or one ending in us, ms or s (such as "
          "200ms)",
-         name, text, unit_seconds == 1 ? "seconds" : unit_seconds == 1e-3 ? "milliseconds" : "microseconds",
-         unit_seconds == 1 ? "0.5" : "20");
+         name, text,
+         unit_seconds == 1      ? "seconds"
+         : unit_seconds == 1e-3 ? "milliseconds"
+                                : "microseconds",
+         unit_seconds == 1      ? "0.5"
+         : unit_seconds == 1e-3 ? "200"
+                                : "20");
   return std::chrono::microseconds(std::llround(microseconds));
 }
 

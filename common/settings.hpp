@@ -27,8 +27,11 @@ bool parse_flag(std::string_view name, std::string_view text);
 long long parse_integer(std::string_view name, std::string_view text);
 // A whole number of bytes with an optional B, K, M, G, KiB, MiB or GiB (powers of 1024; k, m, g too).
 std::uint64_t parse_size(std::string_view name, std::string_view text);
+// The shortest way parse_size reads `bytes` back: 8, 64K, 16M, 1G.
+std::string format_size(std::uint64_t bytes);
 // A decimal number, counted in `unit_seconds` (1: seconds, 1e-6: microseconds) unless it ends in us, ms or s.
-std::chrono::microseconds parse_duration(std::string_view name, std::string_view text, double unit_seconds = 1);
+std::chrono::microseconds parse_duration(std::string_view name, std::string_view text,
+                                         double unit_seconds = 1);
 // The word of `choices` ('|'-separated) that `text` is, in any case.
 std::string_view parse_choice(std::string_view name, std::string_view text, std::string_view choices);
 
