@@ -99,11 +99,6 @@ SocketAddress SocketAddress::peer_of(int fd) {
   return address;
 }
 
-void set_nonblocking(int fd) {
-  int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) fail_errno("fcntl(O_NONBLOCK)");
-}
-
 UniqueFd listen_on(const SocketAddress& address, int backlog) {
   UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) fail_errno("socket");
