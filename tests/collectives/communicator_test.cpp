@@ -12,6 +12,7 @@
 #include "bench/collectives/expected_values.hpp"
 #include "canopy/canopy.hpp"
 #include "collectives/schedules/algorithms.hpp"
+#include "common/cpu_list.hpp"
 #include "tests/support/group.hpp"
 #include "tests/support/ranks.hpp"
 #include "tests/support/scoped_env.hpp"
@@ -253,9 +254,9 @@ TEST(Communicator, StartUpLearnsTheHostLayoutAndCalibratesTheSameModelEverywhere
                 link.beta_eager_seconds_per_byte > 0 &&
                 link.beta_eager_seconds_per_byte <= link.beta_seconds_per_byte && link.eager_bytes == 1 << 20,
             "rank {}: implausible model {}", rank, link.description);
-    const bool shared = 2 > transport::usable_cores();
+    const bool shared = 2 > usable_cores();
     require((link.description.find("2 ranks share") != std::string::npos) == shared,
-            "rank {}: on {} cores the model says {}", rank, transport::usable_cores(), link.description);
+            "rank {}: on {} cores the model says {}", rank, usable_cores(), link.description);
     store->set(fmt::format("model/{}", rank), link.description);
     for (int other = 0; other < 4; ++other) {
       const std::string theirs = store->get(fmt::format("model/{}", other));

@@ -1,12 +1,6 @@
 #include "transport/tcp/spin_rule.hpp"
 
-#include "common/cpu_list.hpp"
-
 namespace canopy::transport {
-
-int usable_cores() {
-  return static_cast<int>(allowed_cpus().size());
-}
 
 std::chrono::microseconds choose_spin(std::optional<std::chrono::microseconds> requested, int local_ranks,
                                       int cores) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/cpu_list.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
