@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "canopy/error.hpp"
+#include "transport/abort_flag.hpp"
 #include "transport/transport.hpp"
 #include "transport/verbs/credits.hpp"
 #include "transport/verbs/device.hpp"
@@ -236,9 +237,7 @@ class VerbsTransport final : public Transport {
   OpId next_id_ = 1;
 
   std::optional<Error> failure_;  // sticky: a queue pair in error cannot be trusted again
-  std::atomic<bool> aborted_{false};
-  mutable std::mutex abort_mutex_;
-  std::string abort_reason_;
+  AbortFlag abort_;
 };
 
 }  // namespace canopy::transport::verbs

@@ -21,30 +21,17 @@ void VerbsTransport::fail_transport(ErrorCode code, const std::string& message) 
 }
 
 void VerbsTransport::rethrow_failure() const {
-  if (aborted_.load(std::memory_order_acquire)) {
-    std::lock_guard lock(abort_mutex_);
-    fail(ErrorCode::Aborted, "rank {}: transport aborted: {}", rank_, abort_reason_);
-  }
+  abort_.throw_if_raised(rank_);
   if (failure_) throw *failure_;
 }
 
 void VerbsTransport::check_usable(int peer, const char* call) {
   rethrow_failure();
-  if (peer < 0 || peer >= size_)
-    fail(ErrorCode::InvalidArgument, "rank {}: {} to/from rank {}, but the group has ranks 0..{}", rank_,
-         call, peer, size_ - 1);
-  if (peer == rank_)
-    fail(ErrorCode::InvalidArgument, "rank {}: {} with itself: a schedule must copy locally instead", rank_,
-         call);
+  check_peer(rank_, size_, peer, call);
 }
 
 void VerbsTransport::abort(const std::string& reason) {
-  {
-    std::lock_guard lock(abort_mutex_);
-    if (aborted_.load(std::memory_order_relaxed)) return;
-    abort_reason_ = reason;
-    aborted_.store(true, std::memory_order_release);
-  }
+  if (!abort_.raise(reason)) return;
   std::uint64_t one = 1;
   [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof(one));
 }

@@ -202,7 +202,7 @@ void VerbsTransport::deliver_buffered_sends() {
 
 void VerbsTransport::teardown() {
   bool reaped = true;
-  if (cq_ != nullptr && !failure_ && !aborted_.load()) deliver_buffered_sends();
+  if (cq_ != nullptr && !failure_ && !abort_.raised()) deliver_buffered_sends();
   if (cq_ != nullptr) {
     // Let what is already on the wire finish first (a Mismatch refusal, the last credit update), so
     // that the peer hears it instead of a flush; a dead peer bounds this by the retry timeout.
