@@ -28,8 +28,6 @@
 #include "rendezvous/bootstrap.hpp"
 #include "transport/frame.hpp"
 #include "transport/select_transport.hpp"
-#include "transport/tcp/spin_rule.hpp"
-#include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy {
 
@@ -205,13 +203,13 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     local_size = hosts.ranks_on(hosts.host_of(rank));
   }
 
-  auto tcp = transport::TcpOptions::from_environment();
-  tcp.comm_id = comm_id_;
-  tcp.connect_timeout = timeout_;
-  tcp.local_size = local_size;  // whether its ranks fit on this host's cores decides if sockets busy-poll
-  tcp.host_cores = hosts.cores_of_host[static_cast<std::size_t>(hosts.host_of(rank))];
-  if (!options.job_token.empty()) tcp.job_token = options.job_token;
-  transport_ = transport::connect_mesh(*store_, rank, size, tcp);  // CANOPY_TRANSPORT=tcp|verbs|auto
+  auto mesh = transport::MeshOptions::from_settings(Settings::from_environment(), comm_id_);
+  mesh.connect_timeout = timeout_;
+  mesh.host_of_rank = hosts.host_of_rank;
+  mesh.local_size = local_size;
+  mesh.host_cores = hosts.cores_of_host[static_cast<std::size_t>(hosts.host_of(rank))];
+  if (!options.job_token.empty()) mesh.job_token = options.job_token;
+  transport_ = transport::connect_mesh(*store_, rank, size, mesh);  // CANOPY_TRANSPORT=tcp|verbs|auto
 
   bool calibrate = options.calibrate && env_value("CANOPY_CALIBRATE").value_or("1") != "0";
   collectives::LinkModel link;

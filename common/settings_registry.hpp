@@ -83,7 +83,7 @@ inline constexpr Spec kRegistry[] = {
   microseconds("CANOPY_SOCKET_SPIN_US", "", 1e-6, 1, "how long TCP busy-polls before it blocks (default: 50 us unless ranks outnumber cores 4 to 1)", "never spin"),
   text("CANOPY_IB_HCA", "RDMA devices and ports, NCCL_IB_HCA syntax: `mlx5_0:1,mlx5_1`, `^mlx5_2`, `=mlx5_0` (default: any active port)"),
   integer("CANOPY_IB_GID_INDEX", "", 0, 255, "a fixed GID table index (default: RoCE v2 IPv4 first)"),
-  microseconds("CANOPY_IB_SPIN_US", "20", 1e-6, 1, "how long verbs polls the completion queue before it sleeps", "never spin"),
+  microseconds("CANOPY_IB_SPIN_US", "", 1e-6, 1, "how long verbs polls the completion queue before it sleeps (default: 20 us unless ranks outnumber cores 4 to 1)", "never spin"),
   size("CANOPY_IB_CHUNK_BYTES", "0", 4096, 2 * kGiB, "the most one RDMA write carries", "the port's largest message"),
   flag("CANOPY_IB_REG_CACHE", "0", "keep registrations of user buffers (only when buffers outlive the communicator)"),
   // Set by canopy-run for its ranks

@@ -16,7 +16,7 @@
 #include "tests/support/group.hpp"
 #include "tests/support/ranks.hpp"
 #include "tests/support/scoped_env.hpp"
-#include "transport/tcp/spin_rule.hpp"
+#include "transport/spin_rule.hpp"
 
 namespace canopy {
 namespace {

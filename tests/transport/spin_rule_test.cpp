@@ -1,4 +1,4 @@
-#include "transport/tcp/spin_rule.hpp"
+#include "transport/spin_rule.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

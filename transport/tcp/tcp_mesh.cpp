@@ -16,7 +16,7 @@
 #include "transport/tcp/handshake.hpp"
 #include "transport/tcp/interfaces.hpp"
 #include "transport/tcp/socket.hpp"
-#include "transport/tcp/spin_rule.hpp"
+#include "transport/spin_rule.hpp"
 #include "transport/tcp/tcp_socket_transport.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
@@ -362,12 +362,16 @@ std::string tcp_address_key(std::uint64_t comm_id, int rank) {
   return fmt::format("tcp/{}/addr/{}", comm_id, rank);
 }
 
-TcpOptions TcpOptions::from_settings(const Settings& settings) {
+TcpOptions TcpOptions::from(const MeshOptions& mesh) {
+  const Settings& settings = mesh.settings;
   TcpOptions options;
-  options.job_token = settings.text("CANOPY_JOB_TOKEN");
+  options.comm_id = mesh.comm_id;
+  options.connect_timeout = mesh.connect_timeout;
+  options.job_token = mesh.job_token;
+  options.local_size = mesh.local_size;
+  options.host_cores = mesh.host_cores;
   options.socket_ifname = settings.text("CANOPY_SOCKET_IFNAME");
   options.socket_family = settings.choice("CANOPY_SOCKET_FAMILY");
-  options.connect_timeout = std::chrono::duration_cast<Duration>(settings.duration("CANOPY_TIMEOUT"));
   if (settings.has("CANOPY_SOCKET_SPIN_US")) options.spin = settings.duration("CANOPY_SOCKET_SPIN_US");
   return options;
 }

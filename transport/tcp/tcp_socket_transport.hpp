@@ -15,7 +15,7 @@
 #include "transport/frame.hpp"
 #include "transport/tcp/ring_queue.hpp"
 #include "transport/tcp/socket.hpp"
-#include "transport/tcp/spin_rule.hpp"
+#include "transport/spin_rule.hpp"
 #include "transport/abort_flag.hpp"
 #include "transport/transport.hpp"
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -47,6 +48,8 @@ inline constexpr int kStagingSlots = 4;  // per peer and direction
 inline constexpr std::size_t kStagingSlotBytes = 64 * 1024;
 inline constexpr int kMaxSendRequests = 128;  // send queue depth per queue pair
 inline constexpr std::size_t kIdleRegistrations = 64;
+// How long progress() polls the completion queue by default before it sleeps (spin_rule.hpp decides when).
+inline constexpr std::chrono::microseconds kDefaultVerbsSpin{20};
 // Sends copied aside so that they complete before the peer asks for them (see buffer_waiting_sends):
 // at most this much memory, kept and reused once allocated.
 inline constexpr std::size_t kBufferedSendLimit = std::size_t{256} << 20;
@@ -214,6 +217,7 @@ class VerbsTransport final : public Transport {
   const int rank_;
   const int size_;
   const VerbsOptions options_;
+  const std::chrono::microseconds spin_;  // options_.spin, or what the spin rule chose
   std::unique_ptr<DevicePort> port_;
   ibv_pd* pd_ = nullptr;
   ibv_comp_channel* channel_ = nullptr;

@@ -381,7 +381,7 @@ bool VerbsTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
   if (!anything_pending() && deadline.is_never())
     fail(ErrorCode::InvalidArgument,
          "rank {}: progress() without a deadline while no operation is pending would wait forever", rank_);
-  const Clock::time_point spin_until = Clock::now() + options_.spin;
+  const Clock::time_point spin_until = Clock::now() + spin_;
   bool armed = false;
   for (;;) {
     drain_async_events();

@@ -10,8 +10,10 @@
 #include <random>
 #include <thread>
 
+#include "common/cpu_list.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "transport/spin_rule.hpp"
 #include "transport/verbs/queue_pairs.hpp"
 
 namespace canopy::transport::verbs {
@@ -38,6 +40,8 @@ VerbsTransport::VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> p
     : rank_(rank),
       size_(size),
       options_(options),
+      spin_(choose_spin(options.spin, options.local_size > 0 ? options.local_size : size,
+                        options.host_cores > 0 ? options.host_cores : usable_cores(), kDefaultVerbsSpin)),
       port_(std::move(port)),
       peers_(static_cast<std::size_t>(size)) {
   // Partly built resources are released by teardown(), which copes with any prefix of this.

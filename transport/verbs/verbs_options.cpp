@@ -2,15 +2,19 @@
 
 namespace canopy::transport {
 
-VerbsOptions VerbsOptions::from_settings(const Settings& settings) {
+VerbsOptions VerbsOptions::from(const MeshOptions& mesh) {
+  const Settings& settings = mesh.settings;
   VerbsOptions options;
+  options.comm_id = mesh.comm_id;
+  options.connect_timeout = mesh.connect_timeout;
+  options.local_size = mesh.local_size;
+  options.host_cores = mesh.host_cores;
   options.hca = settings.text("CANOPY_IB_HCA");
   options.gid_index =
       settings.has("CANOPY_IB_GID_INDEX") ? static_cast<int>(settings.integer("CANOPY_IB_GID_INDEX")) : -1;
-  options.spin = settings.duration("CANOPY_IB_SPIN_US");
+  if (settings.has("CANOPY_IB_SPIN_US")) options.spin = settings.duration("CANOPY_IB_SPIN_US");
   options.max_chunk_bytes = static_cast<std::size_t>(settings.size("CANOPY_IB_CHUNK_BYTES"));
   options.keep_registrations = settings.flag("CANOPY_IB_REG_CACHE");
-  options.connect_timeout = std::chrono::duration_cast<Duration>(settings.duration("CANOPY_TIMEOUT"));
   return options;
 }
 

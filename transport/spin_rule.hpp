@@ -1,4 +1,5 @@
-// When progress() should busy-poll its sockets before it blocks in poll(), and for how long.
+// When a transport's progress() should busy-poll (its sockets, its completion queue) before it blocks, and
+// for how long: the same rule for every transport.
 //
 // Busy-polling saves the wake-up of a blocked process (several microseconds on loopback, more than the
 // message itself for small ones); ours offers the core (sched_yield) between rounds, so that a peer waiting
@@ -15,16 +16,16 @@ namespace canopy::transport {
 // Spinning was measured to pay up to 4 ranks per core; beyond that a rank blocks by default.
 inline constexpr int kMostRanksPerCoreToSpin = 4;
 
-// How long a rank spins by default: several small-message round
-// trips on loopback, so that a collective's next message usually arrives while still spinning, yet short
-// enough that a rank waiting on a slow peer soon gives its core back.
+// How long TCP spins by default: several small-message round trips on loopback, so that a collective's
+// next message usually arrives while still spinning, yet short enough that a rank waiting on a slow peer
+// soon gives its core back.
 inline constexpr std::chrono::microseconds kDefaultSpin{50};
 
-// The spin to use: `requested` (CANOPY_SOCKET_SPIN_US) when given; otherwise kDefaultSpin when
-// `local_ranks` (this group's ranks on this host) are at most kMostRanksPerCoreToSpin per core, and none
-// beyond.
+// The spin to use: `requested` (CANOPY_SOCKET_SPIN_US, CANOPY_IB_SPIN_US) when given; otherwise
+// `default_spin` when `local_ranks` (this group's ranks on this host) are at most kMostRanksPerCoreToSpin
+// per core, and none beyond.
 std::chrono::microseconds choose_spin(std::optional<std::chrono::microseconds> requested, int local_ranks,
-                                      int cores);
+                                      int cores, std::chrono::microseconds default_spin = kDefaultSpin);
 
 // Spinning pays only while the awaited bytes arrive within the spin; on a busy machine every spin runs out
 // and only pushes the peer further back in the run queue (docs/TRANSPORT.md, *Spinning*). So after a few
