@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "canopy/communicator.hpp"
 
@@ -22,6 +23,7 @@ struct Work::State {
   std::condition_variable done_changed;
   bool done = false;
   std::exception_ptr error;
+  std::vector<std::function<void()>> on_completion;  // run by finish()
 
   void finish(std::exception_ptr e);
 };

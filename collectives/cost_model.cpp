@@ -40,10 +40,19 @@ const AlgorithmChoice& CostModel::choose(const CollectiveCall& call, std::size_t
   if (auto it = choices_.find(key); it != choices_.end()) return it->second;
 
   const bool stream = pace == Pace::Stream;
+  const std::span<const Algorithm> candidates = algorithms(call.collective);
+  if (candidates.size() == 1) {
+    // Nothing to choose; all-to-all-v could not be timed anyway: a rank knows only its own counts.
+    AlgorithmChoice only{&candidates[0], 0,
+                         fmt::format("{} on {} ranks: {} (the only algorithm)", to_string(call.collective),
+                                     call.size, candidates[0].name)};
+    if (choices_.size() >= kMaxCached) choices_.clear();
+    return choices_.emplace(key, std::move(only)).first->second;
+  }
   AlgorithmChoice best;
   Prediction best_prediction;
   std::string explanation;
-  for (const Algorithm& candidate : algorithms(call.collective)) {
+  for (const Algorithm& candidate : candidates) {
     const Prediction prediction = predict(candidate, call, element_size, link_);
     explanation += fmt::format("{}{} {:.1f} us", explanation.empty() ? "" : ", ", candidate.name,
                                (stream ? prediction.stream_seconds : prediction.seconds) * 1e6);

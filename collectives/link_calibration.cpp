@@ -131,23 +131,34 @@ double probe_reduce() {
   return best / (kCount * sizeof(float));
 }
 
-std::optional<LinkModel> fixed_model_from_environment() {
-  auto text = env_value("CANOPY_COST_MODEL");
-  if (!text) return std::nullopt;
+}  // namespace
+
+LinkModel parse_cost_model(std::string_view given) {
+  const std::string text(given);  // sscanf needs the terminating zero
   LinkModel link;
   unsigned long long eager_bytes = 0;
-  const int fields = std::sscanf(text->c_str(), "%lf,%lf,%lf,%lf,%llu", &link.alpha, &link.beta, &link.gamma,
-                                 &link.beta_eager, &eager_bytes);
-  if (fields == 3) link.beta_eager = link.beta;
+  int used = -1;
+  bool whole = std::sscanf(text.c_str(), "%lf,%lf,%lf,%lf,%llu%n", &link.alpha, &link.beta, &link.gamma,
+                           &link.beta_eager, &eager_bytes, &used) == 5 &&
+               used == static_cast<int>(text.size());
+  if (!whole) {
+    used = -1;
+    whole = std::sscanf(text.c_str(), "%lf,%lf,%lf%n", &link.alpha, &link.beta, &link.gamma, &used) == 3 &&
+            used == static_cast<int>(text.size());
+    link.beta_eager = link.beta;
+    eager_bytes = 0;
+  }
   link.eager_bytes = eager_bytes;
-  if ((fields != 3 && fields != 5) || link.alpha < 0 || link.beta <= 0 || link.gamma < 0 ||
-      link.beta_eager <= 0)
+  if (!whole || !(link.alpha >= 0) || !(link.beta > 0) || !(link.gamma >= 0) || !(link.beta_eager > 0))
     fail(ErrorCode::Config,
-         "CANOPY_COST_MODEL='{}' must be 'alpha,beta,gamma' or 'alpha,beta,gamma,beta_eager,eager_bytes' "
-         "(seconds, seconds per byte, seconds per byte, seconds per byte, bytes)",
-         *text);
+         "CANOPY_COST_MODEL='{}' is not a cost model: use 'alpha,beta,gamma' or "
+         "'alpha,beta,gamma,beta_eager,eager_bytes' (seconds, seconds per byte, seconds per byte, seconds per "
+         "byte, bytes; alpha and gamma at least 0, beta and beta_eager above 0), such as 2e-5,1e-9,1e-10",
+         text);
   return link;
 }
+
+namespace {
 
 // Hex floats: exact, and the same figures on every rank.
 std::string encode(const LinkModel& link) {
@@ -249,10 +260,10 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
 }  // namespace
 
 LinkModel calibrate_link_model(transport::Transport& transport, Store& store, std::uint64_t comm_id,
-                               const HostLayout& hosts, Deadline deadline) {
+                               const HostLayout& hosts, std::string_view fixed_text, Deadline deadline) {
   LinkModel link;
-  if (auto fixed = fixed_model_from_environment())
-    link = *fixed;
+  if (!fixed_text.empty())
+    link = parse_cost_model(fixed_text);
   else if (transport.size() >= 2)
     link = measure(transport, store, comm_id, hosts, deadline);
   link.hosts = hosts;

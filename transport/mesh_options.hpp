@@ -27,6 +27,9 @@ struct MeshOptions {
   // busy-poll without starving the peer it waits for (spin_rule.hpp).
   int local_size = 0;
   int host_cores = 0;
+  // false: never busy-poll, whatever the spin rule and settings say (a mesh driven by a thread of its
+  // own, which may wait in poll() at no one's expense).
+  bool spin = true;
   // The communicator's settings, parsed once: CANOPY_TRANSPORT, and each transport's own.
   Settings settings = Settings::parse({});
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "canopy/error.hpp"
 #include "common/deadline.hpp"
 #include "transport/envelope.hpp"
 
@@ -48,6 +49,10 @@ class Transport {
   // Fails every pending and later operation with Error(Aborted, reason) and wakes progress(). Thread-safe.
   virtual void abort(const std::string& reason) = 0;
 
+  // Makes a progress() that is waiting return at once (the next one, if none is waiting), so that a
+  // thread driving the transport learns of work another thread handed it. Thread-safe.
+  virtual void wake() = 0;
+
   // Frame flags (frame.hpp): what the frames posted from now on carry, and what the frames with a
   // payload that arrived since the last take_frame_flags() carried (ORed). Frames without payload do
   // not count: they carry no data, so their sender may have posted them before it heard anything.
@@ -59,6 +64,17 @@ class Transport {
  protected:
   std::uint8_t send_flags_ = 0;
   std::uint8_t received_flags_ = 0;
+};
+
+// What progress() throws when the connection to one peer closed, reset or went silent: an
+// Error(PeerFailed) that says which peer, so that a caller can tell a peer that left from the others.
+class PeerFailedError : public Error {
+ public:
+  PeerFailedError(int peer, const std::string& message) : Error(ErrorCode::PeerFailed, message), peer_(peer) {}
+  int peer() const { return peer_; }
+
+ private:
+  int peer_;
 };
 
 // Blocking conveniences: post, then progress until that one operation is done. Only for callers with

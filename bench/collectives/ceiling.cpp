@@ -170,10 +170,14 @@ double ceiling_busbw_gbps(Collective collective, int ranks, double aggregate_gbp
     case Collective::AllReduce:
     case Collective::AllGather:
     case Collective::ReduceScatter:
+    case Collective::AllToAll:
       return aggregate_gbps / p;
     case Collective::Broadcast:
     case Collective::Reduce:
       return aggregate_gbps / (p - 1);
+    case Collective::Gather:  // (p-1)/p of the bytes cross, all through the root
+    case Collective::Scatter:
+      return aggregate_gbps;
     default:
       return 0;
   }

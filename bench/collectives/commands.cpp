@@ -79,8 +79,8 @@ void add_trace(CLI::App& parent, Command& chosen) {
   app->add_option("--svg", s.svg, "also draw the trace here (with several algorithms: FILE-<algo>.svg)");
   app->add_flag("--out-of-place", s.out_of_place,
                 "the input in its own buffer: messages read straight from it show as input[a..b)");
-  when_chosen(app, chosen, state, "trace", [](const TraceSettings& s) {
-    std::fputs(run_trace(s).c_str(), stdout);
+  when_chosen(app, chosen, state, "trace", [](const TraceSettings& trace) {
+    std::fputs(run_trace(trace).c_str(), stdout);
     return 0;
   });
 }
@@ -129,8 +129,8 @@ void add_cpu(CLI::App& parent, Command& chosen) {
   app->add_option("--times", *times, "how many times to time it, one line each")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  when_chosen(app, chosen, times, "cpu", [](int times) {
-    for (int i = 0; i < times; ++i) fmt::print("cpu fixed work: {:.1f} ms\n", fixed_work_milliseconds());
+  when_chosen(app, chosen, times, "cpu", [](int repeats) {
+    for (int i = 0; i < repeats; ++i) fmt::print("cpu fixed work: {:.1f} ms\n", fixed_work_milliseconds());
     return 0;
   });
 }
@@ -186,8 +186,8 @@ void add_choice(CLI::App& parent, Command& chosen) {
       "how good auto is; per size, auto's measured time beside the fastest algorithm's, from --json files of "
       "sweeps run with --algo all");
   app->add_option("rows", *inputs, "canopy-bench --json files")->required();
-  when_chosen(app, chosen, inputs, "choice", [](const std::vector<std::string>& inputs) {
-    std::fputs(choice_table(rows_of(inputs)).c_str(), stdout);
+  when_chosen(app, chosen, inputs, "choice", [](const std::vector<std::string>& paths) {
+    std::fputs(choice_table(rows_of(paths)).c_str(), stdout);
     return 0;
   });
 }

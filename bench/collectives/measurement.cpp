@@ -10,8 +10,10 @@
 namespace canopy::bench {
 namespace {
 
+// Sizes count the bytes of the biggest buffer, as nccl-tests does: P blocks of `block` elements.
 bool is_blocked(Collective c) {
-  return c == Collective::AllGather || c == Collective::ReduceScatter;
+  return c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllToAll ||
+         c == Collective::Gather || c == Collective::Scatter;
 }
 
 void grow(std::vector<std::byte>& buffer, std::size_t bytes) {
@@ -27,6 +29,9 @@ double bus_factor(Collective collective, int ranks) {
       return 2 * (p - 1) / p;
     case Collective::AllGather:
     case Collective::ReduceScatter:
+    case Collective::AllToAll:
+    case Collective::Gather:
+    case Collective::Scatter:
       return (p - 1) / p;
     case Collective::Broadcast:
     case Collective::Reduce:
@@ -36,30 +41,52 @@ double bus_factor(Collective collective, int ranks) {
   }
 }
 
-// Buffers: all-gather gathers `block` elements per rank into output; reduce-scatter reduces an
-// input of ranks x block into `block`; the others work on one buffer of `block` elements.
+// Elements of the input and the output of a call on `block` elements per rank.
+std::pair<std::uint64_t, std::uint64_t> Measurement::buffer_elements(Collective c,
+                                                                     std::uint64_t block) const {
+  const auto ranks = static_cast<std::uint64_t>(comm_.size());
+  switch (c) {
+    case Collective::ReduceScatter:
+    case Collective::Scatter:
+      return {block * ranks, block};
+    case Collective::AllGather:
+    case Collective::Gather:
+      return {block, block * ranks};
+    case Collective::AllToAll:
+      return {block * ranks, block * ranks};
+    default:
+      return {block, block};
+  }
+}
+
+// Buffers: all-gather and gather gather `block` elements per rank into output; reduce-scatter and
+// scatter split an input of ranks x block into `block`; all-to-all sends ranks x block and receives as
+// much; the others work on one buffer of `block` elements. In place, the smaller buffer is the
+// caller's block of the larger one (at the root, for gather and scatter).
 CollectiveArgs Measurement::arguments(const BenchCase& c, std::uint64_t block) {
   std::size_t element = size_of(c.dtype);
-  std::uint64_t ranks = static_cast<std::uint64_t>(comm_.size());
-  std::uint64_t in_elements = c.collective == Collective::ReduceScatter ? block * ranks : block;
-  std::uint64_t out_elements = c.collective == Collective::AllGather ? block * ranks : block;
+  const auto [in_elements, out_elements] = buffer_elements(c.collective, block);
   grow(input_, in_elements * element);
   grow(output_, out_elements * element);
   CollectiveArgs args{c.collective, input_.data(), output_.data(), block, c.dtype, c.op, c.root};
-  if (c.in_place) {
-    if (c.collective == Collective::AllGather)
-      args.input = output_.data() + comm_.rank() * block * element;
-    else if (c.collective == Collective::ReduceScatter)
-      args.output = input_.data() + comm_.rank() * block * element;
+  const bool rooted_movement = c.collective == Collective::Gather || c.collective == Collective::Scatter;
+  if (c.in_place && (!rooted_movement || comm_.rank() == c.root)) {  // a gather's in place is the root's
+    const int owner = rooted_movement ? c.root : comm_.rank();
+    if (c.collective == Collective::AllGather || c.collective == Collective::Gather)
+      args.input = output_.data() + owner * block * element;
+    else if (c.collective == Collective::ReduceScatter || c.collective == Collective::Scatter)
+      args.output = input_.data() + owner * block * element;
     else
       args.input = args.output;
   }
   return args;
 }
 
+// Block j of an all-to-all's or a scatter's input holds elements j * block.. of the sender's inputs, so
+// that rank j can tell them from the blocks for the others.
 void Measurement::fill(const BenchCase& c, std::uint64_t block) {
   CollectiveArgs args = arguments(c, block);
-  std::uint64_t in_elements = c.collective == Collective::ReduceScatter ? block * comm_.size() : block;
+  const std::uint64_t in_elements = buffer_elements(c.collective, block).first;
   fill_inputs(c.dtype, c.op, comm_.rank(), 0, const_cast<void*>(args.input), in_elements);
 }
 
@@ -86,6 +113,23 @@ std::uint64_t Measurement::count_wrong(const BenchCase& c, std::uint64_t block) 
     case Collective::ReduceScatter: {
       const std::byte* result = c.in_place ? input_.data() + rank * block * element : out;
       return bench::count_wrong(c.dtype, c.op, ranks, -1, rank * block, result, block);
+    }
+    case Collective::AllToAll: {
+      std::uint64_t wrong = 0;
+      for (int r = 0; r < ranks; ++r)
+        wrong += bench::count_wrong(c.dtype, c.op, ranks, r, rank * block, out + r * block * element, block);
+      return wrong;
+    }
+    case Collective::Gather: {
+      if (rank != c.root) return 0;
+      std::uint64_t wrong = 0;
+      for (int r = 0; r < ranks; ++r)
+        wrong += bench::count_wrong(c.dtype, c.op, ranks, r, 0, out + r * block * element, block);
+      return wrong;
+    }
+    case Collective::Scatter: {
+      const std::byte* result = c.in_place && rank == c.root ? input_.data() + rank * block * element : out;
+      return bench::count_wrong(c.dtype, c.op, ranks, c.root, rank * block, result, block);
     }
     default:
       return 0;

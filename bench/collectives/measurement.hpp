@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "canopy/communicator.hpp"
@@ -54,6 +55,7 @@ class Measurement {
   BenchResult run(const BenchCase& bench_case);
 
  private:
+  std::pair<std::uint64_t, std::uint64_t> buffer_elements(Collective c, std::uint64_t block) const;
   CollectiveArgs arguments(const BenchCase& c, std::uint64_t block);
   void fill(const BenchCase& c, std::uint64_t block);
   std::uint64_t count_wrong(const BenchCase& c, std::uint64_t block) const;

@@ -10,9 +10,9 @@ namespace canopy::bench {
 namespace {
 
 const std::vector<Collective>& every_collective() {
-  static const std::vector<Collective> all{Collective::AllReduce,     Collective::Broadcast,
-                                           Collective::Reduce,        Collective::AllGather,
-                                           Collective::ReduceScatter, Collective::Barrier};
+  static const std::vector<Collective> all{Collective::AllReduce, Collective::Broadcast,     Collective::Reduce,
+                                           Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll,
+                                           Collective::Gather,    Collective::Scatter,       Collective::Barrier};
   return all;
 }
 
@@ -39,6 +39,12 @@ std::string command_name(Collective collective) {
       return "reducescatter";
     case Collective::Barrier:
       return "barrier";
+    case Collective::AllToAll:
+      return "alltoall";
+    case Collective::Gather:
+      return "gather";
+    case Collective::Scatter:
+      return "scatter";
     default:
       return std::string(to_string(collective));
   }

@@ -37,7 +37,7 @@ void add_sweep_flags(CLI::App& app, SweepFlags& flags, const std::string& collec
          "as the warm-up's slowest rank says fill the window (warm-up calls run slower: use -w 10 or more; "
          "0: exactly -n)")
       ->capture_default_str();
-  app.add_option("--root", flags.root, "root of broadcast and reduce")->capture_default_str();
+  app.add_option("--root", flags.root, "root of broadcast, reduce, gather and scatter")->capture_default_str();
   app.add_flag(
       "--latency", flags.latency,
       "a barrier before every timed call, and only the calls timed (OSU's method): one call's latency, "

@@ -21,8 +21,9 @@ namespace coll = canopy::collectives;
 void check(const TraceSettings& s, Collective collective) {
   if (s.ranks < 1 || s.ranks > 1024)
     throw std::invalid_argument(fmt::format("-p {}: the rank count must be 1 to 1024", s.ranks));
-  bool rooted = collective == Collective::Broadcast || collective == Collective::Reduce;
-  if (rooted && (s.root < 0 || s.root >= s.ranks))
+  coll::CollectiveCall call;
+  call.collective = collective;
+  if (call.rooted() && (s.root < 0 || s.root >= s.ranks))
     throw std::invalid_argument(fmt::format("--root {} is not a rank of {}", s.root, s.ranks));
   if (s.count > (1u << 26))
     throw std::invalid_argument(fmt::format("--count {}: the tracer draws at most 2^26 elements", s.count));
@@ -72,7 +73,10 @@ std::string run_trace(const TraceSettings& s) {
   call.chunk_count = chunk_elements;
   call.in_place = !s.out_of_place;
   const coll::LinkModel model = link_model(s);
-  const std::size_t buffer_bytes = call.data_count() * size_of(*dtype);
+  std::size_t buffer_bytes = 0;  // the largest buffer of any rank
+  for (const coll::CollectiveCall& own : coll::every_rank(call))
+    buffer_bytes =
+        std::max<std::size_t>(buffer_bytes, std::max(own.data_count(), own.input_count()) * size_of(*dtype));
 
   std::string text = fmt::format("# model: alpha {} us per message, {} GB/s per link, reduce {} GB/s",
                                  s.alpha_us, s.link_gbps, s.reduce_gbps);
@@ -83,8 +87,10 @@ std::string run_trace(const TraceSettings& s) {
   std::vector<std::pair<std::string, double>> predictions;
   for (const std::string& name : names) {
     const coll::Algorithm& algorithm = *coll::find_algorithm(collective, name);
-    std::vector<std::vector<std::byte>> inputs(static_cast<std::size_t>(s.ranks),
-                                               std::vector<std::byte>(buffer_bytes));
+    // Each rank's Data, or where the input is a buffer of its own (an all-to-all's), its Input.
+    std::vector<std::vector<std::byte>> inputs;
+    for (const coll::CollectiveCall& own : coll::every_rank(call))
+      inputs.emplace_back((own.input_in_data() ? own.data_count() : own.input_count()) * size_of(*dtype));
     coll::Simulation simulation =
         coll::simulate(algorithm, call, *dtype, ReduceOp::Sum, std::move(inputs), model);
     text += fmt::format("\n== {} {}: {}\n", command_name(collective), name, algorithm.summary);

@@ -1,7 +1,8 @@
 // canopy-mpi-bench: the peer in bench/compare. Times MPI_Allreduce / MPI_Bcast / MPI_Reduce /
-// MPI_Allgather / MPI_Reduce_scatter_block exactly as canopy-bench times Canopy (same sizes, warm-up,
-// barrier, average over ranks of the per-iteration time, nccl-tests busbw), checks the results exactly,
-// and writes rows with canopy-bench's JSON keys so `canopy-bench compare` can divide one by the other.
+// MPI_Allgather / MPI_Reduce_scatter_block / MPI_Alltoall / MPI_Gather / MPI_Scatter exactly as canopy-bench
+// times Canopy (same sizes, warm-up, barrier, average over ranks of the per-iteration time, nccl-tests
+// busbw), checks the results exactly, and writes rows with canopy-bench's JSON keys so `canopy-bench compare`
+// can divide one by the other.
 //
 //   mpirun --mca pml ob1 --mca btl tcp,self -np 4 canopy-mpi-bench allreduce -b 4 -e 64M --json mpi.json
 // Only MPI's C interface is used; Open MPI's deprecated C++ bindings do not compile warning-free.
@@ -53,6 +54,15 @@ void call(Collective collective, Buffers& b, int count, int root) {
     case Collective::ReduceScatter:
       MPI_Reduce_scatter_block(b.in.data(), b.out.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       break;
+    case Collective::AllToAll:
+      MPI_Alltoall(b.in.data(), count, MPI_FLOAT, b.out.data(), count, MPI_FLOAT, MPI_COMM_WORLD);
+      break;
+    case Collective::Gather:
+      MPI_Gather(b.in.data(), count, MPI_FLOAT, b.out.data(), count, MPI_FLOAT, root, MPI_COMM_WORLD);
+      break;
+    case Collective::Scatter:
+      MPI_Scatter(b.in.data(), count, MPI_FLOAT, b.out.data(), count, MPI_FLOAT, root, MPI_COMM_WORLD);
+      break;
     default:
       break;
   }
@@ -85,6 +95,18 @@ std::uint64_t wrong_elements(Collective collective, const Buffers& b, int count,
         for (int r = 0; r < ranks; ++r)
           wrong += b.out[static_cast<std::uint64_t>(r) * count + i] != input_of(r, i);
         break;
+      case Collective::AllToAll:  // block j of rank r's input is elements j * count.. of its inputs
+        for (int r = 0; r < ranks; ++r)
+          wrong += b.out[static_cast<std::uint64_t>(r) * count + i] !=
+                   input_of(r, static_cast<std::uint64_t>(rank) * count + i);
+        break;
+      case Collective::Gather:
+        for (int r = 0; r < ranks && rank == root; ++r)
+          wrong += b.out[static_cast<std::uint64_t>(r) * count + i] != input_of(r, i);
+        break;
+      case Collective::Scatter:
+        wrong += b.out[i] != input_of(root, static_cast<std::uint64_t>(rank) * count + i);
+        break;
       default:
         break;
     }
@@ -104,7 +126,13 @@ int run(const Settings& s) {
   std::uint64_t total_wrong = 0;
   for (Collective collective : collectives) {
     if (collective == Collective::Barrier) continue;
-    bool blocked = collective == Collective::AllGather || collective == Collective::ReduceScatter;
+    const bool blocked = collective == Collective::AllGather || collective == Collective::ReduceScatter ||
+                         collective == Collective::AllToAll || collective == Collective::Gather ||
+                         collective == Collective::Scatter;
+    const bool whole_input = collective == Collective::ReduceScatter || collective == Collective::AllToAll ||
+                             collective == Collective::Scatter;
+    const bool whole_output = collective == Collective::AllGather || collective == Collective::AllToAll ||
+                              collective == Collective::Gather;
     if (rank == 0)
       fmt::print("# {} on {} ranks (MPI)\n{:>12} {:>10} {:>10} {:>10} {:>8} {:>8} {:>7}\n",
                  command_name(collective), ranks, "size(B)", "time(us)", "min(us)", "max(us)", "algbw",
@@ -115,8 +143,8 @@ int run(const Settings& s) {
       std::uint64_t count = blocked ? elements / ranks : elements;
       std::uint64_t whole = blocked ? count * ranks : count;
       // Allocated once per size and touched before timing, as canopy-bench's buffers are reused.
-      b.in.assign(std::max<std::uint64_t>(1, collective == Collective::ReduceScatter ? whole : count), 0.0f);
-      b.out.assign(std::max<std::uint64_t>(1, collective == Collective::AllGather ? whole : count), 0.0f);
+      b.in.assign(std::max<std::uint64_t>(1, whole_input ? whole : count), 0.0f);
+      b.out.assign(std::max<std::uint64_t>(1, whole_output ? whole : count), 0.0f);
       for (std::uint64_t i = 0; i < b.in.size(); ++i) b.in[i] = input_of(rank, i);
       if (collective == Collective::Broadcast && rank == s.root)
         for (std::uint64_t i = 0; i < count; ++i) b.out[i] = input_of(rank, i);
@@ -185,7 +213,8 @@ int main(int argc, char** argv) {
   canopy::bench::Settings s;
   s.min_size = "4";
   CLI::App app{"canopy-mpi-bench: MPI's collectives timed as canopy-bench times Canopy's"};
-  canopy::bench::add_sweep_flags(app, s, "allreduce|broadcast|reduce|allgather|reducescatter|all");
+  canopy::bench::add_sweep_flags(app, s,
+                                 "allreduce|broadcast|reduce|allgather|reducescatter|alltoall|gather|scatter|all");
   MPI_Init(&argc, &argv);
   int status = 0;
   try {

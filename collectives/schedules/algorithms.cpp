@@ -59,6 +59,27 @@ constexpr std::array kBarrier{
               barrier_dissemination},
 };
 
+constexpr std::array kAllToAll{
+    Algorithm{Collective::AllToAll, "pairwise", "p-1 rounds: block r+k to rank r+k, block r-k from rank r-k",
+              all_to_all_pairwise},
+    Algorithm{Collective::AllToAll, "bruck",
+              "ceil(lg p) rounds, each moving the blocks whose index has bit k set", all_to_all_bruck},
+};
+constexpr std::array kAllToAllV{
+    Algorithm{Collective::AllToAllV, "pairwise", "p-1 rounds: counts to rank r+k, from rank r-k",
+              all_to_all_v_pairwise},
+};
+constexpr std::array kGather{
+    Algorithm{Collective::Gather, "flat", "every rank sends its block to the root", gather_flat},
+    Algorithm{Collective::Gather, "binomial", "binomial tree: each rank sends its subtree's blocks up",
+              gather_binomial},
+};
+constexpr std::array kScatter{
+    Algorithm{Collective::Scatter, "flat", "the root sends each rank its block in turn", scatter_flat},
+    Algorithm{Collective::Scatter, "binomial", "binomial tree: each rank passes its children their subtrees",
+              scatter_binomial},
+};
+
 }  // namespace
 
 std::span<const Algorithm> algorithms(Collective collective) {
@@ -75,12 +96,16 @@ std::span<const Algorithm> algorithms(Collective collective) {
       return kReduceScatter;
     case Collective::Barrier:
       return kBarrier;
+    case Collective::AllToAll:
+      return kAllToAll;
+    case Collective::AllToAllV:
+      return kAllToAllV;
+    case Collective::Gather:
+      return kGather;
+    case Collective::Scatter:
+      return kScatter;
     case Collective::PointToPoint:
     case Collective::Bootstrap:
-    case Collective::AllToAll:
-    case Collective::AllToAllV:
-    case Collective::Gather:
-    case Collective::Scatter:
       break;
   }
   return {};

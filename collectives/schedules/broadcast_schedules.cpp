@@ -80,12 +80,9 @@ Schedule broadcast_scatter_allgather(const CollectiveCall& call) {
   const int v = to_virtual(call.rank, call.root, size);
   auto parts = [&](int first, int last) { return parts_of(call.count, size, first, last); };
 
-  // Scatter: the subtree of virtual rank u in the binomial tree is [u, u + lowest bit of u).
+  // Scatter: each rank receives its binomial subtree's parts and passes each child the child's.
   const TreeLinks tree = binomial_tree(v, size);
-  auto subtree_end = [&](int u) {
-    const int span = u == 0 ? size : (u & -u);
-    return std::min(size, u + span);
-  };
+  auto subtree_end = [&](int u) { return u + binomial_subtree_size(u, size); };
   if (tree.parent >= 0)
     writer.recv_chunks(to_real(tree.parent, call.root, size), parts(v, subtree_end(v)), 0);
   for (int child : tree.children) {

@@ -34,6 +34,17 @@ Schedule all_reduce_ring(const CollectiveCall& call);
 Schedule all_gather_ring(const CollectiveCall& call);
 Schedule reduce_scatter_ring(const CollectiveCall& call);
 
+// all_to_all_schedules.cpp
+Schedule all_to_all_pairwise(const CollectiveCall& call);
+Schedule all_to_all_bruck(const CollectiveCall& call);
+Schedule all_to_all_v_pairwise(const CollectiveCall& call);
+
+// gather_scatter_schedules.cpp
+Schedule gather_flat(const CollectiveCall& call);
+Schedule gather_binomial(const CollectiveCall& call);
+Schedule scatter_flat(const CollectiveCall& call);
+Schedule scatter_binomial(const CollectiveCall& call);
+
 // barrier_schedules.cpp
 Schedule barrier_dissemination(const CollectiveCall& call);
 

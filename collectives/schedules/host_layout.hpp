@@ -33,6 +33,22 @@ struct HostLayout {
     const int cores_wanted = ranks_on(host) * cores_per_message(host);
     return (cores_wanted + cores_of(host) - 1) / cores_of(host);
   }
+  // The layout of a group made of `ranks` of this one (new rank i is ranks[i]): hosts renumbered in the
+  // order of their first member, each keeping its cores.
+  HostLayout subset(const std::vector<int>& ranks) const {
+    if (host_of_rank.empty()) return {};
+    HostLayout layout;
+    std::vector<int> renumbered(cores_of_host.size(), -1);
+    for (int rank : ranks) {
+      int& host = renumbered[static_cast<std::size_t>(host_of(rank))];
+      if (host < 0) {
+        host = static_cast<int>(layout.cores_of_host.size());
+        layout.cores_of_host.push_back(cores_of(host_of(rank)));
+      }
+      layout.host_of_rank.push_back(host);
+    }
+    return layout;
+  }
   // The rank's position among the ranks of its host, by global rank.
   int local_rank_of(int rank) const {
     if (host_of_rank.empty()) return 0;

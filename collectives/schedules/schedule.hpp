@@ -49,34 +49,96 @@ struct Step {
 };
 
 // One collective call as seen by one rank.
+//
+// The buffers, per collective (count is the `count` field; P the size):
+//   collective                 Data (where the result ends)    Input (the caller's input)
+//   broadcast, reduce,         count                           the whole of Data
+//     all-reduce
+//   all-gather                 P * count, block r from rank r  block `rank` of Data
+//   reduce-scatter             P * count (partial sums)        the whole of Data
+//   gather                     root: P * count; others: none   count; at the root block `root` of Data
+//   scatter                    count                           root: P * count; others: none
+//   all-to-all                 P * count, block j from rank j  P * count, block j for rank j
+//   all-to-all-v               sum of recv_counts              sum of send_counts
+// Where the input is a region of Data (input_in_data()), an in-place call has it there already, and
+// an out-of-place call has it in the separate, read-only Input buffer. Elsewhere Input is always
+// separate (in_place is false), except at the root of an in-place scatter, whose Data already is its
+// own block of Input.
 struct CollectiveCall {
   Collective collective = Collective::AllReduce;
   int rank = 0;
   int size = 1;
-  // Broadcast, Reduce, AllReduce: elements of the buffer. AllGather, ReduceScatter: elements of one
-  // rank's block (the Data buffer then holds size * count elements, block r at offset r * count).
+  // Elements of the buffer, or of one rank's block (all-gather, reduce-scatter, gather, scatter,
+  // all-to-all). Unused by all-to-all-v.
   std::uint64_t count = 0;
-  int root = 0;                         // Broadcast, Reduce
+  int root = 0;                         // broadcast, reduce, gather, scatter
   std::uint64_t chunk_count = 1 << 18;  // pipelining granularity in elements (>= 1)
   // In place, Data holds the caller's input when the call starts. Out of place, the input is the
   // separate, read-only Input buffer, and Data starts as garbage: the schedule's first send and first
   // reduce of each block read Input directly, so nothing copies the input into Data first.
   bool in_place = true;
+  // all-to-all-v: the elements this rank sends to and receives from each rank (size entries each).
+  std::vector<std::uint64_t> send_counts{};
+  std::vector<std::uint64_t> recv_counts{};
 
   bool blocked() const {
-    return collective == Collective::AllGather || collective == Collective::ReduceScatter;
+    return collective == Collective::AllGather || collective == Collective::ReduceScatter ||
+           collective == Collective::AllToAll;
+  }
+  bool rooted() const {
+    return collective == Collective::Broadcast || collective == Collective::Reduce ||
+           collective == Collective::Gather || collective == Collective::Scatter;
   }
 
   // Elements of the Data buffer the schedule works on.
-  std::uint64_t data_count() const { return blocked() ? count * static_cast<std::uint64_t>(size) : count; }
-
-  // The range of Data that the caller's input stands for: an all-gather's input is this rank's
-  // block; every other collective's input covers all of Data. Input element i is Data element
-  // input_offset() + i of an in-place call.
-  std::uint64_t input_offset() const {
-    return collective == Collective::AllGather ? static_cast<std::uint64_t>(rank) * count : 0;
+  std::uint64_t data_count() const {
+    if (blocked()) return count * static_cast<std::uint64_t>(size);
+    if (collective == Collective::AllToAllV) return total(recv_counts);
+    if (collective == Collective::Gather) return rank == root ? count * static_cast<std::uint64_t>(size) : 0;
+    return count;
   }
-  std::uint64_t input_count() const { return collective == Collective::AllGather ? count : data_count(); }
+
+  // Elements of the caller's input.
+  std::uint64_t input_count() const {
+    switch (collective) {
+      case Collective::AllGather:
+      case Collective::Gather:
+        return count;
+      case Collective::Scatter:
+        return rank == root ? count * static_cast<std::uint64_t>(size) : 0;
+      case Collective::AllToAllV:
+        return total(send_counts);
+      default:
+        return data_count();
+    }
+  }
+
+  // Whether the input stands for a region of Data: [input_offset(), input_offset() + input_count()).
+  bool input_in_data() const {
+    switch (collective) {
+      case Collective::AllToAll:
+      case Collective::AllToAllV:
+      case Collective::Scatter:
+        return false;
+      case Collective::Gather:
+        return rank == root;
+      default:
+        return true;
+    }
+  }
+  // Input element i is Data element input_offset() + i of an in-place call.
+  std::uint64_t input_offset() const {
+    if (collective == Collective::AllGather) return static_cast<std::uint64_t>(rank) * count;
+    if (collective == Collective::Gather) return static_cast<std::uint64_t>(root) * count;
+    return 0;
+  }
+
+ private:
+  static std::uint64_t total(const std::vector<std::uint64_t>& counts) {
+    std::uint64_t sum = 0;
+    for (std::uint64_t c : counts) sum += c;
+    return sum;
+  }
 };
 
 struct Schedule {

@@ -16,7 +16,8 @@
 // came with, and the previous messages on the two links it uses (the seed's flat broadcast takes p-1
 // rounds: one friend after the other).
 // Sends are eager: a message travels as soon as its step is ready and both links are free, whether or
-// not the receiver has posted its receive; the k-th receive from a peer takes the k-th message.
+// not the receiver has posted its receive; the k-th receive from a peer takes the k-th message. What one
+// rank's schedule must satisfy alone is checked first (schedule_checks.hpp).
 #include "collectives/schedules/simulator.hpp"
 
 #include <fmt/ranges.h>
@@ -31,44 +32,12 @@
 #include <utility>
 
 #include "collectives/kernels/reduce_kernels.hpp"
+#include "collectives/schedules/schedule_checks.hpp"
 #include "collectives/schedules/step_writer.hpp"
 #include "common/error.hpp"
 
 namespace canopy::collectives {
 namespace {
-
-const char* name_of(Buffer buffer) {
-  switch (buffer) {
-    case Buffer::Data:
-      return "Data";
-    case Buffer::Staging:
-      return "Staging";
-    case Buffer::Input:
-      return "Input";
-  }
-  return "?";
-}
-
-std::string describe(const Block& block) {
-  return fmt::format("{}[{}..{})", name_of(block.buffer), block.offset, block.offset + block.count);
-}
-
-std::string describe(const Step& step) {
-  switch (step.kind) {
-    case StepKind::Send:
-      return fmt::format("Send {} to rank {}, tag {:#x}", describe(step.src), step.peer, step.tag);
-    case StepKind::Recv:
-      return fmt::format("Recv {} from rank {}, tag {:#x}", describe(step.dst), step.peer, step.tag);
-    case StepKind::RecvReduce:
-      return fmt::format(
-          "RecvReduce {} via {} from rank {}, tag {:#x}{}", describe(step.dst), describe(step.staging),
-          step.peer, step.tag,
-          step.src.buffer == Buffer::Input ? fmt::format(", onto {}", describe(step.src)) : "");
-    case StepKind::Copy:
-      return fmt::format("Copy {} to {}", describe(step.src), describe(step.dst));
-  }
-  return "?";
-}
 
 // The data side of a simulation; absent when only the time is wanted.
 struct DataModel {
@@ -136,12 +105,17 @@ struct CoreClaim {
 
 class Engine {
  public:
-  Engine(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
+  Engine(const Algorithm& algorithm, std::vector<CollectiveCall> calls, std::size_t element_size,
          const LinkModel& model, std::optional<DataModel> data)
-      : algorithm_(algorithm), call_(call), element_size_(element_size), model_(model), data_(data) {
+      : algorithm_(algorithm),
+        calls_(std::move(calls)),
+        call_(calls_.at(0)),
+        element_size_(element_size),
+        model_(model),
+        data_(data) {
     check_call();
-    ranks_.resize(static_cast<std::size_t>(call.size));
-    for (int r = 0; r < call.size; ++r) build(r);
+    ranks_.resize(static_cast<std::size_t>(call_.size));
+    for (int r = 0; r < call_.size; ++r) build(r);
     check_hosts();
     rank_work_.assign(ranks_.size(), 0.0);
     host_work_.assign(hosts_.size(), 0.0);
@@ -212,8 +186,9 @@ class Engine {
       fail(ErrorCode::InvalidArgument, "{}: the algorithm belongs to {}", context(),
            to_string(algorithm_.collective));
     }
-    const bool rooted = call_.collective == Collective::Broadcast || call_.collective == Collective::Reduce;
-    if (rooted && (call_.root < 0 || call_.root >= call_.size)) {
+    if (calls_.size() != static_cast<std::size_t>(call_.size))
+      fail(ErrorCode::InvalidArgument, "{}: {} calls for {} ranks", context(), calls_.size(), call_.size);
+    if (call_.rooted() && (call_.root < 0 || call_.root >= call_.size)) {
       fail(ErrorCode::InvalidArgument, "{}: root {} is not a rank of 0..{}", context(), call_.root,
            call_.size - 1);
     }
@@ -270,41 +245,13 @@ class Engine {
     return claim;
   }
 
-  std::uint64_t limit_of(int rank, Buffer buffer) {
-    switch (buffer) {
-      case Buffer::Data:
-        return call_.data_count();
-      case Buffer::Staging:
-        return state(rank).schedule.staging_count;
-      case Buffer::Input:
-        return call_.in_place ? 0 : call_.input_count();
-    }
-    return 0;
-  }
+  const CollectiveCall& call_of(int rank) const { return calls_[static_cast<std::size_t>(rank)]; }
 
-  void check_block(int rank, std::size_t index, const Block& block, const char* role) {
-    if (block.buffer == Buffer::Input && call_.in_place && block.count > 0) {
-      fail_step(rank, index, fmt::format("its {} block reads Input in an in-place call", role));
-    }
-    const std::uint64_t limit = limit_of(rank, block.buffer);
-    if (block.offset > limit || block.count > limit - block.offset) {
-      fail_step(rank, index,
-                fmt::format("its {} block {} lies outside the {} buffer of {} elements", role,
-                            describe(block), name_of(block.buffer), limit));
-    }
-  }
-
-  // Input is the caller's: read-only. Staging is only ever a landing place.
-  void check_written(int rank, std::size_t index, const Block& block, Buffer expected) {
-    if (block.buffer != expected) {
-      fail_step(rank, index, fmt::format("it writes {}, not {}", describe(block), name_of(expected)));
-    }
-  }
-
-  // Builds rank r's schedule and checks what can be checked of one rank alone.
+  // Builds rank r's schedule, checks what can be checked of one rank alone, and links its steps.
   void build(int r) {
-    CollectiveCall call = call_;
-    call.rank = r;
+    const CollectiveCall& call = call_of(r);
+    if (call.rank != r)
+      fail(ErrorCode::InvalidArgument, "{}: the call of rank {} says rank {}", context(), r, call.rank);
     RankState& rank = state(r);
     rank.schedule = algorithm_.build(call);
     const std::size_t n = rank.steps().size();
@@ -313,51 +260,14 @@ class Engine {
     rank.ready.assign(n, 0);
     rank.done.assign(n, 0);
     rank.round.assign(n, 0);
+    check_rank_schedule(rank.schedule, call, context());
     for (std::size_t i = 0; i < n; ++i) {
       const Step& step = rank.steps()[i];
-      for (std::uint32_t dep : step.deps) {
-        if (dep >= i) fail_step(r, i, fmt::format("dependency {} is not an earlier step", dep));
-        rank.dependents[dep].push_back(static_cast<StepIndex>(i));
-      }
+      for (std::uint32_t dep : step.deps) rank.dependents[dep].push_back(static_cast<StepIndex>(i));
       rank.waiting[i] = static_cast<std::uint32_t>(step.deps.size());
-      if (step.kind != StepKind::Copy && (step.peer < 0 || step.peer >= call_.size || step.peer == r)) {
-        fail_step(r, i, fmt::format("peer {} is not another rank of 0..{}", step.peer, call_.size - 1));
-      }
-      switch (step.kind) {
-        case StepKind::Send:
-          check_block(r, i, step.src, "source");
-          rank.sends_to[step.peer].steps.push_back(static_cast<StepIndex>(i));
-          break;
-        case StepKind::Recv:
-          check_written(r, i, step.dst, Buffer::Data);
-          check_block(r, i, step.dst, "destination");
-          rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
-          break;
-        case StepKind::RecvReduce:
-          check_written(r, i, step.dst, Buffer::Data);
-          check_written(r, i, step.staging, Buffer::Staging);
-          check_block(r, i, step.dst, "destination");
-          check_block(r, i, step.staging, "staging");
-          check_block(r, i, step.src, "accumulator");
-          if (step.staging.count != step.dst.count) {
-            fail_step(r, i, "its staging and destination blocks differ in size");
-          }
-          if (step.src.buffer != Buffer::Input &&
-              (step.src.buffer != step.dst.buffer || step.src.offset != step.dst.offset ||
-               step.src.count != step.dst.count)) {
-            fail_step(r, i, "its accumulator is neither its destination nor an Input block");
-          }
-          if (step.src.count != step.dst.count)
-            fail_step(r, i, "its accumulator and destination differ in size");
-          rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
-          break;
-        case StepKind::Copy:
-          check_written(r, i, step.dst, Buffer::Data);
-          check_block(r, i, step.src, "source");
-          check_block(r, i, step.dst, "destination");
-          if (step.src.count != step.dst.count) fail_step(r, i, "its source and destination differ in size");
-          break;
-      }
+      if (step.kind == StepKind::Send) rank.sends_to[step.peer].steps.push_back(static_cast<StepIndex>(i));
+      if (step.kind == StepKind::Recv || step.kind == StepKind::RecvReduce)
+        rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
     }
     if (data_) rank.staging.assign(rank.schedule.staging_count * element_size_, std::byte{0});
   }
@@ -603,7 +513,8 @@ class Engine {
   }
 
   const Algorithm& algorithm_;
-  CollectiveCall call_;
+  std::vector<CollectiveCall> calls_;  // rank r's view of the call
+  const CollectiveCall& call_;         // rank 0's: what every rank shares (collective, size, root)
   std::size_t element_size_;
   LinkModel model_;
   std::optional<DataModel> data_;
@@ -620,43 +531,34 @@ class Engine {
 
 }  // namespace
 
-Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, DataType type, ReduceOp op,
-                    std::vector<std::vector<std::byte>> inputs, const LinkModel& model) {
-  if (op == ReduceOp::Avg) {
+Simulation simulate(const Algorithm& algorithm, std::vector<CollectiveCall> calls, DataType type, ReduceOp op,
+                    std::vector<RankBuffers> buffers, const LinkModel& model) {
+  const std::string what =
+      fmt::format("simulate {} {}", calls.empty() ? "?" : to_string(calls[0].collective), algorithm.name);
+  if (op == ReduceOp::Avg)
     fail(ErrorCode::InvalidArgument,
-         "simulate {} {}: Avg is Sum finished by the executor (finish_average); simulate Sum instead",
-         to_string(call.collective), algorithm.name);
-  }
+         "{}: Avg is Sum finished by the executor (finish_average); simulate Sum instead", what);
+  if (calls.empty()) fail(ErrorCode::InvalidArgument, "{}: no ranks", what);
+  if (buffers.size() != calls.size())
+    fail(ErrorCode::InvalidArgument, "{}: {} ranks' buffers for {} ranks", what, buffers.size(),
+         calls.size());
   const std::size_t element_size = size_of(type);
-  if (inputs.size() != static_cast<std::size_t>(std::max(call.size, 0))) {
-    fail(ErrorCode::InvalidArgument, "simulate {} {}: {} input buffers for {} ranks",
-         to_string(call.collective), algorithm.name, inputs.size(), call.size);
-  }
-  for (std::size_t r = 0; r < inputs.size(); ++r) {
-    if (inputs[r].size() != call.data_count() * element_size) {
+  for (std::size_t r = 0; r < calls.size(); ++r) {
+    const CollectiveCall& call = calls[r];
+    const std::size_t data_bytes = call.data_count() * element_size;
+    const std::size_t input_bytes = separate_input(call) ? call.input_count() * element_size : 0;
+    if (buffers[r].data.size() != data_bytes || buffers[r].input.size() != input_bytes)
       fail(ErrorCode::InvalidArgument,
-           "simulate {} {}: rank {}'s input holds {} bytes, expected {} ({} x {})",
-           to_string(call.collective), algorithm.name, r, inputs[r].size(), call.data_count() * element_size,
-           call.data_count(), to_string(type));
-    }
+           "{}: rank {} has {} bytes of Data and {} of Input; expected {} and {} ({})", what, r,
+           buffers[r].data.size(), buffers[r].input.size(), data_bytes, input_bytes, to_string(type));
   }
   Simulation simulation;
-  simulation.data = std::move(inputs);
   DataModel data{type, op, &simulation.data, {}};
-  if (!call.in_place) {
-    // The input moves to its own buffer; Data starts as garbage where the input was, so a schedule
-    // that reads what it never wrote (instead of Input) is caught.
-    for (int r = 0; r < call.size; ++r) {
-      CollectiveCall own = call;
-      own.rank = r;
-      std::vector<std::byte>& buffer = simulation.data[static_cast<std::size_t>(r)];
-      const auto begin = static_cast<std::ptrdiff_t>(own.input_offset() * element_size);
-      const auto end = begin + static_cast<std::ptrdiff_t>(own.input_count() * element_size);
-      data.inputs.emplace_back(buffer.begin() + begin, buffer.begin() + end);
-      std::fill(buffer.begin() + begin, buffer.begin() + end, std::byte{0x5A});
-    }
+  for (RankBuffers& rank : buffers) {
+    simulation.data.push_back(std::move(rank.data));
+    data.inputs.push_back(std::move(rank.input));
   }
-  Engine engine(algorithm, call, element_size, model, std::move(data));
+  Engine engine(algorithm, std::move(calls), element_size, model, std::move(data));
   simulation.predicted_seconds = engine.run(&simulation.transfers);
   for (const TransferEvent& transfer : simulation.transfers) {
     simulation.rounds = std::max(simulation.rounds, transfer.round);
@@ -666,7 +568,7 @@ Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, Data
 
 Prediction predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
                    const LinkModel& model) {
-  Engine engine(algorithm, call, element_size, model, std::nullopt);
+  Engine engine(algorithm, every_rank(call), element_size, model, std::nullopt);
   Prediction prediction;
   prediction.seconds = engine.run(nullptr);
   prediction.messages = engine.messages_sent();

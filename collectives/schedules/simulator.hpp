@@ -66,12 +66,29 @@ struct Simulation {
   int rounds = 0;
 };
 
-// `inputs[r]` is rank r's Data buffer before the call (call.data_count() elements of `type`).
-// `call.rank` is ignored: every rank 0..call.size-1 is built and run. Throws Error(Protocol) with a
-// precise description when the schedules are inconsistent (tag or size mismatch, deadlock, a block
-// out of range).
+// One rank's buffers when the call starts: Data (call.data_count() elements) and, where the input is a
+// buffer of its own (out of place, or a collective whose input is not in Data), Input
+// (call.input_count() elements; empty otherwise).
+struct RankBuffers {
+  std::vector<std::byte> data;
+  std::vector<std::byte> input;
+};
+
+// `calls[r]` is rank r's view of the call (its rank, and for all-to-all-v its counts); every rank's
+// schedule is built and run. Throws Error(Protocol) with a precise description when the schedules are
+// inconsistent (tag or size mismatch, deadlock, a block out of range).
+Simulation simulate(const Algorithm& algorithm, std::vector<CollectiveCall> calls, DataType type, ReduceOp op,
+                    std::vector<RankBuffers> buffers, const LinkModel& model = {});
+
+// The same for a call every rank sees alike but for its rank (`call.rank` is ignored). Where the input
+// lies in Data (CollectiveCall::input_in_data), `inputs[r]` is rank r's Data before the call
+// (call.data_count() elements of `type`) and an out-of-place call takes its input region from there;
+// elsewhere `inputs[r]` is rank r's Input (call.input_count() elements) and Data starts as garbage.
 Simulation simulate(const Algorithm& algorithm, const CollectiveCall& call, DataType type, ReduceOp op,
                     std::vector<std::vector<std::byte>> inputs, const LinkModel& model = {});
+
+// `call` as seen by each rank 0..call.size-1.
+std::vector<CollectiveCall> every_rank(const CollectiveCall& call);
 
 // What the cost model asks (no data moved): the predicted seconds of one call, how many messages all
 // ranks send, and the seconds per call in a stream of such calls back to back, where one call's

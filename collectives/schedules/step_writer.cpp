@@ -192,7 +192,7 @@ StepIndex StepWriter::recv_reduce(int peer, Block dst, std::uint32_t tag, bool i
   step.peer = peer;
   step.src = current(dst);
   step.dst = dst;
-  step.staging = Block{Buffer::Staging, slot * slot_count_, dst.count};
+  step.staging = Block{Buffer::Staging, scratch_end_ + slot * slot_count_, dst.count};
   step.incoming_first = incoming_first;
   step.tag = tag;
   return add(std::move(step));
@@ -206,8 +206,19 @@ StepIndex StepWriter::copy(Block src, Block dst) {
   return add(std::move(step));
 }
 
+Block StepWriter::scratch(std::uint64_t count) {
+  // The RecvReduce slots follow the scratch regions, so these come first.
+  if (recv_reduces_ > 0)
+    fail(ErrorCode::InvalidArgument, "{} schedule (rank {}): scratch() after the first recv_reduce()",
+         to_string(call_.collective), call_.rank);
+  const Block block{Buffer::Staging, scratch_end_, count};
+  scratch_end_ += count;
+  return block;
+}
+
 Block StepWriter::current(const Block& block) {
-  if (call_.in_place || block.buffer != Buffer::Data || block.count == 0) return block;
+  if (call_.in_place || !call_.input_in_data() || block.buffer != Buffer::Data || block.count == 0)
+    return block;
   // Only the input region came from the caller; the rest of Data is the same garbage in place or not.
   const std::uint64_t region_begin = call_.input_offset();
   const std::uint64_t region_end = region_begin + call_.input_count();
@@ -232,6 +243,7 @@ void StepWriter::copy_input(std::uint64_t offset, std::uint64_t count) {
 }
 
 void StepWriter::copy_unwritten_result() {
+  if (!call_.input_in_data()) return;  // the builder reads Input itself
   std::uint64_t begin = call_.input_offset();
   std::uint64_t count = call_.input_count();
   if (call_.collective == Collective::Reduce && call_.rank != call_.root) return;  // no result here
@@ -284,7 +296,7 @@ void StepWriter::exchange_reduce_chunks(int to, Block out, int from, Block in, s
 Schedule StepWriter::finish() && {
   if (!call_.in_place) copy_unwritten_result();
   const std::uint64_t slots_used = std::min(recv_reduces_, static_cast<std::uint64_t>(staging_slots_));
-  schedule_.staging_count = slots_used * slot_count_;
+  schedule_.staging_count = scratch_end_ + slots_used * slot_count_;
   return std::move(schedule_);
 }
 

@@ -36,6 +36,12 @@ constexpr Block data_block(std::uint64_t offset, std::uint64_t count) {
 // element more. Parts may be empty when total < parts.
 Block part_of(std::uint64_t total, int parts, int index);
 
+// [offset, offset + count) of the caller's input, where it is a buffer of its own (an all-to-all's
+// blocks, a scatter root's, a gather's own block away from the root): see CollectiveCall.
+constexpr Block input_block(std::uint64_t offset, std::uint64_t count) {
+  return Block{Buffer::Input, offset, count};
+}
+
 // Parts [first, last) of the same partition, as one contiguous block.
 Block parts_of(std::uint64_t total, int parts, int first, int last);
 
@@ -103,6 +109,12 @@ class StepWriter {
   StepIndex recv_reduce(int peer, Block dst, std::uint32_t tag, bool incoming_first);
   StepIndex copy(Block src, Block dst);
 
+  // A region of Staging of `count` elements for this schedule alone (a gather's subtree, a Bruck
+  // all-to-all's rotated blocks), apart from the slots RecvReduce lands in (which follow it, so every
+  // scratch() comes before the first recv_reduce()). Steps may receive and copy into it; the hazards
+  // order its reuse as they order Data's.
+  Block scratch(std::uint64_t count);
+
   // The whole block, chunk by chunk; chunk c carries message_tag(round, c). Nothing for an empty block.
   void send_chunks(int peer, Block src, std::uint32_t round);
   void recv_chunks(int peer, Block dst, std::uint32_t round);
@@ -135,6 +147,7 @@ class StepWriter {
   std::uint64_t slot_count_ = 0;  // elements per staging slot
   int staging_slots_ = 0;
   std::uint64_t recv_reduces_ = 0;
+  std::uint64_t scratch_end_ = 0;  // elements of Staging that scratch() handed out
 };
 
 }  // namespace canopy::collectives

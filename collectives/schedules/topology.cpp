@@ -1,5 +1,7 @@
 #include "collectives/schedules/topology.hpp"
 
+#include <algorithm>
+
 namespace canopy::collectives {
 namespace {
 
@@ -47,6 +49,11 @@ TreeLinks bit_tree(int x, int n) {
 }
 
 }  // namespace
+
+int binomial_subtree_size(int vrank, int size) {
+  if (vrank == 0) return size;
+  return std::min(lowest_bit(vrank), size - vrank);
+}
 
 TreeLinks binomial_tree(int vrank, int size) {
   TreeLinks links;

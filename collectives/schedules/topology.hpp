@@ -25,6 +25,9 @@ inline int to_real(int vrank, int root, int size) {
 // the child with the most to forward starts first); a reduce may serve them in reverse.
 TreeLinks binomial_tree(int vrank, int size);
 
+// The virtual ranks in v's subtree of that tree: [v, v + binomial_subtree_size(v, size)).
+int binomial_subtree_size(int vrank, int size);
+
 // The binary heap rooted at 0: parent (v - 1) / 2, children 2v + 1 and 2v + 2.
 TreeLinks heap_tree(int vrank, int size);
 

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,6 +24,10 @@
 #include "canopy/types.hpp"
 
 namespace canopy {
+
+namespace collectives {
+struct SplitRequest;
+}
 
 // Per-call choices; the defaults come from the environment (CANOPY_ALGO, CANOPY_CHUNK_BYTES, CANOPY_TIMEOUT).
 struct CollectiveOptions {
@@ -51,6 +56,10 @@ class Work {
   void wait() const;                   // waits; rethrows the call's error
   bool wait_for(Duration timeout) const;  // false when still running after timeout
   std::exception_ptr error() const;    // null while running or after success
+  // Runs `f` once when the call ends, successfully or not: at once if it has, else on the thread that
+  // ends it. `f` must be quick and must not call into the communicator (hand the news to a thread of
+  // yours instead): torch's Futures complete this way.
+  void on_completion(std::function<void()> f) const;
 
   struct State;
   explicit Work(std::shared_ptr<State> state) : state_(std::move(state)) {}
@@ -199,6 +208,11 @@ class Communicator {
   // The listed ranks form a group, in the order listed; the others get an empty communicator. Every rank
   // must pass the same list.
   Communicator subgroup(std::span<const int> ranks);
+  // A group of the listed ranks, in the order listed, formed by those ranks alone (MPI_Comm_create_group;
+  // torch's new_group calls its backend on the members only): every listed rank calls it with the same
+  // list and name, the others call nothing. `name` tells apart groups formed from this communicator (torch
+  // passes its group name, unique in the job). Error(Mismatch) when members pass different lists.
+  Communicator create_group(std::span<const int> ranks, std::string_view name);
   // False for an empty communicator (a rank outside the group of split or subgroup, or a moved-from one);
   // any call on it is Error(InvalidArgument).
   bool valid() const;
@@ -230,6 +244,8 @@ class Communicator {
 
  private:
   explicit Communicator(std::unique_ptr<Impl> impl);
+  Impl& impl() const;  // throws Error(InvalidArgument) for an empty communicator
+  Communicator split_by(const collectives::SplitRequest& request, std::string_view what);
   void check_blocks(std::size_t block, std::size_t whole, const char* what) const;
   CollectiveArgs all_to_all_args(const void* input, void* output, std::size_t input_count,
                                  std::size_t output_count, DataType dtype) const;

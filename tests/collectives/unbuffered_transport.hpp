@@ -97,6 +97,7 @@ class UnbufferedTransport final : public transport::Transport {
     return hub_->wait(rank_, deadline, completed);
   }
   void abort(const std::string&) override {}
+  void wake() override {}
 
  private:
   std::shared_ptr<UnbufferedHub> hub_;

@@ -218,7 +218,8 @@ Expected reference(const CollectiveCall& call, DataType type, ReduceOp op, const
         for (std::size_t owner = 0; owner < p; ++owner) {
           const std::size_t offset = block_offset(call, static_cast<int>(owner)) * element;
           if (call.count > 0)  // an empty buffer's data() may be null
-            std::memcpy(expected.data[r].data() + offset, inputs[owner].data() + offset, call.count * element);
+            std::memcpy(expected.data[r].data() + offset, inputs[owner].data() + offset,
+                        call.count * element);
         }
         std::fill(expected.defined[r].begin(), expected.defined[r].end(), 1);
       }
@@ -231,6 +232,91 @@ Expected reference(const CollectiveCall& call, DataType type, ReduceOp op, const
           expected.defined[r][i] = 1;
         }
       }
+      break;
+    default:
+      break;
+  }
+  return expected;
+}
+
+namespace {
+
+// Where block j starts in a buffer of blocks of the given counts, back to back.
+std::vector<std::uint64_t> offsets_of(const std::vector<std::uint64_t>& counts) {
+  std::vector<std::uint64_t> offsets(counts.size() + 1, 0);
+  for (std::size_t j = 0; j < counts.size(); ++j) offsets[j + 1] = offsets[j] + counts[j];
+  return offsets;
+}
+
+void copy_elements(std::byte* to, const std::byte* from, std::uint64_t count, DataType type) {
+  if (count > 0) std::memcpy(to, from, count * size_of(type));
+}
+
+bool has_separate_input(const CollectiveCall& call) {
+  return !call.in_place || !call.input_in_data();
+}
+
+}  // namespace
+
+MovementCase movement_inputs(const std::vector<CollectiveCall>& calls, DataType type, Random& random) {
+  MovementCase inputs;
+  const std::size_t element = size_of(type);
+  for (const CollectiveCall& call : calls) {
+    std::vector<std::byte> data(call.data_count() * element);
+    std::vector<std::byte> input(has_separate_input(call) ? call.input_count() * element : 0);
+    for (std::size_t i = 0; i < data.size() / element; ++i)
+      store_integer(type, data.data(), i, random.between(-100, 100));
+    for (std::size_t i = 0; i < input.size() / element; ++i)
+      store_integer(type, input.data(), i, random.between(-100, 100));
+    // An in-place scatter's root holds its own block in Data already.
+    if (call.collective == Collective::Scatter && call.in_place && call.rank == call.root)
+      copy_elements(data.data(), input.data() + static_cast<std::uint64_t>(call.root) * call.count * element,
+                    call.count, type);
+    inputs.data.push_back(std::move(data));
+    inputs.input.push_back(std::move(input));
+  }
+  return inputs;
+}
+
+Expected movement_reference(const std::vector<CollectiveCall>& calls, DataType type,
+                            const MovementCase& inputs) {
+  const auto p = calls.size();
+  const std::size_t element = size_of(type);
+  Expected expected;
+  expected.data = inputs.data;
+  for (const CollectiveCall& call : calls) expected.defined.emplace_back(call.data_count(), 1);
+  const CollectiveCall& any = calls.at(0);
+  const std::uint64_t n = any.count;
+  const auto root = static_cast<std::size_t>(any.root);
+  // Rank r's own input, wherever the call keeps it.
+  auto input_of = [&](std::size_t r) -> const std::byte* {
+    const CollectiveCall& call = calls[r];
+    if (has_separate_input(call)) return inputs.input[r].data();
+    return inputs.data[r].data() + call.input_offset() * element;
+  };
+  switch (any.collective) {
+    case Collective::AllToAll:
+      for (std::size_t r = 0; r < p; ++r)
+        for (std::size_t j = 0; j < p; ++j)
+          copy_elements(expected.data[r].data() + j * n * element, input_of(j) + r * n * element, n, type);
+      break;
+    case Collective::AllToAllV:
+      for (std::size_t r = 0; r < p; ++r) {
+        const auto recv_offsets = offsets_of(calls[r].recv_counts);
+        for (std::size_t j = 0; j < p; ++j) {
+          const auto send_offsets = offsets_of(calls[j].send_counts);
+          copy_elements(expected.data[r].data() + recv_offsets[j] * element,
+                        input_of(j) + send_offsets[r] * element, calls[r].recv_counts[j], type);
+        }
+      }
+      break;
+    case Collective::Gather:
+      for (std::size_t j = 0; j < p; ++j)
+        copy_elements(expected.data[root].data() + j * n * element, input_of(j), n, type);
+      break;
+    case Collective::Scatter:
+      for (std::size_t r = 0; r < p; ++r)
+        copy_elements(expected.data[r].data(), inputs.input[root].data() + r * n * element, n, type);
       break;
     default:
       break;

@@ -58,6 +58,17 @@ struct Expected {
 };
 Expected reference(const CollectiveCall& call, DataType type, ReduceOp op, const Buffers& inputs);
 
+// The collectives that move blocks without reducing them and whose input is a buffer of its own
+// (all-to-all, all-to-all-v, gather, scatter), rank r's view being calls[r]: random inputs (so that a
+// block in the wrong place shows) and the Data each rank must end with. In place (a gather's or
+// scatter's root, where calls[root].in_place), the root's own block starts in its Data.
+struct MovementCase {
+  std::vector<std::vector<std::byte>> data;   // each rank's Data before the call
+  std::vector<std::vector<std::byte>> input;  // each rank's Input (empty where it has none)
+};
+MovementCase movement_inputs(const std::vector<CollectiveCall>& calls, DataType type, Random& random);
+Expected movement_reference(const std::vector<CollectiveCall>& calls, DataType type, const MovementCase& inputs);
+
 // "" when `actual` matches `expected` on every defined element, else a description of the first
 // mismatch (rank, element, expected, got).
 std::string compare(const Expected& expected, const Buffers& actual, DataType type);

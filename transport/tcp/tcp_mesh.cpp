@@ -373,6 +373,7 @@ TcpOptions TcpOptions::from(const MeshOptions& mesh) {
   options.socket_ifname = settings.text("CANOPY_SOCKET_IFNAME");
   options.socket_family = settings.choice("CANOPY_SOCKET_FAMILY");
   if (settings.has("CANOPY_SOCKET_SPIN_US")) options.spin = settings.duration("CANOPY_SOCKET_SPIN_US");
+  if (!mesh.spin) options.spin = std::chrono::microseconds(0);
   return options;
 }
 

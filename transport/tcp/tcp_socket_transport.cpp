@@ -96,11 +96,15 @@ void TcpSocketTransport::fail_io(int peer, int error, const char* direction) {
   const Peer& p = peers_[peer];
   std::size_t pending = p.sends.size() + p.recvs.size();
   std::string cause = error == 0 ? std::string("the peer closed it (end of stream)") : std::strerror(error);
-  fail_peer(
-      peer, ErrorCode::PeerFailed,
+  const std::string what =
       fmt::format("rank {}: connection to rank {} ({}) closed: {}, while {}; {} operation(s) to/from rank {} "
                   "failed (did rank {} exit or crash?)",
-                  rank_, peer, p.link.address, cause, direction, pending, peer, peer));
+                  rank_, peer, p.link.address, cause, direction, pending, peer, peer);
+  try {
+    fail_peer(peer, ErrorCode::PeerFailed, what);
+  } catch (const Error&) {
+    throw PeerFailedError(peer, what);  // the first report says which peer; later posts rethrow the Error
+  }
 }
 
 bool TcpSocketTransport::drive_sends(int peer, std::vector<OpId>& completed, std::uint64_t budget) {
@@ -310,6 +314,12 @@ bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& complete
       }
       fail_errno(fmt::format("rank {}: poll", rank_));
     }
+    if (poll_fds_[0].revents != 0 && !abort_.raised()) {
+      // wake(): the caller has new work for this thread.
+      std::uint64_t count = 0;
+      [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof(count));
+      return completed.size() > completed_before;
+    }
   }
 }
 
@@ -318,6 +328,11 @@ void TcpSocketTransport::abort(const std::string& reason) {
   // Peers blocked on us learn at once that nothing more will come.
   for (const Peer& p : peers_)
     if (p.link.fd.valid()) ::shutdown(p.link.fd.get(), SHUT_RDWR);
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof(one));
+}
+
+void TcpSocketTransport::wake() {
   std::uint64_t one = 1;
   [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof(one));
 }

@@ -44,6 +44,7 @@ class TcpSocketTransport final : public Transport {
   OpId post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) override;
   bool progress(Deadline deadline, std::vector<OpId>& completed) override;
   void abort(const std::string& reason) override;
+  void wake() override;
   bool carries_frame_flags() const override { return true; }
 
  private:

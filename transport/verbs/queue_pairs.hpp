@@ -176,6 +176,7 @@ class VerbsTransport final : public Transport {
   OpId post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) override;
   bool progress(Deadline deadline, std::vector<OpId>& completed) override;
   void abort(const std::string& reason) override;
+  void wake() override;
 
   QpAddress local_address(int peer) const;
   void connect(int peer, const QpAddress& remote);

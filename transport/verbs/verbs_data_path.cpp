@@ -36,6 +36,11 @@ void VerbsTransport::abort(const std::string& reason) {
   [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof(one));
 }
 
+void VerbsTransport::wake() {
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof(one));
+}
+
 OpId VerbsTransport::post_send(int peer, const Envelope& envelope, std::span<const std::byte> payload) {
   check_usable(peer, "post_send");
   Peer& p = peers_[peer];
@@ -416,6 +421,12 @@ bool VerbsTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
         {channel_->fd, POLLIN, 0}, {port_->context()->async_fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     int ready = ::poll(fds, 3, deadline.poll_timeout_ms());
     if (ready < 0 && errno != EINTR) fail_errno("verbs: poll");
+    if (ready > 0 && (fds[2].revents & POLLIN) && !abort_.raised()) {
+      // wake(): the caller has new work for this thread.
+      std::uint64_t count = 0;
+      [[maybe_unused]] auto n = ::read(wake_fd_, &count, sizeof(count));
+      return completed.size() > before;
+    }
     if (ready > 0 && (fds[0].revents & POLLIN)) {
       ibv_cq* cq = nullptr;
       void* context = nullptr;

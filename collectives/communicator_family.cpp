@@ -1,0 +1,36 @@
+#include "collectives/communicator_family.hpp"
+
+#include "collectives/communicator_impl.hpp"
+
+namespace canopy::collectives {
+
+CommunicatorFamily::~CommunicatorFamily() {
+  liveness_.reset();  // its thread may be aborting members: it ends before anything it uses
+  first_failure_.reset();
+  store_server.reset();
+}
+
+void CommunicatorFamily::watch(std::shared_ptr<Store> monitor_store,
+                               std::shared_ptr<FirstFailure> first_failure, int rank, int size,
+                               const LivenessSettings& settings) {
+  first_failure_ = std::move(first_failure);
+  liveness_ = std::make_unique<LivenessMonitor>(std::move(monitor_store), *first_failure_, rank, size,
+                                                settings, [this](const std::string& why) { abort_all(why); });
+}
+
+void CommunicatorFamily::join(Communicator::Impl* member) {
+  std::lock_guard lock(mutex_);
+  members_.insert(member);
+}
+
+void CommunicatorFamily::leave(Communicator::Impl* member) {
+  std::lock_guard lock(mutex_);
+  members_.erase(member);
+}
+
+void CommunicatorFamily::abort_all(const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  for (Communicator::Impl* member : members_) member->abort(reason);
+}
+
+}  // namespace canopy::collectives

@@ -1,0 +1,48 @@
+// What a communicator and every sub-communicator split from it share, on one rank: the store's server
+// (on the rank that hosts it), the first communicator's failure record and liveness monitor, and the list
+// of the family's communicators alive, which the monitor aborts when a rank falls silent. Each member
+// holds it, so parent and children may be destroyed in any order.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "canopy/communicator.hpp"
+#include "canopy/store.hpp"
+#include "collectives/first_failure.hpp"
+#include "collectives/liveness_monitor.hpp"
+
+namespace canopy::collectives {
+
+class CommunicatorFamily {
+ public:
+  CommunicatorFamily() = default;
+  ~CommunicatorFamily();  // the monitor stops first, the store's server last
+  CommunicatorFamily(const CommunicatorFamily&) = delete;
+  CommunicatorFamily& operator=(const CommunicatorFamily&) = delete;
+
+  // Starts the liveness monitor of the family's first communicator (rank of size); it aborts every member.
+  void watch(std::shared_ptr<Store> monitor_store, std::shared_ptr<FirstFailure> first_failure, int rank,
+             int size, const LivenessSettings& settings);
+
+  void join(Communicator::Impl* member);
+  void leave(Communicator::Impl* member);
+  // Aborts every member alive. Thread-safe.
+  void abort_all(const std::string& reason);
+
+  std::unique_ptr<TcpStoreServer> store_server;  // when this rank hosts the store
+  // The first communicator's store handle for failure reports, whose calls are bounded by the heartbeat
+  // timeout (open_monitor_store): a failing member never waits long on a store that is gone. Null when the
+  // store could not be reached.
+  std::shared_ptr<Store> failure_store;
+
+ private:
+  std::mutex mutex_;
+  std::set<Communicator::Impl*> members_;  // under mutex_
+  std::shared_ptr<FirstFailure> first_failure_;
+  std::unique_ptr<LivenessMonitor> liveness_;  // last: stops before the rest goes
+};
+
+}  // namespace canopy::collectives

@@ -1,0 +1,370 @@
+#include "collectives/communicator_impl.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <numeric>
+
+#include "collectives/call_buffers.hpp"
+#include "collectives/host_layout_exchange.hpp"
+#include "collectives/link_calibration.hpp"
+#include "collectives/liveness_monitor.hpp"
+#include "common/cpu_list.hpp"
+#include "collectives/algorithm_overrides.hpp"
+#include "common/env.hpp"
+#include "common/settings.hpp"
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "rendezvous/bootstrap.hpp"
+#include "transport/frame.hpp"
+#include "transport/select_transport.hpp"
+
+namespace canopy {
+
+using collectives::Algorithm;
+using collectives::CollectiveCall;
+
+namespace {
+
+bool is_rooted(Collective c) {
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
+         c == Collective::Scatter;
+}
+
+void grow(std::vector<std::byte>& buffer, std::size_t bytes) {
+  if (buffer.size() < bytes) buffer.resize(bytes);
+}
+
+// A sub-communicator's id: a digest of its store keys' prefix (unique in the job), its top bit set so
+// that it never meets the small numbers of the communicators formed on the store directly.
+std::uint64_t child_id(std::uint64_t parent_id, const std::string& name) {
+  std::uint64_t digest = 14695981039346656037ull ^ parent_id;
+  for (char c : name) {
+    digest ^= static_cast<unsigned char>(c);
+    digest *= 1099511628211ull;
+  }
+  return digest | (std::uint64_t{1} << 63);
+}
+
+}  // namespace
+
+Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_,
+                         const CommunicatorOptions& options)
+    : rank(rank_),
+      size(size_),
+      family_(std::make_shared<collectives::CommunicatorFamily>()),
+      settings_(Settings::from_environment()),
+      timeout_(options.timeout.count() > 0 ? options.timeout
+                                           : std::chrono::duration_cast<Duration>(settings_.duration("CANOPY_TIMEOUT"))),
+      options_(options),
+      algorithm_overrides_(collectives::parse_algorithm_overrides(settings_.text("CANOPY_ALGO"))),
+      chunk_bytes_(settings_.size("CANOPY_CHUNK_BYTES")) {
+  if (size < 1 || rank < 0 || rank >= size)
+    fail(ErrorCode::InvalidArgument, "rank {} is not within a group of {} ranks", rank, size);
+  log::set_rank(rank);
+  // Each rank numbers the communicators it forms on this store; ranks form them in the same order,
+  // so the numbers agree, and the keys and handshakes of one communicator never meet another's.
+  comm_id_ = static_cast<std::uint64_t>(base_store->add(fmt::format("canopy/communicators/{}", rank), 1));
+  store_ = std::make_shared<PrefixStore>(base_store, fmt::format("canopy/comm/{}", comm_id_));
+  store_->set_timeout(timeout_);
+
+  world_ranks_.resize(static_cast<std::size_t>(size));
+  std::iota(world_ranks_.begin(), world_ranks_.end(), 0);
+  hosts_ = collectives::exchange_host_layout(
+      *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus());
+  if (options.local_rank >= 0 && options.local_size > 0) {
+    local_rank = options.local_rank;
+    local_size = options.local_size;
+  } else {
+    local_rank = hosts_.local_rank_of(rank);
+    local_size = hosts_.ranks_on(hosts_.host_of(rank));
+  }
+  connect(hosts_, options.job_token);
+
+  const bool calibrate = options.calibrate && settings_.flag("CANOPY_CALIBRATE");
+  collectives::LinkModel link;
+  link.hosts = hosts_;
+  if (calibrate)
+    link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, hosts_, settings_.text("CANOPY_COST_MODEL"),
+                                             Deadline::after(timeout_));
+  cost_model_ = collectives::CostModel(std::move(link));
+  log::info("communicator {} ready: rank {} of {} (local {} of {}), {}", comm_id_, rank, size, local_rank,
+            local_size, collectives::describe(cost_model_.link()));
+
+  const auto liveness = collectives::LivenessSettings::from_settings(settings_);
+  auto monitor_store = collectives::open_monitor_store(store_, liveness);
+  family_->failure_store = monitor_store;
+  first_failure_ = std::make_shared<collectives::FirstFailure>(monitor_store, rank);
+  family_->join(this);
+  if (liveness.enabled() && size > 1 && monitor_store)
+    family_->watch(monitor_store, first_failure_, rank, size, liveness);
+}
+
+Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const std::string& name,
+                         std::int32_t members_digest)
+    : size(static_cast<int>(members.size())),
+      family_(parent.family_),
+      settings_(parent.settings_),
+      timeout_(parent.timeout_),
+      comm_id_(child_id(parent.comm_id_, name)),
+      options_(parent.options_),
+      hosts_(parent.hosts_.subset(members)),
+      algorithm_overrides_(parent.algorithm_overrides_),
+      chunk_bytes_(parent.chunk_bytes_) {
+  rank = static_cast<int>(std::find(members.begin(), members.end(), parent.rank) - members.begin());
+  if (rank >= size)
+    fail(ErrorCode::InvalidArgument, "rank {} is not a member of the group it forms", parent.rank);
+  for (int member : members) world_ranks_.push_back(parent.world_ranks_[static_cast<std::size_t>(member)]);
+  local_rank = hosts_.local_rank_of(rank);
+  local_size = hosts_.ranks_on(hosts_.host_of(rank));
+  store_ = std::make_shared<PrefixStore>(parent.store_, name);
+  store_->set_timeout(timeout_);
+  if (members_digest != 0) {
+    // The first member to arrive records its list; a member with another list would wait for peers that
+    // never come.
+    const std::string mine = std::to_string(members_digest);
+    if (store_->compare_set("members", "", mine) != mine)
+      fail(ErrorCode::Mismatch, "rank {} (world rank {}): the members of group '{}' passed different lists of ranks",
+           rank, world_ranks_[static_cast<std::size_t>(rank)], name);
+  }
+  connect(hosts_, options_.job_token);
+  // The parent measured these links; the group's own layout decides who shares a host's cores.
+  collectives::LinkModel link = parent.cost_model_.link();
+  link.hosts = hosts_;
+  cost_model_ = collectives::CostModel(std::move(link));
+  path_ = parent.path_.empty() ? name : parent.path_ + "/" + name;
+  first_failure_ = std::make_shared<collectives::FirstFailure>(
+      family_->failure_store ? std::make_shared<PrefixStore>(family_->failure_store, path_) : nullptr, rank);
+  family_->join(this);
+  log::info("communicator {} ready: rank {} of {} (rank {} of its parent {})", comm_id_, rank, size,
+            parent.rank, parent.comm_id_);
+}
+
+Communicator::Impl::~Impl() {
+  family_->leave(this);  // before anything the family's monitor could abort goes
+  p2p_->close();         // its thread may still report a failure through this communicator
+}
+
+void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token) {
+  auto mesh = transport::MeshOptions::from_settings(settings_, comm_id_);
+  mesh.connect_timeout = timeout_;
+  if (!job_token.empty()) mesh.job_token = job_token;
+  mesh.host_of_rank = hosts.host_of_rank;
+  mesh.local_size = local_size;  // whether its ranks fit on this host's cores decides if the transport spins
+  mesh.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
+  transport_ = transport::connect_mesh(*store_, rank, size, mesh);  // CANOPY_TRANSPORT=tcp|verbs|auto
+  // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
+  // collective runs, in an order of their own (docs/GROUPS.md says why not the collectives' sockets).
+  auto p2p_store = std::make_shared<PrefixStore>(store_, "p2p");
+  mesh.spin = false;  // its thread waits in poll(): no core spent on waiting
+  collectives::PointToPoint::Settings settings;
+  settings.comm_id = comm_id_;
+  settings.timeout = timeout_;
+  p2p_ = std::make_unique<collectives::PointToPoint>(transport::connect_mesh(*p2p_store, rank, size, mesh),
+                                                     settings,
+                                                     [this](const Error& error) { return end_with(error); });
+}
+
+void Communicator::Impl::ensure_usable() {
+  std::lock_guard lock(failure_mutex_);
+  if (!failure_.empty())
+    fail(ErrorCode::Aborted, "rank {}: communicator is unusable after an earlier failure: {}", rank,
+         failure_);
+}
+
+void Communicator::Impl::abort(const std::string& reason) {
+  // Tell the other ranks before closing the sockets: whoever learns of this through them finds out why.
+  if (first_failure_)
+    first_failure_->blame(Error(ErrorCode::Aborted, fmt::format("rank {}: aborted: {}", rank, reason)));
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (failure_.empty()) failure_ = reason;
+  }
+  transport_->abort(reason);
+  if (p2p_) p2p_->abort(reason);
+}
+
+Error Communicator::Impl::with_world_ranks(const Error& error) const {
+  const bool sub_communicator = (comm_id_ >> 63) != 0;  // see child_id()
+  if (!sub_communicator) return error;
+  constexpr int kListed = 16;
+  std::string ranks;
+  for (int r = 0; r < std::min(size, kListed); ++r)
+    ranks +=
+        fmt::format("{}{} = world rank {}", r == 0 ? "" : ", ", r, world_ranks_[static_cast<std::size_t>(r)]);
+  if (size > kListed) ranks += ", ...";
+  return Error(error.code(), fmt::format("{} [ranks of this sub-communicator: {}]", error.what(), ranks));
+}
+
+Error Communicator::Impl::end_with(const Error& error) {
+  // Or the failure another rank saw first, which caused this one.
+  Error blamed = first_failure_ ? first_failure_->blame(with_world_ranks(error)) : error;
+  // Messages of the failed call may still be in flight: no later call could trust the stream.
+  abort(blamed.what());
+  return blamed;
+}
+
+void Communicator::Impl::validate(const CollectiveArgs& args) const {
+  if (is_rooted(args.collective) && (args.root < 0 || args.root >= size))
+    fail(ErrorCode::InvalidArgument, "{}: root {} is not a rank of this group of {}",
+         to_string(args.collective), args.root, size);
+  if (args.count > 0) {
+    // A gather's output and a scatter's input exist at the root only.
+    const bool needs_input = args.collective != Collective::Scatter || rank == args.root;
+    const bool needs_output = args.collective != Collective::Gather || rank == args.root;
+    if ((needs_input && args.input == nullptr) || (needs_output && args.output == nullptr))
+      fail(ErrorCode::InvalidArgument, "{}: null buffer for {} elements", to_string(args.collective),
+           args.count);
+  }
+  if (args.collective == Collective::AllToAllV &&
+      (args.send_counts == nullptr || args.recv_counts == nullptr))
+    fail(ErrorCode::InvalidArgument, "all_to_all_v: no send or receive counts");
+}
+
+CollectiveCall Communicator::Impl::describe_call(const CollectiveArgs& args,
+                                                 const CollectiveOptions& options) const {
+  std::size_t element_size = size_of(args.dtype);
+  std::size_t chunk_bytes = options.chunk_bytes > 0 ? options.chunk_bytes : chunk_bytes_;
+  CollectiveCall call;
+  call.collective = args.collective;
+  call.rank = rank;
+  call.size = size;
+  call.count = args.collective == Collective::Barrier ? 0 : args.count;
+  call.root = is_rooted(args.collective) ? args.root : 0;
+  call.chunk_count = std::max<std::uint64_t>(1, chunk_bytes / element_size);
+  if (args.collective == Collective::AllToAllV) {
+    call.send_counts.assign(args.send_counts, args.send_counts + size);
+    call.recv_counts.assign(args.recv_counts, args.recv_counts + size);
+  }
+  return call;
+}
+
+// The algorithm asked for (the call's options, else CANOPY_ALGO); empty for auto.
+std::string_view Communicator::Impl::requested_algorithm(Collective collective,
+                                                         const CollectiveOptions& options) const {
+  std::string_view name = options.algorithm;  // a view: no copy on every call
+  if (name.empty())
+    if (auto it = algorithm_overrides_.find(collective); it != algorithm_overrides_.end()) name = it->second;
+  return name == "auto" ? std::string_view{} : name;
+}
+
+// Whether this call takes part in stream detection: a broadcast with data, its algorithm left to auto,
+// over a transport whose frames carry the root's flag. Every rank answers alike.
+bool Communicator::Impl::follows_stream(const CollectiveArgs& args, const CollectiveOptions& options) const {
+  return args.collective == Collective::Broadcast && args.count > 0 &&
+         requested_algorithm(args.collective, options).empty() && transport_->carries_frame_flags();
+}
+
+const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::size_t element_size,
+                                            const CollectiveOptions& options, collectives::Pace pace,
+                                            std::string* explanation) {
+  const std::string_view name = requested_algorithm(call.collective, options);
+  if (!name.empty()) {
+    const Algorithm* algorithm = collectives::find_algorithm(call.collective, name);
+    if (algorithm == nullptr) {
+      std::string known;
+      for (const Algorithm& a : collectives::algorithms(call.collective))
+        known += fmt::format("{}{}", known.empty() ? "" : ", ", a.name);
+      fail(ErrorCode::InvalidArgument, "{} has no algorithm '{}' (known: {}, auto)",
+           to_string(call.collective), name, known);
+    }
+    if (explanation) *explanation = fmt::format("{}: {} (asked for)", to_string(call.collective), name);
+    return *algorithm;
+  }
+  const auto& choice = cost_model_.choose(call, element_size, pace);
+  if (explanation) *explanation = choice.explanation;
+  return *choice.algorithm;
+}
+
+double Communicator::Impl::predict(const Algorithm& algorithm, const CollectiveCall& call,
+                                   std::size_t element_size, collectives::Pace pace) const {
+  if (call.collective == Collective::AllToAllV) return 0;  // a rank knows only its own counts
+  const auto prediction = collectives::predict(algorithm, call, element_size, cost_model_.link());
+  return pace == collectives::Pace::Stream ? prediction.stream_seconds : prediction.seconds;
+}
+
+void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions& options,
+                             std::uint64_t seq) {
+  ensure_usable();
+  validate(args);
+  std::size_t element_size = size_of(args.dtype);
+  CollectiveCall call = describe_call(args, options);
+  const bool follows_stream = this->follows_stream(args, options);
+  const collectives::Pace pace = follows_stream ? this->pace() : collectives::Pace::OneCall;
+  std::string explanation;
+  const Algorithm& algorithm =
+      select(call, element_size, options, pace, log::level() <= log::Level::Info ? &explanation : nullptr);
+  if (!explanation.empty()) log::info("#{} {}", seq, explanation);
+  const collectives::CallBuffers buffers = collectives::prepare_call_buffers(args, rank, size, scratch_);
+  call.in_place = buffers.in_place;
+  const collectives::CompiledSchedule& compiled = schedules_.get(algorithm, call);
+  grow(staging_, compiled.schedule.staging_count * element_size);
+
+  collectives::ExecutionContext context;
+  context.transport = transport_.get();
+  context.envelope = {comm_id_,
+                      seq,
+                      args.collective,
+                      args.dtype,
+                      args.op,
+                      collectives::algorithm_index(algorithm),
+                      static_cast<std::uint32_t>(call.root),
+                      call.count,
+                      0};
+  context.data = buffers.data;
+  context.input = buffers.input;
+  context.staging = staging_.data();
+  context.element_size = element_size;
+  context.dtype = args.dtype;
+  context.op = args.op == ReduceOp::Avg ? ReduceOp::Sum : args.op;
+  // One clock read at each end of the call serves the deadline, the flight recorder and stream detection:
+  // on a small call each read is a measurable part of what this rank itself spends.
+  const Clock::time_point started = Clock::now();
+  context.deadline = Deadline(started + (options.timeout.count() > 0 ? options.timeout : timeout_));
+  // The root calls back to back when its previous broadcast can still be on its way: sooner than one
+  // call's predicted latency after it returned.
+  bool back_to_back = false;
+  if (follows_stream && rank == call.root && last_broadcast_end_) {
+    const double since = std::chrono::duration<double>(started - *last_broadcast_end_).count();
+    back_to_back =
+        since < cost_model_.choose(call, element_size, collectives::Pace::OneCall).predicted_seconds;
+  }
+  context.frame_flags = back_to_back ? transport::kFlagRootInStream : 0;
+  std::size_t slot = recorder_.start(
+      {seq, args.collective, algorithm.name, args.count, args.dtype, args.op, call.root, {}, {}, 0}, started);
+  try {
+    executor_.run(compiled, context);
+  } catch (const Error& e) {
+    recorder_.finish(slot, false, Clock::now());
+    Error blamed = end_with(e);
+    if (blamed.code() != ErrorCode::Timeout) throw blamed;
+    // A timeout says who was stuck where: this rank's recent calls, as every rank prints its own.
+    throw Error(ErrorCode::Timeout,
+                fmt::format("{}\nrank {}'s last collectives:{}", blamed.what(), rank, recorder_.dump()));
+  }
+  const Clock::time_point ended = Clock::now();
+  recorder_.finish(slot, true, ended);
+  if (follows_stream) {
+    const bool root_in_stream =
+        rank == call.root ? back_to_back : (executor_.heard_flags() & transport::kFlagRootInStream) != 0;
+    in_stream_.store(root_in_stream, std::memory_order_relaxed);
+    last_broadcast_end_ = ended;
+  } else {
+    in_stream_.store(false, std::memory_order_relaxed);
+    last_broadcast_end_.reset();
+  }
+  collectives::finish_call_buffers(args, rank, size, buffers.data);
+}
+
+Work Communicator::Impl::send(std::span<const std::byte> data, int peer, std::uint32_t tag) {
+  ensure_usable();
+  return p2p_->send(data, peer, tag);
+}
+
+Work Communicator::Impl::recv(std::span<std::byte> data, int peer, std::uint32_t tag) {
+  ensure_usable();
+  return p2p_->recv(data, peer, tag);
+}
+
+}  // namespace canopy

@@ -1,0 +1,111 @@
+// What a Communicator is behind its pointer: the group's transports, cost model and schedules, and the
+// failure state every call checks. communicator_impl.cpp forms groups and runs collectives;
+// point_to_point.hpp carries the point-to-point messages; communicator.cpp is the public face.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "canopy/communicator.hpp"
+#include "collectives/call_sequencer.hpp"
+#include "collectives/communicator_family.hpp"
+#include "collectives/cost_model.hpp"
+#include "collectives/executor.hpp"
+#include "collectives/first_failure.hpp"
+#include "collectives/flight_recorder.hpp"
+#include "collectives/point_to_point.hpp"
+#include "collectives/schedule_cache.hpp"
+#include "common/settings.hpp"
+#include "transport/transport.hpp"
+
+namespace canopy {
+
+class Communicator::Impl {
+ public:
+  // The first communicator of a family: forms the group of `size` ranks meeting through `store`.
+  Impl(std::shared_ptr<Store> base_store, int rank, int size, const CommunicatorOptions& options);
+  // A sub-communicator of `parent` made of `members` (ranks of the parent, in their new order), which
+  // contains the parent's own rank; `name` tells its store keys from those of the parent's other
+  // sub-communicators. Every member calls this with the same members and name; a nonzero
+  // `members_digest` is first checked against the other members' (Error(Mismatch) where they differ).
+  Impl(Impl& parent, const std::vector<int>& members, const std::string& name, std::int32_t members_digest = 0);
+  ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  void run(const CollectiveArgs& args, const CollectiveOptions& options, std::uint64_t seq);
+  Work send(std::span<const std::byte> data, int peer, std::uint32_t tag);
+  Work recv(std::span<std::byte> data, int peer, std::uint32_t tag);
+  const collectives::Algorithm& select(const collectives::CollectiveCall& call, std::size_t element_size,
+                                       const CollectiveOptions& options, collectives::Pace pace,
+                                       std::string* explanation);
+  std::string_view requested_algorithm(Collective collective, const CollectiveOptions& options) const;
+  bool follows_stream(const CollectiveArgs& args, const CollectiveOptions& options) const;
+  collectives::Pace pace() const {
+    return in_stream_.load(std::memory_order_relaxed) ? collectives::Pace::Stream
+                                                      : collectives::Pace::OneCall;
+  }
+  collectives::CollectiveCall describe_call(const CollectiveArgs& args,
+                                            const CollectiveOptions& options) const;
+  void validate(const CollectiveArgs& args) const;
+  void abort(const std::string& reason);
+  const collectives::LinkModel& link() const { return cost_model_.link(); }
+  std::string_view transport_name() const { return transport_->name(); }
+  double predict(const collectives::Algorithm& algorithm, const collectives::CollectiveCall& call,
+                 std::size_t element_size, collectives::Pace pace) const;
+  const std::shared_ptr<collectives::CommunicatorFamily>& family() const { return family_; }
+
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  collectives::CallSequencer sequencer;
+
+ private:
+  // The part both constructors share: connects the group's two meshes (collectives, point-to-point).
+  void connect(const collectives::HostLayout& hosts, const std::string& job_token);
+  void ensure_usable();
+  // Publishes `error` as the communicator's first failure (or learns another rank's), ends the
+  // communicator, and returns the error to report.
+  Error end_with(const Error& error);
+  // A sub-communicator's errors name its own ranks: this says which ranks of the job they are.
+  Error with_world_ranks(const Error& error) const;
+
+  std::shared_ptr<collectives::CommunicatorFamily> family_;
+  // Every CANOPY_* setting, read once when the family's first communicator forms (docs/SETTINGS.md).
+  const Settings settings_;
+  std::shared_ptr<Store> store_;
+  Duration timeout_;
+  std::uint64_t comm_id_ = 0;
+  CommunicatorOptions options_;
+  collectives::HostLayout hosts_;
+  std::vector<int> world_ranks_;  // this group's ranks as ranks of its family's first communicator
+  std::string path_;              // its store keys' prefix below the family's first communicator's ("" there)
+  std::unique_ptr<transport::Transport> transport_;
+  std::unique_ptr<collectives::PointToPoint> p2p_;
+  collectives::CostModel cost_model_;
+  collectives::ScheduleCache schedules_;
+  collectives::Executor executor_;
+  std::map<Collective, std::string> algorithm_overrides_;
+  std::size_t chunk_bytes_;
+  std::vector<std::byte> staging_;  // grows to the largest call's need, then is reused
+  std::vector<std::byte> scratch_;  // a working copy where the user's buffer must stay intact
+  collectives::FlightRecorder recorder_;
+  std::mutex failure_mutex_;
+  std::string failure_;  // set once a call failed: the communicator is then unusable
+  std::shared_ptr<collectives::FirstFailure> first_failure_;  // tells every rank who failed first
+  // A stream of broadcasts (docs/SCHEDULES.md): whether the previous call was a broadcast whose root
+  // called it back to back with the one before. Every rank learns it from that call's frames, so all
+  // agree, and auto then chooses for a stream's pace instead of one call's latency.
+  std::atomic<bool> in_stream_{false};
+  std::optional<Clock::time_point> last_broadcast_end_;  // this rank's, while broadcasts follow each other
+};
+
+}  // namespace canopy

@@ -1,0 +1,453 @@
+#include "collectives/point_to_point.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+
+namespace canopy::collectives {
+namespace {
+
+constexpr std::size_t kListedOperations = 8;  // in a timeout's message
+
+double seconds_since(Clock::time_point then) {
+  return std::chrono::duration<double>(Clock::now() - then).count();
+}
+
+}  // namespace
+
+PointToPoint::PointToPoint(std::unique_ptr<transport::Transport> transport, Settings settings,
+                           EndCommunicator end)
+    : transport_(std::move(transport)),
+      settings_(settings),
+      end_(std::move(end)),
+      rank_(transport_->rank()),
+      peers_(static_cast<std::size_t>(transport_->size())) {}
+
+PointToPoint::~PointToPoint() { close(); }
+
+void PointToPoint::close() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+    ended_ = Error(ErrorCode::Aborted, fmt::format("rank {}: the communicator was destroyed", rank_));
+  }
+  requests_changed_.notify_all();
+  transport_->wake();
+  if (thread_.joinable()) thread_.join();
+  // The thread is gone: what it never finished ends here, its buffers no longer touched.
+  const Error gone(ErrorCode::Aborted,
+                   fmt::format("rank {}: the communicator was destroyed while this point-to-point operation was "
+                               "pending",
+                               rank_));
+  for (auto& [index, op] : operations_) op.work->finish(std::make_exception_ptr(gone));
+  for (auto& [index, op] : inbox_) op.work->finish(std::make_exception_ptr(gone));
+  operations_.clear();
+  inbox_.clear();
+}
+
+Work PointToPoint::send(std::span<const std::byte> data, int peer, std::uint32_t tag) {
+  Operation op;
+  op.direction = Direction::Send;
+  op.peer = peer;
+  op.tag = tag;
+  op.buffer = {const_cast<std::byte*>(data.data()), data.size()};  // never written: a send's buffer
+  return submit(std::move(op));
+}
+
+Work PointToPoint::recv(std::span<std::byte> data, int peer, std::uint32_t tag) {
+  Operation op;
+  op.direction = Direction::Recv;
+  op.peer = peer;
+  op.tag = tag;
+  op.buffer = data;
+  return submit(std::move(op));
+}
+
+Work PointToPoint::submit(Operation op) {
+  const int size = static_cast<int>(peers_.size());
+  if (op.peer < 0 || op.peer >= size || op.peer == rank_)
+    fail(ErrorCode::InvalidArgument, "rank {}: cannot {} rank {} in a group of {}", rank_,
+         op.direction == Direction::Send ? "send to" : "receive from", op.peer, size);
+  auto state = std::make_shared<Work::State>();
+  op.work = state;
+  op.posted = Clock::now();
+  op.deadline = Deadline(op.posted + settings_.timeout);
+  {
+    std::lock_guard lock(mutex_);
+    if (ended_) {
+      state->finish(std::make_exception_ptr(*ended_));
+      return Work(state);
+    }
+    const OpIndex index = next_operation_++;
+    inbox_.emplace(index, std::move(op));
+    requests_.push_back(index);
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  }
+  requests_changed_.notify_one();
+  transport_->wake();
+  return Work(state);
+}
+
+void PointToPoint::abort(const std::string& reason) {
+  transport_->abort(reason);
+}
+
+void PointToPoint::run() noexcept {
+  try {
+    for (int peer = 0; peer < static_cast<int>(peers_.size()); ++peer)
+      if (peer != rank_) expect_descriptor(peer);
+  } catch (const Error& error) {
+    fail_all(error);
+  }
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      // With no peer left to hear from, only a new operation (or the end) can change anything.
+      requests_changed_.wait(lock, [&] { return stopping_ || !requests_.empty() || !in_transport_.empty(); });
+      if (stopping_) return;
+    }
+    serve_requests();
+    progress_once();
+    expire_overdue();
+  }
+}
+
+void PointToPoint::serve_requests() {
+  std::vector<OpIndex> accepted;
+  {
+    std::lock_guard lock(mutex_);
+    for (OpIndex index : requests_) {
+      auto node = inbox_.extract(index);
+      operations_.insert(std::move(node));
+      accepted.push_back(index);
+    }
+    requests_.clear();
+  }
+  for (OpIndex index : accepted) {
+    try {
+      if (failure_) throw *failure_;
+      if (operations_.at(index).direction == Direction::Send) {
+        start_send(index);
+      } else {
+        start_recv(index);
+      }
+    } catch (const Error& error) {
+      fail_all(error);
+    }
+  }
+}
+
+void PointToPoint::progress_once() {
+  if (in_transport_.empty()) return;
+  completed_.clear();
+  std::optional<transport::PeerFailedError> peer_failure;
+  std::optional<Error> failure;
+  try {
+    transport_->progress(earliest_deadline(), completed_);
+  } catch (const transport::PeerFailedError& error) {
+    peer_failure = error;
+  } catch (const Error& error) {
+    failure = error;
+  }
+  // What completed before a failure still counts: a message that fully arrived may be received.
+  try {
+    for (transport::OpId id : completed_) on_completed(id);
+  } catch (const Error& error) {
+    if (!failure) failure = error;
+  }
+  if (peer_failure) peer_left(*peer_failure);
+  if (failure) fail_all(*failure);
+}
+
+void PointToPoint::start_send(OpIndex index) {
+  const Operation& op = operations_.at(index);
+  Peer& peer = peers_[static_cast<std::size_t>(op.peer)];
+  if (peer.gone)
+    throw Error(ErrorCode::PeerFailed,
+                fmt::format("rank {}: {}: rank {} closed its connection", rank_, describe(op), op.peer));
+  const std::uint64_t id = peer.next_message_id++;
+  if (op.buffer.size() <= settings_.eager_bytes) {
+    post_frame(op.peer, {P2PKind::Eager, op.tag, op.buffer.size(), id}, op.buffer, index);
+  } else {
+    post_frame(op.peer, {P2PKind::RequestToSend, op.tag, op.buffer.size(), id}, {}, std::nullopt);
+    peer.awaiting_clear[id] = index;
+  }
+}
+
+void PointToPoint::start_recv(OpIndex index) {
+  const Operation& op = operations_.at(index);
+  Peer& peer = peers_[static_cast<std::size_t>(op.peer)];
+  if (auto it = peer.unmatched.find(op.tag); it != peer.unmatched.end() && !it->second.empty()) {
+    const std::uint64_t arrival = it->second.front();
+    it->second.pop_front();
+    claim(index, arrival);
+    return;
+  }
+  if (peer.gone)
+    throw Error(ErrorCode::PeerFailed,
+                fmt::format("rank {}: {}: rank {} closed its connection", rank_, describe(op), op.peer));
+  peer.receives[op.tag].push_back(index);
+}
+
+void PointToPoint::check_sizes(OpIndex receive, const P2PDescriptor& message) const {
+  const Operation& op = operations_.at(receive);
+  if (op.buffer.size() == message.bytes) return;
+  fail(ErrorCode::Mismatch,
+       "rank {}: point-to-point mismatch: this rank's {} met rank {}'s send of {} bytes with tag {} (its "
+       "message "
+       "#{} to rank {}); nothing was written",
+       rank_, describe(op), op.peer, message.bytes, message.tag, message.id, rank_);
+}
+
+void PointToPoint::claim(OpIndex receive, std::uint64_t arrival_id) {
+  Arrival& arrival = arrivals_.at(arrival_id);
+  check_sizes(receive, arrival.descriptor);
+  const int peer = operations_.at(receive).peer;
+  if (arrival.descriptor.kind == P2PKind::RequestToSend) {
+    peers_[static_cast<std::size_t>(peer)].awaiting_data[arrival.descriptor.id] = receive;
+    post_frame(peer, {P2PKind::ClearToSend, 0, 0, arrival.descriptor.id}, {}, std::nullopt);
+    arrivals_.erase(arrival_id);
+    return;
+  }
+  if (!arrival.landed) {
+    arrival.claimed_by = receive;  // finished when its payload lands
+    return;
+  }
+  if (!arrival.bytes.empty())
+    std::memcpy(operations_.at(receive).buffer.data(), arrival.bytes.data(), arrival.bytes.size());
+  arrivals_.erase(arrival_id);
+  complete(receive);
+}
+
+void PointToPoint::on_completed(transport::OpId id) {
+  const auto node = in_transport_.extract(id);
+  if (node.empty()) return;
+  const Pending& pending = node.mapped();
+  switch (pending.kind) {
+    case Pending::Kind::DescriptorIn:
+      on_descriptor(pending.peer);
+      return;
+    case Pending::Kind::PayloadIn:
+      if (pending.operation) {
+        complete(*pending.operation);
+      } else {
+        Arrival& arrival = arrivals_.at(*pending.arrival);
+        arrival.landed = true;
+        if (arrival.claimed_by) claim(*arrival.claimed_by, *pending.arrival);
+      }
+      expect_descriptor(pending.peer);
+      return;
+    case Pending::Kind::DescriptorOut:
+      peers_[static_cast<std::size_t>(pending.peer)].descriptors_out.erase(pending.frame);
+      if (pending.operation) complete(*pending.operation);
+      return;
+    case Pending::Kind::PayloadOut:
+      if (pending.operation) complete(*pending.operation);
+      return;
+  }
+}
+
+void PointToPoint::on_descriptor(int from) {
+  Peer& peer = peers_[static_cast<std::size_t>(from)];
+  const P2PDescriptor message = decode_descriptor(peer.descriptor_in, from);
+  auto take_receive = [&]() -> std::optional<OpIndex> {
+    auto it = peer.receives.find(message.tag);
+    if (it == peer.receives.end() || it->second.empty()) return std::nullopt;
+    const OpIndex receive = it->second.front();
+    it->second.pop_front();
+    check_sizes(receive, message);
+    return receive;
+  };
+  // A message no receive was posted for yet: kept, in order, for the receive that will come.
+  auto keep_unmatched = [&]() -> std::uint64_t {
+    const std::uint64_t id = next_arrival_++;
+    peer.unmatched[message.tag].push_back(id);
+    arrivals_[id].descriptor = message;
+    return id;
+  };
+  switch (message.kind) {
+    case P2PKind::Eager:
+      if (const auto receive = take_receive()) {
+        if (message.has_payload()) {
+          expect_payload(from, operations_.at(*receive).buffer,
+                         {Pending::Kind::PayloadIn, from, receive, {}, 0});
+          return;
+        }
+        complete(*receive);
+      } else {
+        const std::uint64_t id = keep_unmatched();
+        Arrival& arrival = arrivals_.at(id);
+        if (message.has_payload()) {
+          arrival.bytes.resize(message.bytes);
+          expect_payload(from, arrival.bytes, {Pending::Kind::PayloadIn, from, {}, id, 0});
+          return;
+        }
+        arrival.landed = true;
+      }
+      break;
+    case P2PKind::RequestToSend:
+      if (const auto receive = take_receive()) {
+        peer.awaiting_data[message.id] = *receive;
+        post_frame(from, {P2PKind::ClearToSend, 0, 0, message.id}, {}, std::nullopt);
+      } else {
+        keep_unmatched();
+      }
+      break;
+    case P2PKind::ClearToSend: {
+      const auto it = peer.awaiting_clear.find(message.id);
+      if (it == peer.awaiting_clear.end())
+        fail(ErrorCode::Protocol, "rank {}: rank {} cleared message #{}, which this rank never announced",
+             rank_, from, message.id);
+      const OpIndex send = it->second;
+      peer.awaiting_clear.erase(it);
+      const Operation& op = operations_.at(send);
+      post_frame(from, {P2PKind::Data, op.tag, op.buffer.size(), message.id}, op.buffer, send);
+      break;
+    }
+    case P2PKind::Data: {
+      const auto it = peer.awaiting_data.find(message.id);
+      if (it == peer.awaiting_data.end() || operations_.at(it->second).buffer.size() != message.bytes)
+        fail(ErrorCode::Protocol,
+             "rank {}: rank {} sent {} bytes of message #{}, which this rank did not ask for", rank_, from,
+             message.bytes, message.id);
+      const OpIndex receive = it->second;
+      peer.awaiting_data.erase(it);
+      if (message.has_payload()) {
+        expect_payload(from, operations_.at(receive).buffer,
+                       {Pending::Kind::PayloadIn, from, receive, {}, 0});
+        return;
+      }
+      complete(receive);
+      break;
+    }
+  }
+  expect_descriptor(from);
+}
+
+transport::Envelope PointToPoint::frame_envelope(std::uint64_t frame, std::uint64_t bytes,
+                                                 bool payload) const {
+  transport::Envelope envelope;
+  envelope.comm_id = settings_.comm_id;
+  envelope.seq = frame;  // both ends count the frames between them: a lost or extra one shows at once
+  envelope.collective = Collective::PointToPoint;
+  envelope.count = bytes;
+  envelope.step = payload ? 1 : 0;
+  return envelope;
+}
+
+void PointToPoint::expect_descriptor(int from) {
+  Peer& peer = peers_[static_cast<std::size_t>(from)];
+  const transport::OpId id = transport_->post_recv(
+      from, frame_envelope(peer.frames_in++, kP2PDescriptorBytes, false), peer.descriptor_in);
+  in_transport_[id] = {Pending::Kind::DescriptorIn, from, {}, {}, 0};
+}
+
+void PointToPoint::expect_payload(int from, std::span<std::byte> into, Pending pending) {
+  Peer& peer = peers_[static_cast<std::size_t>(from)];
+  const transport::OpId id =
+      transport_->post_recv(from, frame_envelope(peer.frames_in++, into.size(), true), into);
+  in_transport_[id] = pending;
+}
+
+void PointToPoint::post_frame(int to, const P2PDescriptor& descriptor, std::span<const std::byte> payload,
+                              std::optional<OpIndex> completes) {
+  Peer& peer = peers_[static_cast<std::size_t>(to)];
+  const std::uint64_t frame = peer.frames_out++;
+  const P2PDescriptorBytes& bytes = peer.descriptors_out[frame] = encode(descriptor);
+  const bool with_payload = descriptor.has_payload();
+  const transport::OpId id =
+      transport_->post_send(to, frame_envelope(frame, kP2PDescriptorBytes, false), bytes);
+  in_transport_[id] = {Pending::Kind::DescriptorOut, to, with_payload ? std::nullopt : completes, {}, frame};
+  if (!with_payload) return;
+  const transport::OpId payload_id =
+      transport_->post_send(to, frame_envelope(peer.frames_out++, payload.size(), true), payload);
+  in_transport_[payload_id] = {Pending::Kind::PayloadOut, to, completes, {}, 0};
+}
+
+void PointToPoint::complete(OpIndex index) {
+  auto node = operations_.extract(index);
+  if (!node.empty()) node.mapped().work->finish(nullptr);
+}
+
+bool PointToPoint::involves(int peer) const {
+  return std::any_of(operations_.begin(), operations_.end(),
+                     [peer](const auto& entry) { return entry.second.peer == peer; });
+}
+
+void PointToPoint::peer_left(const transport::PeerFailedError& error) {
+  const int peer = error.peer();
+  // The transport dropped what it held toward the peer.
+  std::erase_if(in_transport_, [peer](const auto& entry) { return entry.second.peer == peer; });
+  if (involves(peer)) {
+    fail_all(error);
+    return;
+  }
+  log::debug("{} (no point-to-point operation was pending toward it)", error.what());
+  peers_[static_cast<std::size_t>(peer)].gone = true;
+}
+
+void PointToPoint::fail_all(const Error& error) {
+  if (!failure_) {
+    bool stopping = false;
+    {
+      std::lock_guard lock(mutex_);
+      stopping = stopping_;
+    }
+    // Once the communicator is being destroyed there is nothing left to end.
+    failure_ = end_ && !stopping ? end_(error) : error;
+    transport_->abort(failure_->what());
+    std::lock_guard lock(mutex_);
+    ended_ = failure_;
+  }
+  // One exception each, owned by its Work alone: this thread keeps no reference its waiters could race with.
+  for (auto& [index, op] : operations_) op.work->finish(std::make_exception_ptr(*failure_));
+  operations_.clear();
+  arrivals_.clear();
+  in_transport_.clear();
+  for (Peer& peer : peers_) peer = Peer{};
+}
+
+Deadline PointToPoint::earliest_deadline() const {
+  Deadline earliest = Deadline::never();
+  for (const auto& [index, op] : operations_) earliest = earliest.earlier(op.deadline);
+  return earliest;
+}
+
+void PointToPoint::expire_overdue() {
+  for (const auto& [index, op] : operations_) {
+    if (!op.deadline.expired()) continue;
+    fail_all(Error(ErrorCode::Timeout, fmt::format("rank {}: {} timed out after {:.1f} s: {}{}", rank_,
+                                                   describe(op), seconds_since(op.posted),
+                                                   op.direction == Direction::Send
+                                                       ? fmt::format("rank {} did not receive it", op.peer)
+                                                       : fmt::format("rank {} sent no such message", op.peer),
+                                                   pending_list())));
+    return;
+  }
+}
+
+std::string PointToPoint::describe(const Operation& op) const {
+  return op.direction == Direction::Send
+             ? fmt::format("send of {} bytes to rank {} with tag {}", op.buffer.size(), op.peer, op.tag)
+             : fmt::format("recv of {} bytes from rank {} with tag {}", op.buffer.size(), op.peer, op.tag);
+}
+
+std::string PointToPoint::pending_list() const {
+  std::string text = fmt::format("\nrank {}'s pending point-to-point operations:", rank_);
+  std::size_t listed = 0;
+  for (const auto& [index, op] : operations_) {
+    if (listed++ == kListedOperations) {
+      text += fmt::format("\n  and {} more", operations_.size() - kListedOperations);
+      break;
+    }
+    text += fmt::format("\n  {} (posted {:.1f} s ago)", describe(op), seconds_since(op.posted));
+  }
+  return text;
+}
+
+}  // namespace canopy::collectives

@@ -1,0 +1,158 @@
+// A communicator's point-to-point messages, matched as MPI matches (source, tag): the messages from one
+// peer with one tag meet the receives from that peer with that tag in order, whatever other tags and the
+// collectives do. They travel on a transport of their own, driven by a progress thread of their own, so
+// they never take part in the collectives' order and move while a collective runs (a pipeline stage's
+// activations beside a gradient all-reduce).
+//
+// The protocol (p2p_descriptor.hpp) is MPI's eager / rendezvous pair. A message up to the eager limit
+// goes at once; if its receive is not posted yet it waits in a buffer at the receiver (an unexpected
+// message). A larger one asks first and moves when its receive is posted, straight into the receive's
+// buffer: unexpected messages never hold more than the eager limit each. A receive whose size differs
+// from its message fails with Error(Mismatch) naming both sides before a byte lands in its buffer.
+//
+// Failures end the communicator, as a collective's do: a peer that closed while an operation toward it
+// was pending (a peer that closes with nothing pending toward it has left, which is no failure), a
+// mismatch, an operation past its deadline (with the rank's pending operations in the message), abort().
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "canopy/communicator.hpp"
+#include "collectives/call_sequencer.hpp"
+#include "collectives/p2p_descriptor.hpp"
+#include "transport/transport.hpp"
+
+namespace canopy::collectives {
+
+class PointToPoint {
+ public:
+  struct Settings {
+    std::uint64_t comm_id = 0;
+    Duration timeout{0};                              // of every operation
+    std::size_t eager_bytes = std::size_t{64} << 10;  // larger messages wait for their receive
+  };
+  // Called on the progress thread with the error that ended an operation; ends the communicator and
+  // returns the error to report (its first failure, which may be another rank's).
+  using EndCommunicator = std::function<Error(const Error&)>;
+
+  PointToPoint(std::unique_ptr<transport::Transport> transport, Settings settings, EndCommunicator end);
+  ~PointToPoint();  // close()
+  // Stops the progress thread and fails what is still pending with Error(Aborted); later operations fail
+  // at once. Idempotent. The thread may call EndCommunicator until this returns, never after.
+  void close();
+  PointToPoint(const PointToPoint&) = delete;
+  PointToPoint& operator=(const PointToPoint&) = delete;
+
+  // Thread-safe; the buffer belongs to the operation until its Work completes.
+  Work send(std::span<const std::byte> data, int peer, std::uint32_t tag);
+  Work recv(std::span<std::byte> data, int peer, std::uint32_t tag);
+
+  // Fails every pending and later operation with Error(Aborted, reason). Thread-safe.
+  void abort(const std::string& reason);
+
+ private:
+  enum class Direction { Send, Recv };
+  using OpIndex = std::uint64_t;
+
+  // One send or receive the caller posted.
+  struct Operation {
+    Direction direction = Direction::Send;
+    int peer = 0;
+    std::uint32_t tag = 0;
+    std::span<std::byte> buffer;  // a send's is read only
+    std::shared_ptr<Work::State> work;
+    Deadline deadline = Deadline::never();
+    Clock::time_point posted{};
+  };
+  // A message whose descriptor came before its receive: an eager one lands in `bytes`.
+  struct Arrival {
+    P2PDescriptor descriptor;
+    std::vector<std::byte> bytes;
+    bool landed = false;                // the whole payload is in `bytes`
+    std::optional<OpIndex> claimed_by;  // the receive it belongs to, once posted
+  };
+  // What a transport operation in flight is for.
+  struct Pending {
+    enum class Kind { DescriptorIn, PayloadIn, DescriptorOut, PayloadOut } kind;
+    int peer = 0;
+    std::optional<OpIndex> operation;      // the receive a payload lands in; the send a frame ends
+    std::optional<std::uint64_t> arrival;  // PayloadIn into an arrival's buffer
+    std::uint64_t frame = 0;               // DescriptorOut: its key in Peer::descriptors_out
+  };
+  struct Peer {
+    bool gone = false;  // closed its connection with nothing pending toward it
+    std::uint64_t frames_out = 0;
+    std::uint64_t frames_in = 0;
+    P2PDescriptorBytes descriptor_in{};
+    std::map<std::uint64_t, P2PDescriptorBytes> descriptors_out;  // by frame number, alive until sent
+    std::uint64_t next_message_id = 0;
+    std::map<std::uint32_t, std::deque<OpIndex>> receives;         // posted, unmatched, by tag
+    std::map<std::uint32_t, std::deque<std::uint64_t>> unmatched;  // arrivals by tag, in order
+    std::map<std::uint64_t, OpIndex> awaiting_data;   // receives whose ClearToSend went out, by id
+    std::map<std::uint64_t, OpIndex> awaiting_clear;  // sends whose RequestToSend went out, by id
+  };
+
+  Work submit(Operation op);
+  void run() noexcept;
+  void serve_requests();
+  void progress_once();
+  void start_send(OpIndex index);
+  void start_recv(OpIndex index);
+  void on_completed(transport::OpId id);
+  void on_descriptor(int peer);
+  // Throws Error(Mismatch) naming both sides when a receive and its message differ in size.
+  void check_sizes(OpIndex receive, const P2PDescriptor& message) const;
+  void claim(OpIndex receive, std::uint64_t arrival);
+  void expect_descriptor(int peer);
+  void expect_payload(int peer, std::span<std::byte> into, Pending pending);
+  void post_frame(int peer, const P2PDescriptor& descriptor, std::span<const std::byte> payload,
+                  std::optional<OpIndex> completes);
+  transport::Envelope frame_envelope(std::uint64_t frame, std::uint64_t bytes, bool payload) const;
+  void complete(OpIndex index);
+  void peer_left(const transport::PeerFailedError& error);
+  // Any failure ends every operation, then the communicator.
+  void fail_all(const Error& error);
+  void expire_overdue();
+  Deadline earliest_deadline() const;
+  bool involves(int peer) const;
+  std::string describe(const Operation& op) const;
+  std::string pending_list() const;
+
+  std::unique_ptr<transport::Transport> transport_;
+  const Settings settings_;
+  const EndCommunicator end_;
+  const int rank_;
+
+  // Touched by the progress thread only.
+  std::vector<Peer> peers_;
+  std::map<OpIndex, Operation> operations_;
+  std::map<std::uint64_t, Arrival> arrivals_;
+  std::uint64_t next_arrival_ = 0;
+  std::unordered_map<transport::OpId, Pending> in_transport_;
+  std::vector<transport::OpId> completed_;
+  std::optional<Error> failure_;  // set once: every later operation fails with it
+
+  std::mutex mutex_;
+  std::condition_variable requests_changed_;
+  std::deque<OpIndex> requests_;        // under mutex_: posted, not yet accepted
+  std::map<OpIndex, Operation> inbox_;  // under mutex_
+  OpIndex next_operation_ = 0;          // under mutex_
+  bool stopping_ = false;               // under mutex_
+  std::optional<Error> ended_;          // under mutex_: the failure that ended the engine
+  std::thread thread_;                  // started at the first operation
+};
+
+}  // namespace canopy::collectives
