@@ -1,12 +1,14 @@
 // The tracer's text and SVG views of a simulated collective.
-#include "collectives/schedules/tracer.hpp"
+#include "bench/collectives/tracer.hpp"
 
 #include <gtest/gtest.h>
 
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
 
-namespace canopy::collectives {
+namespace canopy::bench {
+
+using namespace canopy::collectives;
 namespace {
 
 Simulation run(Collective collective, std::string_view name, const CollectiveCall& call,
@@ -98,4 +100,4 @@ TEST(Tracer, FormatsSecondsForPeople) {
 }
 
 }  // namespace
-}  // namespace canopy::collectives
+}  // namespace canopy::bench
