@@ -16,10 +16,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "launcher/console.hpp"
-#include "launcher/cpu_binding.hpp"
-#include "launcher/line_prefixer.hpp"
 #include "launcher/rank_process.hpp"
-#include "launcher/status_line.hpp"
 
 namespace canopy::launcher {
 namespace {

@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
 #include <spawn.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <optional>
 
@@ -117,6 +119,70 @@ RankProcess spawn_rank(const std::vector<std::string>& command, const std::vecto
     }
   }
   return process;
+}
+
+RankExit RankExit::from_wait_status(int rank, pid_t pid, int wait_status) {
+  RankExit exit{rank, pid, 0, 0};
+  if (WIFEXITED(wait_status)) exit.exit_code = WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) exit.signal = WTERMSIG(wait_status);
+  return exit;
+}
+
+std::string RankExit::describe() const {
+  if (signal != 0) {
+    return fmt::format("rank {} (pid {}) was killed by signal {} ({})", rank, pid, signal, strsignal(signal));
+  }
+  return fmt::format("rank {} (pid {}) exited with status {}", rank, pid, exit_code);
+}
+
+SignalWatch::SignalWatch() {
+  sigemptyset(&watched_);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&watched_, s);
+  if (int err = pthread_sigmask(SIG_BLOCK, &watched_, &previous_mask_); err != 0) {
+    fail_errno("cannot block signals for the launcher", err);
+  }
+  fd_ = signalfd(-1, &watched_, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (fd_ < 0) {
+    int err = errno;
+    pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
+    fail_errno("cannot create a signalfd for the launcher", err);
+  }
+}
+
+SignalWatch::~SignalWatch() {
+  ::close(fd_);
+  pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
+}
+
+std::vector<int> SignalWatch::take() {
+  std::vector<int> signals;
+  signalfd_siginfo info{};
+  while (true) {
+    ssize_t n = ::read(fd_, &info, sizeof info);
+    if (n == static_cast<ssize_t>(sizeof info)) {
+      signals.push_back(static_cast<int>(info.ssi_signo));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return signals;  // EAGAIN: nothing more pending
+  }
+}
+
+int cpu_for_local_rank(int local_rank, const std::vector<int>& allowed) {
+  return allowed[static_cast<std::size_t>(local_rank) % allowed.size()];
+}
+
+BindCallingThread::BindCallingThread(int cpu) {
+  if (::sched_getaffinity(0, sizeof(previous_), &previous_) != 0) fail_errno("sched_getaffinity");
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (::sched_setaffinity(0, sizeof(one), &one) != 0)
+    fail_errno(fmt::format("cannot bind a rank to CPU {}", cpu));
+}
+
+BindCallingThread::~BindCallingThread() {
+  ::sched_setaffinity(0, sizeof(previous_), &previous_);
 }
 
 }  // namespace canopy::launcher
