@@ -3,7 +3,6 @@
 // to one CPU), how it ended, and the signals canopy-run reacts to.
 #pragma once
 
-#include <sched.h>
 #include <signal.h>
 #include <sys/types.h>
 
@@ -31,10 +30,13 @@ class SpawnFailure : public Error {
   int error_;
 };
 
-// Starts `command` (looked up in PATH like a shell does) with exactly `envp` ("NAME=value" strings).
-// Throws SpawnFailure when it cannot run, canopy::Error(System) when pipes cannot be made.
+// Starts `command` (looked up in PATH like a shell does) with exactly `envp` ("NAME=value" strings), on
+// CPU `cpu` alone when it is >= 0. The rank gets SIGKILL when canopy-run ends (PR_SET_PDEATHSIG), however
+// it ends; spawn from the thread that lives as long as canopy-run, since the kernel sends it when the
+// spawning *thread* exits. Throws SpawnFailure when the program cannot run, canopy::Error(System) when
+// the rank cannot be set up (pipes, fork, the CPU binding).
 RankProcess spawn_rank(const std::vector<std::string>& command, const std::vector<std::string>& envp,
-                       bool capture_output);
+                       bool capture_output, int cpu = -1);
 
 // How a rank ended, in the words canopy-run reports it with and the status it exits with.
 struct RankExit {
@@ -78,24 +80,8 @@ class SignalWatch {
   int fd_ = -1;
 };
 
-// --bind-to core: each local rank on a CPU of its own, as mpirun binds its ranks by default. posix_spawn
-// has no attribute for affinity, but a child inherits its parent thread's: the launcher binds the calling
-// thread for the spawn and restores it afterwards.
-
-// The CPU for local rank `local_rank`: the launcher's allowed CPUs in order, wrapping around when ranks
-// outnumber them.
+// --bind-to core: each local rank on a CPU of its own, as mpirun binds its ranks by default. The CPU for
+// local rank `local_rank`: the launcher's allowed CPUs in order, wrapping around when ranks outnumber them.
 int cpu_for_local_rank(int local_rank, const std::vector<int>& allowed);
-
-// Binds the calling thread to `cpu` until destroyed; Error(System) naming the CPU when the kernel refuses.
-class BindCallingThread {
- public:
-  explicit BindCallingThread(int cpu);
-  ~BindCallingThread();
-  BindCallingThread(const BindCallingThread&) = delete;
-  BindCallingThread& operator=(const BindCallingThread&) = delete;
-
- private:
-  cpu_set_t previous_{};
-};
 
 }  // namespace canopy::launcher
