@@ -8,11 +8,10 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "rendezvous/bootstrap.hpp"
+#include "rendezvous/store_address.hpp"
 
 namespace canopy::rendezvous {
 namespace {
-
-constexpr std::uint16_t kDefaultPort = 29500;
 
 // The variables one launcher sets. Empty names: the launcher does not set that one.
 struct Convention {
@@ -207,26 +206,7 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
          "or "
          "CANOPY_STORE_FILE to a shared directory");
 
-  const char* port_variable = env_value(env, "CANOPY_MASTER_PORT") ? "CANOPY_MASTER_PORT" : "MASTER_PORT";
-  if (auto port = env_integer(env, port_variable)) {
-    if (*port < 1 || *port > 65535)
-      fail(ErrorCode::Config, "{}={} is not a TCP port (1-65535)", port_variable, *port);
-    info.store_port = static_cast<std::uint16_t>(*port);
-  } else {
-    info.store_port = kDefaultPort;
-  }
-  if (auto host = env_value(env, "CANOPY_MASTER_ADDR")) {
-    info.store_host = *host;
-  } else if (auto torch_host = env_value(env, "MASTER_ADDR")) {
-    info.store_host = *torch_host;
-  }
-  bool needs_address = info.store_file.empty() && (info.world_size > 1 || info.store_hosted_externally);
-  if (needs_address && info.store_host.empty())
-    fail(ErrorCode::Config,
-         "rank {} of {} ({} launch): no store address; set CANOPY_MASTER_ADDR or MASTER_ADDR to the host of "
-         "rank 0 "
-         "(under SLURM: the first host of SLURM_JOB_NODELIST), or CANOPY_STORE_FILE to a shared directory",
-         info.rank, info.world_size, info.source);
+  find_store_address(env, info);
 
   info.job_token = derive_job_token(env);
   const char* restart_variable =
