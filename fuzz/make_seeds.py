@@ -58,6 +58,7 @@ def main():
           b"RANK=1\nWORLD_SIZE=4\nLOCAL_RANK=1\nLOCAL_WORLD_SIZE=2\nMASTER_ADDR=127.0.0.1\nMASTER_PORT=29500\n")
     write("launch_environment", "slurm",
           b"SLURM_PROCID=5\nSLURM_NTASKS=7\nSLURM_NODEID=1\nSLURM_TASKS_PER_NODE=4(x1),3\nSLURM_JOB_ID=42\n"
+          b"SLURM_STEP_ID=0\n"
           b"MASTER_ADDR=node0\n")
     write("launch_environment", "canopy",
           b"CANOPY_RANK=0\nCANOPY_WORLD_SIZE=2\nCANOPY_STORE_HOSTED=yes\nCANOPY_MASTER_ADDR=::1\n"

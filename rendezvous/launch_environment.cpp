@@ -22,13 +22,14 @@ struct Convention {
   const char* local_world_size;
 };
 
-// In order of precedence.
+// In order of precedence: the launcher that starts processes inside another's comes first (canopy-run and
+// torchrun under srun or mpirun, mpirun inside a SLURM job; srun never sets Open MPI's variables).
 constexpr Convention kConventions[] = {
     {"canopy", "CANOPY_RANK", "CANOPY_WORLD_SIZE", "CANOPY_LOCAL_RANK", "CANOPY_LOCAL_WORLD_SIZE"},
     {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", ""},  // local size: see slurm_local_size
     {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
      "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", ""},  // local size: see slurm_local_size
     {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
 };
 
@@ -36,6 +37,9 @@ constexpr Convention kConventions[] = {
 struct Reading {
   const Convention* convention = nullptr;
   std::optional<long long> rank, world_size, local_rank, local_world_size;
+  // SLURM's variables without a step id: the job's batch script (or an salloc shell) and what it starts
+  // directly, not a task of a step. They describe the allocation, not this process.
+  bool outside_a_slurm_step = false;
   bool any() const { return rank || world_size; }
 };
 
@@ -93,9 +97,9 @@ Reading read_convention(const EnvMap& env, const Convention& convention) {
   r.rank = non_negative(env, convention.rank);
   r.world_size = non_negative(env, convention.world_size);
   r.local_rank = non_negative(env, convention.local_rank);
-  r.local_world_size = std::string_view(convention.source) == "slurm"
-                           ? slurm_local_size(env)
-                           : non_negative(env, convention.local_world_size);
+  const bool slurm = std::string_view(convention.source) == "slurm";
+  r.local_world_size = slurm ? slurm_local_size(env) : non_negative(env, convention.local_world_size);
+  r.outside_a_slurm_step = slurm && !env_value(env, "SLURM_STEP_ID") && !env_value(env, "SLURM_STEPID");
   return r;
 }
 
@@ -103,7 +107,7 @@ Reading read_convention(const EnvMap& env, const Convention& convention) {
 // outer launch with another world size (torchrun started by srun: SLURM_NTASKS counts the torchrun
 // agents, WORLD_SIZE the workers).
 void check_agreement(const Reading& chosen, const Reading& other) {
-  if (!other.rank) return;
+  if (!other.rank || other.outside_a_slurm_step) return;
   if (other.world_size && *other.world_size != *chosen.world_size) {
     log::debug("launch environment: ignoring {} ({}={}), an outer launch with {}={}",
                other.convention->source, other.convention->world_size, *other.world_size,
@@ -128,14 +132,33 @@ bool parse_flag(const EnvMap& env, const char* name) {
   fail(ErrorCode::Config, "{}='{}' must be 1/true/yes/on or 0/false/no/off", name, *text);
 }
 
-std::string derive_job_token(const EnvMap& env) {
+// The job id of the launcher that started this process comes first: mpirun inside a SLURM job gives its
+// ranks Open MPI's one id, but SLURM's variables differ between nodes (the batch script's on one, a step's
+// on the others).
+std::string derive_job_token(const EnvMap& env, std::string_view source) {
   if (auto token = env_value(env, "CANOPY_JOB_TOKEN")) return *token;
-  if (auto run = env_value(env, "TORCHELASTIC_RUN_ID")) return "torchelastic-" + *run;
-  if (auto job = env_value(env, "SLURM_JOB_ID")) {
+  auto torchelastic = [&]() -> std::optional<std::string> {
+    if (auto run = env_value(env, "TORCHELASTIC_RUN_ID")) return "torchelastic-" + *run;
+    return std::nullopt;
+  };
+  auto slurm = [&]() -> std::optional<std::string> {
+    auto job = env_value(env, "SLURM_JOB_ID");
+    if (!job) return std::nullopt;
     auto step = env_value(env, "SLURM_STEP_ID");
     return "slurm-" + *job + (step ? "." + *step : std::string());
+  };
+  auto openmpi = [&]() -> std::optional<std::string> {
+    if (auto job = env_value(env, "OMPI_MCA_ess_base_jobid")) return "ompi-" + *job;
+    return std::nullopt;
+  };
+  std::optional<std::string> own = source == "torchrun"  ? torchelastic()
+                                   : source == "slurm"   ? slurm()
+                                   : source == "openmpi" ? openmpi()
+                                                         : std::nullopt;
+  if (own) return *own;
+  for (const auto& derived : {torchelastic(), slurm(), openmpi()}) {
+    if (derived) return *derived;
   }
-  if (auto job = env_value(env, "OMPI_MCA_ess_base_jobid")) return "ompi-" + *job;
   return "";
 }
 
@@ -166,6 +189,11 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
     if (*chosen->rank >= *chosen->world_size)
       fail(ErrorCode::Config, "{}={} must be below {}={}", c.rank, *chosen->rank, c.world_size,
            *chosen->world_size);
+    if (chosen->outside_a_slurm_step && *chosen->world_size > 1)
+      fail(ErrorCode::Config,
+           "SLURM_PROCID={} and SLURM_NTASKS={} but no SLURM_STEP_ID: this process runs in the job's batch "
+           "script (or an salloc shell), not as one of its tasks; start the ranks with srun (or mpirun)",
+           *chosen->rank, *chosen->world_size);
     for (const auto& other : readings)
       if (&other != chosen) check_agreement(*chosen, other);
 
@@ -208,7 +236,7 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
 
   find_store_address(env, info);
 
-  info.job_token = derive_job_token(env);
+  info.job_token = derive_job_token(env, info.source);
   const char* restart_variable =
       env_value(env, "CANOPY_RESTART_COUNT") ? "CANOPY_RESTART_COUNT" : "TORCHELASTIC_RESTART_COUNT";
   if (auto restarts = non_negative(env, restart_variable)) info.restart_count = static_cast<int>(*restarts);

@@ -116,11 +116,9 @@ TEST(Rendezvous, MpirunRanksOnOneHostWithoutAnAddressMeetOnLoopback) {
 TEST(Rendezvous, ATakenDerivedPortNamesItsOriginAndTheWayOut) {
   TcpStoreServer squatter("", 0, "");
   const std::string port = std::to_string(squatter.port());
-  EnvMap env{{"SLURM_PROCID", "0"},
-             {"SLURM_NTASKS", "2"},
-             {"SLURM_JOB_ID", "31"},
-             {"SLURM_STEP_NODELIST", "n1"},
-             {"CANOPY_STORE_PORT_RANGE", port + "-" + port}};
+  EnvMap env{{"SLURM_PROCID", "0"},         {"SLURM_NTASKS", "2"},
+             {"SLURM_JOB_ID", "31"},        {"SLURM_STEP_ID", "0"},
+             {"SLURM_STEP_NODELIST", "n1"}, {"CANOPY_STORE_PORT_RANGE", port + "-" + port}};
   try {
     rendezvous(env, 2s);
     ADD_FAILURE() << "rank 0 hosted a store on a taken port";

@@ -1,7 +1,7 @@
 // Canopy started by a real SLURM and a real Open MPI, with no address given: canopy-bench under srun on one
 // node and on four emulated nodes, several steps of one job side by side, the sbatch script and the mpirun
-// line of docs/LAUNCHER.md as written, mpirun on one host and across two through PMIx, the PMIx client
-// under srun --mpi=pmix; and the harness leaving nothing behind when it is killed.
+// line of docs/LAUNCHER.md as written, mpirun inside a SLURM job, mpirun on one host and across two through
+// PMIx, the PMIx client under srun --mpi=pmix; and the harness leaving nothing behind when it is killed.
 //
 // Each test builds its cluster in namespaces of its own (tests/slurm_mpi/private-cluster.sh). They skip
 // with the reason where that cannot be done (not root, SLURM or Open MPI not installed); with
@@ -168,6 +168,27 @@ TEST(Slurm, TheSbatchScriptOfTheLauncherDocWorksAsWritten) {
   ASSERT_EQ(r.exit_code, 0) << script << r.output;
   EXPECT_TRUE(contains(r.output, "on 8 ranks (2 hosts)")) << r.output;
   EXPECT_TRUE(contains(r.output, "Avg bus bandwidth")) << r.output;
+}
+
+// mpirun inside a SLURM job, as on most clusters: it starts its daemons with srun, and its ranks carry
+// SLURM's variables too (the batch script's on the first node, a step's on the other), which must not
+// count. A program the batch script runs directly, without srun, is told so at once.
+TEST(Slurm, MpirunInsideAJobAndAProgramOutsideAnyStep) {
+  WorkDir work;
+  std::ofstream(work.file("job.sh")) << fmt::format(
+      "#!/bin/sh\n"
+      "mpirun --allow-run-as-root canopy-bench allreduce {0} --json {1}/mpirun.json\n"
+      "canopy-bench allreduce {0} >{1}/direct.out 2>&1 && exit 3\n"
+      "exit 0\n",
+      kSmallSweep, work.path());
+  auto r = on_slurm("--nodes 2 --cpus 2", fmt::format("sbatch --wait -N 2 --ntasks-per-node=2 -o {0}/job.out "
+                                                      "{0}/job.sh; status=$?; cat {0}/job.out; exit $status",
+                                                      work.path()));
+  SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_exact_rows(work.file("mpirun.json"), 4, 2, r.output);
+  EXPECT_TRUE(contains(read_file(work.file("direct.out")), "start the ranks with srun"))
+      << read_file(work.file("direct.out"));
 }
 
 // The PMIx client Canopy uses under mpirun also works under srun --mpi=pmix.
