@@ -9,21 +9,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 source "$ROOT/scripts/ci/stage.sh"
 
-install_launchers() {
-  local missing=()
-  for package in slurmctld slurmd slurm-client munge openmpi-bin; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "slurm_mpi: installing ${missing[*]}"
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
-
 start=$SECONDS
-stage "slurm_mpi: SLURM, munge and Open MPI" 600 bash -c "$(declare -f install_launchers); install_launchers"
+stage "slurm_mpi: SLURM, munge and Open MPI" 600 bash -c \
+  "$(declare -f install_missing); install_missing slurmctld slurmd slurm-client munge openmpi-bin"
 stage "slurm_mpi: ctest -L slurm_mpi" 900 env CANOPY_REQUIRE_SLURM_MPI=1 \
   ctest --test-dir "$BUILD" -L slurm_mpi --output-on-failure
 echo "+++ srun and mpirun passed in $((SECONDS - start))s"

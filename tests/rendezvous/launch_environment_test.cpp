@@ -6,23 +6,10 @@
 
 #include "canopy/error.hpp"
 #include "rendezvous/bootstrap.hpp"
+#include "tests/rendezvous/config_error.hpp"
 
 namespace canopy::rendezvous {
 namespace {
-
-// The Error(Config) message parsing `env` throws; fails the test if it does not throw one.
-std::string config_error(const EnvMap& env) {
-  try {
-    parse_launch_environment(env);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::Config) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error(Config)";
-  return "";
-}
-
-#define EXPECT_MENTIONS(text, word) EXPECT_NE((text).find(word), std::string::npos) << (text)
 
 TEST(LaunchEnvironment, NoLauncherIsOneProcess) {
   auto info = parse_launch_environment({});

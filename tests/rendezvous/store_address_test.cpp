@@ -10,22 +10,10 @@
 #include "canopy/error.hpp"
 #include "rendezvous/bootstrap.hpp"
 #include "rendezvous/pmix_exchange.hpp"
+#include "tests/rendezvous/config_error.hpp"
 
 namespace canopy::rendezvous {
 namespace {
-
-std::string config_error(const EnvMap& env) {
-  try {
-    parse_launch_environment(env);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::Config) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error(Config)";
-  return "";
-}
-
-#define EXPECT_MENTIONS(text, word) EXPECT_NE((text).find(word), std::string::npos) << (text)
 
 // What srun gives task `rank` of a 4-task step on node[01-02] (2 tasks per node).
 EnvMap srun_task(int rank, const std::string& step = "0") {

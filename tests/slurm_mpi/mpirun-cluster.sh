@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # mpirun-cluster.sh: Open MPI's mpirun (Debian's openmpi-bin) across emulated hosts made for one command.
 #
-#   tests/slurm_mpi/mpirun-cluster.sh [--hosts N] [--slots S] [--rate RATE] [--timeout S] -- MPIRUN-ARGS...
+#   tests/slurm_mpi/mpirun-cluster.sh [--nodes N] [--cpus C] [--rate RATE] [--timeout S] -- MPIRUN-ARGS...
 #
-# The hosts (default 1) are emulated (tests/slurm_mpi/private-cluster.sh): host K is cnpy-m-nK, with a
-# network namespace, an address and a host name of its own, links capped at RATE (default 1gbit). mpirun
-# runs on host 0 as `mpirun --allow-run-as-root --hostfile <the hosts, S slots each (default 2)> MPIRUN-ARGS`;
+# The hosts (--nodes, default 1) are emulated (tests/slurm_mpi/private-cluster.sh): host K is cnpy-m-nK,
+# with a network namespace, an address and a host name of its own, links capped at RATE (default 1gbit).
+# mpirun runs on host 0 as `mpirun --allow-run-as-root --hostfile <the hosts, C slots each (default 2)>
+# MPIRUN-ARGS`;
 # it reaches the other hosts through an rsh agent that enters their namespaces (where a real cluster
 # would use ssh). Its status is the script's. Bounded by --timeout (default 120 s); everything it made
 # vanishes with it, however it ends.
@@ -17,26 +18,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/private-cluster.sh"
 
 if [[ "${1:-}" != --inside ]]; then
-  hosts=1 slots=2 rate=1gbit timeout_s=120
-  usage() {
-    echo "usage: mpirun-cluster.sh [--hosts N] [--slots S] [--rate RATE] [--timeout S] -- MPIRUN-ARGS..." >&2
-    exit 2
-  }
-  while [[ $# -gt 0 ]]; do
-    case "$1" in
-      --hosts) hosts="$2"; shift 2 ;;
-      --slots) slots="$2"; shift 2 ;;
-      --rate) rate="$2"; shift 2 ;;
-      --timeout) timeout_s="$2"; shift 2 ;;
-      --) shift; break ;;
-      *) usage ;;
-    esac
-  done
-  [[ $# -gt 0 ]] || usage
-  [[ "$hosts" =~ ^[0-9]+$ && "$hosts" -ge 1 && "$hosts" -le 16 ]] || { echo "mpirun-cluster: --hosts must be 1..16" >&2; exit 2; }
-  [[ "$slots" =~ ^[0-9]+$ && "$slots" -ge 1 ]] || { echo "mpirun-cluster: --slots must be a positive number" >&2; exit 2; }
   command -v mpirun >/dev/null || private_cluster_skip "no mpirun (apt-get install openmpi-bin)"
-  enter_private_namespaces "$timeout_s" "$0" --inside "$hosts" "$slots" "$rate" "$@"
+  enter_private_cluster "$@"
 fi
 
 # Inside the namespaces.

@@ -2,7 +2,8 @@
 # mpirun-cluster.sh.
 #
 #   source tests/slurm_mpi/private-cluster.sh
-#   enter_private_namespaces TIMEOUT "$0" ARGS...   # outside: runs "$0" --inside ARGS... there, exits
+#   enter_private_cluster "$@"   # outside: parses [--nodes N] [--cpus C] [--rate RATE] [--timeout S] --
+#                                # COMMAND..., runs "$0" --inside N C RATE COMMAND... there, and exits
 #   make_private_cluster TAG NODES RATE             # inside: the nodes, names[] and addresses[]
 #   on_node NAME COMMAND...                         # inside: COMMAND on one node
 #   time_left                                       # inside: seconds until the TIMEOUT passes
@@ -19,6 +20,30 @@ private_run=/run/canopy-cluster
 private_cluster_skip() {
   echo "${0##*/}: cannot run here: $*" >&2
   exit 77
+}
+
+enter_private_cluster() {  # options -- command...
+  local nodes=1 cpus=2 rate=1gbit limit=120
+  local usage="usage: ${0##*/} [--nodes N] [--cpus C] [--rate RATE] [--timeout SECONDS] -- COMMAND..."
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --nodes) nodes="$2"; shift 2 ;;
+      --cpus) cpus="$2"; shift 2 ;;
+      --rate) rate="$2"; shift 2 ;;
+      --timeout) limit="$2"; shift 2 ;;
+      --) shift; break ;;
+      *) echo "${0##*/}: unknown option '$1'" >&2; echo "$usage" >&2; exit 2 ;;
+    esac
+  done
+  [[ $# -gt 0 ]] || { echo "$usage" >&2; exit 2; }
+  private_cluster_check "$nodes" '^([1-9]|1[0-6])$' "--nodes must be 1..16"
+  private_cluster_check "$cpus" '^[1-9][0-9]*$' "--cpus must be a positive number"
+  private_cluster_check "$limit" '^[1-9][0-9]*$' "--timeout must be a positive number of seconds"
+  enter_private_namespaces "$limit" "$0" --inside "$nodes" "$cpus" "$rate" "$@"
+}
+
+private_cluster_check() {  # value regex message
+  [[ "$1" =~ $2 ]] || { echo "${0##*/}: $3, not '$1'" >&2; exit 2; }
 }
 
 enter_private_namespaces() {  # timeout-seconds script args...

@@ -18,28 +18,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/private-cluster.sh"
 
 if [[ "${1:-}" != --inside ]]; then
-  nodes=1 cpus=2 rate=1gbit timeout_s=120
-  usage() {
-    echo "usage: slurm-cluster.sh [--nodes N] [--cpus C] [--rate RATE] [--timeout S] -- COMMAND [ARGS...]" >&2
-    exit 2
-  }
-  while [[ $# -gt 0 ]]; do
-    case "$1" in
-      --nodes) nodes="$2"; shift 2 ;;
-      --cpus) cpus="$2"; shift 2 ;;
-      --rate) rate="$2"; shift 2 ;;
-      --timeout) timeout_s="$2"; shift 2 ;;
-      --) shift; break ;;
-      *) usage ;;
-    esac
-  done
-  [[ $# -gt 0 ]] || usage
-  [[ "$nodes" =~ ^[0-9]+$ && "$nodes" -ge 1 && "$nodes" -le 16 ]] || { echo "slurm-cluster: --nodes must be 1..16" >&2; exit 2; }
-  [[ "$cpus" =~ ^[0-9]+$ && "$cpus" -ge 1 ]] || { echo "slurm-cluster: --cpus must be a positive number" >&2; exit 2; }
   for tool in munged slurmctld slurmd srun sinfo; do
     command -v "$tool" >/dev/null || private_cluster_skip "no $tool (apt-get install slurmctld slurmd slurm-client munge)"
   done
-  enter_private_namespaces "$timeout_s" "$0" --inside "$nodes" "$cpus" "$rate" "$@"
+  enter_private_cluster "$@"
 fi
 
 # Inside the namespaces.

@@ -54,6 +54,14 @@ bool contains(const std::string& text, const std::string& part) {
     }                                                                                    \
   } while (false)
 
+#define SKIP_OR_FAIL_WITHOUT_PMIX()                                            \
+  do {                                                                         \
+    if (!rendezvous::pmix_built()) {                                           \
+      CommandResult skipped{kSkipped, "this build has no PMIx (libpmix-dev)"}; \
+      SKIP_OR_FAIL_UNLESS_RUNNABLE(skipped);                                   \
+    }                                                                          \
+  } while (false)
+
 // A shell command line run with no address, port or interface inherited (ctest sets
 // CANOPY_SOCKET_IFNAME=lo, which would keep the emulated nodes apart), canopy-bench on the PATH.
 std::string clean(const std::string& command) {
@@ -80,6 +88,15 @@ struct WorkDir : TempDir {
   WorkDir() : TempDir(CANOPY_TEST_WORK_DIR) {}
   std::string file(const std::string& name) const { return path() + "/" + name; }
 };
+
+// Submits `script` from `work` with `sbatch --wait OPTIONS` and shows its output (slurm-<job>.out there).
+CommandResult on_sbatch(const std::string& cluster_options, const WorkDir& work, const std::string& script,
+                        const std::string& sbatch_options = "") {
+  std::ofstream(work.file("job.sbatch")) << script;
+  return on_slurm(cluster_options, fmt::format("cd {} && sbatch --wait {} job.sbatch; status=$?; cat *.out; "
+                                               "exit $status",
+                                               work.path(), sbatch_options));
+}
 
 // The rows of canopy-bench --json: each exact, on `ranks` ranks and `hosts` hosts.
 void expect_exact_rows(const std::string& json_path, int ranks, int hosts, const std::string& context) {
@@ -121,17 +138,14 @@ TEST(Slurm, OneNodeRunsMoreTasksThanCpusExactlyWithoutAnAddress) {
 // reserves none).
 TEST(Slurm, StepsOfOneJobRunSideBySide) {
   WorkDir work;
-  std::ofstream(work.file("job.sh")) << fmt::format(
+  const std::string script = fmt::format(
       "#!/bin/sh\n"
       "export CANOPY_DEBUG=INFO\n"
       "srun --exact -n 2 canopy-bench allreduce {0} --json {1}/a.json >{1}/a.out 2>&1 &\n"
       "srun --exact --resv-ports=0 -n 2 canopy-bench allreduce {0} --json {1}/b.json >{1}/b.out 2>&1 &\n"
       "wait %1 && wait %2\n",
       kSmallSweep, work.path());
-  auto r = on_slurm("--nodes 1 --cpus 4",
-                    fmt::format("sbatch --wait -n 4 -o {0}/job.out {0}/job.sh; status=$?; cat {0}/job.out; "
-                                "exit $status",
-                                work.path()));
+  auto r = on_sbatch("--nodes 1 --cpus 4", work, script, "-n 4");
   SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
   ASSERT_EQ(r.exit_code, 0) << r.output << read_file(work.file("a.out")) << read_file(work.file("b.out"));
   expect_exact_rows(work.file("a.json"), 2, 1, read_file(work.file("a.out")));
@@ -160,10 +174,7 @@ TEST(Slurm, TheSbatchScriptOfTheLauncherDocWorksAsWritten) {
                                        "```sh\n#!/bin/bash\n#SBATCH");
   ASSERT_TRUE(contains(script, "srun canopy-bench")) << script;
   WorkDir work;
-  std::ofstream(work.file("doc.sbatch")) << "#!/bin/bash\n" << script;
-  auto r = on_slurm("--nodes 2 --cpus 4", fmt::format("cd {0} && sbatch --wait doc.sbatch; status=$?; "
-                                                      "cat {0}/*.out; exit $status",
-                                                      work.path()));
+  auto r = on_sbatch("--nodes 2 --cpus 4", work, "#!/bin/bash\n" + script);
   SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
   ASSERT_EQ(r.exit_code, 0) << script << r.output;
   EXPECT_TRUE(contains(r.output, "on 8 ranks (2 hosts)")) << r.output;
@@ -175,15 +186,13 @@ TEST(Slurm, TheSbatchScriptOfTheLauncherDocWorksAsWritten) {
 // count. A program the batch script runs directly, without srun, is told so at once.
 TEST(Slurm, MpirunInsideAJobAndAProgramOutsideAnyStep) {
   WorkDir work;
-  std::ofstream(work.file("job.sh")) << fmt::format(
+  const std::string script = fmt::format(
       "#!/bin/sh\n"
       "mpirun --allow-run-as-root canopy-bench allreduce {0} --json {1}/mpirun.json\n"
       "canopy-bench allreduce {0} >{1}/direct.out 2>&1 && exit 3\n"
       "exit 0\n",
       kSmallSweep, work.path());
-  auto r = on_slurm("--nodes 2 --cpus 2", fmt::format("sbatch --wait -N 2 --ntasks-per-node=2 -o {0}/job.out "
-                                                      "{0}/job.sh; status=$?; cat {0}/job.out; exit $status",
-                                                      work.path()));
+  auto r = on_sbatch("--nodes 2 --cpus 2", work, script, "-N 2 --ntasks-per-node=2");
   SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_exact_rows(work.file("mpirun.json"), 4, 2, r.output);
@@ -193,10 +202,7 @@ TEST(Slurm, MpirunInsideAJobAndAProgramOutsideAnyStep) {
 
 // The PMIx client Canopy uses under mpirun also works under srun --mpi=pmix.
 TEST(Slurm, ThePmixClientWorksUnderSrun) {
-  if (!rendezvous::pmix_built()) {
-    CommandResult skipped{kSkipped, "this build has no PMIx (libpmix-dev)"};
-    SKIP_OR_FAIL_UNLESS_RUNNABLE(skipped);
-  }
+  SKIP_OR_FAIL_WITHOUT_PMIX();
   auto r = on_slurm("--nodes 2", fmt::format("srun --mpi=pmix -N 2 -n 4 {}", PMIX_PROBE_PATH));
   SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -211,7 +217,7 @@ TEST(Mpirun, TheLauncherDocsLineRunsFourRanksOnOneHost) {
   ASSERT_NE(at, std::string::npos) << "docs/LAUNCHER.md has no 'mpirun -np 4 canopy-bench' line";
   std::string line = doc.substr(at + 1, doc.find('\n', at + 1) - at - 1);
   line = line.substr(0, line.find("  #"));  // without its comment
-  auto r = on_mpirun("--hosts 1 --slots 4", line.substr(std::string("mpirun ").size()));
+  auto r = on_mpirun("--nodes 1 --cpus 4", line.substr(std::string("mpirun ").size()));
   SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
   ASSERT_EQ(r.exit_code, 0) << line << "\n" << r.output;
   EXPECT_TRUE(contains(r.output, "on 4 ranks (1 host)")) << r.output;
@@ -219,12 +225,9 @@ TEST(Mpirun, TheLauncherDocsLineRunsFourRanksOnOneHost) {
 }
 
 TEST(Mpirun, TwoHostsFindTheStoreThroughPmix) {
-  if (!rendezvous::pmix_built()) {
-    CommandResult skipped{kSkipped, "this build has no PMIx (libpmix-dev)"};
-    SKIP_OR_FAIL_UNLESS_RUNNABLE(skipped);
-  }
+  SKIP_OR_FAIL_WITHOUT_PMIX();
   WorkDir work;
-  auto r = on_mpirun("--hosts 2 --slots 2 --rate 200mbit",
+  auto r = on_mpirun("--nodes 2 --cpus 2 --rate 200mbit",
                      fmt::format("-np 4 -x CANOPY_DEBUG=INFO canopy-bench allreduce {} --json {}",
                                  kSmallSweep, work.file("allreduce.json")));
   SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
@@ -232,7 +235,7 @@ TEST(Mpirun, TwoHostsFindTheStoreThroughPmix) {
   expect_exact_rows(work.file("allreduce.json"), 4, 2, r.output);
   EXPECT_TRUE(contains(r.output, "rendezvous: rank 3 of 4 (openmpi launch) uses the TcpStore at 198.18.0.1:"))
       << r.output;
-  auto probe = on_mpirun("--hosts 2 --slots 2", fmt::format("-np 4 {}", PMIX_PROBE_PATH));
+  auto probe = on_mpirun("--nodes 2 --cpus 2", fmt::format("-np 4 {}", PMIX_PROBE_PATH));
   ASSERT_EQ(probe.exit_code, 0) << probe.output;
   EXPECT_TRUE(contains(probe.output, "pmix: rank 3 of 4 got 'rank 0 on cnpy-m-n0'")) << probe.output;
 }
