@@ -121,16 +121,23 @@ std::string doc_block(const std::string& doc, const std::string& opening) {
 
 const std::string kSmallSweep = "-b 8 -e 256K -f 32 -n 3 -w 1 -c 1";
 
-TEST(Slurm, OneNodeRunsMoreTasksThanCpusExactlyWithoutAnAddress) {
+// `srun SRUN_OPTIONS canopy-bench` all-reduce, then broadcast, on a cluster made with CLUSTER_OPTIONS: both
+// exact, on `ranks` ranks and `hosts` hosts.
+void expect_srun_sweeps_exact(const std::string& cluster_options, const std::string& srun_options, int ranks,
+                              int hosts) {
   WorkDir work;
-  auto r = on_slurm("--nodes 1 --cpus 2",
-                    fmt::format("srun -O -n 4 canopy-bench allreduce {0} --json {1} && "
-                                "srun -O -n 4 canopy-bench broadcast {0} --json {2}",
-                                kSmallSweep, work.file("allreduce.json"), work.file("broadcast.json")));
+  auto r = on_slurm(cluster_options, fmt::format("srun {0} canopy-bench allreduce {1} --json {2} && "
+                                                 "srun {0} canopy-bench broadcast {1} --json {3}",
+                                                 srun_options, kSmallSweep, work.file("allreduce.json"),
+                                                 work.file("broadcast.json")));
   SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  expect_exact_rows(work.file("allreduce.json"), 4, 1, r.output);
-  expect_exact_rows(work.file("broadcast.json"), 4, 1, r.output);
+  expect_exact_rows(work.file("allreduce.json"), ranks, hosts, r.output);
+  expect_exact_rows(work.file("broadcast.json"), ranks, hosts, r.output);
+}
+
+TEST(Slurm, OneNodeRunsMoreTasksThanCpusExactlyWithoutAnAddress) {
+  expect_srun_sweeps_exact("--nodes 1 --cpus 2", "-O -n 4", 4, 1);
 }
 
 // Two steps of one job at once, each on a port of its own: one SLURM reserved for it (slurm.conf's
@@ -157,16 +164,7 @@ TEST(Slurm, StepsOfOneJobRunSideBySide) {
 }
 
 TEST(Slurm, FourNodesRunEightTasksOverCappedLinksExactly) {
-  WorkDir work;
-  auto r = on_slurm("--nodes 4 --rate 200mbit",
-                    fmt::format("srun -N 4 -n 8 canopy-bench allreduce {0} --json {1} && "
-                                "srun -N 4 -n 8 canopy-bench broadcast {0} --json {2}",
-                                kSmallSweep, work.file("allreduce.json"), work.file("broadcast.json")));
-  SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "links 200mbit")) << r.output;
-  expect_exact_rows(work.file("allreduce.json"), 8, 4, r.output);
-  expect_exact_rows(work.file("broadcast.json"), 8, 4, r.output);
+  expect_srun_sweeps_exact("--nodes 4 --rate 200mbit", "-N 4 -n 8", 8, 4);
 }
 
 TEST(Slurm, TheSbatchScriptOfTheLauncherDocWorksAsWritten) {
