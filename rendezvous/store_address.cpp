@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "rendezvous/pmix_exchange.hpp"
+#include "rendezvous/printable.hpp"
 #include "rendezvous/slurm_hostlist.hpp"
 
 namespace canopy::rendezvous {
@@ -30,7 +31,7 @@ std::uint64_t unsigned_value(const EnvMap& env, const char* name) {
   std::uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size())
-    fail(ErrorCode::Config, "{}='{}' is not an unsigned integer", name, text);
+    fail(ErrorCode::Config, "{}={} is not an unsigned integer", name, printable(text));
   return value;
 }
 
@@ -79,12 +80,12 @@ void find_under_slurm(const EnvMap& env, const GivenPort& given, LaunchInfo& inf
   info.store_host = first_host_of_hostlist(*env_value(env, list_variable), list_variable);
   auto node = env_value(env, "SLURMD_NODENAME");
   if (info.rank == 0 && node && *node != info.store_host)
-    fail(ErrorCode::Config,
-         "rank 0 runs on node {} (SLURMD_NODENAME), not on {}, the first host of {}, where the other ranks "
-         "will "
-         "look for its store (a task distribution that does not start on the first node?); set "
-         "CANOPY_MASTER_ADDR or MASTER_ADDR to rank 0's host",
-         *node, info.store_host, list_variable);
+    fail(
+        ErrorCode::Config,
+        "rank 0 runs on SLURMD_NODENAME={}, not on {}, the first host of {}, where the other ranks will look "
+        "for its store (a task distribution that does not start on the first node?); set "
+        "CANOPY_MASTER_ADDR or MASTER_ADDR to rank 0's host",
+        printable(*node), printable(info.store_host), list_variable);
   std::string port_origin;
   if (given.port) {
     info.store_port = *given.port;
@@ -94,7 +95,8 @@ void find_under_slurm(const EnvMap& env, const GivenPort& given, LaunchInfo& inf
     std::uint64_t first = 0;
     auto [end, ec] = std::from_chars(reserved->data(), reserved->data() + reserved->size(), first);
     if (ec != std::errc() || (end != reserved->data() + reserved->size() && *end != '-' && *end != ','))
-      fail(ErrorCode::Config, "SLURM_STEP_RESV_PORTS='{}' is not a port range like 12000-12003", *reserved);
+      fail(ErrorCode::Config, "SLURM_STEP_RESV_PORTS={} is not a port range like 12000-12003",
+           printable(*reserved));
     info.store_port = checked_port(first, "SLURM_STEP_RESV_PORTS");
     port_origin = "the first of SLURM_STEP_RESV_PORTS";
   } else {
@@ -133,7 +135,7 @@ void find_under_openmpi(const EnvMap& env, const GivenPort& given, LaunchInfo& i
     const PortRange range = store_port_range(env);
     info.store_port = derived_store_port(range, text_hash(job), 0);
     info.store_origin = fmt::format("loopback (every rank on this host), port derived from {}={} in {}",
-                                    job_variable, job, range_text(range));
+                                    job_variable, printable(job), range_text(range));
     return;
   }
   if (!pmix_built())
@@ -163,8 +165,8 @@ PortRange store_port_range(const EnvMap& env) {
     ok = ec2 == std::errc() && last == end && low >= 1 && low <= high && high <= 65535;
   }
   if (!ok)
-    fail(ErrorCode::Config, "CANOPY_STORE_PORT_RANGE='{}' is not a port range low-high within 1-65535",
-         *text);
+    fail(ErrorCode::Config, "CANOPY_STORE_PORT_RANGE={} is not a port range low-high within 1-65535",
+         printable(*text));
   range.low = static_cast<std::uint16_t>(low);
   range.high = static_cast<std::uint16_t>(high);
   return range;

@@ -141,8 +141,13 @@ TEST(StoreAddress, SlurmRefusalsNameWhatToFix) {
   EnvMap elsewhere = srun_task(0);
   elsewhere["SLURMD_NODENAME"] = "node02";
   std::string message = config_error(elsewhere);
-  EXPECT_MENTIONS(message, "rank 0 runs on node node02");
+  EXPECT_MENTIONS(message, "rank 0 runs on SLURMD_NODENAME='node02'");
   EXPECT_MENTIONS(message, "MASTER_ADDR");
+
+  // Found by fuzz/launch_environment_fuzzer: a node name with NUL bytes cut the message short before it
+  // named the variable. Values from the environment are shown escaped.
+  elsewhere["SLURMD_NODENAME"] = std::string("nod\0\0", 5);
+  EXPECT_MENTIONS(config_error(elsewhere), "SLURMD_NODENAME='nod\\x00\\x00'");
 
   EnvMap no_job = srun_task(1);
   no_job.erase("SLURM_JOB_ID");
@@ -165,7 +170,7 @@ TEST(StoreAddress, UnderMpirunOnOneHostLoopbackAndAPortFromTheJob) {
   const LaunchInfo zero = parse_launch_environment(mpirun_rank(0, 4, 4));
   EXPECT_EQ(zero.store_host, "127.0.0.1");
   EXPECT_FALSE(zero.store_through_pmix);
-  EXPECT_MENTIONS(zero.store_origin, "OMPI_MCA_ess_base_jobid=448856065");
+  EXPECT_MENTIONS(zero.store_origin, "OMPI_MCA_ess_base_jobid='448856065'");
   EXPECT_EQ(parse_launch_environment(mpirun_rank(3, 4, 4)).store_port, zero.store_port);
   EnvMap other_job = mpirun_rank(0, 4, 4);
   other_job["OMPI_MCA_ess_base_jobid"] = "448921601";
