@@ -69,6 +69,10 @@ def main():
     write("launch_environment", "openmpi_no_address",
           b"OMPI_COMM_WORLD_RANK=1\nOMPI_COMM_WORLD_SIZE=4\nOMPI_COMM_WORLD_LOCAL_RANK=1\n"
           b"OMPI_COMM_WORLD_LOCAL_SIZE=2\nOMPI_MCA_ess_base_jobid=448856065\nCANOPY_STORE_PORT_RANGE=30000-30099\n")
+    # Found by the fuzzer: NUL bytes in SLURMD_NODENAME cut the refusal short before it named the variable.
+    write("launch_environment", "regression_nul_in_node_name",
+          b"SLURM_PROCID=0\nSLURM_NTASKS=8\nSLURM_STEP_ID=3\nSLURM_STEP_NODELIST=node[01-02]\n"
+          b"SLURMD_NODENAME=nod\x00\x00\x00\x00")
     write("slurm_hostlist", "ranges", b"node[01-04,07],gpu3")
     write("slurm_hostlist", "brackets", b"rack[1-2]-n[001-3,9]")
     write("launch_environment", "openmpi_pmi",

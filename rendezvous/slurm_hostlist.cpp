@@ -33,9 +33,10 @@ using Pattern = std::vector<Piece>;
 
 class HostlistParser {
  public:
-  HostlistParser(std::string_view list, std::string_view origin) : list_(list), origin_(origin) {}
+  HostlistParser(std::string_view list, std::string_view origin, std::size_t max_hosts)
+      : list_(list), origin_(origin), max_hosts_(std::min(max_hosts, kMaxHostlistHosts)) {}
 
-  // The list's names, checked, with the number of hosts they stand for at most kMaxHostlistHosts.
+  // The list's names, checked, with the number of hosts they stand for at most max_hosts.
   std::vector<Pattern> parse() {
     if (list_.empty()) refuse(0, "it is empty");
     std::vector<Pattern> patterns;
@@ -43,8 +44,7 @@ class HostlistParser {
     while (true) {
       patterns.push_back(parse_name());
       hosts += host_count(patterns.back());
-      if (hosts > kMaxHostlistHosts)
-        refuse(at_, fmt::format("it names more than {} hosts", kMaxHostlistHosts));
+      if (hosts > max_hosts_) refuse(at_, fmt::format("it names more than {} hosts", max_hosts_));
       if (at_ == list_.size()) return patterns;
       ++at_;  // the ',' parse_name stopped at
     }
@@ -126,21 +126,22 @@ class HostlistParser {
     return value;
   }
 
-  // Hosts a name stands for, saturating above the limit (the product of its brackets' sizes).
-  static std::uint64_t host_count(const Pattern& pattern) {
+  // Hosts a name stands for (the product of its brackets' sizes), saturating just above the limit.
+  std::uint64_t host_count(const Pattern& pattern) const {
+    const std::uint64_t saturated = max_hosts_ + 1;
     std::uint64_t count = 1;
     for (const Piece& piece : pattern) {
       if (!piece.is_bracket()) continue;
       std::uint64_t numbers = 0;
-      for (const NumberRange& range : piece.ranges) numbers = std::min(numbers + range.size(), kLimit);
-      count = std::min(count * numbers, kLimit);
+      for (const NumberRange& range : piece.ranges) numbers = std::min(numbers + range.size(), saturated);
+      count = std::min(count * numbers, saturated);
     }
     return count;
   }
-  static constexpr std::uint64_t kLimit = kMaxHostlistHosts + 1;
 
   std::string_view list_;
   std::string_view origin_;
+  std::size_t max_hosts_;
   std::size_t at_ = 0;
 };
 
@@ -172,14 +173,16 @@ void expand_into(const Pattern& pattern, std::size_t index, const std::string& h
 
 }  // namespace
 
-std::vector<std::string> expand_hostlist(std::string_view list, std::string_view origin) {
+std::vector<std::string> expand_hostlist(std::string_view list, std::string_view origin,
+                                         std::size_t max_hosts) {
   std::vector<std::string> hosts;
-  for (const Pattern& pattern : HostlistParser(list, origin).parse()) expand_into(pattern, 0, "", hosts);
+  for (const Pattern& pattern : HostlistParser(list, origin, max_hosts).parse())
+    expand_into(pattern, 0, "", hosts);
   return hosts;
 }
 
 std::string first_host_of_hostlist(std::string_view list, std::string_view origin) {
-  const std::vector<Pattern> patterns = HostlistParser(list, origin).parse();
+  const std::vector<Pattern> patterns = HostlistParser(list, origin, kMaxHostlistHosts).parse();
   std::string host;
   for (const Piece& piece : patterns.front()) {
     if (piece.is_bracket()) {

@@ -18,8 +18,10 @@ inline constexpr std::size_t kMaxHostlistHosts = 1 << 20;
 // Every host of `list`, in SLURM's order (a name's first bracket varies slowest). Throws Error(Config)
 // naming `origin` (the variable it came from), the list and what is wrong at which position: an empty list
 // or name, an unclosed or stray bracket, text after a name's last bracket (SLURM refuses it too), a range
-// that is not "N" or "N-M" with N <= M in decimal digits, or more than kMaxHostlistHosts hosts.
-std::vector<std::string> expand_hostlist(std::string_view list, std::string_view origin);
+// that is not "N" or "N-M" with N <= M in decimal digits, or more than `max_hosts` hosts (counted before
+// any is made; never more than kMaxHostlistHosts).
+std::vector<std::string> expand_hostlist(std::string_view list, std::string_view origin,
+                                         std::size_t max_hosts = kMaxHostlistHosts);
 
 // The first host of `list`, without expanding the rest; the whole list is checked as expand_hostlist does.
 std::string first_host_of_hostlist(std::string_view list, std::string_view origin);

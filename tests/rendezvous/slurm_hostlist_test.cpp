@@ -103,6 +103,10 @@ TEST(SlurmHostlist, RefusesListsOfMoreHostsThanTheLimitBeforeExpandingThem) {
   EXPECT_MENTIONS(refusal("a[0-999999999999999999][0-999999999999999999][0-999999999999999999]"),
                   "more than 1048576 hosts");
   EXPECT_EQ(expand_hostlist("a[1-1024][1-1024]", "V").size(), kMaxHostlistHosts);
+  // A caller may ask for a lower limit, never a higher one.
+  EXPECT_EQ(expand_hostlist("n[1-5]", "V", 5).size(), 5u);
+  EXPECT_THROW(expand_hostlist("n[1-5],m", "V", 5), Error);
+  EXPECT_THROW(expand_hostlist("n[1-2000000]", "V", 1u << 30), Error);
 }
 
 // SLURM's own expansion of the same lists, where scontrol is installed (it needs only a slurm.conf to
