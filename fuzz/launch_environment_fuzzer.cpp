@@ -44,8 +44,9 @@ void check_consistent(const LaunchInfo& info) {
                                   (info.local_world_size == -1 || info.local_rank < info.local_world_size)),
         "local rank outside the local world");
   check(info.store_port >= 1 || info.store_through_pmix, "store port 0 without PMIx to share the real one");
-  check(info.world_size == 1 || !info.store_host.empty() || !info.store_file.empty() || info.store_through_pmix,
-        "several ranks without a store address, a store file or PMIx");
+  check(
+      info.world_size == 1 || !info.store_host.empty() || !info.store_file.empty() || info.store_through_pmix,
+      "several ranks without a store address, a store file or PMIx");
   check(info.restart_count >= 0, "negative restart count");
   check(kSources.count(info.source) == 1, "unknown launcher source");
 }

@@ -23,7 +23,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 start=$SECONDS
 # libFuzzer comes with clang's runtime (Debian: clang and libclang-rt-14-dev).
-stage "fuzz: clang and libFuzzer" 600 bash -c "$(declare -f install_missing); install_missing clang libclang-rt-14-dev"
+stage "fuzz: clang and libFuzzer" 600 bash -c \
+  "$(declare -f install_missing); install_missing clang libclang-rt-14-dev"
 # Tests and benchmarks are not needed; warnings are not errors here, where clang (not the project's
 # GCC) compiles the layers: this stage is about the parsers' behaviour, the GCC stages about warnings.
 stage "fuzz: configure (clang)" 300 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \

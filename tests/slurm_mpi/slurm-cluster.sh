@@ -19,7 +19,8 @@ source "$here/private-cluster.sh"
 
 if [[ "${1:-}" != --inside ]]; then
   for tool in munged slurmctld slurmd srun sinfo; do
-    command -v "$tool" >/dev/null || private_cluster_skip "no $tool (apt-get install slurmctld slurmd slurm-client munge)"
+    command -v "$tool" >/dev/null ||
+      private_cluster_skip "no $tool (apt-get install slurmctld slurmd slurm-client munge)"
   done
   enter_private_cluster "$@"
 fi

@@ -95,7 +95,8 @@ void run_threads(int n, const std::function<void(int rank)>& body) {
 }
 
 TempDir::TempDir(const std::string& parent) {
-  const std::filesystem::path base = parent.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(parent);
+  const std::filesystem::path base =
+      parent.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(parent);
   std::string pattern = (base / "canopy-test-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) {
     std::perror("mkdtemp");
