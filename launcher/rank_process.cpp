@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -96,6 +97,7 @@ struct ChildPlan {
   cpu_set_t cpus{};
   pid_t parent = -1;
   int report_fd = -1;  // gets the step and errno when the child fails before exec
+  int open_max = 0;    // descriptors below this may be open
 };
 
 // What a child reports through ChildPlan::report_fd.
@@ -136,9 +138,10 @@ struct ChildFailure {
   if (plan.bind && ::sched_setaffinity(0, sizeof plan.cpus, &plan.cpus) != 0)
     child_fails(plan, ChildFailure::kBind);
   // Descriptors the launcher did not mark close-on-exec (a library's socket) must not leak into the rank;
-  // marked rather than closed, so that report_fd stays usable until the exec.
-  if (::syscall(SYS_close_range, STDERR_FILENO + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-    child_fails(plan, ChildFailure::kSetup);
+  // marked rather than closed, so that report_fd stays usable until the exec. close_range needs Linux 5.11.
+  if (::syscall(SYS_close_range, STDERR_FILENO + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (int fd = STDERR_FILENO + 1; fd < plan.open_max; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
   ::execve(plan.path, plan.argv, plan.envp);
   child_fails(plan, ChildFailure::kExec);
 }
@@ -169,6 +172,7 @@ RankProcess spawn_rank(const std::vector<std::string>& command, const std::vecto
   if (plan.bind) CPU_SET(cpu, &plan.cpus);
   plan.parent = ::getpid();
   plan.report_fd = report.write_end();
+  plan.open_max = static_cast<int>(std::clamp<long>(::sysconf(_SC_OPEN_MAX), 1024, 1 << 16));
 
   pid_t pid = ::fork();
   if (pid < 0) fail_errno("cannot fork a rank");
