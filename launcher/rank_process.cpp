@@ -97,7 +97,7 @@ struct ChildPlan {
   cpu_set_t cpus{};
   pid_t parent = -1;
   int report_fd = -1;  // gets the step and errno when the child fails before exec
-  int open_max = 0;    // descriptors below this may be open
+  int open_max = 0;    // where close_range is missing, the descriptors below this are marked one by one
 };
 
 // What a child reports through ChildPlan::report_fd.
