@@ -62,6 +62,20 @@ bool contains(const std::string& text, const std::string& part) {
     }                                                                          \
   } while (false)
 
+// Every test needs root for its namespaces; without it, nothing else is tried (not even the work directory
+// in the build tree, which may not be writable then).
+class NeedsRoot : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() == 0) return;
+    CommandResult skipped{kSkipped, "needs root (namespaces, daemons)"};
+    SKIP_OR_FAIL_UNLESS_RUNNABLE(skipped);
+  }
+};
+class Slurm : public NeedsRoot {};
+class Mpirun : public NeedsRoot {};
+class PrivateCluster : public NeedsRoot {};
+
 // A shell command line run with no address, port or interface inherited (ctest sets
 // CANOPY_SOCKET_IFNAME=lo, which would keep the emulated nodes apart), canopy-bench on the PATH.
 std::string clean(const std::string& command) {
@@ -136,14 +150,14 @@ void expect_srun_sweeps_exact(const std::string& cluster_options, const std::str
   expect_exact_rows(work.file("broadcast.json"), ranks, hosts, r.output);
 }
 
-TEST(Slurm, OneNodeRunsMoreTasksThanCpusExactlyWithoutAnAddress) {
+TEST_F(Slurm, OneNodeRunsMoreTasksThanCpusExactlyWithoutAnAddress) {
   expect_srun_sweeps_exact("--nodes 1 --cpus 2", "-O -n 4", 4, 1);
 }
 
 // Two steps of one job at once, each on a port of its own: one SLURM reserved for it (slurm.conf's
 // MpiParams=ports reserves ports for every step), one derived from the job and step ids (--resv-ports=0
 // reserves none).
-TEST(Slurm, StepsOfOneJobRunSideBySide) {
+TEST_F(Slurm, StepsOfOneJobRunSideBySide) {
   WorkDir work;
   const std::string script = fmt::format(
       "#!/bin/sh\n"
@@ -163,11 +177,11 @@ TEST(Slurm, StepsOfOneJobRunSideBySide) {
       << read_file(work.file("b.out"));
 }
 
-TEST(Slurm, FourNodesRunEightTasksOverCappedLinksExactly) {
+TEST_F(Slurm, FourNodesRunEightTasksOverCappedLinksExactly) {
   expect_srun_sweeps_exact("--nodes 4 --rate 200mbit", "-N 4 -n 8", 8, 4);
 }
 
-TEST(Slurm, TheSbatchScriptOfTheLauncherDocWorksAsWritten) {
+TEST_F(Slurm, TheSbatchScriptOfTheLauncherDocWorksAsWritten) {
   const std::string script = doc_block(read_file(std::string(CANOPY_SOURCE_DIR) + "/docs/LAUNCHER.md"),
                                        "```sh\n#!/bin/bash\n#SBATCH");
   ASSERT_TRUE(contains(script, "srun canopy-bench")) << script;
@@ -182,7 +196,7 @@ TEST(Slurm, TheSbatchScriptOfTheLauncherDocWorksAsWritten) {
 // mpirun inside a SLURM job, as on most clusters: it starts its daemons with srun, and its ranks carry
 // SLURM's variables too (the batch script's on the first node, a step's on the other), which must not
 // count. A program the batch script runs directly, without srun, is told so at once.
-TEST(Slurm, MpirunInsideAJobAndAProgramOutsideAnyStep) {
+TEST_F(Slurm, MpirunInsideAJobAndAProgramOutsideAnyStep) {
   WorkDir work;
   const std::string script = fmt::format(
       "#!/bin/sh\n"
@@ -199,7 +213,7 @@ TEST(Slurm, MpirunInsideAJobAndAProgramOutsideAnyStep) {
 }
 
 // The PMIx client Canopy uses under mpirun also works under srun --mpi=pmix.
-TEST(Slurm, ThePmixClientWorksUnderSrun) {
+TEST_F(Slurm, ThePmixClientWorksUnderSrun) {
   SKIP_OR_FAIL_WITHOUT_PMIX();
   auto r = on_slurm("--nodes 2", fmt::format("srun --mpi=pmix -N 2 -n 4 {}", PMIX_PROBE_PATH));
   SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
@@ -209,7 +223,7 @@ TEST(Slurm, ThePmixClientWorksUnderSrun) {
         << r.output;
 }
 
-TEST(Mpirun, TheLauncherDocsLineRunsFourRanksOnOneHost) {
+TEST_F(Mpirun, TheLauncherDocsLineRunsFourRanksOnOneHost) {
   const std::string doc = read_file(std::string(CANOPY_SOURCE_DIR) + "/docs/LAUNCHER.md");
   const std::size_t at = doc.find("\nmpirun -np 4 canopy-bench");
   ASSERT_NE(at, std::string::npos) << "docs/LAUNCHER.md has no 'mpirun -np 4 canopy-bench' line";
@@ -222,7 +236,7 @@ TEST(Mpirun, TheLauncherDocsLineRunsFourRanksOnOneHost) {
   EXPECT_TRUE(contains(r.output, "Avg bus bandwidth")) << r.output;
 }
 
-TEST(Mpirun, TwoHostsFindTheStoreThroughPmix) {
+TEST_F(Mpirun, TwoHostsFindTheStoreThroughPmix) {
   SKIP_OR_FAIL_WITHOUT_PMIX();
   WorkDir work;
   auto r = on_mpirun("--nodes 2 --cpus 2 --rate 200mbit",
@@ -268,7 +282,7 @@ bool alive(pid_t pid) {
 }
 
 // SIGKILL leaves the harness no chance to clean up: the kernel must do it, by the namespaces.
-TEST(PrivateCluster, NothingOutlivesAKilledHarness) {
+TEST_F(PrivateCluster, NothingOutlivesAKilledHarness) {
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // so that orphans come here to be reaped
   WorkDir work;
   const std::string log = work.file("harness.log");
