@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "rendezvous/pmix_exchange.hpp"
-#include "tests/bench/command.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/ranks.hpp"
 
 extern char** environ;
@@ -33,9 +33,17 @@ extern char** environ;
 namespace canopy::testing {
 namespace {
 
-using bench::testing::CommandResult;
-using bench::testing::read_file;
-using bench::testing::run_command;
+// A harness's run: how it ended and what it printed, stdout and stderr together.
+struct HarnessRun {
+  int exit_code = -1;  // 124 when the test's own deadline stopped it
+  std::string output;
+};
+using CommandResult = HarnessRun;
+
+HarnessRun run_command(const std::string& line, int timeout_seconds) {
+  const auto result = run_shell(line, std::chrono::seconds(timeout_seconds));
+  return {result.timed_out ? 124 : result.exit_code, result.out};
+}
 
 constexpr int kSkipped = 77;  // the harness cannot run here; its output says why
 
