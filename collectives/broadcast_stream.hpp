@@ -42,8 +42,8 @@ class BroadcastStream {
   void finished(bool follows, bool is_root, std::uint8_t heard_flags, Clock::time_point ended);
 
  private:
-  std::atomic<bool> in_stream_{false};  // read by choose_algorithm() from any thread
-  bool root_back_to_back_ = false;      // this rank, as the root of the call under way
+  std::atomic<bool> in_stream_{false};         // read by choose_algorithm() from any thread
+  bool root_back_to_back_ = false;             // this rank, as the root of the call under way
   std::optional<Clock::time_point> last_end_;  // this rank's, while broadcasts follow each other
 };
 

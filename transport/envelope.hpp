@@ -12,8 +12,8 @@
 namespace canopy::transport {
 
 struct Envelope {
-  std::uint64_t comm_id = 0;   // which communicator
-  std::uint64_t seq = 0;       // the collective's sequence number on that communicator
+  std::uint64_t comm_id = 0;  // which communicator
+  std::uint64_t seq = 0;      // the collective's sequence number on that communicator
   Collective collective = Collective::PointToPoint;
   DataType dtype = DataType::UInt8;
   ReduceOp op = ReduceOp::Sum;

@@ -124,7 +124,8 @@ TEST(Settings, IntegersAndTheirRange) {
   EXPECT_MENTIONS(message, "from 0 to 255");
   // Zero may mean something of its own beside the range.
   EXPECT_EQ(Settings::parse({{"CANOPY_IB_CHUNK_BYTES", "0"}}).size("CANOPY_IB_CHUNK_BYTES"), 0u);
-  EXPECT_MENTIONS(config_error({{"CANOPY_IB_CHUNK_BYTES", "100"}}), "0 (the port's largest message) or a value from 4K to 2G");
+  EXPECT_MENTIONS(config_error({{"CANOPY_IB_CHUNK_BYTES", "100"}}),
+                  "0 (the port's largest message) or a value from 4K to 2G");
 }
 
 TEST(Settings, ChoicesInAnyCase) {
@@ -135,7 +136,8 @@ TEST(Settings, ChoicesInAnyCase) {
 }
 
 TEST(Settings, TextIsTakenAsItIs) {
-  EXPECT_EQ(Settings::parse({{"CANOPY_SOCKET_IFNAME", "^docker,lo"}}).text("CANOPY_SOCKET_IFNAME"), "^docker,lo");
+  EXPECT_EQ(Settings::parse({{"CANOPY_SOCKET_IFNAME", "^docker,lo"}}).text("CANOPY_SOCKET_IFNAME"),
+            "^docker,lo");
 }
 
 TEST(Settings, OnlyRegistrySettingsAreRead) {

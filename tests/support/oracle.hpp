@@ -74,7 +74,8 @@ struct MovementCase {
   std::vector<std::vector<std::byte>> input;  // each rank's Input (empty where it has none)
 };
 MovementCase movement_inputs(const std::vector<CollectiveCall>& calls, DataType type, Random& random);
-Expected movement_reference(const std::vector<CollectiveCall>& calls, DataType type, const MovementCase& inputs);
+Expected movement_reference(const std::vector<CollectiveCall>& calls, DataType type,
+                            const MovementCase& inputs);
 
 // "" when `actual` matches `expected` on every defined element, else a description of the first
 // mismatch (rank, element, expected, got).

@@ -13,10 +13,10 @@
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "transport/spin_rule.hpp"
 #include "transport/tcp/handshake.hpp"
 #include "transport/tcp/interfaces.hpp"
 #include "transport/tcp/socket.hpp"
-#include "transport/spin_rule.hpp"
 #include "transport/tcp/tcp_socket_transport.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
