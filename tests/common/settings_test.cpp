@@ -9,6 +9,7 @@
 #include <string>
 
 #include "canopy/error.hpp"
+#include "tests/support/config_error.hpp"
 
 namespace canopy::settings {
 namespace {
@@ -16,16 +17,8 @@ namespace {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-// The Error(Config) message parsing `env` throws; fails the test if it does not throw one.
 std::string config_error(const EnvMap& env) {
-  try {
-    Settings::parse(env);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::Config) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error(Config)";
-  return "";
+  return testing::config_error_of([&] { Settings::parse(env); });
 }
 
 #define EXPECT_MENTIONS(text, word) EXPECT_NE((text).find(word), std::string::npos) << (text)
