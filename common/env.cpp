@@ -1,10 +1,10 @@
 #include "common/env.hpp"
 
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/settings.hpp"
 
 extern char** environ;
 
@@ -35,26 +35,14 @@ std::optional<std::string> env_value(const std::string& name) {
 std::optional<long long> env_integer(const EnvMap& env, const std::string& name) {
   auto text = env_value(env, name);
   if (!text) return std::nullopt;
-  long long value = 0;
-  const char* begin = text->data();
-  const char* end = begin + text->size();
-  auto [ptr, ec] = std::from_chars(begin, end, value);
-  if (ec != std::errc() || ptr != end) fail(ErrorCode::Config, "{}='{}' is not an integer", name, *text);
-  return value;
+  return settings::parse_integer(name, *text);
 }
 
 std::chrono::milliseconds default_timeout() {
-  static const std::chrono::milliseconds timeout = [] {
-    EnvMap env = current_environment();
-    auto text = env_value(env, "CANOPY_TIMEOUT");
-    if (!text) return std::chrono::milliseconds(std::chrono::seconds(300));
-    char* end = nullptr;
-    double seconds = std::strtod(text->c_str(), &end);
-    if (end == text->c_str() || *end != '\0' || !(seconds > 0))
-      fail(ErrorCode::Config, "CANOPY_TIMEOUT='{}' must be a positive number of seconds", *text);
-    return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-  }();
-  return timeout;
+  EnvMap only;  // not the whole environment: a bad setting elsewhere is its reader's to report
+  if (auto text = env_value("CANOPY_TIMEOUT")) only.emplace("CANOPY_TIMEOUT", *text);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      settings::Settings::parse(only).duration("CANOPY_TIMEOUT"));
 }
 
 }  // namespace canopy

@@ -19,6 +19,49 @@ bool partner_first(int v, int partner_v) {
   return partner_v < v;
 }
 
+// Recursive halving from round `round` on: each round, keep the half of the current range of the pow2
+// units (parts of the buffer, or new ranks' blocks) that holds unit v, send the other half to the
+// partner and reduce the partner's copy of the kept half into ours. `blocks(first, last)` is the buffer
+// of units [first, last). Rank v ends owning unit v; returns the next round.
+template <typename Blocks>
+std::uint32_t reduce_by_halving(StepWriter& writer, const Fold& fold, int v, std::uint32_t round,
+                                const Blocks& blocks) {
+  int lo = 0;
+  int hi = fold.pow2;  // aligned, containing v
+  for (int mask = fold.pow2 / 2; mask >= 1; mask /= 2, ++round) {
+    const int partner_v = v ^ mask;
+    const int mid = (lo + hi) / 2;
+    const bool lower = v < partner_v;
+    const Block give = lower ? blocks(mid, hi) : blocks(lo, mid);
+    if (lower)
+      hi = mid;
+    else
+      lo = mid;
+    writer.exchange_reduce_chunks(fold.real_rank(partner_v), give, fold.real_rank(partner_v), blocks(lo, hi),
+                                  round, partner_first(v, partner_v));
+  }
+  return round;
+}
+
+// The fold of an all-reduce, before the rounds: a rank that sits out hands its whole buffer to r + 1 and
+// gets the result back in `last_round` (true: it has nothing else to do); one that absorbs reduces
+// r - 1's buffer into its own. After the rounds, fold_out_whole_buffer gives r - 1 the result.
+bool fold_in_whole_buffer(StepWriter& writer, const Fold& fold, int r, const Block& data,
+                          std::uint32_t last_round) {
+  if (fold.sits_out(r)) {
+    writer.send_chunks(r + 1, data, 0);
+    writer.recv_chunks(r + 1, data, last_round);
+    return true;
+  }
+  if (fold.absorbs(r)) writer.recv_reduce_chunks(r - 1, data, 0, /*incoming_first=*/true);
+  return false;
+}
+
+void fold_out_whole_buffer(StepWriter& writer, const Fold& fold, int r, const Block& data,
+                           std::uint32_t last_round) {
+  if (fold.absorbs(r)) writer.send_chunks(r - 1, data, last_round);
+}
+
 }  // namespace
 
 // Every round, exchange the whole buffer with the partner and reduce: after lg p rounds every rank
@@ -29,19 +72,14 @@ Schedule all_reduce_recursive_doubling(const CollectiveCall& call) {
   const int r = call.rank;
   const Block data = data_block(0, call.count);
   const auto last_round = static_cast<std::uint32_t>(1 + ceil_log2(fold.pow2));
-  if (fold.sits_out(r)) {
-    writer.send_chunks(r + 1, data, 0);
-    writer.recv_chunks(r + 1, data, last_round);
-    return std::move(writer).finish();
-  }
-  if (fold.absorbs(r)) writer.recv_reduce_chunks(r - 1, data, 0, /*incoming_first=*/true);
+  if (fold_in_whole_buffer(writer, fold, r, data, last_round)) return std::move(writer).finish();
   const int v = fold.new_rank(r);
   std::uint32_t round = 1;
   for (int mask = 1; mask < fold.pow2; mask *= 2, ++round) {
     const int partner = fold.real_rank(v ^ mask);
     writer.exchange_reduce_chunks(partner, data, partner, data, round, partner_first(v, v ^ mask));
   }
-  if (fold.absorbs(r)) writer.send_chunks(r - 1, data, last_round);
+  fold_out_whole_buffer(writer, fold, r, data, last_round);
   return std::move(writer).finish();
 }
 
@@ -55,30 +93,13 @@ Schedule all_reduce_rabenseifner(const CollectiveCall& call) {
   const int r = call.rank;
   const Block data = data_block(0, call.count);
   const auto last_round = static_cast<std::uint32_t>(1 + 2 * ceil_log2(fold.pow2));
-  if (fold.sits_out(r)) {
-    writer.send_chunks(r + 1, data, 0);
-    writer.recv_chunks(r + 1, data, last_round);
-    return std::move(writer).finish();
-  }
-  if (fold.absorbs(r)) writer.recv_reduce_chunks(r - 1, data, 0, /*incoming_first=*/true);
+  if (fold_in_whole_buffer(writer, fold, r, data, last_round)) return std::move(writer).finish();
   const int v = fold.new_rank(r);
   auto parts = [&](int first, int last) { return parts_of(call.count, fold.pow2, first, last); };
 
-  std::uint32_t round = 1;
-  int lo = 0;
-  int hi = fold.pow2;  // the parts this rank is responsible for: aligned, containing v
-  for (int mask = fold.pow2 / 2; mask >= 1; mask /= 2, ++round) {
-    const int partner_v = v ^ mask;
-    const int mid = (lo + hi) / 2;
-    const bool lower = v < partner_v;
-    const Block give = lower ? parts(mid, hi) : parts(lo, mid);
-    if (lower)
-      hi = mid;
-    else
-      lo = mid;
-    writer.exchange_reduce_chunks(fold.real_rank(partner_v), give, fold.real_rank(partner_v), parts(lo, hi),
-                                  round, partner_first(v, partner_v));
-  }
+  std::uint32_t round = reduce_by_halving(writer, fold, v, 1, parts);
+  int lo = v;
+  int hi = v + 1;  // the parts this rank holds reduced: aligned, containing v
   for (int mask = 1; mask < fold.pow2; mask *= 2, ++round) {
     const int partner_v = v ^ mask;
     const int partner_lo = lo ^ mask;  // the partner's aligned range of `mask` parts
@@ -87,7 +108,7 @@ Schedule all_reduce_rabenseifner(const CollectiveCall& call) {
     lo = std::min(lo, partner_lo);
     hi = lo + 2 * mask;
   }
-  if (fold.absorbs(r)) writer.send_chunks(r - 1, data, last_round);
+  fold_out_whole_buffer(writer, fold, r, data, last_round);
   return std::move(writer).finish();
 }
 
@@ -146,21 +167,7 @@ Schedule reduce_scatter_recursive_halving(const CollectiveCall& call) {
   auto group_blocks = [&](int first_v, int last_v) {
     return rank_blocks(call, fold.first_rank(first_v), fold.first_rank(last_v));
   };
-  std::uint32_t round = 1;
-  int lo = 0;
-  int hi = fold.pow2;
-  for (int mask = fold.pow2 / 2; mask >= 1; mask /= 2, ++round) {
-    const int partner_v = v ^ mask;
-    const int mid = (lo + hi) / 2;
-    const bool lower = v < partner_v;
-    const Block give = lower ? group_blocks(mid, hi) : group_blocks(lo, mid);
-    if (lower)
-      hi = mid;
-    else
-      lo = mid;
-    writer.exchange_reduce_chunks(fold.real_rank(partner_v), give, fold.real_rank(partner_v),
-                                  group_blocks(lo, hi), round, partner_first(v, partner_v));
-  }
+  reduce_by_halving(writer, fold, v, 1, group_blocks);
   if (fold.absorbs(r)) writer.send_chunks(r - 1, rank_blocks(call, r - 1, r), last_round);
   return std::move(writer).finish();
 }

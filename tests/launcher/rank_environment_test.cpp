@@ -39,7 +39,8 @@ TEST(RankEnvironment, NumbersRanksByNodeAndLocalIndex) {
   EXPECT_EQ(env["CANOPY_STORE_HOSTED"], "1");
   EXPECT_EQ(env["CANOPY_RESTART_COUNT"], "2");
   EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "2");
-  EXPECT_EQ(env["CANOPY_MAX_RESTARTS"], "5");
+  EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "5");
+  EXPECT_EQ(env.count("CANOPY_MAX_RESTARTS"), 0u);  // nothing reads it
 }
 
 // torch's env:// rendezvous has rank 0 listen on MASTER_PORT: it must not be the port canopy-run's store holds.
