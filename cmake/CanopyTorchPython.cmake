@@ -1,4 +1,4 @@
-# Optional: canopy_torch, the torch.distributed backend (pytorch/). ON when a Python that imports torch,
+# Optional: canopy_torch, the torch.distributed backend (python/). ON when a Python that imports torch,
 # libtorch's CMake package, pybind11 and Python's headers are all found (Debian: python3-torch,
 # libtorch-dev, pybind11-dev, python3-dev); otherwise OFF with one message saying what is missing.
 # CANOPY_NO_TORCH=1 in the environment (as for scripts/install-deps.sh) leaves it out.

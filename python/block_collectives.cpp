@@ -3,8 +3,8 @@
 #include <numeric>
 
 #include "common/error.hpp"
-#include "pytorch/process_group.hpp"
-#include "pytorch/tensor_checks.hpp"
+#include "python/process_group.hpp"
+#include "python/tensor_checks.hpp"
 
 namespace canopy::pytorch {
 namespace {

@@ -1,4 +1,4 @@
-#include "pytorch/work.hpp"
+#include "python/work.hpp"
 
 #include <ATen/core/ivalue.h>
 

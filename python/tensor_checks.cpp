@@ -1,4 +1,4 @@
-#include "pytorch/tensor_checks.hpp"
+#include "python/tensor_checks.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

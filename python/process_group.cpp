@@ -1,8 +1,8 @@
-#include "pytorch/process_group.hpp"
+#include "python/process_group.hpp"
 
 #include "common/error.hpp"
-#include "pytorch/gil.hpp"
-#include "pytorch/tensor_checks.hpp"
+#include "python/gil.hpp"
+#include "python/tensor_checks.hpp"
 
 namespace canopy::pytorch {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "canopy/communicator.hpp"
-#include "pytorch/work.hpp"
+#include "python/work.hpp"
 
 namespace canopy::pytorch {
 

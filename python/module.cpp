@@ -7,8 +7,8 @@
 #include <chrono>
 
 #include "common/error.hpp"
-#include "pytorch/c10d_store.hpp"
-#include "pytorch/process_group.hpp"
+#include "python/c10d_store.hpp"
+#include "python/process_group.hpp"
 
 namespace {
 

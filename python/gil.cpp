@@ -1,4 +1,4 @@
-#include "pytorch/gil.hpp"
+#include "python/gil.hpp"
 
 #include <pybind11/pybind11.h>
 

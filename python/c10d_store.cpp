@@ -1,4 +1,4 @@
-#include "pytorch/c10d_store.hpp"
+#include "python/c10d_store.hpp"
 
 #include <algorithm>
 #include <cctype>
