@@ -2,7 +2,7 @@
 (a gloo group over the same ranks, in the same processes) wherever gloo 1.13 supports the call: every
 dtype and operator, odd and empty sizes, every root. Run on every rank by run_ranks.py:
 
-    run_ranks.py --nproc 4 -- check_collectives.py [--only reductions,movement,blocks,refusals,waiting,profiler]
+    run_ranks.py --nproc 4 -- check_collectives.py [--only reductions,movement,blocks,refusals,waiting,profiler,sync_batch_norm]
 """
 import datetime
 import time
@@ -82,6 +82,10 @@ def check_reductions(gloo, rank, size):
                 dist.reduce(t, dst=root, op=reduce_op)
                 if rank == root:
                     check(same(t, reference(inputs, op, dtype)), f"reduce {op} {dtype} root {root}")
+                if gloo_supports(dtype, op):
+                    g = inputs[rank].clone()
+                    dist.reduce(g, dst=root, op=reduce_op, group=gloo)
+                    check(rank != root or same(t, g), f"reduce {op} {dtype} root {root} equals gloo's")
             for count in (0, 5, 4099):
                 inputs = [values(r, count * size, dtype, op) for r in range(size)]
                 whole = reference(inputs, op, dtype)
@@ -97,8 +101,11 @@ def check_reductions(gloo, rank, size):
     parts = [values(rank, n, torch.float32) for n in (3, 0, 1000, 17)]
     expected = [reference([values(r, p.numel(), torch.float32) for r in range(size)], "sum", torch.float32)
                 for p in parts]
+    glooed = [p.clone() for p in parts]
     dist.all_reduce_coalesced(parts)
     check(all(same(p, e) for p, e in zip(parts, expected)), "all_reduce_coalesced")
+    dist.all_reduce_coalesced(glooed, group=gloo)
+    check(all(same(p, g) for p, g in zip(parts, glooed)), "all_reduce_coalesced equals gloo's")
 
 
 def check_movement(gloo, rank, size):
@@ -149,10 +156,19 @@ def check_blocks(gloo, rank, size):
                 if rank == root:
                     check(all(same(o, values(r, block, dtype, salt=root)) for r, o in enumerate(out)),
                           f"gather {dtype} x{block} root {root}")
+                with_gloo = gloo_supports(dtype) and block == 7
+                if with_gloo:
+                    g = [torch.empty(block, dtype=dtype) for _ in range(size)] if rank == root else None
+                    dist.gather(mine, g, dst=root, group=gloo)
+                    check(rank != root or all(same(o, h) for o, h in zip(out, g)), f"gather {dtype} equals gloo's")
                 out = torch.empty(block, dtype=dtype)
                 src = [values(r, block, dtype, salt=root + 1) for r in range(size)] if rank == root else None
                 dist.scatter(out, src, src=root)
                 check(same(out, values(rank, block, dtype, salt=root + 1)), f"scatter {dtype} x{block} root {root}")
+                if with_gloo:
+                    g = torch.empty(block, dtype=dtype)
+                    dist.scatter(g, src, src=root, group=gloo)
+                    check(same(out, g), f"scatter {dtype} root {root} equals gloo's")
             # all_to_all_single, equal blocks: block j of rank r's input lands in block r of rank j's output
             send = torch.cat([values(rank * size + j, block, dtype) for j in range(size)])
             out = torch.empty(block * size, dtype=dtype)
@@ -246,8 +262,26 @@ def check_profiler(gloo, rank, size):
         check(name in names, f"torch.profiler shows {name} (saw {sorted(n for n in names if 'canopy' in n)})")
 
 
+def check_sync_batch_norm(gloo, rank, size):
+    """SyncBatchNorm on the CPU is refused by torch 1.13 itself, under canopy as under gloo (DDP refuses the
+    converted module; its forward, batch_norm_stats, has no CPU kernel): never an error of canopy's."""
+    refusals = {}
+    for name, group in (("canopy", dist.group.WORLD), ("gloo", gloo)):
+        net = torch.nn.SyncBatchNorm.convert_sync_batchnorm(
+            torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8)), group)
+        try:
+            torch.nn.parallel.DistributedDataParallel(net, process_group=group)
+            refusals[name] = None
+        except ValueError as e:
+            refusals[name] = str(e)
+    check(refusals["canopy"] == refusals["gloo"] and "only work with GPU modules" in str(refusals["canopy"]),
+          f"SyncBatchNorm: torch's own refusal under both backends: {refusals}")
+    check(dist.group.WORLD._get_backend_name() == "canopy", "the backend's name, as SyncBatchNorm reads it")
+
+
 SECTIONS = {"reductions": check_reductions, "movement": check_movement, "blocks": check_blocks,
-            "refusals": check_refusals, "waiting": check_waiting, "profiler": check_profiler}
+            "refusals": check_refusals, "waiting": check_waiting, "profiler": check_profiler,
+            "sync_batch_norm": check_sync_batch_norm}
 
 
 if __name__ == "__main__":
