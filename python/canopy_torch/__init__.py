@@ -21,8 +21,9 @@ BACKEND = "canopy"
 
 def _deadline(timeout):
     # torch always passes a timeout: its default (30 minutes) when the script gave none. Then CANOPY_TIMEOUT,
-    # if set, is the deadline, as in C++ programs (0 tells Canopy so); a timeout the script chose always wins.
-    if timeout == dist.constants.default_pg_timeout and "CANOPY_TIMEOUT" in os.environ:
+    # if set (an empty value is unset, as everywhere), is the deadline, as in C++ programs (0 tells Canopy
+    # so); a timeout the script chose always wins.
+    if timeout == dist.constants.default_pg_timeout and os.environ.get("CANOPY_TIMEOUT"):
         return timeout * 0
     return timeout
 
