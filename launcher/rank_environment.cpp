@@ -21,7 +21,8 @@ EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const 
   // inherited from an outer job cannot send the ranks to some other store. MASTER_PORT is torch's own.
   set_both("CANOPY_MASTER_ADDR", "MASTER_ADDR", options.master_addr);
   env["CANOPY_MASTER_PORT"] = std::to_string(round.master_port);
-  env["MASTER_PORT"] = std::to_string(round.torch_master_port != 0 ? round.torch_master_port : round.master_port);
+  env["MASTER_PORT"] =
+      std::to_string(round.torch_master_port != 0 ? round.torch_master_port : round.master_port);
   env.insert_or_assign("CANOPY_STORE_HOSTED", std::string("1"));  // not `= "1"`: g++ 12 warns falsely
   env["CANOPY_JOB_TOKEN"] = round.job_token;
   // Always set: a value inherited from an outer launcher would describe that launcher's stderr.

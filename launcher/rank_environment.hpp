@@ -19,7 +19,8 @@ struct LaunchRound {
   // canopy-run's own stderr is a terminal: ranks may draw progress lines on their stderr (a pipe to
   // canopy-run), which passes them through (CANOPY_STDERR_IS_TERMINAL; see docs/LAUNCHER.md).
   bool stderr_is_terminal = false;
-  std::uint16_t torch_master_port = 0;  // MASTER_PORT, for torch's env:// store (torch_port.hpp); 0: master_port
+  // MASTER_PORT, where torch's env:// store listens (torch_port.hpp); 0: master_port.
+  std::uint16_t torch_master_port = 0;
 };
 
 EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const LaunchRound& round,

@@ -43,7 +43,7 @@ TEST(RankEnvironment, NumbersRanksByNodeAndLocalIndex) {
   EXPECT_EQ(env.count("CANOPY_MAX_RESTARTS"), 0u);  // nothing reads it
 }
 
-// torch's env:// rendezvous has rank 0 listen on MASTER_PORT: it must not be the port canopy-run's store holds.
+// torch's env:// rendezvous has rank 0 listen on MASTER_PORT: never the port canopy-run's store holds.
 TEST(RankEnvironment, PointsTorchAtAPortOfItsOwn) {
   LaunchOptions options;
   options.nproc = 2;
