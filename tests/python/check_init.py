@@ -1,5 +1,6 @@
 """How a script meets the backend: the import, every init_method torch offers (env://, tcp://, file://, a
-given store=), one-rank groups, and the CANOPY_* settings (CANOPY_DEBUG=INFO's choices, CANOPY_ALGO).
+given store=), one-rank groups, and the CANOPY_* settings (CANOPY_DEBUG=INFO's choices, CANOPY_ALGO, a bad
+value refused).
 
     run_ranks.py --nproc 2 -- check_init.py
     CANOPY_DEBUG=INFO CANOPY_ALGO=allreduce=ring run_ranks.py --nproc 2 -- check_init.py --settings
@@ -85,6 +86,15 @@ def check_settings(rank, size):
     check("all_reduce: ring (asked for)" in log, f"CANOPY_ALGO=allreduce=ring is obeyed; the log said:\n{log}")
     check("broadcast of 1000 x 4 B on" in log and "chose" in log, "CANOPY_DEBUG=INFO logs the broadcast's choice")
     check(f"communicator 1 ready: rank {rank} of {size}" in log, "CANOPY_DEBUG=INFO logs the group")
+    # A bad value is refused when a group is formed, naming the variable (a one-rank group: nobody waits).
+    os.environ["CANOPY_CHUNK_BYTES"] = "1X"
+    try:
+        dist.init_process_group("canopy", store=dist.HashStore(), rank=0, world_size=1)
+        check(False, "CANOPY_CHUNK_BYTES=1X was accepted")
+    except RuntimeError as e:
+        check("CANOPY_CHUNK_BYTES='1X' is not a size" in str(e), f"a bad setting's error names it: {e}")
+    finally:
+        del os.environ["CANOPY_CHUNK_BYTES"]
 
 
 def main():
