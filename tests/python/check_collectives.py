@@ -2,7 +2,9 @@
 (a gloo group over the same ranks, in the same processes) wherever gloo 1.13 supports the call: every
 dtype and operator, odd and empty sizes, every root. Run on every rank by run_ranks.py:
 
-    run_ranks.py --nproc 4 -- check_collectives.py [--only reductions,movement,blocks,refusals,waiting,profiler,sync_batch_norm]
+    run_ranks.py --nproc 4 -- check_collectives.py [--only reductions,movement,blocks,refusals,waiting,...]
+
+(SECTIONS, at the end, names them all.)
 """
 import datetime
 import time
