@@ -18,7 +18,8 @@ class ScheduleCache {
   explicit ScheduleCache(std::size_t capacity = 64) : capacity_(capacity) {}
 
   const CompiledSchedule& get(const Algorithm& algorithm, const CollectiveCall& call) {
-    Key key{&algorithm, call.rank, call.size, call.count, call.root, call.chunk_count, call.in_place};
+    Key key{&algorithm, call.rank,        call.size,     call.count,
+            call.root,  call.chunk_count, call.in_place, call.hosts};
     if (auto it = entries_.find(key); it != entries_.end()) {
       recent_.splice(recent_.begin(), recent_, it->second.position);
       return *it->second.schedule;
@@ -34,7 +35,10 @@ class ScheduleCache {
   }
 
  private:
-  using Key = std::tuple<const Algorithm*, int, int, std::uint64_t, int, std::uint64_t, bool>;
+  // The layout by identity: a communicator's calls share one, and the key keeps it alive, so another
+  // layout can never take its address while a schedule built for it is kept.
+  using Key = std::tuple<const Algorithm*, int, int, std::uint64_t, int, std::uint64_t, bool,
+                         std::shared_ptr<const HostLayout>>;
   struct Entry {
     std::unique_ptr<CompiledSchedule> schedule;
     std::list<Key>::iterator position;

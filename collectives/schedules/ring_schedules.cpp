@@ -1,78 +1,88 @@
-// Rings: rank r sends to r+1 and receives from r-1, p-1 rounds per phase, one block per round, each
-// block chunk by chunk so that a chunk received in round s is forwarded in round s+1 while the rest
-// of the block is still arriving. Every link carries (p-1)/p n per phase: bandwidth-optimal.
+// Rings: each member sends to the next and receives from the previous, m-1 rounds per phase, one block
+// per round, each block chunk by chunk so that a chunk received in round s is forwarded in round s+1
+// while the rest of the block is still arriving. Every link carries (m-1)/m of the data per phase:
+// bandwidth-optimal. The flat rings run through every rank host after host (HostGroups::ring_order), so
+// they cross between hosts once per host whatever the rank numbering; the two-level algorithms run the
+// same pieces through the ranks of one host, or through one rank of each host.
 #include "collectives/schedules/builders.hpp"
+#include "collectives/schedules/host_groups.hpp"
 
 namespace canopy::collectives {
-namespace {
 
-int modulo(int a, int p) {
-  return ((a % p) + p) % p;
+Block part_of_block(const Block& whole, int parts, int index) {
+  const Block part = part_of(whole.count, parts, index);
+  return Block{whole.buffer, whole.offset + part.offset, part.count};
 }
 
-struct Ring {
-  int next;
-  int prev;
-  explicit Ring(const CollectiveCall& call)
-      : next(modulo(call.rank + 1, call.size)), prev(modulo(call.rank - 1, call.size)) {}
-};
+// In round s, position i passes on its partial of part i-s-1 and folds position i-1's partial of part
+// i-s-2 into its own: the last round completes part i at position i, reduced along one path.
+std::uint32_t write_ring_reduce_scatter(StepWriter& writer, const RingOf& ring, const PartOfPosition& part,
+                                        std::uint32_t round) {
+  for (int s = 0; s + 1 < ring.size(); ++s, ++round) {
+    writer.exchange_reduce_chunks(ring.next(), part(ring.position_at(-s - 1)), ring.prev(),
+                                  part(ring.position_at(-s - 2)), round, /*incoming_first=*/false);
+  }
+  return round;
+}
+
+// In round s, position i passes on part i-s (its own first, then what it received in round s-1).
+std::uint32_t write_ring_all_gather(StepWriter& writer, const RingOf& ring, const PartOfPosition& part,
+                                    std::uint32_t round) {
+  for (int s = 0; s + 1 < ring.size(); ++s, ++round) {
+    writer.exchange_chunks(ring.next(), part(ring.position_at(-s)), ring.prev(),
+                           part(ring.position_at(-s - 1)), round);
+  }
+  return round;
+}
+
+// Reduce-scatter, then all-gather, over ring.size() near-equal parts of `block`; position i completes
+// part i+1 (so that its first send is its own input's part i, as the textbook ring has it).
+std::uint32_t write_ring_all_reduce(StepWriter& writer, const RingOf& ring, const Block& block,
+                                    std::uint32_t round) {
+  const int m = ring.size();
+  const PartOfPosition part = [&](int position) { return part_of_block(block, m, (position + 1) % m); };
+  round = write_ring_reduce_scatter(writer, ring, part, round);
+  return write_ring_all_gather(writer, ring, part, round);
+}
+
+namespace {
+
+RingOf flat_ring(const CollectiveCall& call) {
+  return ring_through(HostGroups(call).ring_order(), call.rank);
+}
+
+// Rank r's block of an all-gather or reduce-scatter buffer.
+Block block_of_rank(const CollectiveCall& call, int rank) {
+  return data_block(static_cast<std::uint64_t>(rank) * call.count, call.count);
+}
 
 }  // namespace
 
-// Reduce-scatter then all-gather over p near-equal parts of the buffer. In reduce-scatter round s,
-// rank r passes on its partial of part r-s and folds r-1's partial of part r-s-1 into its own: after
-// p-1 rounds rank r holds part r+1 complete, which the all-gather then circulates. Each part is
-// reduced along one path and copied everywhere else: bit-identical on all ranks.
+// Each part is reduced along one path and copied everywhere else: bit-identical on all ranks.
 // 2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma.
 Schedule all_reduce_ring(const CollectiveCall& call) {
   StepWriter writer(call);
-  const int p = call.size;
-  const int r = call.rank;
-  const Ring ring(call);
-  auto part = [&](int i) { return part_of(call.count, p, modulo(i, p)); };
-  for (int s = 0; s + 1 < p; ++s) {
-    writer.exchange_reduce_chunks(ring.next, part(r - s), ring.prev, part(r - s - 1),
-                                  static_cast<std::uint32_t>(s), /*incoming_first=*/false);
-  }
-  for (int s = 0; s + 1 < p; ++s) {
-    writer.exchange_chunks(ring.next, part(r + 1 - s), ring.prev, part(r - s),
-                           static_cast<std::uint32_t>(p - 1 + s));
-  }
+  write_ring_all_reduce(writer, flat_ring(call), data_block(0, call.count), 0);
   return std::move(writer).finish();
 }
 
-// In round s, rank r passes on block r-s (its own first, then what it received in round s-1).
 // (p-1) alpha + (p-1)/p n beta, n = all p blocks.
 Schedule all_gather_ring(const CollectiveCall& call) {
   StepWriter writer(call);
-  const int p = call.size;
-  const int r = call.rank;
-  const Ring ring(call);
-  auto block = [&](int i) {
-    return data_block(static_cast<std::uint64_t>(modulo(i, p)) * call.count, call.count);
-  };
-  for (int s = 0; s + 1 < p; ++s) {
-    writer.exchange_chunks(ring.next, block(r - s), ring.prev, block(r - s - 1),
-                           static_cast<std::uint32_t>(s));
-  }
+  const RingOf ring = flat_ring(call);
+  write_ring_all_gather(
+      writer, ring,
+      [&](int position) { return block_of_rank(call, ring.members[static_cast<std::size_t>(position)]); }, 0);
   return std::move(writer).finish();
 }
 
-// In round s, rank r passes on its partial of block r-s-1 and folds r-1's partial of block r-s-2
-// into its own; the last round completes block r at rank r.
 // (p-1) alpha + (p-1)/p n beta + (p-1)/p n gamma.
 Schedule reduce_scatter_ring(const CollectiveCall& call) {
   StepWriter writer(call);
-  const int p = call.size;
-  const int r = call.rank;
-  const Ring ring(call);
-  auto block = [&](int i) {
-    return data_block(static_cast<std::uint64_t>(modulo(i, p)) * call.count, call.count);
-  };
-  for (int s = 0; s + 1 < p; ++s) {
-    writer.exchange_reduce_chunks(ring.next, block(r - s - 1), ring.prev, block(r - s - 2),
-                                  static_cast<std::uint32_t>(s), false);
-  }
+  const RingOf ring = flat_ring(call);
+  write_ring_reduce_scatter(
+      writer, ring,
+      [&](int position) { return block_of_rank(call, ring.members[static_cast<std::size_t>(position)]); }, 0);
   return std::move(writer).finish();
 }
 
