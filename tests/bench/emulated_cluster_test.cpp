@@ -1,4 +1,5 @@
-// The emulated cluster script, for real: 2 network namespaces on a bridge, links capped, one rank each.
+// The emulated cluster script, for real: 2 network namespaces on a bridge, links capped, one rank each,
+// or two ranks each dealt round-robin.
 // Needs root and `ip netns`; skips with the reason otherwise.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -39,6 +40,28 @@ TEST(EmulatedCluster, TwoNodesRunABenchmarkAndLeaveNothingBehind) {
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_TRUE(contains(result.output, "configured 200mbit")) << result.output;
   EXPECT_TRUE(contains(result.output, "achieved")) << result.output;
+  EXPECT_TRUE(contains(result.output, "Avg bus bandwidth")) << result.output;
+  auto left = testing::run_command("ip netns list", 10);
+  EXPECT_FALSE(contains(left.output, "cnpy-" + tag)) << left.output;
+}
+
+// Two ranks on each node, dealt round-robin: each node's ranks share its namespace and its link, the
+// benchmark sees 2 hosts, and the two-level all-reduce runs exactly beside the ring.
+TEST(EmulatedCluster, TwoNodesOfTwoRanksRoundRobinRunTwoLevelsAndLeaveNothingBehind) {
+  if (std::string reason = why_not_runnable(); !reason.empty()) GTEST_SKIP() << reason;
+  const std::string tag = "u" + std::to_string(::getpid() % 100000);
+  const std::string bench = CANOPY_BENCH_PATH;
+  const std::string bench_dir = bench.substr(0, bench.rfind('/'));
+  auto result = testing::run_command(
+      fmt::format(
+          "bash {} --nodes 2 --ranks-per-node 2 --placement round-robin --rate 200mbit --tag {} "
+          "--bench-dir {} --no-link-test -- allreduce --algo ring,two-level -b 1K -e 64K -f 64 -n 2 -w 1",
+          EMULATED_CLUSTER_PATH, tag, bench_dir),
+      90);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(contains(result.output, "2 rank(s) per node (round-robin)")) << result.output;
+  EXPECT_TRUE(contains(result.output, "on 4 ranks (2 hosts)")) << result.output;
+  EXPECT_TRUE(contains(result.output, "two-level")) << result.output;
   EXPECT_TRUE(contains(result.output, "Avg bus bandwidth")) << result.output;
   auto left = testing::run_command("ip netns list", 10);
   EXPECT_FALSE(contains(left.output, "cnpy-" + tag)) << left.output;
