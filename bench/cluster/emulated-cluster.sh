@@ -182,7 +182,7 @@ if ((link_test)); then
     pids+=($!)
     if run_on_node 1 1 2 0 1 "$work/link1.log" broadcast --algo flat -b 4M -e 4M -n 3 -w 1 -c 0 &&
       wait "${pids[-1]}"; then
-      achieved=$(awk '!/^#/ && NF >= 12 {printf "%.0f Mbit/s (2-rank canopy-bench broadcast)", $12 * 8000}' "$work/link0.log")
+      achieved=$(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {printf "%.0f Mbit/s (2-rank canopy-bench broadcast)", $12 * 8000}' "$work/link0.log")
     fi
   fi
   echo "# link rate: configured $rate, achieved ${achieved:-unknown (the link test failed)}"

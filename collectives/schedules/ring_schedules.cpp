@@ -4,6 +4,8 @@
 // bandwidth-optimal. The flat rings run through every rank host after host (HostGroups::ring_order), so
 // they cross between hosts once per host whatever the rank numbering; the two-level algorithms run the
 // same pieces through the ranks of one host, or through one rank of each host.
+#include <algorithm>
+
 #include "collectives/schedules/builders.hpp"
 #include "collectives/schedules/host_groups.hpp"
 
@@ -14,35 +16,82 @@ Block part_of_block(const Block& whole, int parts, int index) {
   return Block{whole.buffer, whole.offset + part.offset, part.count};
 }
 
+namespace {
+
+// The ring pieces below act on `pieces` pieces of data, part(position, k) being position's part of
+// piece k: piece by piece, every round of piece k before piece k+1, so that the first piece's parts are
+// complete after m-1 hops of one piece (pipelined behind it, the next pieces follow). With more than one
+// piece, every part of a piece is at most one chunk; chunk c of piece k's part carries tag (round, k + c).
+using PartOfPiece = std::function<Block(int position, std::uint64_t piece)>;
+
 // In round s, position i passes on its partial of part i-s-1 and folds position i-1's partial of part
 // i-s-2 into its own: the last round completes part i at position i, reduced along one path.
-std::uint32_t write_ring_reduce_scatter(StepWriter& writer, const RingOf& ring, const PartOfPosition& part,
-                                        std::uint32_t round) {
-  for (int s = 0; s + 1 < ring.size(); ++s, ++round) {
-    writer.exchange_reduce_chunks(ring.next(), part(ring.position_at(-s - 1)), ring.prev(),
-                                  part(ring.position_at(-s - 2)), round, /*incoming_first=*/false);
+std::uint32_t write_reduce_scatter(StepWriter& writer, const RingOf& ring, std::uint64_t pieces,
+                                   const PartOfPiece& part, std::uint32_t round) {
+  for (std::uint64_t k = 0; k < pieces; ++k) {
+    for (int s = 0; s + 1 < ring.size(); ++s) {
+      writer.exchange_reduce_chunks(ring.next(), part(ring.position_at(-s - 1), k), ring.prev(),
+                                    part(ring.position_at(-s - 2), k), round + static_cast<std::uint32_t>(s),
+                                    /*incoming_first=*/false, k);
+    }
   }
-  return round;
+  return round + static_cast<std::uint32_t>(ring.size() - 1);
 }
 
 // In round s, position i passes on part i-s (its own first, then what it received in round s-1).
-std::uint32_t write_ring_all_gather(StepWriter& writer, const RingOf& ring, const PartOfPosition& part,
-                                    std::uint32_t round) {
-  for (int s = 0; s + 1 < ring.size(); ++s, ++round) {
-    writer.exchange_chunks(ring.next(), part(ring.position_at(-s)), ring.prev(),
-                           part(ring.position_at(-s - 1)), round);
+std::uint32_t write_all_gather(StepWriter& writer, const RingOf& ring, std::uint64_t pieces,
+                               const PartOfPiece& part, std::uint32_t round) {
+  for (std::uint64_t k = 0; k < pieces; ++k) {
+    for (int s = 0; s + 1 < ring.size(); ++s) {
+      writer.exchange_chunks(ring.next(), part(ring.position_at(-s), k), ring.prev(),
+                             part(ring.position_at(-s - 1), k), round + static_cast<std::uint32_t>(s), k);
+    }
   }
-  return round;
+  return round + static_cast<std::uint32_t>(ring.size() - 1);
 }
 
-// Reduce-scatter, then all-gather, over ring.size() near-equal parts of `block`; position i completes
-// part i+1 (so that its first send is its own input's part i, as the textbook ring has it).
+// Whole parts as one piece, or (chunk by chunk) piece k as chunk k of every part.
+std::uint64_t pieces_of(const StepWriter& writer, const RingOf& ring, const PartOfPosition& part,
+                        bool chunk_by_chunk) {
+  std::uint64_t most = 1;
+  for (int position = 0; chunk_by_chunk && position < ring.size(); ++position)
+    most = std::max(most, chunk_total(part(position), writer.chunk_count()));
+  return most;
+}
+
+PartOfPiece pieces(const StepWriter& writer, const PartOfPosition& part, bool chunk_by_chunk) {
+  if (!chunk_by_chunk) return [&part](int position, std::uint64_t) { return part(position); };
+  return [&part, chunk = writer.chunk_count()](int position, std::uint64_t k) {
+    return chunk_of(part(position), chunk, k);
+  };
+}
+
+}  // namespace
+
+std::uint32_t write_ring_reduce_scatter(StepWriter& writer, const RingOf& ring, const PartOfPosition& part,
+                                        std::uint32_t round, bool chunk_by_chunk) {
+  return write_reduce_scatter(writer, ring, pieces_of(writer, ring, part, chunk_by_chunk),
+                              pieces(writer, part, chunk_by_chunk), round);
+}
+
+std::uint32_t write_ring_all_gather(StepWriter& writer, const RingOf& ring, const PartOfPosition& part,
+                                    std::uint32_t round, bool chunk_by_chunk) {
+  return write_all_gather(writer, ring, pieces_of(writer, ring, part, chunk_by_chunk),
+                          pieces(writer, part, chunk_by_chunk), round);
+}
+
+// Reduce-scatter, then all-gather, each piece of `block` in ring.size() near-equal parts; position i
+// completes part i+1 (so that its first send is its own input's part i, as the textbook ring has it).
 std::uint32_t write_ring_all_reduce(StepWriter& writer, const RingOf& ring, const Block& block,
-                                    std::uint32_t round) {
+                                    std::uint32_t round, std::uint64_t piece_count) {
   const int m = ring.size();
-  const PartOfPosition part = [&](int position) { return part_of_block(block, m, (position + 1) % m); };
-  round = write_ring_reduce_scatter(writer, ring, part, round);
-  return write_ring_all_gather(writer, ring, part, round);
+  const std::uint64_t pieces =
+      piece_count == 0 ? 1 : std::max<std::uint64_t>(1, chunk_total(block, piece_count));
+  const PartOfPiece part = [&](int position, std::uint64_t k) {
+    return part_of_block(piece_count == 0 ? block : chunk_of(block, piece_count, k), m, (position + 1) % m);
+  };
+  round = write_reduce_scatter(writer, ring, pieces, part, round);
+  return write_all_gather(writer, ring, pieces, part, round);
 }
 
 namespace {

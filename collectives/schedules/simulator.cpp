@@ -1,12 +1,14 @@
-// An event-driven run of all ranks' schedules. Each rank has one outgoing link, one incoming link and
-// one CPU, each doing one thing at a time: a message occupies the sender's outgoing link and the
-// receiver's incoming link for LinkModel::message_seconds (alpha and its bytes: so a root sending to 7
-// peers takes 7 times as long as sending to one), and a reduce occupies the receiver's CPU for
-// bytes * gamma (a copy as well). A message within a host costs LinkModel::within_host, one between
-// hosts between_hosts; the bytes of the latter also hold the sending host's outgoing network link and the
-// receiving host's incoming one, which all ranks of a host share (its alpha does not: flight and wake-ups
-// leave the wire to the others), so four ranks of a host sending across at once share its link as four
-// TCP streams share a NIC.
+// An event-driven run of all ranks' schedules. Each rank has one outgoing and one incoming link of each
+// class (to the other ranks of its host, and to the network) and one CPU, each doing one thing at a
+// time: a message occupies the sender's outgoing link and the receiver's incoming link of its class for
+// its LinkCost::message_seconds (alpha and its bytes: so a root sending to 7 peers takes 7 times as long
+// as sending to one), and a reduce occupies the receiver's CPU for bytes * gamma (a copy as well). A
+// message within a host costs LinkModel::within_host, one between hosts between_hosts; the bytes of the
+// latter also hold the sending host's outgoing network link and the receiving host's incoming one, which
+// all ranks of a host share (its alpha does not: flight and wake-ups leave the wire to the others), so
+// four ranks of a host sending across at once share its link as four TCP streams share a NIC, while
+// each of them still moves messages inside the host. Without a layout every rank is a host of its own,
+// every message goes between hosts, and each rank has the textbook model's one link each way.
 // Ranks of one host that outnumber its cores share them: a message between two of them also needs one
 // of the host's cores for its whole time (loopback is the kernel copying), and its bytes take a second
 // core for as long again (the sender copies them into the socket and the receiver out of it, at once);
@@ -87,11 +89,12 @@ struct RankState {
   std::map<int, PeerQueue> recvs_from;
   std::map<int, std::deque<std::size_t>> inbox;  // arrived, unmatched messages by sender
   std::vector<std::byte> staging;
-  double out_free = 0;
-  double in_free = 0;
+  // Its links, one of each class (LinkClass): to the ranks of its own host, and to the network.
+  double out_free[2] = {0, 0};
+  double in_free[2] = {0, 0};
   double cpu_free = 0;
-  int last_out_round = 0;  // of the latest message on each link
-  int last_in_round = 0;
+  int last_out_round[2] = {0, 0};  // of the latest message on each link
+  int last_in_round[2] = {0, 0};
   std::map<int, SocketState> sockets;  // toward each peer
   std::size_t steps_done = 0;
 };
@@ -338,16 +341,22 @@ class Engine {
     }
   }
 
-  // Starts every message whose sender's outgoing link and receiver's incoming link are free now.
-  // A rank whose link is free sends its lowest ready step among the next sends to each peer.
+  // Which of a rank's links a message between `from` and `to` takes.
+  int link_class(int from, int to) const { return hosts_.same_host(from, to) ? 0 : 1; }
+
+  // Starts every message whose sender's outgoing link and receiver's incoming link (of its class) are
+  // free now. A rank sends its lowest ready step among the next sends to each peer whose links are free.
   void start_transfers(double now) {
     for (int r = 0; r < call_.size; ++r) {
       RankState& rank = state(r);
-      while (rank.out_free <= now) {
+      while (true) {
         PeerQueue* chosen = nullptr;
         for (auto& [peer, queue] : rank.sends_to) {
           if (queue.next >= queue.steps.size() || !rank.ready[queue.steps[queue.next]]) continue;
-          if (state(peer).in_free > now || hosts_.network_free(r, peer) > now) continue;
+          const int kind = link_class(r, peer);
+          if (rank.out_free[kind] > now || state(peer).in_free[kind] > now ||
+              hosts_.network_free(r, peer) > now)
+            continue;
           if (const CoreClaim cores = hosts_.cores_for_message(r, peer);
               cores.count > 0 && *cores.cores[0] > now)
             continue;
@@ -387,11 +396,13 @@ class Engine {
         freed > now)
       push(freed, EventKind::Freed, r, 0);
     socket.busy_until = finish;
-    rank.out_free = finish;
-    state(step.peer).in_free = finish;
+    const int kind = link_class(r, step.peer);
+    rank.out_free[kind] = finish;
+    state(step.peer).in_free[kind] = finish;
     // A message goes one round after what it waits for: its data, and the link time it queued for.
-    rank.round[i] = 1 + std::max({rank.round[i] - 1, rank.last_out_round, state(step.peer).last_in_round});
-    rank.last_out_round = state(step.peer).last_in_round = rank.round[i];
+    rank.round[i] =
+        1 + std::max({rank.round[i] - 1, rank.last_out_round[kind], state(step.peer).last_in_round[kind]});
+    rank.last_out_round[kind] = state(step.peer).last_in_round[kind] = rank.round[i];
     Message message{r, i, step.tag, step.src.count, rank.round[i], {}};
     if (data_) {
       const std::byte* source = bytes_of(r, step.src);

@@ -39,8 +39,8 @@ std::vector<int> leaders(const HostGroups& groups, int root) {
 }  // namespace
 
 // Reduce-scatter inside each host (each local rank ends with its host's sum of its slices), then for
-// every slice a ring all-reduce among the ranks that own it, one on each host, then all-gather inside
-// each host. Deps come from memory, so a slice's chunk goes across as soon as the host has reduced it.
+// every slice ring all-reduces among the ranks that own it, one on each host, then all-gather inside
+// each host. Deps come from memory, so a slice's piece goes across as soon as the host has reduced it.
 // Between hosts each host moves 2(H-1)/H n, against 2(P-1)/P n for the flat ring.
 Schedule all_reduce_two_level(const CollectiveCall& call) {
   StepWriter writer(call);
@@ -58,19 +58,25 @@ Schedule all_reduce_two_level(const CollectiveCall& call) {
                     slicing.first(local + 1, local_ranks));
   };
   const RingOf inside = ring_through(mine, call.rank);
-  write_ring_reduce_scatter(writer, inside, owned, 0);
+  write_ring_reduce_scatter(writer, inside, owned, 0, /*chunk_by_chunk=*/true);
 
+  // Inside hosts and across, everything goes chunk by chunk (across, in pieces of a chunk per host):
+  // a slice's first piece crosses as soon as the host has reduced its first chunks, and is passed on
+  // inside the other hosts as soon as it is complete, so the links between hosts, the slow ones, are
+  // busy from almost the start to almost the end.
+  const int hosts = groups.hosts();
+  const std::uint64_t piece = call.chunk_count * static_cast<std::uint64_t>(hosts);
   // Rounds numbered alike on every host: a slice's ring starts at the same round everywhere.
-  const auto rounds_across = static_cast<std::uint32_t>(2 * (groups.hosts() - 1));
+  const auto rounds_across = static_cast<std::uint32_t>(2 * (hosts - 1));
   std::uint32_t round = static_cast<std::uint32_t>(slicing.slices - 1);
   for (int slice = 0; slice < slicing.slices; ++slice, round += rounds_across) {
     if (owner_on(host, slice) != call.rank) continue;
     std::vector<int> owners;
-    for (int h = 0; h < groups.hosts(); ++h) owners.push_back(owner_on(h, slice));
+    for (int h = 0; h < hosts; ++h) owners.push_back(owner_on(h, slice));
     write_ring_all_reduce(writer, ring_through(std::move(owners), call.rank),
-                          part_of(call.count, slicing.slices, slice), round);
+                          part_of(call.count, slicing.slices, slice), round, piece);
   }
-  write_ring_all_gather(writer, inside, owned, round);
+  write_ring_all_gather(writer, inside, owned, round, /*chunk_by_chunk=*/true);
   return std::move(writer).finish();
 }
 
