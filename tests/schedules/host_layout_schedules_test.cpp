@@ -90,15 +90,6 @@ int hosts_in(const Layout& hosts) {
   return HostGroups(call).hosts();
 }
 
-std::vector<const Algorithm*> every_algorithm() {
-  std::vector<const Algorithm*> all;
-  for (Collective collective : {Collective::Broadcast, Collective::Reduce, Collective::AllReduce,
-                                Collective::AllGather, Collective::ReduceScatter, Collective::Barrier}) {
-    for (const Algorithm& a : algorithms(collective)) all.push_back(&a);
-  }
-  return all;
-}
-
 class EveryAlgorithmOnHosts : public ::testing::TestWithParam<const Algorithm*> {};
 
 // Exact against the reference on every layout, in place and out of place, every root of the small
@@ -145,13 +136,9 @@ TEST_P(EveryAlgorithmOnHosts, MatchesTheReferenceOnEveryLayout) {
   EXPECT_GT(cases, 100);
 }
 
-INSTANTIATE_TEST_SUITE_P(Hosts, EveryAlgorithmOnHosts, ::testing::ValuesIn(every_algorithm()),
+INSTANTIATE_TEST_SUITE_P(Hosts, EveryAlgorithmOnHosts, ::testing::ValuesIn(testing::every_algorithm()),
                          [](const ::testing::TestParamInfo<const Algorithm*>& param) {
-                           std::string name =
-                               fmt::format("{}_{}", to_string(param.param->collective), param.param->name);
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
+                           return testing::name_of(*param.param);
                          });
 
 // Random floats sum differently in different orders: every rank must still hold the same bits.

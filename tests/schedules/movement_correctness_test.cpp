@@ -23,13 +23,6 @@ std::vector<const Algorithm*> movement_algorithms() {
   return all;
 }
 
-std::string name_of(const Algorithm& algorithm) {
-  std::string name = fmt::format("{}_{}", to_string(algorithm.collective), algorithm.name);
-  for (char& c : name)
-    if (c == '-') c = '_';
-  return name;
-}
-
 // Rank r's calls for one case. All-to-all-v draws a count matrix with zeros in it (every third pair
 // or so), so that empty blocks sit between full ones.
 std::vector<CollectiveCall> calls_for(const Algorithm& algorithm, int p, std::uint64_t count, int root,
@@ -123,7 +116,7 @@ TEST_P(EveryMovement, MatchesTheReferenceForEveryType) {
 
 INSTANTIATE_TEST_SUITE_P(Schedules, EveryMovement, ::testing::ValuesIn(movement_algorithms()),
                          [](const ::testing::TestParamInfo<const Algorithm*>& param) {
-                           return name_of(*param.param);
+                           return testing::name_of(*param.param);
                          });
 
 // The checks above can fail: a gather that puts block 1 where block 2 belongs is caught.

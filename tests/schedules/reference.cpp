@@ -339,4 +339,20 @@ std::string compare(const Expected& expected, const Buffers& actual, DataType ty
   return "";
 }
 
+std::vector<const Algorithm*> every_algorithm() {
+  std::vector<const Algorithm*> all;
+  for (Collective collective : {Collective::Broadcast, Collective::Reduce, Collective::AllReduce,
+                                Collective::AllGather, Collective::ReduceScatter, Collective::Barrier}) {
+    for (const Algorithm& algorithm : algorithms(collective)) all.push_back(&algorithm);
+  }
+  return all;
+}
+
+std::string name_of(const Algorithm& algorithm) {
+  std::string name = fmt::format("{}_{}", to_string(algorithm.collective), algorithm.name);
+  for (char& c : name)
+    if (c == '-') c = '_';
+  return name;
+}
+
 }  // namespace canopy::collectives::testing

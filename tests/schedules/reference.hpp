@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "canopy/types.hpp"
+#include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/schedule.hpp"
 
 namespace canopy::collectives::testing {
@@ -68,6 +69,13 @@ struct MovementCase {
 };
 MovementCase movement_inputs(const std::vector<CollectiveCall>& calls, DataType type, Random& random);
 Expected movement_reference(const std::vector<CollectiveCall>& calls, DataType type, const MovementCase& inputs);
+
+// Every algorithm of the collectives that reduce or spread one buffer (broadcast, reduce, all-reduce,
+// all-gather, reduce-scatter, barrier), in the table's order.
+std::vector<const Algorithm*> every_algorithm();
+
+// "all_reduce_two_level": a test name for the algorithm.
+std::string name_of(const Algorithm& algorithm);
 
 // "" when `actual` matches `expected` on every defined element, else a description of the first
 // mismatch (rank, element, expected, got).
