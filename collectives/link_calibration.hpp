@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "canopy/store.hpp"
+#include "collectives/link_model_text.hpp"
 #include "collectives/schedules/host_layout.hpp"
 #include "collectives/schedules/simulator.hpp"
 #include "common/deadline.hpp"
@@ -35,8 +37,8 @@ namespace canopy::collectives {
 // hosts around one rank of each host; otherwise the ring of every rank measures the one class there is,
 // and its figures stand for both.
 // Each rank publishes what it measured in `store`; every rank returns the same combined figures.
-// CANOPY_COST_MODEL (link_model_text.hpp) fixes the figures instead.
+// A `fixed_model` (CANOPY_COST_MODEL, parse_cost_model in link_model_text.hpp) fixes the figures instead.
 LinkModel calibrate_link_model(transport::Transport& transport, Store& store, std::uint64_t comm_id,
-                               const HostLayout& hosts, Deadline deadline);
+                               const HostLayout& hosts, std::string_view fixed_model, Deadline deadline);
 
 }  // namespace canopy::collectives

@@ -44,7 +44,8 @@ bool same(const LinkCost& a, const LinkCost& b) {
 
 }  // namespace
 
-LinkModel parse_link_model(const std::string& text, const std::string& setting) {
+LinkModel parse_cost_model(std::string_view given) {
+  const std::string text(given);  // sscanf needs the terminating zero
   LinkModel model;
   const std::size_t semicolon = text.find(';');
   LinkCost every;
@@ -56,10 +57,12 @@ LinkModel parse_link_model(const std::string& text, const std::string& setting) 
   }
   if (!valid)
     fail(ErrorCode::Config,
-         "{}='{}' must be 'alpha,beta,gamma' or 'alpha,beta,gamma,beta_eager,eager_bytes' (seconds, seconds "
-         "per byte, seconds per byte, seconds per byte, bytes), optionally followed by ';alpha,beta' or "
-         "';alpha,beta,beta_eager,eager_bytes' for the links between hosts",
-         setting, text);
+         "CANOPY_COST_MODEL='{}' is not a cost model: use 'alpha,beta,gamma' or "
+         "'alpha,beta,gamma,beta_eager,eager_bytes' (seconds, seconds per byte, seconds per byte, seconds per "
+         "byte, bytes; alpha and gamma at least 0, beta and beta_eager above 0), such as 2e-5,1e-9,1e-10, "
+         "optionally followed by ';alpha,beta' or ';alpha,beta,beta_eager,eager_bytes' for the links between "
+         "hosts",
+         text);
   return model;
 }
 

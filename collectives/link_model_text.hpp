@@ -3,16 +3,18 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "collectives/schedules/host_layout.hpp"
 #include "collectives/schedules/simulator.hpp"
 
 namespace canopy::collectives {
 
-// "alpha_s,beta_s_per_byte,gamma_s_per_byte[,beta_eager_s_per_byte,eager_bytes]" sets every link;
-// a second group after ';', "alpha_s,beta_s_per_byte[,beta_eager_s_per_byte,eager_bytes]", sets the
-// links between hosts apart. Error(Config) naming `setting` for anything else.
-LinkModel parse_link_model(const std::string& text, const std::string& setting);
+// CANOPY_COST_MODEL's text as a model: "alpha_s,beta_s_per_byte,gamma_s_per_byte[,beta_eager_s_per_byte,
+// eager_bytes]" sets every link; a second group after ';', "alpha_s,beta_s_per_byte[,beta_eager_s_per_byte,
+// eager_bytes]", sets the links between hosts apart. Error(Config) naming the variable, the value and the
+// forms for anything else.
+LinkModel parse_cost_model(std::string_view text);
 
 // One class of links and gamma, exactly (hex floats: the same figures on every rank), and back;
 // Error(Protocol) for a malformed text.

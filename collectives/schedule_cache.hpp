@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include "collectives/executor.hpp"
 #include "collectives/schedules/algorithms.hpp"
@@ -18,8 +19,9 @@ class ScheduleCache {
   explicit ScheduleCache(std::size_t capacity = 64) : capacity_(capacity) {}
 
   const CompiledSchedule& get(const Algorithm& algorithm, const CollectiveCall& call) {
-    Key key{&algorithm, call.rank,        call.size,     call.count,
-            call.root,  call.chunk_count, call.in_place, call.hosts};
+    // all_to_all_v's counts shape its schedule as much as count does every other's (empty elsewhere).
+    Key key{&algorithm,       call.rank,     call.size,        call.count,      call.root,
+            call.chunk_count, call.in_place, call.send_counts, call.recv_counts, call.hosts};
     if (auto it = entries_.find(key); it != entries_.end()) {
       recent_.splice(recent_.begin(), recent_, it->second.position);
       return *it->second.schedule;
@@ -38,7 +40,7 @@ class ScheduleCache {
   // The layout by identity: a communicator's calls share one, and the key keeps it alive, so another
   // layout can never take its address while a schedule built for it is kept.
   using Key = std::tuple<const Algorithm*, int, int, std::uint64_t, int, std::uint64_t, bool,
-                         std::shared_ptr<const HostLayout>>;
+                         std::vector<std::uint64_t>, std::vector<std::uint64_t>, std::shared_ptr<const HostLayout>>;
   struct Entry {
     std::unique_ptr<CompiledSchedule> schedule;
     std::list<Key>::iterator position;

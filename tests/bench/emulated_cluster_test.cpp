@@ -1,11 +1,10 @@
 // The emulated cluster script, for real: 2 network namespaces on a bridge, links capped, one rank each,
-// or two ranks each dealt round-robin.
-// Needs root and `ip netns`; skips with the reason otherwise.
+// or two ranks each dealt round-robin. Needs root and `ip netns`; skips with the reason otherwise.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "tests/bench/command.hpp"
+#include "tests/support/child_process.hpp"
 
 namespace canopy::bench {
 namespace {
@@ -16,38 +15,38 @@ bool contains(const std::string& text, const std::string& part) {
 
 std::string why_not_runnable() {
   if (::geteuid() != 0) return "needs root to make network namespaces";
-  auto probe = testing::run_command("ip netns list", 10);
-  if (probe.exit_code != 0) return "ip netns is unavailable: " + probe.output;
+  auto probe = testing::run_shell("ip netns list", std::chrono::seconds(10));
+  if (probe.exit_code != 0) return "ip netns is unavailable: " + probe.out;
   return "";
 }
 
 TEST(EmulatedCluster, RefusesWithoutACommand) {
-  auto result = testing::run_command(std::string("bash ") + EMULATED_CLUSTER_PATH + " --nodes 2", 20);
-  EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_TRUE(contains(result.output, "usage")) << result.output;
+  auto result = testing::run_shell(std::string("bash ") + EMULATED_CLUSTER_PATH + " --nodes 2", std::chrono::seconds(20));
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_TRUE(contains(result.out, "usage")) << result.out;
 }
 
 // Runs the script with `options` (and a tag of its own, canopy-bench's directory), then checks that no
 // namespace of that tag is left.
-testing::CommandResult run_cluster(const std::string& options, int timeout_seconds) {
+testing::CommandResult run_cluster(const std::string& options, std::chrono::seconds limit) {
   const std::string tag = "t" + std::to_string(::getpid() % 100000);
   const std::string bench = CANOPY_BENCH_PATH;
-  auto result = testing::run_command(fmt::format("bash {} --tag {} --bench-dir {} {}", EMULATED_CLUSTER_PATH,
-                                                 tag, bench.substr(0, bench.rfind('/')), options),
-                                     timeout_seconds);
-  auto left = testing::run_command("ip netns list", 10);
-  EXPECT_FALSE(contains(left.output, "cnpy-" + tag)) << left.output;
+  auto result = testing::run_shell(fmt::format("bash {} --tag {} --bench-dir {} {}", EMULATED_CLUSTER_PATH, tag,
+                                               bench.substr(0, bench.rfind('/')), options),
+                                   limit);
+  auto left = testing::run_shell("ip netns list", std::chrono::seconds(10));
+  EXPECT_FALSE(contains(left.out, "cnpy-" + tag)) << left.out;
   return result;
 }
 
 TEST(EmulatedCluster, TwoNodesRunABenchmarkAndLeaveNothingBehind) {
   if (std::string reason = why_not_runnable(); !reason.empty()) GTEST_SKIP() << reason;
-  auto result =
-      run_cluster("--nodes 2 --rate 200mbit -- allreduce --algo ring -b 1K -e 64K -f 64 -n 2 -w 1", 60);
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_TRUE(contains(result.output, "configured 200mbit")) << result.output;
-  EXPECT_TRUE(contains(result.output, "achieved")) << result.output;
-  EXPECT_TRUE(contains(result.output, "Avg bus bandwidth")) << result.output;
+  auto result = run_cluster("--nodes 2 --rate 200mbit -- allreduce --algo ring -b 1K -e 64K -f 64 -n 2 -w 1",
+                            std::chrono::seconds(60));
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  EXPECT_TRUE(contains(result.out, "configured 200mbit")) << result.out;
+  EXPECT_TRUE(contains(result.out, "achieved")) << result.out;
+  EXPECT_TRUE(contains(result.out, "Avg bus bandwidth")) << result.out;
 }
 
 // Two ranks on each node, dealt round-robin: each node's ranks share its namespace and its link, the
@@ -57,12 +56,12 @@ TEST(EmulatedCluster, TwoNodesOfTwoRanksRoundRobinRunTwoLevelsAndLeaveNothingBeh
   auto result = run_cluster(
       "--nodes 2 --ranks-per-node 2 --placement round-robin --rate 200mbit --no-link-test -- allreduce "
       "--algo ring,two-level -b 1K -e 64K -f 64 -n 2 -w 1",
-      90);
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_TRUE(contains(result.output, "2 rank(s) per node (round-robin)")) << result.output;
-  EXPECT_TRUE(contains(result.output, "on 4 ranks (2 hosts)")) << result.output;
-  EXPECT_TRUE(contains(result.output, "two-level")) << result.output;
-  EXPECT_TRUE(contains(result.output, "Avg bus bandwidth")) << result.output;
+      std::chrono::seconds(90));
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  EXPECT_TRUE(contains(result.out, "2 rank(s) per node (round-robin)")) << result.out;
+  EXPECT_TRUE(contains(result.out, "on 4 ranks (2 hosts)")) << result.out;
+  EXPECT_TRUE(contains(result.out, "two-level")) << result.out;
+  EXPECT_TRUE(contains(result.out, "Avg bus bandwidth")) << result.out;
 }
 
 }  // namespace

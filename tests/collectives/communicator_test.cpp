@@ -12,9 +12,11 @@
 #include "bench/collectives/expected_values.hpp"
 #include "canopy/canopy.hpp"
 #include "collectives/schedules/algorithms.hpp"
+#include "common/cpu_list.hpp"
 #include "tests/support/group.hpp"
 #include "tests/support/ranks.hpp"
-#include "transport/tcp/spin_rule.hpp"
+#include "tests/support/scoped_env.hpp"
+#include "transport/spin_rule.hpp"
 
 namespace canopy {
 namespace {
@@ -148,7 +150,8 @@ TEST_P(AcrossEmulatedHosts, EveryAlgorithmIsExactAndEveryAllReduceBitIdentical) 
   auto exits = testing::run_processes(
       p,
       [&](int rank) {
-        ::setenv("CANOPY_HOST_ID", fmt::format("host {}", hosts[static_cast<std::size_t>(rank)]).c_str(), 1);
+        testing::ScopedEnv env;  // in the forked rank
+        env.set("CANOPY_HOST_ID", fmt::format("host {}", hosts[static_cast<std::size_t>(rank)]));
         Communicator comm(open_file_store(dir.path()), rank, p, test_options());
         check_every_algorithm(comm);
         check_bit_identical_all_reduces(comm);
@@ -172,8 +175,9 @@ TEST(Communicator, AutoChoosesTwoLevelsWhereHostsAreFarApartAndSaysWhy) {
   CommunicatorOptions options = test_options();
   options.calibrate = true;  // to read CANOPY_COST_MODEL
   auto exits = testing::run_processes(6, [&](int rank) {
-    ::setenv("CANOPY_HOST_ID", rank % 2 == 0 ? "host a" : "host b", 1);
-    ::setenv("CANOPY_COST_MODEL", "20e-6,5e-10,1e-10;100e-6,4e-8", 1);
+    testing::ScopedEnv env;  // in the forked rank
+    env.set("CANOPY_HOST_ID", rank % 2 == 0 ? "host a" : "host b");
+    env.set("CANOPY_COST_MODEL", "20e-6,5e-10,1e-10;100e-6,4e-8");
     Communicator comm(open_file_store(dir.path()), rank, 6, options);
     const Communicator::LinkEstimate link = comm.link_estimate();
     require(link.alpha_between_hosts_seconds == 100e-6 && link.beta_between_hosts_seconds_per_byte == 4e-8 &&
@@ -314,7 +318,8 @@ TEST(Communicator, StartUpLearnsTheHostLayoutAndCalibratesTheSameModelEverywhere
   options.local_rank = -1;
   options.local_size = -1;
   auto exits = testing::run_processes(4, [&](int rank) {
-    ::setenv("CANOPY_HOST_ID", rank < 2 ? "host a" : "host b", 1);
+    testing::ScopedEnv env;  // in the forked rank
+    env.set("CANOPY_HOST_ID", rank < 2 ? "host a" : "host b");
     auto store = open_file_store(dir.path());
     Communicator comm(store, rank, 4, options);
     require(comm.local_rank() == rank % 2 && comm.local_size() == 2, "rank {}: local rank {} of {}", rank,
@@ -327,9 +332,9 @@ TEST(Communicator, StartUpLearnsTheHostLayoutAndCalibratesTheSameModelEverywhere
     require(link.alpha_between_hosts_seconds > 0 && link.beta_between_hosts_seconds_per_byte > 0 &&
                 link.description.find("between hosts") != std::string::npos,
             "rank {}: no figures between hosts in {}", rank, link.description);
-    const bool shared = 2 > transport::usable_cores();
+    const bool shared = 2 > usable_cores();
     require((link.description.find("2 ranks share") != std::string::npos) == shared,
-            "rank {}: on {} cores the model says {}", rank, transport::usable_cores(), link.description);
+            "rank {}: on {} cores the model says {}", rank, usable_cores(), link.description);
     store->set(fmt::format("model/{}", rank), link.description);
     for (int other = 0; other < 4; ++other) {
       const std::string theirs = store->get(fmt::format("model/{}", other));
@@ -361,7 +366,8 @@ TEST(Communicator, BroadcastsBackToBackChooseForTheStreamOnEveryRankAlike) {
   constexpr int kRanks = 4;
   constexpr int kCalls = 200;
   auto exits = testing::run_processes(kRanks, [&](int rank) {
-    ::setenv("CANOPY_COST_MODEL", "5e-3,1e-9,1e-10", 1);
+    testing::ScopedEnv env;  // in the forked rank
+    env.set("CANOPY_COST_MODEL", "5e-3,1e-9,1e-10");
     Communicator comm(open_file_store(dir.path()), rank, kRanks, options);
     std::vector<float> data(16), token(1);
     auto broadcast_args = [&](int root) {

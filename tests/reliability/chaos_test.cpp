@@ -19,12 +19,17 @@
 #include "canopy/canopy.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "tests/reliability/leak_check.hpp"
-#include "tests/reliability/process_group.hpp"
 #include "tests/reliability/settings.hpp"
+#include "tests/support/process_group.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::reliability {
 namespace {
+
+using testing::Clock;
+using testing::ProcessEnd;
+using testing::ProcessGroup;
+using testing::Reporter;
 
 constexpr int kRanks = 4;
 const std::vector<int> kAllRanks = {0, 1, 2, 3};
@@ -226,8 +231,9 @@ void rank_failure_trial(int trial, int signal_number, std::mt19937& random, Tall
 }
 
 TEST(Chaos, SigkilledRankFailsEverySurvivorWithinTheDeadline) {
-  use_loopback_only();
-  use_quick_heartbeat();
+  testing::ScopedEnv env;
+  use_loopback_only(env);
+  use_quick_heartbeat(env);
   auto random = trial_random();
   Tally tally;
   for (int trial = 0, n = trials_of(10); trial < n; ++trial)
@@ -236,8 +242,9 @@ TEST(Chaos, SigkilledRankFailsEverySurvivorWithinTheDeadline) {
 }
 
 TEST(Chaos, SigstoppedRankIsFoundByItsHeartbeatAndNamedByEverySurvivor) {
-  use_loopback_only();
-  use_quick_heartbeat();
+  testing::ScopedEnv env;
+  use_loopback_only(env);
+  use_quick_heartbeat(env);
   auto random = trial_random();
   Tally tally;
   for (int trial = 0, n = trials_of(3); trial < n; ++trial) rank_failure_trial(trial, SIGSTOP, random, tally);
@@ -248,8 +255,9 @@ TEST(Chaos, SigstoppedRankIsFoundByItsHeartbeatAndNamedByEverySurvivor) {
 // they finished. The store is only needed to form the group: a rank either finishes its calls with
 // exact results or ends with an error within the deadline; none hangs, crashes or computes wrong.
 TEST(Chaos, KilledStoreProcessNeverHangsTheJob) {
-  use_loopback_only();
-  use_quick_heartbeat();
+  testing::ScopedEnv env;
+  use_loopback_only(env);
+  use_quick_heartbeat(env);
   auto random = trial_random();
   Tally tally;
   tally.victim_is_a_rank = false;

@@ -13,20 +13,25 @@
 #include "common/deadline.hpp"
 #include "tests/support/ranks.hpp"
 #include "transport/envelope.hpp"
+#include "common/env.hpp"
+#include "transport/mesh_options.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy::testing {
 
-// Tests never leave the loopback interface.
-inline transport::TcpOptions loopback_options(std::uint64_t comm_id,
-                                              std::string token = "transport-test-token") {
-  transport::TcpOptions options;
-  options.comm_id = comm_id;
+// Tests never leave the loopback interface; `more` adds settings (CANOPY_IB_HCA=..., ...).
+inline transport::MeshOptions loopback_mesh_options(std::uint64_t comm_id, std::string token = "transport-test-token",
+                                                    EnvMap more = {}) {
+  more.emplace("CANOPY_SOCKET_IFNAME", "=lo");
+  more.emplace("CANOPY_SOCKET_FAMILY", "ipv4");
+  transport::MeshOptions options = transport::MeshOptions::from_settings(Settings::parse(more), comm_id);
   options.job_token = std::move(token);
-  options.socket_ifname = "=lo";
-  options.socket_family = "ipv4";
   options.connect_timeout = std::chrono::seconds(20);
   return options;
+}
+
+inline transport::TcpOptions loopback_options(std::uint64_t comm_id, std::string token = "transport-test-token") {
+  return transport::TcpOptions::from(loopback_mesh_options(comm_id, std::move(token)));
 }
 
 inline transport::Envelope p2p_envelope(std::uint64_t comm_id, std::uint64_t seq, std::uint32_t step = 0,

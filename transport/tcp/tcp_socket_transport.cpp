@@ -50,19 +50,9 @@ TcpSocketTransport::TcpSocketTransport(int rank, int size, std::vector<PeerLink>
 
 TcpSocketTransport::~TcpSocketTransport() = default;
 
-void TcpSocketTransport::throw_aborted() const {
-  std::lock_guard lock(abort_mutex_);
-  fail(ErrorCode::Aborted, "rank {}: transport aborted: {}", rank_, abort_reason_);
-}
-
 void TcpSocketTransport::check_postable(int peer, const char* call) const {
-  if (aborted_.load(std::memory_order_acquire)) throw_aborted();
-  if (peer < 0 || peer >= size_)
-    fail(ErrorCode::InvalidArgument, "rank {}: {} to/from rank {}, but the group has ranks 0..{}", rank_,
-         call, peer, size_ - 1);
-  if (peer == rank_)
-    fail(ErrorCode::InvalidArgument, "rank {}: {} with itself: a schedule must copy locally instead", rank_,
-         call);
+  abort_.throw_if_raised(rank_);
+  check_peer(rank_, size_, peer, call);
   if (peers_[peer].failure) throw *peers_[peer].failure;
 }
 
@@ -102,7 +92,7 @@ void TcpSocketTransport::fail_peer(int peer, ErrorCode code, const std::string& 
 
 void TcpSocketTransport::fail_io(int peer, int error, const char* direction) {
   // abort() shut the sockets down under us: report the abort, not its echo.
-  if (aborted_.load(std::memory_order_acquire)) throw_aborted();
+  abort_.throw_if_raised(rank_);
   const Peer& p = peers_[peer];
   std::size_t pending = p.sends.size() + p.recvs.size();
   std::string cause = error == 0 ? std::string("the peer closed it (end of stream)") : std::strerror(error);
@@ -264,7 +254,7 @@ bool TcpSocketTransport::spin(Deadline deadline, std::vector<OpId>& completed) {
   const std::size_t completed_before = completed.size();
   Deadline until = Deadline::after(spin_).earlier(deadline);
   std::uint64_t moved_before = bytes_moved_;
-  while (!until.expired() && !aborted_.load(std::memory_order_relaxed)) {
+  while (!until.expired() && !abort_.raised()) {
     for (int peer = 0; peer < size_; ++peer)
       if (peers_[peer].busy()) drive(peer, completed, true);
     if (completed.size() > completed_before) return true;
@@ -281,7 +271,7 @@ bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& complete
   const std::size_t completed_before = completed.size();
   bool first_pass = true;
   for (;;) {
-    if (aborted_.load(std::memory_order_acquire)) throw_aborted();
+    abort_.throw_if_raised(rank_);
     if (first_pass) {
       // Sends are tried at once: the socket buffer usually has room. Reads only where bytes are already
       // buffered: otherwise poll() says when data is there, and a recv() that finds nothing is saved (it
@@ -324,7 +314,7 @@ bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& complete
       }
       fail_errno(fmt::format("rank {}: poll", rank_));
     }
-    if (poll_fds_[0].revents != 0 && !aborted_.load(std::memory_order_acquire)) {
+    if (poll_fds_[0].revents != 0 && !abort_.raised()) {
       // wake(): the caller has new work for this thread.
       std::uint64_t count = 0;
       [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof(count));
@@ -334,12 +324,7 @@ bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& complete
 }
 
 void TcpSocketTransport::abort(const std::string& reason) {
-  {
-    std::lock_guard lock(abort_mutex_);
-    if (aborted_.load(std::memory_order_relaxed)) return;
-    abort_reason_ = reason;
-    aborted_.store(true, std::memory_order_release);
-  }
+  if (!abort_.raise(reason)) return;
   // Peers blocked on us learn at once that nothing more will come.
   for (const Peer& p : peers_)
     if (p.link.fd.valid()) ::shutdown(p.link.fd.get(), SHUT_RDWR);

@@ -15,7 +15,8 @@
 #include "transport/frame.hpp"
 #include "transport/tcp/ring_queue.hpp"
 #include "transport/tcp/socket.hpp"
-#include "transport/tcp/spin_rule.hpp"
+#include "transport/spin_rule.hpp"
+#include "transport/abort_flag.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy::transport {
@@ -87,7 +88,6 @@ class TcpSocketTransport final : public Transport {
   bool refill_inbox(int peer);
   [[noreturn]] void fail_peer(int peer, ErrorCode code, const std::string& what);
   [[noreturn]] void fail_io(int peer, int error, const char* direction);
-  [[noreturn]] void throw_aborted() const;
   // Busy-polls every busy peer for up to spin_ (bounded by the deadline); true once something completed.
   bool spin(Deadline deadline, std::vector<OpId>& completed);
 
@@ -102,9 +102,7 @@ class TcpSocketTransport final : public Transport {
   OpId next_id_ = 1;
   std::uint64_t bytes_moved_ = 0;  // by every socket call so far: tells a spin that data is still flowing
 
-  std::atomic<bool> aborted_{false};
-  mutable std::mutex abort_mutex_;
-  std::string abort_reason_;
+  AbortFlag abort_;
 };
 
 }  // namespace canopy::transport
