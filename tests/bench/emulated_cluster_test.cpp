@@ -21,7 +21,8 @@ std::string why_not_runnable() {
 }
 
 TEST(EmulatedCluster, RefusesWithoutACommand) {
-  auto result = testing::run_shell(std::string("bash ") + EMULATED_CLUSTER_PATH + " --nodes 2", std::chrono::seconds(20));
+  auto result = testing::run_shell(std::string("bash ") + EMULATED_CLUSTER_PATH + " --nodes 2",
+                                   std::chrono::seconds(20));
   EXPECT_EQ(result.exit_code, 2) << result.out;
   EXPECT_TRUE(contains(result.out, "usage")) << result.out;
 }

@@ -25,8 +25,8 @@ TEST(TransportInUse, ReportsWhatTheGroupRunsOn) {
       2,
       [](Communicator& comm) {
         TransportInUse in_use = transport_in_use(comm);
-        testing::require(in_use.name == "tcp" && in_use.requested == "tcp", "rank {} reports '{}'", comm.rank(),
-                         in_use.describe());
+        testing::require(in_use.name == "tcp" && in_use.requested == "tcp", "rank {} reports '{}'",
+                         comm.rank(), in_use.describe());
       },
       testing::group_options("transport-in-use"));
 }

@@ -10,7 +10,8 @@
 
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
-#include "reference.hpp"
+#include "tests/schedules/algorithm_list.hpp"
+#include "tests/support/oracle.hpp"
 
 namespace canopy::collectives {
 namespace {

@@ -1,12 +1,12 @@
 // Running the ranks of a test group as real processes (fork) or as threads of this process.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "tests/support/process_group.hpp"
 

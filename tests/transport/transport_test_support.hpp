@@ -11,16 +11,17 @@
 #include <vector>
 
 #include "common/deadline.hpp"
+#include "common/env.hpp"
 #include "tests/support/ranks.hpp"
 #include "transport/envelope.hpp"
-#include "common/env.hpp"
 #include "transport/mesh_options.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy::testing {
 
 // Tests never leave the loopback interface; `more` adds settings (CANOPY_IB_HCA=..., ...).
-inline transport::MeshOptions loopback_mesh_options(std::uint64_t comm_id, std::string token = "transport-test-token",
+inline transport::MeshOptions loopback_mesh_options(std::uint64_t comm_id,
+                                                    std::string token = "transport-test-token",
                                                     EnvMap more = {}) {
   more.emplace("CANOPY_SOCKET_IFNAME", "=lo");
   more.emplace("CANOPY_SOCKET_FAMILY", "ipv4");
@@ -30,7 +31,8 @@ inline transport::MeshOptions loopback_mesh_options(std::uint64_t comm_id, std::
   return options;
 }
 
-inline transport::TcpOptions loopback_options(std::uint64_t comm_id, std::string token = "transport-test-token") {
+inline transport::TcpOptions loopback_options(std::uint64_t comm_id,
+                                              std::string token = "transport-test-token") {
   return transport::TcpOptions::from(loopback_mesh_options(comm_id, std::move(token)));
 }
 

@@ -65,7 +65,7 @@ OpId TcpSocketTransport::post_send(int peer, const Envelope& envelope, std::span
   SendOp op;
   op.id = next_id_++;
   op.header =
-      encode_frame(FrameHeader{.flags = send_flags_, .envelope = envelope, .payload_bytes = payload.size()});
+      encode_frame(FrameHeader{.envelope = envelope, .payload_bytes = payload.size()});
   op.payload = payload;
   peers_[peer].sends.push_back(op);
   return op.id;
@@ -186,7 +186,7 @@ bool TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed, std
       try {
         FrameHeader header = decode_frame(p.header_in);
         check_frame(header, op.envelope, op.destination.size(), rank_, peer);
-        if (header.payload_bytes > 0) received_flags_ |= header.flags;
+        if (header.payload_bytes > 0) arrived_flags_ |= header.envelope.flags;
       } catch (const Error& e) {
         // The stream is out of step with what this rank expects: nothing more can be read from it.
         fail_peer(peer, e.code(),

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "canopy/error.hpp"
@@ -45,7 +46,8 @@ class TcpSocketTransport final : public Transport {
   bool progress(Deadline deadline, std::vector<OpId>& completed) override;
   void abort(const std::string& reason) override;
   void wake() override;
-  bool carries_frame_flags() const override { return true; }
+  bool carries_flags() const override { return true; }
+  std::uint8_t take_arrived_flags() override { return std::exchange(arrived_flags_, 0); }
 
  private:
   struct SendOp {
@@ -102,6 +104,7 @@ class TcpSocketTransport final : public Transport {
   OpId next_id_ = 1;
   std::uint64_t bytes_moved_ = 0;  // by every socket call so far: tells a spin that data is still flowing
 
+  std::uint8_t arrived_flags_ = 0;  // ORed from frames with a payload, until take_arrived_flags()
   AbortFlag abort_;
 };
 
