@@ -24,6 +24,14 @@ TEST(AlgorithmOverrides, ANameAppliesWhereverACollectiveHasIt) {
   EXPECT_TRUE(parse_algorithm_overrides("").empty());
 }
 
+// CANOPY_ALGO=two-level takes the two levels for the three collectives that have them.
+TEST(AlgorithmOverrides, TwoLevelNamesTheAllReduceBroadcastAndReduce) {
+  const auto overrides = parse_algorithm_overrides("two-level");
+  EXPECT_EQ(overrides.size(), 3u);
+  for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce})
+    EXPECT_EQ(overrides.at(c), "two-level") << to_string(c);
+}
+
 TEST(AlgorithmOverrides, PairsNameCollectivesInAnySpelling) {
   const auto overrides = parse_algorithm_overrides("all_reduce=tree,Broadcast=binomial,allgather=auto,,");
   EXPECT_EQ(overrides.at(Collective::AllReduce), "tree");

@@ -147,12 +147,18 @@ TEST_P(AcrossEmulatedHosts, EveryAlgorithmIsExactAndEveryAllReduceBitIdentical) 
   const std::vector<int>& hosts = GetParam().host_of_rank;
   const int p = static_cast<int>(hosts.size());
   testing::TempDir dir;
+  CommunicatorOptions options = test_options();
+  options.local_rank = options.local_size = -1;  // from the layout
   auto exits = testing::run_processes(
       p,
       [&](int rank) {
         testing::ScopedEnv env;  // in the forked rank
         env.set("CANOPY_HOST_ID", fmt::format("host {}", hosts[static_cast<std::size_t>(rank)]));
-        Communicator comm(open_file_store(dir.path()), rank, p, test_options());
+        Communicator comm(open_file_store(dir.path()), rank, p, options);
+        // The override took: this rank's host holds the ranks the layout puts there, no more.
+        const int mine = hosts[static_cast<std::size_t>(rank)];
+        require(comm.local_size() == static_cast<int>(std::count(hosts.begin(), hosts.end(), mine)),
+                "rank {} sees {} ranks on its host", rank, comm.local_size());
         check_every_algorithm(comm);
         check_bit_identical_all_reduces(comm);
       },
