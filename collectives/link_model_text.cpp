@@ -56,13 +56,14 @@ LinkModel parse_cost_model(std::string_view given) {
     valid = parse_group(text.substr(semicolon + 1), /*with_gamma=*/false, model.between_hosts, unused);
   }
   if (!valid)
-    fail(ErrorCode::Config,
-         "CANOPY_COST_MODEL='{}' is not a cost model: use 'alpha,beta,gamma' or "
-         "'alpha,beta,gamma,beta_eager,eager_bytes' (seconds, seconds per byte, seconds per byte, seconds per "
-         "byte, bytes; alpha and gamma at least 0, beta and beta_eager above 0), such as 2e-5,1e-9,1e-10, "
-         "optionally followed by ';alpha,beta' or ';alpha,beta,beta_eager,eager_bytes' for the links between "
-         "hosts",
-         text);
+    fail(
+        ErrorCode::Config,
+        "CANOPY_COST_MODEL='{}' is not a cost model: use 'alpha,beta,gamma' or "
+        "'alpha,beta,gamma,beta_eager,eager_bytes' (seconds, seconds per byte, seconds per byte, seconds per "
+        "byte, bytes; alpha and gamma at least 0, beta and beta_eager above 0), such as 2e-5,1e-9,1e-10, "
+        "optionally followed by ';alpha,beta' or ';alpha,beta,beta_eager,eager_bytes' for the links between "
+        "hosts",
+        text);
   return model;
 }
 

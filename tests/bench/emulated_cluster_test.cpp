@@ -32,8 +32,8 @@ TEST(EmulatedCluster, RefusesWithoutACommand) {
 testing::CommandResult run_cluster(const std::string& options, std::chrono::seconds limit) {
   const std::string tag = "t" + std::to_string(::getpid() % 100000);
   const std::string bench = CANOPY_BENCH_PATH;
-  auto result = testing::run_shell(fmt::format("bash {} --tag {} --bench-dir {} {}", EMULATED_CLUSTER_PATH, tag,
-                                               bench.substr(0, bench.rfind('/')), options),
+  auto result = testing::run_shell(fmt::format("bash {} --tag {} --bench-dir {} {}", EMULATED_CLUSTER_PATH,
+                                               tag, bench.substr(0, bench.rfind('/')), options),
                                    limit);
   auto left = testing::run_shell("ip netns list", std::chrono::seconds(10));
   EXPECT_FALSE(contains(left.out, "cnpy-" + tag)) << left.out;

@@ -55,7 +55,8 @@ TEST(CostModelSetting, ThreeOrFiveFigures) {
   EXPECT_DOUBLE_EQ(three.within_host.alpha, 5e-3);
   EXPECT_DOUBLE_EQ(three.within_host.beta, 1e-9);
   EXPECT_DOUBLE_EQ(three.gamma, 1e-10);
-  EXPECT_DOUBLE_EQ(three.within_host.beta_eager, three.within_host.beta);  // no eager rate given: the stream's
+  EXPECT_DOUBLE_EQ(three.within_host.beta_eager,
+                   three.within_host.beta);  // no eager rate given: the stream's
   EXPECT_EQ(three.within_host.eager_bytes, 0u);
   EXPECT_DOUBLE_EQ(three.between_hosts.beta, 1e-9);  // one group sets every link
   const LinkModel five = parse_cost_model("2e-5,1e-9,1e-10,5e-10,1048576");

@@ -16,7 +16,8 @@ inline std::vector<const collectives::Algorithm*> every_algorithm() {
   std::vector<const collectives::Algorithm*> all;
   for (Collective collective : {Collective::Broadcast, Collective::Reduce, Collective::AllReduce,
                                 Collective::AllGather, Collective::ReduceScatter, Collective::Barrier}) {
-    for (const collectives::Algorithm& algorithm : collectives::algorithms(collective)) all.push_back(&algorithm);
+    for (const collectives::Algorithm& algorithm : collectives::algorithms(collective))
+      all.push_back(&algorithm);
   }
   return all;
 }
