@@ -68,9 +68,10 @@ void write_binomial_reduce(StepWriter& writer, int root, std::uint32_t round);
 
 // The ring pieces (ring_schedules.cpp), through ring.members. `part(i)` is the block of ring position
 // i; each piece tags its rounds from `round` on and returns the first round it did not use. Chunk by
-// chunk, every round of the parts' chunk k runs before chunk k+1's: a part is complete, chunk by chunk,
-// after m-1 hops of one chunk, where whole parts round by round take m-2 parts and a chunk (what a
-// second level waiting for each part's first chunk wants).
+// chunk, the rounds of chunk k of the parts run as a wavefront behind chunk k-1's (round s of chunk k
+// with round s+1 of chunk k-1): a part is complete, chunk by chunk, after m-1 hops of one chunk, where
+// whole parts round by round take m-2 parts and a chunk (what a second level waiting for each part's
+// first chunk wants).
 struct RingOf;
 using PartOfPosition = std::function<Block(int position)>;
 // m-1 rounds; position i ends with part(i) reduced from every member's.
@@ -80,8 +81,8 @@ std::uint32_t write_ring_reduce_scatter(StepWriter& writer, const RingOf& ring, 
 std::uint32_t write_ring_all_gather(StepWriter& writer, const RingOf& ring, const PartOfPosition& part,
                                     std::uint32_t round, bool chunk_by_chunk = false);
 // 2(m-1) rounds: `block` reduced from every member's, on every member. With a piece_count, the block
-// goes as pieces of that many elements, each in m parts of at most a chunk, piece after piece (0: the
-// whole block in m parts).
+// goes as pieces of that many elements, each in m parts of at most a chunk, their rounds a wavefront as
+// above (0: the whole block in m parts).
 std::uint32_t write_ring_all_reduce(StepWriter& writer, const RingOf& ring, const Block& block,
                                     std::uint32_t round, std::uint64_t piece_count = 0);
 // Part `index` of `parts` near-equal parts of `whole` (part_of within a block).

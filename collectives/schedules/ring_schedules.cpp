@@ -19,35 +19,47 @@ Block part_of_block(const Block& whole, int parts, int index) {
 namespace {
 
 // The ring pieces below act on `pieces` pieces of data, part(position, k) being position's part of
-// piece k: piece by piece, every round of piece k before piece k+1, so that the first piece's parts are
-// complete after m-1 hops of one piece (pipelined behind it, the next pieces follow). With more than one
-// piece, every part of a piece is at most one chunk; chunk c of piece k's part carries tag (round, k + c).
+// piece k. With more than one piece, every part of a piece is at most one chunk; chunk c of piece k's
+// part carries tag (round, k + c).
 using PartOfPiece = std::function<Block(int position, std::uint64_t piece)>;
 
-// In round s, position i passes on its partial of part i-s-1 and folds position i-1's partial of part
-// i-s-2 into its own: the last round completes part i at position i, reduced along one path.
-std::uint32_t write_reduce_scatter(StepWriter& writer, const RingOf& ring, std::uint64_t pieces,
-                                   const PartOfPiece& part, std::uint32_t round) {
-  for (std::uint64_t k = 0; k < pieces; ++k) {
-    for (int s = 0; s + 1 < ring.size(); ++s) {
-      writer.exchange_reduce_chunks(ring.next(), part(ring.position_at(-s - 1), k), ring.prev(),
-                                    part(ring.position_at(-s - 2), k), round + static_cast<std::uint32_t>(s),
-                                    /*incoming_first=*/false, k);
+// Rounds [from, to) of a ring all-reduce of every piece, as a wavefront: step t holds round t-k of each
+// piece k, oldest piece first. The first piece then completes its rounds after as many hops of one
+// piece, and every later round of a piece goes on the wire right behind the round before it of the next
+// piece, so that no link waits for a piece to drain (messages to a peer leave in step order).
+// Round s < m-1 of the reduce-scatter: position i passes on its partial of part i-s-1 and folds
+// position i-1's partial of part i-s-2 into its own, so the last one completes part i at position i,
+// reduced along one path. Round m-1+s, the all-gather's s: position i passes on part i-s (its own
+// first, then what it received the round before). Round s is tagged round + s - from.
+std::uint32_t write_rounds(StepWriter& writer, const RingOf& ring, std::uint64_t pieces, const PartOfPiece& part,
+                           std::uint32_t round, int from, int to) {
+  const int m = ring.size();
+  const auto span = static_cast<std::uint64_t>(std::max(0, to - from));
+  for (std::uint64_t t = 0; span > 0 && t + 1 < pieces + span; ++t) {
+    for (std::uint64_t k = t >= span ? t - span + 1 : 0; k <= t && k < pieces; ++k) {
+      const int s = from + static_cast<int>(t - k);
+      const std::uint32_t tag_round = round + static_cast<std::uint32_t>(s - from);
+      if (s < m - 1) {
+        writer.exchange_reduce_chunks(ring.next(), part(ring.position_at(-s - 1), k), ring.prev(),
+                                      part(ring.position_at(-s - 2), k), tag_round, /*incoming_first=*/false, k);
+      } else {
+        const int g = s - (m - 1);
+        writer.exchange_chunks(ring.next(), part(ring.position_at(-g), k), ring.prev(),
+                               part(ring.position_at(-g - 1), k), tag_round, k);
+      }
     }
   }
-  return round + static_cast<std::uint32_t>(ring.size() - 1);
+  return round + static_cast<std::uint32_t>(span);
 }
 
-// In round s, position i passes on part i-s (its own first, then what it received in round s-1).
+std::uint32_t write_reduce_scatter(StepWriter& writer, const RingOf& ring, std::uint64_t pieces,
+                                   const PartOfPiece& part, std::uint32_t round) {
+  return write_rounds(writer, ring, pieces, part, round, 0, ring.size() - 1);
+}
+
 std::uint32_t write_all_gather(StepWriter& writer, const RingOf& ring, std::uint64_t pieces,
                                const PartOfPiece& part, std::uint32_t round) {
-  for (std::uint64_t k = 0; k < pieces; ++k) {
-    for (int s = 0; s + 1 < ring.size(); ++s) {
-      writer.exchange_chunks(ring.next(), part(ring.position_at(-s), k), ring.prev(),
-                             part(ring.position_at(-s - 1), k), round + static_cast<std::uint32_t>(s), k);
-    }
-  }
-  return round + static_cast<std::uint32_t>(ring.size() - 1);
+  return write_rounds(writer, ring, pieces, part, round, ring.size() - 1, 2 * (ring.size() - 1));
 }
 
 // Whole parts as one piece, or (chunk by chunk) piece k as chunk k of every part.
@@ -90,8 +102,7 @@ std::uint32_t write_ring_all_reduce(StepWriter& writer, const RingOf& ring, cons
   const PartOfPiece part = [&](int position, std::uint64_t k) {
     return part_of_block(piece_count == 0 ? block : chunk_of(block, piece_count, k), m, (position + 1) % m);
   };
-  round = write_reduce_scatter(writer, ring, pieces, part, round);
-  return write_all_gather(writer, ring, pieces, part, round);
+  return write_rounds(writer, ring, pieces, part, round, 0, 2 * (m - 1));
 }
 
 namespace {

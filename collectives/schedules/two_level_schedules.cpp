@@ -60,10 +60,10 @@ Schedule all_reduce_two_level(const CollectiveCall& call) {
   const RingOf inside = ring_through(mine, call.rank);
   write_ring_reduce_scatter(writer, inside, owned, 0, /*chunk_by_chunk=*/true);
 
-  // Inside hosts and across, everything goes chunk by chunk (across, in pieces of a chunk per host):
-  // a slice's first piece crosses as soon as the host has reduced its first chunks, and is passed on
-  // inside the other hosts as soon as it is complete, so the links between hosts, the slow ones, are
-  // busy from almost the start to almost the end.
+  // Inside hosts and across, everything goes chunk by chunk (across, in pieces of a chunk per host,
+  // their rounds a wavefront): a slice's first piece crosses as soon as the host has reduced its first
+  // chunks, and is passed on inside the other hosts as soon as it is complete, so the links between
+  // hosts, the slow ones, are busy from almost the start to almost the end.
   const int hosts = groups.hosts();
   const std::uint64_t piece = call.chunk_count * static_cast<std::uint64_t>(hosts);
   // Rounds numbered alike on every host: a slice's ring starts at the same round everywhere.
