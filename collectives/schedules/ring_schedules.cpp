@@ -31,8 +31,8 @@ using PartOfPiece = std::function<Block(int position, std::uint64_t piece)>;
 // position i-1's partial of part i-s-2 into its own, so the last one completes part i at position i,
 // reduced along one path. Round m-1+s, the all-gather's s: position i passes on part i-s (its own
 // first, then what it received the round before). Round s is tagged round + s - from.
-std::uint32_t write_rounds(StepWriter& writer, const RingOf& ring, std::uint64_t pieces, const PartOfPiece& part,
-                           std::uint32_t round, int from, int to) {
+std::uint32_t write_rounds(StepWriter& writer, const RingOf& ring, std::uint64_t pieces,
+                           const PartOfPiece& part, std::uint32_t round, int from, int to) {
   const int m = ring.size();
   const auto span = static_cast<std::uint64_t>(std::max(0, to - from));
   for (std::uint64_t t = 0; span > 0 && t + 1 < pieces + span; ++t) {
@@ -41,7 +41,8 @@ std::uint32_t write_rounds(StepWriter& writer, const RingOf& ring, std::uint64_t
       const std::uint32_t tag_round = round + static_cast<std::uint32_t>(s - from);
       if (s < m - 1) {
         writer.exchange_reduce_chunks(ring.next(), part(ring.position_at(-s - 1), k), ring.prev(),
-                                      part(ring.position_at(-s - 2), k), tag_round, /*incoming_first=*/false, k);
+                                      part(ring.position_at(-s - 2), k), tag_round, /*incoming_first=*/false,
+                                      k);
       } else {
         const int g = s - (m - 1);
         writer.exchange_chunks(ring.next(), part(ring.position_at(-g), k), ring.prev(),
