@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -176,6 +177,28 @@ TEST(TwoLevel, AllReduceCopiesNothingOutOfPlace) {
         ASSERT_NE(step.kind, StepKind::Copy) << layout.name << " rank " << rank;
     }
   }
+}
+
+// Across hosts a slice goes in pieces of a chunk per host, their rounds a wavefront: rank 0's messages
+// to the next host carry round s of piece k in the order of s + k, so piece 1's first round goes on the
+// wire before piece 0's last, and no link waits for a piece to drain.
+TEST(TwoLevel, PiecesCrossBetweenHostsAsAWavefront) {
+  const std::uint64_t chunk = 4;
+  CollectiveCall call{Collective::AllReduce, 0, 8, 2 * 4 * chunk * 3, 0, chunk};  // 2 slices of 3 pieces
+  call.hosts = hosts_of({2, 2, 2, 2});
+  const int next_host = 2;                     // slice 0's ring: ranks 0, 2, 4, 6
+  const std::uint32_t first_round_across = 1;  // after the reduce-scatter among a host's 2 ranks
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> sent;  // (round s, piece k)
+  for (const Step& step : algorithm(Collective::AllReduce, "two-level").build(call).steps)
+    if (step.kind == StepKind::Send && step.peer == next_host)
+      sent.emplace_back((step.tag >> 20) - first_round_across, step.tag & 0xFFFFF);
+  ASSERT_EQ(sent.size(), 6u * 3);  // 2(H-1) rounds of 3 pieces
+  for (std::size_t i = 1; i < sent.size(); ++i)
+    EXPECT_LE(sent[i - 1].first + sent[i - 1].second, sent[i].first + sent[i].second) << "message " << i;
+  const auto position = [&](std::uint32_t s, std::uint64_t k) {
+    return std::find(sent.begin(), sent.end(), std::pair{s, k}) - sent.begin();
+  };
+  EXPECT_LT(position(0, 1), position(5, 0));
 }
 
 std::uint64_t bytes_between_hosts(const Simulation& simulation, const HostLayout& hosts) {
