@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "transport/shm/shm_mesh.hpp"
 
 namespace canopy::transport {
 namespace {
@@ -33,17 +34,21 @@ std::optional<std::pair<int, std::string>> first_rank_without_verbs(Store& store
 
 TransportKind transport_kind_from(const EnvMap& env) {
   std::string value = env_value(env, "CANOPY_TRANSPORT").value_or("auto");
+  if (value == "shm+tcp") return TransportKind::ShmTcp;
   if (value == "tcp") return TransportKind::Tcp;
   if (value == "verbs") return TransportKind::Verbs;
   if (value == "auto") return TransportKind::Auto;
-  fail(ErrorCode::Config, "CANOPY_TRANSPORT='{}' is not a transport: use tcp, verbs or auto", value);
+  fail(ErrorCode::Config, "CANOPY_TRANSPORT='{}' is not a transport: use auto, shm+tcp, tcp or verbs", value);
 }
 
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
-                                        TransportKind kind, VerbsOptions verbs) {
+                                        TransportKind kind, VerbsOptions verbs, const ShmOptions& shm) {
   verbs.comm_id = tcp.comm_id;
   verbs.connect_timeout = tcp.connect_timeout;
   switch (kind) {
+    case TransportKind::ShmTcp:
+      log::info("rank {}: transport: shm+tcp (CANOPY_TRANSPORT=shm+tcp)", rank);
+      return connect_shm_tcp_mesh(store, rank, size, tcp, shm);
     case TransportKind::Tcp:
       log::info("rank {}: transport: tcp (CANOPY_TRANSPORT=tcp)", rank);
       return connect_tcp_mesh(store, rank, size, tcp);
@@ -54,9 +59,9 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
       break;
   }
   if (auto without = first_rank_without_verbs(store, rank, size, verbs)) {
-    log::info("rank {}: transport: tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {})", rank,
+    log::info("rank {}: transport: shm+tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {})", rank,
               without->first, without->second);
-    return connect_tcp_mesh(store, rank, size, tcp);
+    return connect_shm_tcp_mesh(store, rank, size, tcp, shm);
   }
   log::info("rank {}: transport: verbs (CANOPY_TRANSPORT=auto; every rank has an RDMA device)", rank);
   return connect_verbs_mesh(store, rank, size, verbs);
@@ -64,7 +69,8 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
 
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp) {
   EnvMap env = current_environment();
-  return connect_mesh(store, rank, size, tcp, transport_kind_from(env), VerbsOptions::from_environment(env));
+  return connect_mesh(store, rank, size, tcp, transport_kind_from(env), VerbsOptions::from_environment(env),
+                      ShmOptions::from_environment(env));
 }
 
 }  // namespace canopy::transport

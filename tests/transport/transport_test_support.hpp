@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "common/deadline.hpp"
 #include "tests/support/ranks.hpp"
 #include "transport/envelope.hpp"
+#include "transport/shm/shm_mesh.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy::testing {
@@ -27,6 +29,20 @@ inline transport::TcpOptions loopback_options(std::uint64_t comm_id,
   options.socket_family = "ipv4";
   options.connect_timeout = std::chrono::seconds(20);
   return options;
+}
+
+// The links a data-path test runs over: TCP between every pair, or shared memory (all ranks on one host).
+enum class LinkKind { Tcp, Shm };
+inline std::string_view to_string(LinkKind kind) {
+  return kind == LinkKind::Tcp ? "Tcp" : "Shm";
+}
+
+inline std::unique_ptr<transport::Transport> connect_loopback_mesh(LinkKind kind, Store& store, int rank,
+                                                                   int size, transport::TcpOptions options,
+                                                                   const transport::ShmOptions& shm = {}) {
+  if (kind == LinkKind::Tcp) return transport::connect_tcp_mesh(store, rank, size, options);
+  options.host_of_rank.assign(static_cast<std::size_t>(size), 0);
+  return transport::connect_shm_tcp_mesh(store, rank, size, options, shm);
 }
 
 inline transport::Envelope p2p_envelope(std::uint64_t comm_id, std::uint64_t seq, std::uint32_t step = 0,

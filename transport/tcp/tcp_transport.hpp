@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "canopy/store.hpp"
 #include "transport/transport.hpp"
@@ -30,6 +31,9 @@ struct TcpOptions {
   // The CPUs this group's ranks on this host may use together (the host layout); 0 when unknown (then this
   // process's own, which a rank bound to one core sees as 1).
   int host_cores = 0;
+  // Which host each rank of the group is on (the host layout); empty when unknown. Ranks of this one's host
+  // are reached through shared memory where the mesh has it (shm/shm_mesh.hpp).
+  std::vector<int> host_of_rank;
   // Reads the defaults above from CANOPY_JOB_TOKEN, CANOPY_SOCKET_IFNAME, CANOPY_SOCKET_FAMILY,
   // CANOPY_SOCKET_SPIN_US and CANOPY_TIMEOUT.
   static TcpOptions from_environment();
