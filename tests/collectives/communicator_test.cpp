@@ -1,10 +1,11 @@
-// Every algorithm of every collective over real TCP between real processes, checked exactly; all
+// Every algorithm of every collective between real processes over shared memory and TCP, checked exactly; all
 // ranks bit-identical for random floats; mismatched calls reported on every rank; async work.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -61,33 +62,98 @@ std::uint64_t wrong_after(Communicator& comm, Collective collective, const std::
   }
 }
 
-class EveryAlgorithm : public ::testing::TestWithParam<int> {};
-
-TEST_P(EveryAlgorithm, IsExactOverTcpBetweenProcesses) {
-  const int p = GetParam();
-  run_group(p, [p](Communicator& comm) {
-    const Collective kinds[] = {Collective::AllReduce, Collective::Broadcast, Collective::Reduce,
-                                Collective::AllGather, Collective::ReduceScatter};
-    const std::uint64_t counts[] = {0, 1, static_cast<std::uint64_t>(p) + 1, 1000, 65537};
-    for (Collective kind : kinds) {
-      for (const auto& algorithm : collectives::algorithms(kind)) {
-        for (std::uint64_t count : counts) {
-          int root = kind == Collective::Broadcast || kind == Collective::Reduce ? static_cast<int>(count % p) : 0;
-          for (bool in_place : {false, true}) {
-            if (in_place && kind == Collective::ReduceScatter) continue;  // its output is smaller than its input
-            std::uint64_t wrong =
-                wrong_after(comm, kind, std::string(algorithm.name), count, root, ReduceOp::Sum, in_place);
-            require(wrong == 0, "{} {} count {} root {} on {} ranks{}: {} wrong elements on rank {}", to_string(kind),
-                    algorithm.name, count, root, p, in_place ? " in place" : "", wrong, comm.rank());
-          }
+// Every algorithm of every collective at sizes from empty to several chunks, in place and out of place.
+void check_every_algorithm(Communicator& comm) {
+  const int p = comm.size();
+  const Collective kinds[] = {Collective::AllReduce, Collective::Broadcast, Collective::Reduce,
+                              Collective::AllGather, Collective::ReduceScatter};
+  const std::uint64_t counts[] = {0, 1, static_cast<std::uint64_t>(p) + 1, 1000, 65537};
+  for (Collective kind : kinds) {
+    for (const auto& algorithm : collectives::algorithms(kind)) {
+      for (std::uint64_t count : counts) {
+        int root = kind == Collective::Broadcast || kind == Collective::Reduce ? static_cast<int>(count % p) : 0;
+        for (bool in_place : {false, true}) {
+          if (in_place && kind == Collective::ReduceScatter) continue;  // its output is smaller than its input
+          std::uint64_t wrong =
+              wrong_after(comm, kind, std::string(algorithm.name), count, root, ReduceOp::Sum, in_place);
+          require(wrong == 0, "{} {} count {} root {} on {} ranks{}: {} wrong elements on rank {}", to_string(kind),
+                  algorithm.name, count, root, p, in_place ? " in place" : "", wrong, comm.rank());
         }
       }
     }
-    comm.barrier();
+  }
+  comm.barrier();
+}
+
+// Environment variables set for as long as it lives (the forked ranks inherit them), then restored.
+class ScopedEnvironment {
+ public:
+  explicit ScopedEnvironment(const std::vector<std::pair<std::string, std::string>>& values) {
+    for (const auto& [name, value] : values) {
+      const char* before = std::getenv(name.c_str());
+      saved_.emplace_back(name, before ? std::optional<std::string>(before) : std::nullopt);
+      ::setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnvironment() {
+    for (const auto& [name, before] : saved_)
+      before ? ::setenv(name.c_str(), before->c_str(), 1) : ::unsetenv(name.c_str());
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// The links every algorithm is checked over: shared memory between the ranks of one host (the default),
+// TCP alone, and shared memory through 4 KiB rings of 1 KiB slots (a schedule that needed a message to fit
+// in a buffer before the receiver posts its receive would deadlock there).
+struct Links {
+  std::string name;
+  std::string transport;
+  std::vector<std::pair<std::string, std::string>> environment;
+};
+const Links kLinks[] = {
+    {"Shm", "shm+tcp", {{"CANOPY_TRANSPORT", "shm+tcp"}}},
+    {"Tcp", "tcp", {{"CANOPY_TRANSPORT", "tcp"}}},
+    {"TinyRings",
+     "shm+tcp",
+     {{"CANOPY_TRANSPORT", "shm+tcp"}, {"CANOPY_SHM_RING_BYTES", "4096"}, {"CANOPY_SHM_SLOT_BYTES", "1024"}}}};
+
+class EveryAlgorithm : public ::testing::TestWithParam<std::tuple<int, Links>> {};
+
+TEST_P(EveryAlgorithm, IsExactBetweenProcesses) {
+  const auto& [p, links] = GetParam();
+  ScopedEnvironment environment(links.environment);
+  run_group(p, [p, &links](Communicator& comm) {
+    const std::string expected = p == 1 ? "tcp" : links.transport;
+    require(comm.transport_name() == expected, "rank {}: over {}, not {}", comm.rank(), comm.transport_name(),
+            expected);
+    check_every_algorithm(comm);
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, EveryAlgorithm, ::testing::Values(1, 2, 3, 4, 5, 8));
+std::string ranks_and_links(const ::testing::TestParamInfo<std::tuple<int, Links>>& param) {
+  return fmt::format("{}_{}", std::get<1>(param.param).name, std::get<0>(param.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, EveryAlgorithm,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 8), ::testing::ValuesIn(kLinks)),
+                         ranks_and_links);
+
+// Two emulated hosts (CANOPY_HOST_ID) of three ranks each: shared memory within each, TCP between them.
+TEST(Communicator, EveryAlgorithmIsExactOnTwoHostsOfThreeRanks) {
+  testing::TempDir dir;
+  ScopedEnvironment environment(kLinks[0].environment);  // shared memory
+  auto exits = testing::run_processes(6, [&](int rank) {
+    ::setenv("CANOPY_HOST_ID", rank < 3 ? "host a" : "host b", 1);
+    Communicator comm(open_file_store(dir.path()), rank, 6, test_options());
+    require(comm.transport_name() == "shm+tcp", "rank {}: over {}", rank, comm.transport_name());
+    check_every_algorithm(comm);
+  });
+  for (int rank = 0; rank < 6; ++rank) EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+}
 
 TEST(Communicator, EveryOpAndTypeIsExact) {
   run_group(3, [](Communicator& comm) {
