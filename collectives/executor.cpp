@@ -208,8 +208,11 @@ void Executor::ReduceInPlace::consume(std::uint64_t offset, std::span<const std:
 void Executor::complete(std::uint32_t step) {
   ++finished_;
   for (const auto& [next, gates_start] : compiled_->dependents[step]) {
+    // Counted down before `next` may start: a RecvReduce that starts with nothing left to wait for
+    // receives in place.
+    const bool may_finish = --waiting_to_finish_[next] == 0;
     if (gates_start && --waiting_to_start_[next] == 0) make_ready(next);
-    if (--waiting_to_finish_[next] == 0 && received_[next]) reduce_and_complete(next);
+    if (may_finish && received_[next]) reduce_and_complete(next);
   }
 }
 
