@@ -1,5 +1,7 @@
 #include "collectives/call_sequencer.hpp"
 
+#include "canopy/error.hpp"
+
 namespace canopy {
 
 void Work::State::finish(std::exception_ptr e) {
@@ -41,7 +43,14 @@ void Work::wait() const {
   if (!state_) return;
   std::unique_lock lock(state_->mutex);
   state_->done_changed.wait(lock, [&] { return state_->done; });
-  if (state_->error) std::rethrow_exception(state_->error);
+  if (!state_->error) return;
+  // The caller gets a copy of its own: the stored exception may be freed by the thread that ended the
+  // call, which a handler reading it after this Work is gone must not race with.
+  try {
+    std::rethrow_exception(state_->error);
+  } catch (const Error& error) {
+    throw Error(error.code(), error.what());
+  }
 }
 
 std::exception_ptr Work::error() const {

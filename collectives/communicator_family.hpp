@@ -33,6 +33,10 @@ class CommunicatorFamily {
   void abort_all(const std::string& reason);
 
   std::unique_ptr<TcpStoreServer> store_server;  // when this rank hosts the store
+  // The first communicator's store handle for failure reports, whose calls are bounded by the heartbeat
+  // timeout (open_monitor_store): a failing member never waits long on a store that is gone. Null when the
+  // store could not be reached.
+  std::shared_ptr<Store> failure_store;
 
  private:
   std::mutex mutex_;

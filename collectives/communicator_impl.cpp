@@ -11,13 +11,14 @@
 #include "collectives/link_calibration.hpp"
 #include "collectives/liveness_monitor.hpp"
 #include "common/cpu_list.hpp"
+#include "collectives/algorithm_overrides.hpp"
 #include "common/env.hpp"
+#include "common/settings.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "rendezvous/bootstrap.hpp"
 #include "transport/frame.hpp"
 #include "transport/select_transport.hpp"
-#include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy {
 
@@ -26,85 +27,9 @@ using collectives::CollectiveCall;
 
 namespace {
 
-constexpr std::size_t kDefaultChunkBytes = 1 << 20;
-
 bool is_rooted(Collective c) {
   return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
          c == Collective::Scatter;
-}
-
-// "all_reduce", "allreduce" and "all-reduce" all name the same collective.
-std::string squash(std::string_view name) {
-  std::string out;
-  for (char c : name)
-    if (c != '_' && c != '-') out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return out;
-}
-
-// CANOPY_ALGO: "ring" (for every collective that has an algorithm of that name) or a list such as
-// "allreduce=ring,broadcast=binomial".
-std::map<Collective, std::string> parse_algorithm_overrides(const std::string& text) {
-  std::map<Collective, std::string> overrides;
-  constexpr Collective kCollectives[] = {
-      Collective::Broadcast,     Collective::Reduce,  Collective::AllReduce, Collective::AllGather,
-      Collective::ReduceScatter, Collective::Barrier, Collective::AllToAll,  Collective::AllToAllV,
-      Collective::Gather,        Collective::Scatter};
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(start, end - start);
-    start = end + 1;
-    if (item.empty()) continue;
-    std::size_t eq = item.find('=');
-    if (eq == std::string::npos) {
-      for (Collective c : kCollectives)
-        if (collectives::find_algorithm(c, item) != nullptr) overrides[c] = item;
-      continue;
-    }
-    std::string collective = squash(item.substr(0, eq));
-    std::string algorithm = item.substr(eq + 1);
-    bool known = false;
-    for (Collective c : kCollectives) {
-      if (squash(to_string(c)) != collective) continue;
-      known = true;
-      if (algorithm != "auto" && collectives::find_algorithm(c, algorithm) == nullptr)
-        fail(ErrorCode::Config, "CANOPY_ALGO: {} has no algorithm '{}'", to_string(c), algorithm);
-      overrides[c] = algorithm;
-    }
-    if (!known) fail(ErrorCode::Config, "CANOPY_ALGO: unknown collective '{}'", item.substr(0, eq));
-  }
-  return overrides;
-}
-
-// CANOPY_CHUNK_BYTES: bytes, with an optional K/M/G suffix (powers of 1024).
-std::size_t default_chunk_bytes() {
-  auto text = env_value("CANOPY_CHUNK_BYTES");
-  if (!text) return kDefaultChunkBytes;
-  char* end = nullptr;
-  unsigned long long value = std::strtoull(text->c_str(), &end, 10);
-  switch (*end) {
-    case 'K':
-    case 'k':
-      value <<= 10;
-      ++end;
-      break;
-    case 'M':
-    case 'm':
-      value <<= 20;
-      ++end;
-      break;
-    case 'G':
-    case 'g':
-      value <<= 30;
-      ++end;
-      break;
-    default:
-      break;
-  }
-  if (end == text->c_str() || *end != '\0' || value == 0)
-    fail(ErrorCode::Config, "CANOPY_CHUNK_BYTES='{}' must be a positive size such as 1M", *text);
-  return value;
 }
 
 void grow(std::vector<std::byte>& buffer, std::size_t bytes) {
@@ -129,10 +54,12 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     : rank(rank_),
       size(size_),
       family_(std::make_shared<collectives::CommunicatorFamily>()),
-      timeout_(options.timeout.count() > 0 ? options.timeout : default_timeout()),
+      settings_(Settings::from_environment()),
+      timeout_(options.timeout.count() > 0 ? options.timeout
+                                           : std::chrono::duration_cast<Duration>(settings_.duration("CANOPY_TIMEOUT"))),
       options_(options),
-      algorithm_overrides_(parse_algorithm_overrides(env_value("CANOPY_ALGO").value_or(""))),
-      chunk_bytes_(default_chunk_bytes()) {
+      algorithm_overrides_(collectives::parse_algorithm_overrides(settings_.text("CANOPY_ALGO"))),
+      chunk_bytes_(settings_.size("CANOPY_CHUNK_BYTES")) {
   if (size < 1 || rank < 0 || rank >= size)
     fail(ErrorCode::InvalidArgument, "rank {} is not within a group of {} ranks", rank, size);
   log::set_rank(rank);
@@ -145,7 +72,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   world_ranks_.resize(static_cast<std::size_t>(size));
   std::iota(world_ranks_.begin(), world_ranks_.end(), 0);
   hosts_ = collectives::exchange_host_layout(
-      *store_, rank, size, rendezvous::host_identity(current_environment()), allowed_cpus());
+      *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus());
   if (options.local_rank >= 0 && options.local_size > 0) {
     local_rank = options.local_rank;
     local_size = options.local_size;
@@ -155,18 +82,19 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   }
   connect(hosts_, options.job_token);
 
-  bool calibrate = options.calibrate && env_value("CANOPY_CALIBRATE").value_or("1") != "0";
+  const bool calibrate = options.calibrate && settings_.flag("CANOPY_CALIBRATE");
   collectives::LinkModel link;
   link.hosts = hosts_;
   if (calibrate)
-    link =
-        collectives::calibrate_link_model(*transport_, *store_, comm_id_, hosts_, Deadline::after(timeout_));
+    link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, hosts_, settings_.text("CANOPY_COST_MODEL"),
+                                             Deadline::after(timeout_));
   cost_model_ = collectives::CostModel(std::move(link));
   log::info("communicator {} ready: rank {} of {} (local {} of {}), {}", comm_id_, rank, size, local_rank,
             local_size, collectives::describe(cost_model_.link()));
 
-  auto liveness = collectives::LivenessSettings::from_environment(current_environment());
+  const auto liveness = collectives::LivenessSettings::from_settings(settings_);
   auto monitor_store = collectives::open_monitor_store(store_, liveness);
+  family_->failure_store = monitor_store;
   first_failure_ = std::make_shared<collectives::FirstFailure>(monitor_store, rank);
   family_->join(this);
   if (liveness.enabled() && size > 1 && monitor_store)
@@ -177,6 +105,7 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
                          std::int32_t members_digest)
     : size(static_cast<int>(members.size())),
       family_(parent.family_),
+      settings_(parent.settings_),
       timeout_(parent.timeout_),
       comm_id_(child_id(parent.comm_id_, name)),
       options_(parent.options_),
@@ -204,7 +133,9 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
   collectives::LinkModel link = parent.cost_model_.link();
   link.hosts = hosts_;
   cost_model_ = collectives::CostModel(std::move(link));
-  first_failure_ = std::make_shared<collectives::FirstFailure>(store_, rank);
+  path_ = parent.path_.empty() ? name : parent.path_ + "/" + name;
+  first_failure_ = std::make_shared<collectives::FirstFailure>(
+      family_->failure_store ? std::make_shared<PrefixStore>(family_->failure_store, path_) : nullptr, rank);
   family_->join(this);
   log::info("communicator {} ready: rank {} of {} (rank {} of its parent {})", comm_id_, rank, size,
             parent.rank, parent.comm_id_);
@@ -212,26 +143,25 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
 
 Communicator::Impl::~Impl() {
   family_->leave(this);  // before anything the family's monitor could abort goes
-  p2p_.reset();          // its thread may still report a failure through this communicator
+  p2p_->close();         // its thread may still report a failure through this communicator
 }
 
 void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token) {
-  auto tcp = transport::TcpOptions::from_environment();
-  tcp.comm_id = comm_id_;
-  tcp.connect_timeout = timeout_;
-  tcp.local_size = local_size;  // whether its ranks fit on this host's cores decides if sockets busy-poll
-  tcp.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
-  tcp.host_of_rank = hosts.host_of_rank;  // who shares this host, and so may share its memory
-  if (!job_token.empty()) tcp.job_token = job_token;
-  transport_ = transport::connect_mesh(*store_, rank, size, tcp);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
+  auto mesh = transport::MeshOptions::from_settings(settings_, comm_id_);
+  mesh.connect_timeout = timeout_;
+  if (!job_token.empty()) mesh.job_token = job_token;
+  mesh.host_of_rank = hosts.host_of_rank;
+  mesh.local_size = local_size;  // whether its ranks fit on this host's cores decides if the transport spins
+  mesh.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
+  transport_ = transport::connect_mesh(*store_, rank, size, mesh);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
   // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
   // collective runs, in an order of their own (docs/GROUPS.md says why not the collectives' sockets).
   auto p2p_store = std::make_shared<PrefixStore>(store_, "p2p");
-  tcp.spin = std::chrono::microseconds(0);  // its thread waits in poll(): no core spent on waiting
+  mesh.spin = false;  // its thread waits in poll(): no core spent on waiting
   collectives::PointToPoint::Settings settings;
   settings.comm_id = comm_id_;
   settings.timeout = timeout_;
-  p2p_ = std::make_unique<collectives::PointToPoint>(transport::connect_mesh(*p2p_store, rank, size, tcp),
+  p2p_ = std::make_unique<collectives::PointToPoint>(transport::connect_mesh(*p2p_store, rank, size, mesh),
                                                      settings,
                                                      [this](const Error& error) { return end_with(error); });
 }

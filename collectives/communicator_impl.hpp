@@ -22,6 +22,7 @@
 #include "collectives/flight_recorder.hpp"
 #include "collectives/point_to_point.hpp"
 #include "collectives/schedule_cache.hpp"
+#include "common/settings.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy {
@@ -78,12 +79,15 @@ class Communicator::Impl {
   Error with_world_ranks(const Error& error) const;
 
   std::shared_ptr<collectives::CommunicatorFamily> family_;
+  // Every CANOPY_* setting, read once when the family's first communicator forms (docs/SETTINGS.md).
+  const Settings settings_;
   std::shared_ptr<Store> store_;
   Duration timeout_;
   std::uint64_t comm_id_ = 0;
   CommunicatorOptions options_;
   collectives::HostLayout hosts_;
   std::vector<int> world_ranks_;  // this group's ranks as ranks of its family's first communicator
+  std::string path_;              // its store keys' prefix below the family's first communicator's ("" there)
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<collectives::PointToPoint> p2p_;
   collectives::CostModel cost_model_;

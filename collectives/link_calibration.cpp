@@ -103,13 +103,9 @@ void exchange_around_ring(transport::Transport& t, const transport::Envelope& en
 }
 
 // Seconds per byte of one message of `bytes`, as this rank saw it while every rank sent and received
-// at once: the mean of the middle half of `rounds` exchanges (the first, which touches fresh pages and
-// grows socket buffers, does not count), its hop latency taken off, divided by the turns its host's ranks
-// took for the cores. Not the fastest round: where ranks share cores a round's time depends on the order
-// the scheduler happens to run them (4 ranks on 2 cores, 256 KiB: 56 us to 6 ms, the middle half about
-// 140-340), and a collective meets the typical orders, not the luckiest (with the fastest, scatter-
-// allgather's 256 KiB pieces looked 2.5 times cheaper than they ran); where every rank has its own core
-// the rounds are close.
+// at once: the mean of the middle half of `rounds` exchanges after a first that does not count, its hop
+// latency taken off, divided by the turns its host's ranks took for the cores. The middle half, because a
+// collective meets the scheduler's typical orders, not its luckiest (docs/SCHEDULES.md, *The start-up probes*).
 double probe_loaded_bandwidth(transport::Transport& t, std::uint64_t comm_id, ProbeStep step,
                               std::size_t bytes, int rounds, double alpha, int turns, Deadline deadline) {
   std::vector<std::byte> out(bytes), in(bytes);
@@ -135,23 +131,34 @@ double probe_reduce() {
   return best / (kCount * sizeof(float));
 }
 
-std::optional<LinkModel> fixed_model_from_environment() {
-  auto text = env_value("CANOPY_COST_MODEL");
-  if (!text) return std::nullopt;
+}  // namespace
+
+LinkModel parse_cost_model(std::string_view given) {
+  const std::string text(given);  // sscanf needs the terminating zero
   LinkModel link;
   unsigned long long eager_bytes = 0;
-  const int fields = std::sscanf(text->c_str(), "%lf,%lf,%lf,%lf,%llu", &link.alpha, &link.beta, &link.gamma,
-                                 &link.beta_eager, &eager_bytes);
-  if (fields == 3) link.beta_eager = link.beta;
+  int used = -1;
+  bool whole = std::sscanf(text.c_str(), "%lf,%lf,%lf,%lf,%llu%n", &link.alpha, &link.beta, &link.gamma,
+                           &link.beta_eager, &eager_bytes, &used) == 5 &&
+               used == static_cast<int>(text.size());
+  if (!whole) {
+    used = -1;
+    whole = std::sscanf(text.c_str(), "%lf,%lf,%lf%n", &link.alpha, &link.beta, &link.gamma, &used) == 3 &&
+            used == static_cast<int>(text.size());
+    link.beta_eager = link.beta;
+    eager_bytes = 0;
+  }
   link.eager_bytes = eager_bytes;
-  if ((fields != 3 && fields != 5) || link.alpha < 0 || link.beta <= 0 || link.gamma < 0 ||
-      link.beta_eager <= 0)
+  if (!whole || !(link.alpha >= 0) || !(link.beta > 0) || !(link.gamma >= 0) || !(link.beta_eager > 0))
     fail(ErrorCode::Config,
-         "CANOPY_COST_MODEL='{}' must be 'alpha,beta,gamma' or 'alpha,beta,gamma,beta_eager,eager_bytes' "
-         "(seconds, seconds per byte, seconds per byte, seconds per byte, bytes)",
-         *text);
+         "CANOPY_COST_MODEL='{}' is not a cost model: use 'alpha,beta,gamma' or "
+         "'alpha,beta,gamma,beta_eager,eager_bytes' (seconds, seconds per byte, seconds per byte, seconds per "
+         "byte, bytes; alpha and gamma at least 0, beta and beta_eager above 0), such as 2e-5,1e-9,1e-10",
+         text);
   return link;
 }
+
+namespace {
 
 // Hex floats: exact, and the same figures on every rank.
 std::string encode(const LinkModel& link) {
@@ -170,20 +177,12 @@ LinkModel decode(const std::string& text) {
 }
 
 // What a loopback socket takes without waiting for its reader, once the stream probe grew its buffers: a
-// message up to this size moves at the eager rate. 1 MiB, not the 256 KiB it was: on 4 ranks sharing 2
-// cores a binomial broadcast of 1 MiB moved its 3 MiB in 340-460 us, at the rate of 256 KiB exchanges,
-// while the model priced each message's last 768 KiB at the 16 MiB stream rate (half as fast). So the
-// all-gather's 256 KiB pieces looked cheaper per byte than the tree's messages, and auto took
-// scatter-allgather (780-890 us) for that broadcast whenever the probe came out fast (in 6 startups of 6
-// with 64 rounds of it).
+// message up to this size moves at the eager rate (docs/SCHEDULES.md, *Eager bytes*, says why 1 MiB).
 constexpr std::size_t kEagerBytes = 1 << 20;
 
-// How the two bandwidth probes run, the same on every rank. The stream probe's message size: 16 MiB where
-// links are fast (larger than the caches: a 4 MiB probe ran 1.5 times faster than 64 MiB collectives then
-// streamed), less where 16 MiB would take seconds a round (at 1 MB/s, three rounds of 16 MiB were 50 s of
-// start-up). The eager probe's rounds: 16 where they are quick, fewer (at least 3) where they would take
-// over half a second in all. Every rank times one kEagerBytes exchange, and rank 0 plans both by the
-// slowest rank's pace: stream rounds of at most 250 ms, between 1 and 16 MiB.
+// How the two bandwidth probes run, the same on every rank: every rank times one kEagerBytes exchange, and
+// rank 0 plans both probes by the slowest rank's pace, so that slow links never make start-up take seconds
+// (docs/SCHEDULES.md, *The start-up probes*).
 struct ProbePlan {
   std::size_t stream_bytes = 0;
   int eager_rounds = 0;
@@ -261,10 +260,10 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
 }  // namespace
 
 LinkModel calibrate_link_model(transport::Transport& transport, Store& store, std::uint64_t comm_id,
-                               const HostLayout& hosts, Deadline deadline) {
+                               const HostLayout& hosts, std::string_view fixed_text, Deadline deadline) {
   LinkModel link;
-  if (auto fixed = fixed_model_from_environment())
-    link = *fixed;
+  if (!fixed_text.empty())
+    link = parse_cost_model(fixed_text);
   else if (transport.size() >= 2)
     link = measure(transport, store, comm_id, hosts, deadline);
   link.hosts = hosts;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "canopy/store.hpp"
 #include "collectives/schedules/simulator.hpp"
@@ -31,10 +32,13 @@ namespace canopy::collectives {
 // predicts what the probe measured.
 // Each rank publishes what it measured in `store`; every rank returns the same combined figures, with
 // `hosts` as the model's layout.
-// CANOPY_COST_MODEL="alpha_s,beta_s_per_byte,gamma_s_per_byte[,beta_eager_s_per_byte,eager_bytes]"
-// fixes the figures instead.
+// A `fixed_model` (CANOPY_COST_MODEL: "alpha_s,beta_s_per_byte,gamma_s_per_byte[,beta_eager_s_per_byte,
+// eager_bytes]") fixes the figures instead; Error(Config) when it is not that.
 LinkModel calibrate_link_model(transport::Transport& transport, Store& store, std::uint64_t comm_id,
-                               const HostLayout& hosts, Deadline deadline);
+                               const HostLayout& hosts, std::string_view fixed_model, Deadline deadline);
+
+// CANOPY_COST_MODEL's text as a model; Error(Config) naming the variable, the value and the forms.
+LinkModel parse_cost_model(std::string_view text);
 
 std::string describe(const LinkModel& link);
 

@@ -23,30 +23,18 @@ std::string left_key(int rank) {
   return fmt::format("liveness/left/{}", rank);
 }
 
-std::optional<Duration> seconds_setting(const EnvMap& env, const char* name, bool zero_allowed) {
-  auto text = env_value(env, name);
-  if (!text) return std::nullopt;
-  char* end = nullptr;
-  double seconds = std::strtod(text->c_str(), &end);
-  if (end == text->c_str() || *end != '\0' || !(seconds >= 0) || (!zero_allowed && seconds == 0) ||
-      seconds > 86400)
-    fail(ErrorCode::Config, "{}='{}' must be a {} number of seconds (at most 86400)", name, *text,
-         zero_allowed ? "non-negative" : "positive");
-  return Duration(static_cast<Duration::rep>(seconds * 1000));
-}
-
 double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
 }  // namespace
 
-LivenessSettings LivenessSettings::from_environment(const EnvMap& env) {
+LivenessSettings LivenessSettings::from_settings(const Settings& given) {
   LivenessSettings settings;
-  if (auto interval = seconds_setting(env, "CANOPY_HEARTBEAT_SECONDS", true)) settings.interval = *interval;
+  settings.interval = std::chrono::duration_cast<Duration>(given.duration("CANOPY_HEARTBEAT_SECONDS"));
   settings.timeout = settings.interval * kDefaultTimeoutIntervals;
-  if (auto timeout = seconds_setting(env, "CANOPY_HEARTBEAT_TIMEOUT_SECONDS", false))
-    settings.timeout = *timeout;
+  if (given.has("CANOPY_HEARTBEAT_TIMEOUT_SECONDS"))
+    settings.timeout = std::chrono::duration_cast<Duration>(given.duration("CANOPY_HEARTBEAT_TIMEOUT_SECONDS"));
   // One late heartbeat must never be enough to call a rank silent.
   if (settings.enabled() && settings.timeout < settings.interval * 2)
     fail(ErrorCode::Config,

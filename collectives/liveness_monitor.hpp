@@ -26,6 +26,7 @@
 #include "collectives/first_failure.hpp"
 #include "common/deadline.hpp"
 #include "common/env.hpp"
+#include "common/settings.hpp"
 
 namespace canopy::collectives {
 
@@ -35,8 +36,9 @@ struct LivenessSettings {
 
   bool enabled() const { return interval.count() > 0; }
   // CANOPY_HEARTBEAT_SECONDS (interval, default 1; 0 = off) and CANOPY_HEARTBEAT_TIMEOUT_SECONDS (default
-  // 10 intervals); decimals allowed. Throws Error(Config) naming the variable for a bad value.
-  static LivenessSettings from_environment(const EnvMap& env);
+  // 10 intervals). Throws Error(Config) when the timeout is under two intervals.
+  static LivenessSettings from_settings(const Settings& settings);
+  static LivenessSettings from_environment(const EnvMap& env) { return from_settings(Settings::parse(env)); }
 };
 
 class LivenessMonitor {

@@ -8,9 +8,9 @@ namespace canopy::collectives {
 P2PDescriptorBytes encode(const P2PDescriptor& descriptor) {
   P2PDescriptorBytes bytes{};
   bytes[0] = static_cast<std::byte>(descriptor.kind);
-  store_little_endian<std::uint32_t>(bytes.data() + 4, descriptor.tag);
-  store_little_endian<std::uint64_t>(bytes.data() + 8, descriptor.bytes);
-  store_little_endian<std::uint64_t>(bytes.data() + 16, descriptor.id);
+  little_endian::put<std::uint32_t>(bytes.data() + 4, descriptor.tag);
+  little_endian::put<std::uint64_t>(bytes.data() + 8, descriptor.bytes);
+  little_endian::put<std::uint64_t>(bytes.data() + 16, descriptor.id);
   return bytes;
 }
 
@@ -21,13 +21,13 @@ P2PDescriptor decode_descriptor(std::span<const std::byte, kP2PDescriptorBytes> 
   for (std::size_t i : {1, 2, 3})
     if (bytes[i] != std::byte{0})
       fail(ErrorCode::Protocol, "point-to-point descriptor from rank {} has nonzero reserved bytes", sender);
-  if (load_little_endian<std::uint64_t>(bytes.data() + 24) != 0)
+  if (little_endian::get<std::uint64_t>(bytes.data() + 24) != 0)
     fail(ErrorCode::Protocol, "point-to-point descriptor from rank {} has nonzero reserved bytes", sender);
   P2PDescriptor descriptor;
   descriptor.kind = static_cast<P2PKind>(kind);
-  descriptor.tag = load_little_endian<std::uint32_t>(bytes.data() + 4);
-  descriptor.bytes = load_little_endian<std::uint64_t>(bytes.data() + 8);
-  descriptor.id = load_little_endian<std::uint64_t>(bytes.data() + 16);
+  descriptor.tag = little_endian::get<std::uint32_t>(bytes.data() + 4);
+  descriptor.bytes = little_endian::get<std::uint64_t>(bytes.data() + 8);
+  descriptor.id = little_endian::get<std::uint64_t>(bytes.data() + 16);
   return descriptor;
 }
 

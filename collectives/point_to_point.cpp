@@ -27,21 +27,27 @@ PointToPoint::PointToPoint(std::unique_ptr<transport::Transport> transport, Sett
       rank_(transport_->rank()),
       peers_(static_cast<std::size_t>(transport_->size())) {}
 
-PointToPoint::~PointToPoint() {
+PointToPoint::~PointToPoint() { close(); }
+
+void PointToPoint::close() {
   {
     std::lock_guard lock(mutex_);
+    if (stopping_) return;
     stopping_ = true;
+    ended_ = Error(ErrorCode::Aborted, fmt::format("rank {}: the communicator was destroyed", rank_));
   }
   requests_changed_.notify_all();
   transport_->wake();
   if (thread_.joinable()) thread_.join();
   // The thread is gone: what it never finished ends here, its buffers no longer touched.
-  const auto gone = std::make_exception_ptr(Error(
-      ErrorCode::Aborted, fmt::format("rank {}: the communicator was destroyed while this point-to-point "
-                                      "operation was pending",
-                                      rank_)));
-  for (auto& [index, op] : operations_) op.work->finish(gone);
-  for (auto& [index, op] : inbox_) op.work->finish(gone);
+  const Error gone(ErrorCode::Aborted,
+                   fmt::format("rank {}: the communicator was destroyed while this point-to-point operation was "
+                               "pending",
+                               rank_));
+  for (auto& [index, op] : operations_) op.work->finish(std::make_exception_ptr(gone));
+  for (auto& [index, op] : inbox_) op.work->finish(std::make_exception_ptr(gone));
+  operations_.clear();
+  inbox_.clear();
 }
 
 Work PointToPoint::send(std::span<const std::byte> data, int peer, std::uint32_t tag) {
@@ -398,8 +404,8 @@ void PointToPoint::fail_all(const Error& error) {
     std::lock_guard lock(mutex_);
     ended_ = failure_;
   }
-  const auto reported = std::make_exception_ptr(*failure_);
-  for (auto& [index, op] : operations_) op.work->finish(reported);
+  // One exception each, owned by its Work alone: this thread keeps no reference its waiters could race with.
+  for (auto& [index, op] : operations_) op.work->finish(std::make_exception_ptr(*failure_));
   operations_.clear();
   arrivals_.clear();
   in_transport_.clear();

@@ -49,7 +49,10 @@ class PointToPoint {
   using EndCommunicator = std::function<Error(const Error&)>;
 
   PointToPoint(std::unique_ptr<transport::Transport> transport, Settings settings, EndCommunicator end);
-  ~PointToPoint();  // fails what is still pending with Error(Aborted)
+  ~PointToPoint();  // close()
+  // Stops the progress thread and fails what is still pending with Error(Aborted); later operations fail
+  // at once. Idempotent. The thread may call EndCommunicator until this returns, never after.
+  void close();
   PointToPoint(const PointToPoint&) = delete;
   PointToPoint& operator=(const PointToPoint&) = delete;
 

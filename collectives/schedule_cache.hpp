@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include "collectives/executor.hpp"
 #include "collectives/schedules/algorithms.hpp"
@@ -18,7 +19,9 @@ class ScheduleCache {
   explicit ScheduleCache(std::size_t capacity = 64) : capacity_(capacity) {}
 
   const CompiledSchedule& get(const Algorithm& algorithm, const CollectiveCall& call) {
-    Key key{&algorithm, call.rank, call.size, call.count, call.root, call.chunk_count, call.in_place};
+    // all_to_all_v's counts shape its schedule as much as count does every other's (empty elsewhere).
+    Key key{&algorithm,       call.rank,     call.size,        call.count,      call.root,
+            call.chunk_count, call.in_place, call.send_counts, call.recv_counts};
     if (auto it = entries_.find(key); it != entries_.end()) {
       recent_.splice(recent_.begin(), recent_, it->second.position);
       return *it->second.schedule;
@@ -34,7 +37,8 @@ class ScheduleCache {
   }
 
  private:
-  using Key = std::tuple<const Algorithm*, int, int, std::uint64_t, int, std::uint64_t, bool>;
+  using Key = std::tuple<const Algorithm*, int, int, std::uint64_t, int, std::uint64_t, bool,
+                         std::vector<std::uint64_t>, std::vector<std::uint64_t>>;
   struct Entry {
     std::unique_ptr<CompiledSchedule> schedule;
     std::list<Key>::iterator position;

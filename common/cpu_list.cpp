@@ -25,6 +25,10 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
+int usable_cores() {
+  return static_cast<int>(allowed_cpus().size());
+}
+
 std::string format_cpu_list(const std::vector<int>& cpus) {
   std::string text;
   for (std::size_t i = 0; i < cpus.size();) {

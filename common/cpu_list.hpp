@@ -13,6 +13,10 @@ namespace canopy {
 // sorted; every CPU up to std::thread::hardware_concurrency() where that call fails. Never empty.
 std::vector<int> allowed_cpus();
 
+// How many CPUs this process may run on: allowed_cpus().size(), at least 1. A rank bound to one core sees 1:
+// the group's view of a host is the union of its ranks' CPUs (the host layout).
+int usable_cores();
+
 // Sorted and unique in, "0-3,8" out ("" for none).
 std::string format_cpu_list(const std::vector<int>& cpus);
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/settings.hpp"
 
 extern char** environ;
 
@@ -44,17 +45,10 @@ std::optional<long long> env_integer(const EnvMap& env, const std::string& name)
 }
 
 std::chrono::milliseconds default_timeout() {
-  static const std::chrono::milliseconds timeout = [] {
-    EnvMap env = current_environment();
-    auto text = env_value(env, "CANOPY_TIMEOUT");
-    if (!text) return std::chrono::milliseconds(std::chrono::seconds(300));
-    char* end = nullptr;
-    double seconds = std::strtod(text->c_str(), &end);
-    if (end == text->c_str() || *end != '\0' || !(seconds > 0))
-      fail(ErrorCode::Config, "CANOPY_TIMEOUT='{}' must be a positive number of seconds", *text);
-    return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-  }();
-  return timeout;
+  EnvMap only;  // not the whole environment: a bad setting elsewhere is its reader's to report
+  if (auto text = env_value("CANOPY_TIMEOUT")) only.emplace("CANOPY_TIMEOUT", *text);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      settings::Settings::parse(only).duration("CANOPY_TIMEOUT"));
 }
 
 }  // namespace canopy

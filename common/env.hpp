@@ -20,7 +20,8 @@ std::optional<std::string> env_value(const std::string& name);
 // Parses an integer setting; throws Error(Config) naming the variable when it is not one.
 std::optional<long long> env_integer(const EnvMap& env, const std::string& name);
 
-// CANOPY_TIMEOUT in seconds (default 300), the deadline of every blocking call without its own.
+// CANOPY_TIMEOUT (default 300 s) as the environment has it now: the deadline of a blocking call without
+// its own, outside a communicator (which reads it once, with its other settings).
 std::chrono::milliseconds default_timeout();
 
 }  // namespace canopy

@@ -6,31 +6,35 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <strings.h>
+
+#include "canopy/error.hpp"
+#include "common/settings.hpp"
 
 namespace canopy::log {
 namespace {
 
-Level parse_level(const char* text) {
+constexpr const char* kLevelNames[] = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF"};
+
+// CANOPY_DEBUG in the registry's grammar. A bad value leaves the default here, where nothing can throw;
+// forming a communicator reports it (Error(Config)) with the other settings.
+Level level_from_environment() {
+  const char* text = std::getenv("CANOPY_DEBUG");
   if (text == nullptr || *text == '\0') return Level::Warn;
-  struct Name {
-    const char* name;
-    Level level;
-  };
-  static constexpr Name kNames[] = {{"TRACE", Level::Trace}, {"DEBUG", Level::Debug}, {"INFO", Level::Info},
-                                    {"WARN", Level::Warn},   {"ERROR", Level::Error}, {"OFF", Level::Off}};
-  for (const auto& n : kNames)
-    if (strcasecmp(text, n.name) == 0) return n.level;
+  try {
+    const std::string_view word =
+        settings::parse_choice("CANOPY_DEBUG", text, settings::find_spec("CANOPY_DEBUG")->choices);
+    for (int i = 0; i < static_cast<int>(std::size(kLevelNames)); ++i)
+      if (word == kLevelNames[i]) return static_cast<Level>(i);
+  } catch (const canopy::Error&) {
+  }
   return Level::Warn;
 }
 
 std::atomic<int>& level_storage() {
-  static std::atomic<int> value{static_cast<int>(parse_level(std::getenv("CANOPY_DEBUG")))};
+  static std::atomic<int> value{static_cast<int>(level_from_environment())};
   return value;
 }
 std::atomic<int> g_rank{-1};
-
-constexpr const char* kLevelNames[] = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF"};
 
 }  // namespace
 

@@ -4,8 +4,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <string_view>
 
 #include "canopy/error.hpp"
+#include "common/env.hpp"
 
 namespace canopy::fuzz {
 
@@ -22,6 +25,20 @@ inline void check_refusal(const Error& error, ErrorCode allowed, const char* par
                std::string(to_string(error.code())).c_str(), std::string(to_string(allowed)).c_str(),
                error.what());
   std::abort();
+}
+
+// An environment from fuzzer input: lines "NAME=VALUE" (a line without '=' is skipped).
+inline EnvMap environment_from(std::string_view text) {
+  EnvMap env;
+  while (!text.empty()) {
+    std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    std::size_t equals = line.find('=');
+    if (equals == std::string_view::npos || equals == 0) continue;
+    env[std::string(line.substr(0, equals))] = std::string(line.substr(equals + 1));
+  }
+  return env;
 }
 
 }  // namespace canopy::fuzz

@@ -20,19 +20,6 @@ using canopy::rendezvous::LaunchInfo;
 
 namespace {
 
-canopy::EnvMap environment_from(std::string_view text) {
-  canopy::EnvMap env;
-  while (!text.empty()) {
-    std::size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    std::size_t equals = line.find('=');
-    if (equals == std::string_view::npos || equals == 0) continue;
-    env[std::string(line.substr(0, equals))] = std::string(line.substr(equals + 1));
-  }
-  return env;
-}
-
 void check_consistent(const LaunchInfo& info) {
   static const std::set<std::string> kSources = {"canopy", "torchrun", "slurm", "openmpi", "pmi", "default"};
   check(info.world_size >= 1, "world size below 1");
@@ -61,7 +48,8 @@ bool same(const LaunchInfo& a, const LaunchInfo& b) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  canopy::EnvMap env = environment_from(std::string_view(reinterpret_cast<const char*>(data), size));
+  canopy::EnvMap env =
+      canopy::fuzz::environment_from(std::string_view(reinterpret_cast<const char*>(data), size));
   LaunchInfo info;
   try {
     info = canopy::rendezvous::parse_launch_environment(env);

@@ -65,6 +65,12 @@ def main():
     write("launch_environment", "openmpi_pmi",
           b"OMPI_COMM_WORLD_RANK=2\nOMPI_COMM_WORLD_SIZE=3\nPMI_RANK=2\nPMI_SIZE=3\nCANOPY_STORE_FILE=/tmp/s\n")
 
+    write("settings", "every_kind",
+          b"CANOPY_TIMEOUT=2.5\nCANOPY_DEBUG=info\nCANOPY_CHUNK_BYTES=256K\nCANOPY_CALIBRATE=0\n"
+          b"CANOPY_HEARTBEAT_SECONDS=500ms\nCANOPY_TRANSPORT=TCP\nCANOPY_SOCKET_SPIN_US=0\n"
+          b"CANOPY_IB_GID_INDEX=3\nCANOPY_IB_CHUNK_BYTES=64KiB\nCANOPY_IB_REG_CACHE=true\nCANOPY_JOB_TOKEN=t\n")
+    write("settings", "out_of_range", b"CANOPY_IB_CHUNK_BYTES=100\nCANOPY_TIMEOUT=0\n")
+
 
 if __name__ == "__main__":
     main()

@@ -236,7 +236,7 @@ class GradientSynchronizer::Impl {
 
   // Waits for every bucket in launch order and copies the sums of the packed ones back, divided by the world
   // size on the way (here rather than on the progress thread, where the copy would hold up the next bucket's
-  // all-reduce: measured slower on 16 cores).
+  // all-reduce; docs/GRADSYNC.md, *One step*).
   void complete_buckets() {
     if (staging_) {
       stats_.buckets_done_before_finish += staging_->completed();

@@ -5,6 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <string_view>
 
+#include "canopy/error.hpp"
+#include "common/settings.hpp"
+
 namespace canopy::launcher {
 namespace {
 
@@ -44,7 +47,7 @@ std::string contradiction(const LaunchOptions& o, bool port_given, bool addr_giv
 ParsedCommandLine parse_command_line(int argc, const char* const* argv, const EnvMap& env) {
   LaunchOptions o;
   int port = -1;
-  double grace_seconds = 5.0;
+  std::string grace = "5";
   bool no_prefix = false;
   std::string bind_to = "none";
 
@@ -75,8 +78,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
                  "Restart the whole group up to this many times after a failure")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
-  app.add_option("--stop-grace", grace_seconds, "Seconds between SIGTERM and SIGKILL when stopping ranks")
-      ->check(CLI::Range(0.0, 3600.0))
+  app.add_option("--stop-grace", grace,
+                 "Seconds between SIGTERM and SIGKILL when stopping ranks (0 to 3600; or 500ms...)")
       ->capture_default_str();
   app.add_flag("--no-prefix", no_prefix, "Pass the ranks' output through without the \"[rank] \" prefix");
   app.add_option("--bind-to", bind_to,
@@ -118,7 +121,14 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   o.job_token = env_value(env, "CANOPY_JOB_TOKEN");
   o.prefix_output = !no_prefix;
   o.bind_to_core = bind_to == "core";
-  o.stop_grace = std::chrono::milliseconds(static_cast<long long>(grace_seconds * 1000.0));
+  try {
+    o.stop_grace = std::chrono::duration_cast<std::chrono::milliseconds>(
+        settings::parse_duration("--stop-grace", grace));
+  } catch (const Error& e) {
+    return usage_error(e.what());
+  }
+  if (o.stop_grace > std::chrono::hours(1))
+    return usage_error(fmt::format("--stop-grace {} is more than 3600 seconds", grace));
   bool port_given = port_option->count() > 0;
   if (port_given) {
     o.master_port = static_cast<std::uint16_t>(port);

@@ -34,8 +34,8 @@ void claim_rank(Store& store, const LaunchInfo& info, const std::string& host_id
 
 }  // namespace
 
-std::string host_identity(const EnvMap& env) {
-  if (auto id = env_value(env, "CANOPY_HOST_ID")) return *id;
+std::string host_identity(std::string_view configured) {
+  if (!configured.empty()) return std::string(configured);
   char name[HOST_NAME_MAX + 1] = {};
   if (::gethostname(name, sizeof(name) - 1) != 0) fail_errno("rendezvous: gethostname()");
   return name;

@@ -68,7 +68,8 @@ std::string agree_through_rank_zero(
 // Fills only the fields that are -1.
 void assign_local_ranks(Store& store, LaunchInfo& info, const std::string& host_id);
 
-// CANOPY_HOST_ID (tests, containers that share a host) or the host name.
-std::string host_identity(const EnvMap& env);
+// `configured` (CANOPY_HOST_ID: tests, containers that share a host) or, when empty, the host name.
+std::string host_identity(std::string_view configured);
+inline std::string host_identity(const EnvMap& env) { return host_identity(env_value(env, "CANOPY_HOST_ID").value_or("")); }
 
 }  // namespace canopy::rendezvous

@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "common/settings.hpp"
 #include "rendezvous/bootstrap.hpp"
 
 namespace canopy::rendezvous {
@@ -119,14 +120,10 @@ void check_agreement(const Reading& chosen, const Reading& other) {
          *other.rank, other.convention->source);
 }
 
+// The settings' flag grammar (common/settings.hpp): torchrun writes True and False.
 bool parse_flag(const EnvMap& env, const char* name) {
   auto text = env_value(env, name);
-  if (!text) return false;
-  std::string lower;
-  for (char c : *text) lower.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
-  if (lower == "1" || lower == "true" || lower == "yes" || lower == "on") return true;
-  if (lower == "0" || lower == "false" || lower == "no" || lower == "off") return false;
-  fail(ErrorCode::Config, "{}='{}' must be 1/true/yes/on or 0/false/no/off", name, *text);
+  return text && settings::parse_flag(name, *text);
 }
 
 std::string derive_job_token(const EnvMap& env) {

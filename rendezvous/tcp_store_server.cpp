@@ -16,6 +16,7 @@
 #include "canopy/store.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "common/token.hpp"
 #include "rendezvous/key_value_table.hpp"
 #include "rendezvous/printable.hpp"
 #include "rendezvous/store_protocol.hpp"
@@ -35,18 +36,6 @@ constexpr std::size_t kMaxBufferedWhileBusy = 1 << 20;
 constexpr std::size_t kReadChunk = 64 * 1024;
 // Waits longer than this are cut to it, so that a u64 from the wire never overflows the clock.
 constexpr std::uint64_t kMaxWaitMs = 365ull * 24 * 3600 * 1000;
-
-// Compares in time independent of where the first difference lies.
-bool same_token(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  std::size_t n = std::max(a.size(), b.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned char>(x ^ y);
-  }
-  return diff == 0;
-}
 
 class Session;
 
@@ -221,7 +210,7 @@ class Session : public std::enable_shared_from_this<Session> {
       reply(std::string(1, static_cast<char>(proto::HelloStatus::BadVersion)));
       return false;
     }
-    if (!same_token(token, server_.token)) {
+    if (!tokens_equal(token, server_.token)) {
       log::warn("TcpStore :{}: rejected the connection from {}: wrong job token", server_.port, peer_);
       close_after_write_ = true;
       reply(std::string(1, static_cast<char>(proto::HelloStatus::BadToken)));

@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libibverbs-dev
   python3  # bench scripts' tables: compare.sh --repeat (and its test), record-figures.sh
+  gnuplot-nox  # canopy-bench --plot and canopy-bench plot (SVG and PNG, no X)
 )
 [ "${CANOPY_NO_TORCH:-0}" = 1 ] || packages+=(libtorch-dev)
 

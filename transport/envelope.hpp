@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "canopy/types.hpp"
 
@@ -24,7 +25,13 @@ struct Envelope {
   friend bool operator==(const Envelope&, const Envelope&) = default;
 };
 
-// "all_reduce #12 (float32 sum, 1000 elements, algorithm 3, root 0, step 5)"
+// "all_reduce #12 (float32 sum, 1000 elements, ring, root 0, step 5)"
 std::string describe(const Envelope& envelope);
+
+// How messages name an envelope's algorithm, which travels as its index in its collective's table: the
+// collectives layer, which holds the tables, registers this once (collectives/schedules/algorithms.cpp);
+// until then, and for an index no table has, a message says "algorithm <index>".
+using AlgorithmNamer = std::string_view (*)(Collective collective, std::uint8_t index);
+void set_algorithm_namer(AlgorithmNamer namer);
 
 }  // namespace canopy::transport

@@ -20,15 +20,8 @@ constexpr std::uint8_t kLastCollective = static_cast<std::uint8_t>(Collective::S
 constexpr std::uint8_t kLastDataType = static_cast<std::uint8_t>(kAllDataTypes[std::size(kAllDataTypes) - 1]);
 constexpr std::uint8_t kLastReduceOp = static_cast<std::uint8_t>(kAllReduceOps[std::size(kAllReduceOps) - 1]);
 
-template <typename T>
-void put(FrameBytes& out, std::size_t offset, T value) {
-  store_little_endian(out.data() + offset, value);
-}
-
-template <typename T>
-T get(std::span<const std::byte, kFrameHeaderSize> in, std::size_t offset) {
-  return load_little_endian<T>(in.data() + offset);
-}
+using little_endian::get;
+using little_endian::put;
 
 void check_range(const char* field, std::uint8_t value, std::uint8_t last) {
   if (value > last)
@@ -41,46 +34,46 @@ void check_range(const char* field, std::uint8_t value, std::uint8_t last) {
 FrameBytes encode_frame(const FrameHeader& header) {
   FrameBytes out{};
   const Envelope& e = header.envelope;
-  put(out, kMagic, kFrameMagic);
-  put(out, kVersion, header.version);
-  put(out, kFlags, header.flags);
-  put(out, kCollective, static_cast<std::uint8_t>(e.collective));
-  put(out, kDtype, static_cast<std::uint8_t>(e.dtype));
-  put(out, kOp, static_cast<std::uint8_t>(e.op));
-  put(out, kAlgorithm, e.algorithm);
-  put(out, kRoot, e.root);
-  put(out, kStep, e.step);
-  put(out, kCommId, e.comm_id);
-  put(out, kSeq, e.seq);
-  put(out, kCount, e.count);
-  put(out, kPayloadBytes, header.payload_bytes);
+  put(&out[kMagic], kFrameMagic);
+  put(&out[kVersion], header.version);
+  put(&out[kFlags], header.flags);
+  put(&out[kCollective], static_cast<std::uint8_t>(e.collective));
+  put(&out[kDtype], static_cast<std::uint8_t>(e.dtype));
+  put(&out[kOp], static_cast<std::uint8_t>(e.op));
+  put(&out[kAlgorithm], e.algorithm);
+  put(&out[kRoot], e.root);
+  put(&out[kStep], e.step);
+  put(&out[kCommId], e.comm_id);
+  put(&out[kSeq], e.seq);
+  put(&out[kCount], e.count);
+  put(&out[kPayloadBytes], header.payload_bytes);
   return out;
 }
 
 FrameHeader decode_frame(std::span<const std::byte, kFrameHeaderSize> in) {
-  auto magic = get<std::uint32_t>(in, kMagic);
+  auto magic = get<std::uint32_t>(&in[kMagic]);
   if (magic != kFrameMagic)
     fail(ErrorCode::Protocol,
          "malformed frame header: bad magic 0x{:08x} (expected 0x{:08x}): not a Canopy peer, "
          "or the stream lost its framing",
          magic, kFrameMagic);
   FrameHeader header;
-  header.version = get<std::uint8_t>(in, kVersion);
+  header.version = get<std::uint8_t>(&in[kVersion]);
   if (header.version != kFrameVersion)
     fail(ErrorCode::Protocol,
          "frame header version {} is not supported (this build speaks version {}): are all "
          "ranks running the same Canopy?",
          header.version, kFrameVersion);
-  header.flags = get<std::uint8_t>(in, kFlags);
+  header.flags = get<std::uint8_t>(&in[kFlags]);
   if ((header.flags & ~kFrameFlags) != 0)
     fail(ErrorCode::Protocol,
          "malformed frame header: unknown flags 0x{:02x} (are all ranks running the same Canopy?)",
          header.flags & ~kFrameFlags);
-  if (get<std::uint16_t>(in, kReserved16) != 0 || get<std::uint32_t>(in, kReserved32) != 0)
+  if (get<std::uint16_t>(&in[kReserved16]) != 0 || get<std::uint32_t>(&in[kReserved32]) != 0)
     fail(ErrorCode::Protocol, "malformed frame header: reserved bytes are not zero");
-  auto collective = get<std::uint8_t>(in, kCollective);
-  auto dtype = get<std::uint8_t>(in, kDtype);
-  auto op = get<std::uint8_t>(in, kOp);
+  auto collective = get<std::uint8_t>(&in[kCollective]);
+  auto dtype = get<std::uint8_t>(&in[kDtype]);
+  auto op = get<std::uint8_t>(&in[kOp]);
   check_range("collective", collective, kLastCollective);
   check_range("dtype", dtype, kLastDataType);
   check_range("op", op, kLastReduceOp);
@@ -89,13 +82,13 @@ FrameHeader decode_frame(std::span<const std::byte, kFrameHeaderSize> in) {
   e.collective = static_cast<Collective>(collective);
   e.dtype = static_cast<DataType>(dtype);
   e.op = static_cast<ReduceOp>(op);
-  e.algorithm = get<std::uint8_t>(in, kAlgorithm);
-  e.root = get<std::uint32_t>(in, kRoot);
-  e.step = get<std::uint32_t>(in, kStep);
-  e.comm_id = get<std::uint64_t>(in, kCommId);
-  e.seq = get<std::uint64_t>(in, kSeq);
-  e.count = get<std::uint64_t>(in, kCount);
-  header.payload_bytes = get<std::uint64_t>(in, kPayloadBytes);
+  e.algorithm = get<std::uint8_t>(&in[kAlgorithm]);
+  e.root = get<std::uint32_t>(&in[kRoot]);
+  e.step = get<std::uint32_t>(&in[kStep]);
+  e.comm_id = get<std::uint64_t>(&in[kCommId]);
+  e.seq = get<std::uint64_t>(&in[kSeq]);
+  e.count = get<std::uint64_t>(&in[kCount]);
+  header.payload_bytes = get<std::uint64_t>(&in[kPayloadBytes]);
   return header;
 }
 

@@ -5,14 +5,12 @@
 
 #include <poll.h>
 
-#include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <span>
-#include <string>
 #include <vector>
 
 #include "common/error.hpp"
+#include "transport/abort_flag.hpp"
 #include "transport/envelope.hpp"
 #include "transport/transport.hpp"
 
@@ -23,30 +21,6 @@ namespace canopy::transport {
 struct Completions {
   std::vector<OpId>& ids;
   std::uint8_t& frame_flags;
-};
-
-// Set once, by abort() from any thread. A part whose links failed under it reports this instead of the echo
-// of its own shut-down.
-class AbortState {
- public:
-  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
-  // False when it was set already (the first reason stays).
-  bool set(const std::string& reason) {
-    std::lock_guard lock(mutex_);
-    if (aborted_.load(std::memory_order_relaxed)) return false;
-    reason_ = reason;
-    aborted_.store(true, std::memory_order_release);
-    return true;
-  }
-  [[noreturn]] void throw_aborted(int rank) const {
-    std::lock_guard lock(mutex_);
-    fail(ErrorCode::Aborted, "rank {}: transport aborted: {}", rank, reason_);
-  }
-
- private:
-  std::atomic<bool> aborted_{false};
-  mutable std::mutex mutex_;
-  std::string reason_;
 };
 
 class IoPart {

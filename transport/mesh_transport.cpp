@@ -38,13 +38,8 @@ std::size_t MeshTransport::add_part(std::unique_ptr<IoPart> part) {
 }
 
 void MeshTransport::check_postable(int peer, const char* call) const {
-  if (abort_.aborted()) abort_.throw_aborted(rank_);
-  if (peer < 0 || peer >= size_)
-    fail(ErrorCode::InvalidArgument, "rank {}: {} to/from rank {}, but the group has ranks 0..{}", rank_,
-         call, peer, size_ - 1);
-  if (peer == rank_)
-    fail(ErrorCode::InvalidArgument, "rank {}: {} with itself: a schedule must copy locally instead", rank_,
-         call);
+  abort_.throw_if_raised(rank_);
+  check_peer(rank_, size_, peer, call);
 }
 
 OpId MeshTransport::post_send(int peer, const Envelope& envelope, std::span<const std::byte> payload) {
@@ -98,7 +93,7 @@ std::uint64_t MeshTransport::bytes_moved() const {
 bool MeshTransport::spin(Deadline deadline, Completions& done, std::size_t completed_before) {
   Deadline until = Deadline::after(spin_).earlier(deadline);
   std::uint64_t moved_before = bytes_moved();
-  while (!until.expired() && !abort_.aborted()) {
+  while (!until.expired() && !abort_.raised()) {
     drive_all(IoPart::Pass::Spin, done);
     if (done.ids.size() > completed_before) return true;
     if (const std::uint64_t moved = bytes_moved(); moved != moved_before) {
@@ -115,7 +110,7 @@ bool MeshTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
   Completions done{completed, received_flags_};
   IoPart::Pass pass = IoPart::Pass::First;
   for (;;) {
-    if (abort_.aborted()) abort_.throw_aborted(rank_);
+    abort_.throw_if_raised(rank_);
     drive_all(pass, done);
     if (completed.size() > completed_before) return true;
     if (deadline.expired()) return false;
@@ -148,7 +143,7 @@ bool MeshTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
           std::span(poll_fds_).subspan(poll_part_start_[i], poll_part_start_[i + 1] - poll_part_start_[i]));
     // Something became ready while a part announced it would sleep: drive everything again at once.
     pass = can_block ? IoPart::Pass::Polled : IoPart::Pass::Spin;
-    if (poll_fds_[0].revents != 0 && !abort_.aborted()) {
+    if (poll_fds_[0].revents != 0 && !abort_.raised()) {
       // wake(): the caller has new work for this thread.
       std::uint64_t count = 0;
       [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof(count));
@@ -158,7 +153,7 @@ bool MeshTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
 }
 
 void MeshTransport::abort(const std::string& reason) {
-  if (!abort_.set(reason)) return;
+  if (!abort_.raise(reason)) return;
   // Peers blocked on us learn at once that nothing more will come.
   for (auto& part : parts_) part->shut_down();
   std::uint64_t one = 1;

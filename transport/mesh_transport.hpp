@@ -11,7 +11,7 @@
 
 #include "transport/io_part.hpp"
 #include "transport/tcp/socket.hpp"
-#include "transport/tcp/spin_rule.hpp"
+#include "transport/spin_rule.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy::transport {
@@ -33,7 +33,7 @@ class MeshTransport final : public Transport {
   void route_recvs(int peer, std::size_t index) { recv_route_[peer] = index; }
   IoPart& part(std::size_t index) { return *parts_[index]; }
   // The mesh's abort flag, for the parts to share.
-  const AbortState& abort_state() const { return abort_; }
+  const AbortFlag& abort_state() const { return abort_; }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -68,7 +68,7 @@ class MeshTransport final : public Transport {
   std::vector<std::size_t> poll_part_start_;  // part -> its first entry in poll_fds_ (one more: the end)
   UniqueFd wake_fd_;                          // eventfd written by abort() and wake()
   OpId next_id_ = 1;
-  AbortState abort_;
+  AbortFlag abort_;
 };
 
 }  // namespace canopy::transport

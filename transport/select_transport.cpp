@@ -32,45 +32,39 @@ std::optional<std::pair<int, std::string>> first_rank_without_verbs(Store& store
 
 }  // namespace
 
-TransportKind transport_kind_from(const EnvMap& env) {
-  std::string value = env_value(env, "CANOPY_TRANSPORT").value_or("auto");
+TransportKind transport_kind_from(const Settings& settings) {
+  const std::string& value = settings.choice("CANOPY_TRANSPORT");
   if (value == "shm+tcp") return TransportKind::ShmTcp;
-  if (value == "tcp") return TransportKind::Tcp;
-  if (value == "verbs") return TransportKind::Verbs;
-  if (value == "auto") return TransportKind::Auto;
-  fail(ErrorCode::Config, "CANOPY_TRANSPORT='{}' is not a transport: use auto, shm+tcp, tcp or verbs", value);
+  return value == "tcp" ? TransportKind::Tcp : value == "verbs" ? TransportKind::Verbs : TransportKind::Auto;
 }
 
-std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
-                                        TransportKind kind, VerbsOptions verbs, const ShmOptions& shm) {
-  verbs.comm_id = tcp.comm_id;
-  verbs.connect_timeout = tcp.connect_timeout;
+std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options,
+                                        TransportKind kind) {
   switch (kind) {
     case TransportKind::ShmTcp:
       log::info("rank {}: transport: shm+tcp (CANOPY_TRANSPORT=shm+tcp)", rank);
-      return connect_shm_tcp_mesh(store, rank, size, tcp, shm);
+      return connect_shm_tcp_mesh(store, rank, size, options);
     case TransportKind::Tcp:
       log::info("rank {}: transport: tcp (CANOPY_TRANSPORT=tcp)", rank);
-      return connect_tcp_mesh(store, rank, size, tcp);
+      return connect_tcp_mesh(store, rank, size, TcpOptions::from(options));
     case TransportKind::Verbs:
       log::info("rank {}: transport: verbs (CANOPY_TRANSPORT=verbs)", rank);
-      return connect_verbs_mesh(store, rank, size, verbs);
+      return connect_verbs_mesh(store, rank, size, VerbsOptions::from(options));
     case TransportKind::Auto:
       break;
   }
+  const VerbsOptions verbs = VerbsOptions::from(options);
   if (auto without = first_rank_without_verbs(store, rank, size, verbs)) {
     log::info("rank {}: transport: shm+tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {})", rank,
               without->first, without->second);
-    return connect_shm_tcp_mesh(store, rank, size, tcp, shm);
+    return connect_shm_tcp_mesh(store, rank, size, options);
   }
   log::info("rank {}: transport: verbs (CANOPY_TRANSPORT=auto; every rank has an RDMA device)", rank);
   return connect_verbs_mesh(store, rank, size, verbs);
 }
 
-std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp) {
-  EnvMap env = current_environment();
-  return connect_mesh(store, rank, size, tcp, transport_kind_from(env), VerbsOptions::from_environment(env),
-                      ShmOptions::from_environment(env));
+std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options) {
+  return connect_mesh(store, rank, size, options, transport_kind_from(options.settings));
 }
 
 }  // namespace canopy::transport

@@ -11,7 +11,8 @@
 
 #include "canopy/store.hpp"
 #include "common/env.hpp"
-#include "transport/shm/shm_options.hpp"
+#include "common/settings.hpp"
+#include "transport/mesh_options.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 #include "transport/transport.hpp"
 #include "transport/verbs/verbs_transport.hpp"
@@ -20,17 +21,16 @@ namespace canopy::transport {
 
 enum class TransportKind { ShmTcp, Tcp, Verbs, Auto };
 
-// CANOPY_TRANSPORT from `env`; unset means Auto. Throws Error(Config) naming the variable otherwise.
-TransportKind transport_kind_from(const EnvMap& env);
+// CANOPY_TRANSPORT; unset means Auto.
+TransportKind transport_kind_from(const Settings& settings);
+inline TransportKind transport_kind_from(const EnvMap& env) { return transport_kind_from(Settings::parse(env)); }
 
-// Builds the mesh of the kind asked for. `verbs` carries the RDMA settings; its comm_id and
-// connect_timeout are taken from `tcp`, so both transports scope their store keys alike. `shm` carries the
-// shared-memory settings; which ranks share a host comes from tcp.host_of_rank.
-std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
-                                        TransportKind kind, VerbsOptions verbs, const ShmOptions& shm = {});
+// Builds the mesh of `kind`; each transport takes its options from `options` (TcpOptions::from,
+// VerbsOptions::from).
+std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options,
+                                        TransportKind kind);
 
-// The same with the kind and the RDMA and shared-memory settings read from the environment: what a
-// communicator calls.
-std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const TcpOptions& tcp);
+// The same with the kind from the options' settings (CANOPY_TRANSPORT): what a communicator calls.
+std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options);
 
 }  // namespace canopy::transport

@@ -2,9 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "bench/collectives/ceiling.hpp"
@@ -13,83 +14,99 @@
 #include "bench/collectives/cpu_speed.hpp"
 #include "bench/collectives/plot.hpp"
 #include "bench/collectives/selection.hpp"
-#include "bench/collectives/sizes.hpp"
 #include "bench/collectives/trace_command.hpp"
+#include "common/settings.hpp"
 
 namespace canopy::bench {
-namespace {
-
-// Runs `body` and turns every error into a message on stderr and exit status 1.
-template <typename Body>
-int guarded(CLI::App& app, const char* name, Body body) {
+int run_guarded(CLI::App& app, const char* name, const Command& body) {
   try {
     return body();
   } catch (const CLI::Error& e) {
     return app.exit(e);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "canopy-bench {}: {}\n", name, e.what());
+    fmt::print(stderr, "canopy-bench{}{}: {}\n", *name ? " " : "", name, e.what());
     return 1;
   }
 }
 
-}  // namespace
+namespace {
 
-int trace_command(int argc, char** argv) {
-  TraceSettings s;
-  CLI::App app{"canopy-bench trace: show a collective's schedule round by round, simulated (no network)"};
-  app.add_option("collective", s.collective, "broadcast|reduce|allreduce|allgather|reducescatter|barrier")
+// A subcommand whose settings live as long as the parse that fills them and the command that runs.
+template <typename Settings>
+std::pair<CLI::App*, std::shared_ptr<Settings>> subcommand(CLI::App& app, const char* name,
+                                                           const char* about) {
+  return {app.add_subcommand(name, about), std::make_shared<Settings>()};
+}
+
+// Makes `run(state)` the chosen command once `sub` was parsed.
+template <typename Settings, typename Run>
+void when_chosen(CLI::App* sub, Command& chosen, std::shared_ptr<Settings> state, const char* name, Run run) {
+  sub->callback([sub, &chosen, state, name, run] {
+    chosen = [sub, state, name, run] { return run_guarded(*sub, name, [&] { return run(*state); }); };
+  });
+}
+
+void add_trace(CLI::App& parent, Command& chosen) {
+  auto [app, state] = subcommand<TraceSettings>(
+      parent, "trace", "show a collective's schedule round by round, simulated (no network)");
+  TraceSettings& s = *state;
+  app->add_option("collective", s.collective, "broadcast|reduce|allreduce|allgather|reducescatter|barrier")
       ->required();
-  app.add_option("--algo", s.algorithms, "algorithms: a comma-separated list or 'all'")
+  app->add_option("--algo", s.algorithms, "algorithms: a comma-separated list or 'all'")
       ->capture_default_str();
-  app.add_option("-p,--ranks", s.ranks, "number of ranks")->capture_default_str();
-  app.add_option("--count", s.count, "elements (all-gather, reduce-scatter: per rank)")
+  app->add_option("-p,--ranks", s.ranks, "number of ranks")->capture_default_str();
+  app->add_option("--count", s.count, "elements (all-gather, reduce-scatter: per rank)")
       ->capture_default_str();
-  app.add_option("--chunk-bytes", s.chunk_bytes, "pipelining granularity (suffixes K, M, G)")
+  app->add_option("--chunk-bytes", s.chunk_bytes, "pipelining granularity (a size: 64K, 1M)")
       ->capture_default_str();
-  app.add_option("--dtype", s.dtype, "element type")->capture_default_str();
-  app.add_option("--root", s.root, "root of broadcast and reduce")->capture_default_str();
-  app.add_option("--alpha-us", s.alpha_us, "model: latency per message, microseconds")->capture_default_str();
-  app.add_option("--link-gbps", s.link_gbps, "model: link bandwidth, 10^9 bytes/s")->capture_default_str();
-  app.add_option("--reduce-gbps", s.reduce_gbps, "model: reduction speed, 10^9 bytes/s")
+  app->add_option("--dtype", s.dtype, "element type")->capture_default_str();
+  app->add_option("--root", s.root, "root of broadcast and reduce")->capture_default_str();
+  app->add_option("--alpha-us", s.alpha_us, "model: latency per message, microseconds")
       ->capture_default_str();
-  app.add_option(
+  app->add_option("--link-gbps", s.link_gbps, "model: link bandwidth, 10^9 bytes/s")->capture_default_str();
+  app->add_option("--reduce-gbps", s.reduce_gbps, "model: reduction speed, 10^9 bytes/s")
+      ->capture_default_str();
+  app->add_option(
          "--eager-gbps", s.eager_gbps,
          "model: the rate of a message's first --eager-bytes (what a socket takes at once; 0: --link-gbps)")
       ->capture_default_str();
-  app.add_option("--eager-bytes", s.eager_bytes, "model: how many of a message's bytes move at --eager-gbps")
+  app->add_option("--eager-bytes", s.eager_bytes, "model: how many of a message's bytes move at --eager-gbps")
       ->capture_default_str();
-  app.add_option("--cores", s.cores,
-                 "model: all ranks on one host with this many cores; its ranks then move at most that many "
-                 "messages at once (0: every rank on a host of its own)")
+  app->add_option("--cores", s.cores,
+                  "model: all ranks on one host with this many cores; its ranks then move at most that many "
+                  "messages at once (0: every rank on a host of its own)")
       ->capture_default_str();
-  app.add_option("--svg", s.svg, "also draw the trace here (with several algorithms: FILE-<algo>.svg)");
-  app.add_flag("--out-of-place", s.out_of_place,
-               "the input in its own buffer: messages read straight from it show as input[a..b)");
-  CLI11_PARSE(app, argc, argv);
-  return guarded(app, "trace", [&] {
-    std::fputs(run_trace(s).c_str(), stdout);
+  app->add_option("--svg", s.svg, "also draw the trace here (with several algorithms: FILE-<algo>.svg)");
+  app->add_flag("--out-of-place", s.out_of_place,
+                "the input in its own buffer: messages read straight from it show as input[a..b)");
+  when_chosen(app, chosen, state, "trace", [](const TraceSettings& trace) {
+    std::fputs(run_trace(trace).c_str(), stdout);
     return 0;
   });
 }
 
-int ceiling_command(int argc, char** argv) {
+struct CeilingSettings {
   std::string bytes = "64M";
   CeilingOptions options;
-  CLI::App app{
-      "canopy-bench ceiling: how fast two processes exchange data both ways over loopback TCP, and "
-      "the busbw ceiling that implies for each collective on one host"};
-  app.add_option("--bytes", bytes, "message size each way per repetition")->capture_default_str();
-  app.add_option("--repetitions", options.repetitions, "timed repetitions (the median is reported)")
+};
+
+void add_ceiling(CLI::App& parent, Command& chosen) {
+  auto [app, state] = subcommand<CeilingSettings>(
+      parent, "ceiling",
+      "how fast two processes exchange data both ways over loopback TCP, and the busbw ceiling that implies "
+      "for each collective on one host");
+  app->add_option("--bytes", state->bytes, "message size each way per repetition")->capture_default_str();
+  app->add_option("--repetitions", state->options.repetitions, "timed repetitions (the median is reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  CLI11_PARSE(app, argc, argv);
-  return guarded(app, "ceiling", [&] {
-    options.message_bytes = parse_size(bytes);
+  when_chosen(app, chosen, state, "ceiling", [](CeilingSettings s) {
+    CeilingOptions& options = s.options;
+    options.message_bytes = settings::parse_size("--bytes", s.bytes);
     LoopbackCeiling ceiling = measure_loopback_ceiling(options);
     fmt::print(
         "loopback exchange, 2 processes, {} each way x {}: {:.2f} GB/s each way (median; best {:.2f}), "
         "{:.2f} GB/s in all\n",
-        format_size(options.message_bytes), options.repetitions, ceiling.each_way_gbps,
+        settings::format_size(options.message_bytes), options.repetitions, ceiling.each_way_gbps,
         ceiling.best_each_way_gbps, ceiling.aggregate_gbps());
     fmt::print("{:>14} {:>9} {:>9} {:>9} {:>9}   busbw ceiling on one host (GB/s)\n", "collective", "P=2",
                "P=4", "P=8", "P=16");
@@ -103,67 +120,87 @@ int ceiling_command(int argc, char** argv) {
   });
 }
 
-int cpu_command(int argc, char** argv) {
-  int times = 1;
-  CLI::App app{
-      "canopy-bench cpu: how long a fixed piece of CPU work takes now (ms); on shared machines this moves "
-      "by 2-3x within seconds, and every timing with it. bench/compare/compare.sh runs it around each run"};
-  app.add_option("--times", times, "how many times to time it, one line each")
+void add_cpu(CLI::App& parent, Command& chosen) {
+  auto [app, times] = subcommand<int>(
+      parent, "cpu",
+      "how long a fixed piece of CPU work takes now (ms); on shared machines this moves by 2-3x within "
+      "seconds, and every timing with it. bench/compare/compare.sh runs it around each run");
+  *times = 1;
+  app->add_option("--times", *times, "how many times to time it, one line each")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  CLI11_PARSE(app, argc, argv);
-  return guarded(app, "cpu", [&] {
-    for (int i = 0; i < times; ++i) fmt::print("cpu fixed work: {:.1f} ms\n", fixed_work_milliseconds());
+  when_chosen(app, chosen, times, "cpu", [](int repeats) {
+    for (int i = 0; i < repeats; ++i) fmt::print("cpu fixed work: {:.1f} ms\n", fixed_work_milliseconds());
     return 0;
   });
 }
 
-int plot_command(int argc, char** argv) {
+// The files of rows a command reads, concatenated.
+nlohmann::ordered_json rows_of(const std::vector<std::string>& paths) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const std::string& path : paths)
+    for (auto& row : read_rows(path)) rows.push_back(std::move(row));
+  return rows;
+}
+
+struct PlotSettings {
   std::string output;
   std::vector<std::string> inputs;
-  CLI::App app{
-      "canopy-bench plot: draw busbw vs size per algorithm (and time vs ranks when the files span "
-      "several rank counts) from --json files, with gnuplot"};
-  app.add_option("output", output, "the picture: FILE.svg or FILE.png")->required();
-  app.add_option("rows", inputs, "canopy-bench --json files")->required();
-  CLI11_PARSE(app, argc, argv);
-  return guarded(app, "plot", [&] {
-    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (const std::string& path : inputs)
-      for (auto& row : read_rows(path)) rows.push_back(std::move(row));
-    draw_plot(rows, output);
-    fmt::print("canopy-bench plot: drew {} rows into {}\n", rows.size(), output);
+};
+
+void add_plot(CLI::App& parent, Command& chosen) {
+  auto [app, state] = subcommand<PlotSettings>(
+      parent, "plot",
+      "draw busbw vs size per algorithm (and time vs ranks when the files span several rank counts) from "
+      "--json files, with gnuplot");
+  app->add_option("output", state->output, "the picture: FILE.svg or FILE.png")->required();
+  app->add_option("rows", state->inputs, "canopy-bench --json files")->required();
+  when_chosen(app, chosen, state, "plot", [](const PlotSettings& s) {
+    const nlohmann::ordered_json rows = rows_of(s.inputs);
+    draw_plot(rows, s.output);
+    fmt::print("canopy-bench plot: drew {} rows into {}\n", rows.size(), s.output);
     return 0;
   });
 }
 
-int compare_command(int argc, char** argv) {
+struct CompareSettings {
   std::string ours, theirs, peer = "mpi";
-  CLI::App app{"canopy-bench compare: Canopy's --json rows beside a peer's (same keys), with ratios"};
-  app.add_option("canopy", ours, "canopy-bench --json file")->required();
-  app.add_option("peer", theirs, "the peer's rows (bench/compare's canopy-mpi-bench --json)")->required();
-  app.add_option("--peer-name", peer, "what to call the peer in the table")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  return guarded(app, "compare", [&] {
-    std::fputs(compare_table(read_rows(ours), read_rows(theirs), peer).c_str(), stdout);
+};
+
+void add_compare(CLI::App& parent, Command& chosen) {
+  auto [app, state] = subcommand<CompareSettings>(
+      parent, "compare", "Canopy's --json rows beside a peer's (same keys), with ratios");
+  app->add_option("canopy", state->ours, "canopy-bench --json file")->required();
+  app->add_option("peer", state->theirs, "the peer's rows (bench/compare's canopy-mpi-bench --json)")
+      ->required();
+  app->add_option("--peer-name", state->peer, "what to call the peer in the table")->capture_default_str();
+  when_chosen(app, chosen, state, "compare", [](const CompareSettings& s) {
+    std::fputs(compare_table(read_rows(s.ours), read_rows(s.theirs), s.peer).c_str(), stdout);
     return 0;
   });
 }
 
-int choice_command(int argc, char** argv) {
-  std::vector<std::string> inputs;
-  CLI::App app{
-      "canopy-bench choice: how good auto is; per size, auto's measured time beside the fastest algorithm's, "
-      "from --json files of sweeps run with --algo all"};
-  app.add_option("rows", inputs, "canopy-bench --json files")->required();
-  CLI11_PARSE(app, argc, argv);
-  return guarded(app, "choice", [&] {
-    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (const std::string& path : inputs)
-      for (auto& row : read_rows(path)) rows.push_back(std::move(row));
-    std::fputs(choice_table(rows).c_str(), stdout);
+void add_choice(CLI::App& parent, Command& chosen) {
+  auto [app, inputs] = subcommand<std::vector<std::string>>(
+      parent, "choice",
+      "how good auto is; per size, auto's measured time beside the fastest algorithm's, from --json files of "
+      "sweeps run with --algo all");
+  app->add_option("rows", *inputs, "canopy-bench --json files")->required();
+  when_chosen(app, chosen, inputs, "choice", [](const std::vector<std::string>& paths) {
+    std::fputs(choice_table(rows_of(paths)).c_str(), stdout);
     return 0;
   });
+}
+
+}  // namespace
+
+void add_subcommands(CLI::App& app, Command& chosen) {
+  add_trace(app, chosen);
+  add_ceiling(app, chosen);
+  add_cpu(app, chosen);
+  add_plot(app, chosen);
+  add_compare(app, chosen);
+  add_choice(app, chosen);
 }
 
 }  // namespace canopy::bench

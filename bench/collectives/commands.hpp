@@ -1,14 +1,20 @@
-// canopy-bench's subcommands besides the sweep; each parses its own arguments (argv[0] is its name)
-// and returns the process exit status.
+// canopy-bench's subcommands besides the sweep, as CLI11 subcommands: trace, ceiling, cpu, plot, compare,
+// choice (each with --help).
 #pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
 
 namespace canopy::bench {
 
-int trace_command(int argc, char** argv);    // canopy-bench trace <collective> --algo A -p P ...
-int ceiling_command(int argc, char** argv);  // canopy-bench ceiling [--bytes 64M] [--repetitions 5]
-int cpu_command(int argc, char** argv);      // canopy-bench cpu [--times N]
-int plot_command(int argc, char** argv);     // canopy-bench plot OUT.svg ROWS.json...
-int compare_command(int argc, char** argv);  // canopy-bench compare CANOPY.json PEER.json [--peer mpi]
-int choice_command(int argc, char** argv);   // canopy-bench choice ROWS.json...
+// What the chosen command does; it returns the process's exit status.
+using Command = std::function<int()>;
+
+// Adds the subcommands to `app`. When the command line names one, `chosen` is set to it during parsing.
+void add_subcommands(CLI::App& app, Command& chosen);
+
+// Runs `body`, turning every error into a message on stderr ("canopy-bench <name>: ...") and exit status 1,
+// or CLI11's own report for a CLI11 error.
+int run_guarded(CLI::App& app, const char* name, const Command& body);
 
 }  // namespace canopy::bench

@@ -3,13 +3,13 @@
 //
 //   canopy-run --nproc 4 canopy-bench allreduce --algo all -b 8 -e 64M [--ceiling] [--plot sweep.svg]
 //
-// and, without a group: canopy-bench trace | ceiling | cpu | plot | compare | choice (see --help of each).
+// and, without a group, its subcommands: canopy-bench trace | ceiling | cpu | plot | compare | choice
+// (commands.hpp; see --help of each).
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -20,25 +20,21 @@
 #include "bench/collectives/progress.hpp"
 #include "bench/collectives/report.hpp"
 #include "bench/collectives/selection.hpp"
-#include "bench/collectives/sizes.hpp"
+#include "bench/collectives/sweep_flags.hpp"
 #include "bench/collectives/transport_in_use.hpp"
 #include "canopy/canopy.hpp"
+#include "common/settings.hpp"
 
 namespace canopy::bench {
 namespace {
 
 struct Settings {
-  std::string collective = "allreduce";
+  SweepFlags sweep;  // what canopy-mpi-bench takes too
   std::string algorithms = "auto";
-  std::string min_size = "8", max_size = "64M";
-  std::uint64_t factor = 2;
-  int iterations = 20, warmup = 5, check = 1;
-  double min_time_ms = 0;
-  bool latency = false;
+  std::string check = "1";
   std::string dtype = "float32", op = "sum";
-  int root = 0;
   bool in_place = false;
-  std::string json, csv;
+  std::string csv;
   std::string chunk_bytes = "0";
   bool ceiling = false;
   std::string plot;
@@ -48,7 +44,7 @@ struct Settings {
 // What to run: each collective with its algorithms. With several collectives ("all"), an algorithm
 // that one of them lacks is skipped there; a name no collective knows is an error.
 std::vector<std::pair<Collective, std::vector<std::string>>> plan_of(const Settings& s) {
-  auto collectives = collectives_named(s.collective);
+  auto collectives = collectives_named(s.sweep.collective);
   std::vector<std::pair<Collective, std::vector<std::string>>> plan;
   std::string first_error;
   for (Collective collective : collectives) {
@@ -86,9 +82,11 @@ int sweep(const Settings& s) {
   auto op = parse_reduce_op(s.op);
   if (!dtype) throw CLI::ValidationError("--dtype", fmt::format("unknown type '{}'", s.dtype));
   if (!op) throw CLI::ValidationError("--op", fmt::format("unknown op '{}'", s.op));
-  auto sizes = size_sweep(parse_size(s.min_size), parse_size(s.max_size), s.factor);
+  const auto sizes = s.sweep.sizes();
+  const double min_time_seconds = s.sweep.min_time_seconds();
+  const bool check = settings::parse_flag("--check", s.check);
   auto plan = plan_of(s);
-  const std::size_t chunk_bytes = parse_size(s.chunk_bytes);
+  const std::size_t chunk_bytes = settings::parse_size("--chunk-bytes", s.chunk_bytes);
   if (!s.plot.empty()) require_plot_tools(s.plot);  // before the sweep, not after it
 
   Communicator comm = Communicator::from_environment();
@@ -96,7 +94,7 @@ int sweep(const Settings& s) {
   RunInfo info;
   info.ranks = comm.size();
   info.link = comm.link_estimate();
-  info.latency = s.latency;
+  info.latency = s.sweep.latency;
   std::vector<std::int64_t> hosts{comm.local_rank() == 0 ? 1 : 0};
   comm.all_reduce(std::span(hosts), ReduceOp::Sum, {.algorithm = "ring"});
   info.hosts = static_cast<int>(hosts[0]);
@@ -118,11 +116,21 @@ int sweep(const Settings& s) {
     auto collective_sizes = collective == Collective::Barrier ? std::vector<std::uint64_t>{0} : sizes;
     for (std::uint64_t bytes : collective_sizes) {
       for (const std::string& name : names) {
-        progress.starting(done++,
-                          fmt::format("{} {} {}", command_name(collective), name, format_size(bytes)));
-        BenchCase c{collective, name,         bytes,        *dtype,   *op,
-                    s.root,     s.in_place,   s.iterations, s.warmup, s.min_time_ms / 1e3,
-                    s.latency,  s.check != 0, chunk_bytes};
+        progress.starting(
+            done++, fmt::format("{} {} {}", command_name(collective), name, settings::format_size(bytes)));
+        BenchCase c{collective,
+                    name,
+                    bytes,
+                    *dtype,
+                    *op,
+                    s.sweep.root,
+                    s.in_place,
+                    s.sweep.iterations,
+                    s.sweep.warmup,
+                    min_time_seconds,
+                    s.sweep.latency,
+                    check,
+                    chunk_bytes};
         BenchResult r = measurement.run(c);
         total_wrong += r.wrong;
         progress.clear();
@@ -133,7 +141,7 @@ int sweep(const Settings& s) {
     if (leader) table.footer();
   }
   progress.clear();
-  if (leader && !s.json.empty()) write_json(s.json, info, results);
+  if (leader && !s.sweep.json.empty()) write_json(s.sweep.json, info, results);
   if (leader && !s.csv.empty()) write_csv(s.csv, info, results);
   if (leader && !s.plot.empty()) draw_plot(results_json(info, results), s.plot);
   if (total_wrong > 0) {
@@ -143,40 +151,17 @@ int sweep(const Settings& s) {
   return 0;
 }
 
-int sweep_command(int argc, char** argv) {
-  Settings s;
-  CLI::App app{
-      "canopy-bench: measure every collective and algorithm across the ranks of a group.\n"
-      "Also: canopy-bench trace | ceiling | cpu | plot | compare | choice (each with --help)"};
-  app.add_option("collective", s.collective, "broadcast|reduce|allreduce|allgather|reducescatter|barrier|all")
-      ->capture_default_str();
+void add_sweep_options(CLI::App& app, Settings& s) {
+  add_sweep_flags(app, s.sweep, "broadcast|reduce|allreduce|allgather|reducescatter|barrier|all");
   app.add_option("--algo", s.algorithms,
                  "algorithms: a comma-separated list of names, 'all' (every algorithm) and 'auto' (the cost "
                  "model's choice)")
       ->capture_default_str();
-  app.add_option("-b,--minbytes", s.min_size, "smallest size (suffixes K, M, G)")->capture_default_str();
-  app.add_option("-e,--maxbytes", s.max_size, "largest size")->capture_default_str();
-  app.add_option("-f,--stepfactor", s.factor, "size multiplication factor")->capture_default_str();
-  app.add_option("-n,--iters", s.iterations, "timed iterations per size")->capture_default_str();
-  app.add_option("-w,--warmup_iters", s.warmup, "untimed iterations before timing")->capture_default_str();
-  app.add_option(
-         "--min-time", s.min_time_ms,
-         "time each size for about this many milliseconds: at least -n iterations, and as many as the "
-         "warm-up's slowest rank says fill the window (warm-up calls run slower: use -w 10 or more; "
-         "0: exactly -n)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 60000.0));
-  app.add_flag(
-      "--latency", s.latency,
-      "a barrier before every timed call, and only the calls timed (OSU's method): one call's latency, "
-      "which back-to-back calls hide (a broadcast's root never waits for its leaves)");
   app.add_option("-c,--check", s.check, "check results exactly (0 = off)")->capture_default_str();
   app.add_option("--dtype", s.dtype, "float32 float64 float16 bfloat16 int8 uint8 int32 int64")
       ->capture_default_str();
   app.add_option("--op", s.op, "sum prod min max avg")->capture_default_str();
-  app.add_option("--root", s.root, "root of broadcast, reduce, gather and scatter")->capture_default_str();
   app.add_flag("--inplace", s.in_place, "run in place");
-  app.add_option("--json", s.json, "write every row as JSON to this file");
   app.add_option("--csv", s.csv, "write every row as CSV to this file");
   app.add_option("--chunk-bytes", s.chunk_bytes, "pipelining granularity (0 = CANOPY_CHUNK_BYTES or 1M)")
       ->capture_default_str();
@@ -187,28 +172,21 @@ int sweep_command(int argc, char** argv) {
   app.add_option("--plot", s.plot, "draw busbw vs size per algorithm into FILE.svg or FILE.png (gnuplot)");
   app.add_flag("!--no-progress", s.progress,
                "no progress line (it is only ever drawn on a terminal, by rank 0)");
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return sweep(s);
-  } catch (const CLI::Error& e) {
-    return app.exit(e);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "canopy-bench: {}\n", e.what());
-    return 1;
-  }
 }
 
 }  // namespace
 }  // namespace canopy::bench
 
 int main(int argc, char** argv) {
-  using Command = int (*)(int, char**);
-  const std::pair<const char*, Command> commands[] = {
-      {"trace", canopy::bench::trace_command},     {"ceiling", canopy::bench::ceiling_command},
-      {"cpu", canopy::bench::cpu_command},         {"plot", canopy::bench::plot_command},
-      {"compare", canopy::bench::compare_command}, {"choice", canopy::bench::choice_command}};
-  if (argc > 1)
-    for (const auto& [name, command] : commands)
-      if (std::strcmp(argv[1], name) == 0) return command(argc - 1, argv + 1);
-  return canopy::bench::sweep_command(argc, argv);
+  using namespace canopy::bench;
+  Settings settings;
+  CLI::App app{
+      "canopy-bench: measure every collective and algorithm across the ranks of a group (the sweep), or one "
+      "of the subcommands below"};
+  add_sweep_options(app, settings);
+  Command chosen = [&] { return run_guarded(app, "", [&] { return sweep(settings); }); };
+  add_subcommands(app, chosen);
+  app.require_subcommand(0, 1);
+  CLI11_PARSE(app, argc, argv);
+  return chosen();
 }

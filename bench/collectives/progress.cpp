@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/env.hpp"
+#include "common/settings.hpp"
 
 namespace canopy::bench {
 
@@ -12,7 +12,7 @@ namespace {
 
 // canopy-run's word that its own stderr, where a rank's stderr pipe ends, is a terminal.
 bool launcher_says_stderr_is_terminal() {
-  return env_value(current_environment(), "CANOPY_STDERR_IS_TERMINAL") == "1";
+  return Settings::from_environment().flag("CANOPY_STDERR_IS_TERMINAL");
 }
 
 }  // namespace

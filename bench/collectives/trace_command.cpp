@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "bench/collectives/selection.hpp"
-#include "bench/collectives/sizes.hpp"
+#include "bench/collectives/tracer.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
-#include "collectives/schedules/tracer.hpp"
 #include "common/error.hpp"
+#include "common/settings.hpp"
 
 namespace canopy::bench {
 namespace {
@@ -35,7 +35,7 @@ void check(const TraceSettings& s, Collective collective) {
 
 coll::LinkModel link_model(const TraceSettings& s) {
   coll::LinkModel model{s.alpha_us * 1e-6, 1.0 / (s.link_gbps * 1e9), 1.0 / (s.reduce_gbps * 1e9)};
-  model.eager_bytes = parse_size(s.eager_bytes);
+  model.eager_bytes = settings::parse_size("--eager-bytes", s.eager_bytes);
   model.beta_eager = s.eager_gbps > 0 ? 1.0 / (s.eager_gbps * 1e9) : model.beta;
   if (s.cores > 0) {
     model.hosts.host_of_rank.assign(static_cast<std::size_t>(s.ranks), 0);
@@ -63,7 +63,7 @@ std::string run_trace(const TraceSettings& s) {
   check(s, collective);
   const std::vector<std::string> names = algorithms_for(collective, s.algorithms, /*allow_auto=*/false);
   const std::uint64_t chunk_elements =
-      std::max<std::uint64_t>(1, parse_size(s.chunk_bytes) / size_of(*dtype));
+      std::max<std::uint64_t>(1, settings::parse_size("--chunk-bytes", s.chunk_bytes) / size_of(*dtype));
 
   coll::CollectiveCall call;
   call.collective = collective;
@@ -94,12 +94,12 @@ std::string run_trace(const TraceSettings& s) {
     coll::Simulation simulation =
         coll::simulate(algorithm, call, *dtype, ReduceOp::Sum, std::move(inputs), model);
     text += fmt::format("\n== {} {}: {}\n", command_name(collective), name, algorithm.summary);
-    text += coll::trace_text(simulation, call);
+    text += trace_text(simulation, call);
     predictions.emplace_back(name, simulation.predicted_seconds);
     if (!s.svg.empty()) {
       std::string path = svg_path_for(s.svg, name, names.size() > 1);
       std::ofstream out(path);
-      out << coll::trace_svg(simulation, call);
+      out << trace_svg(simulation, call);
       if (!out) fail(ErrorCode::Config, "canopy-bench trace: cannot write the SVG file '{}'", path);
       text += fmt::format("(drawn in {})\n", path);
     }
@@ -107,7 +107,7 @@ std::string run_trace(const TraceSettings& s) {
   if (predictions.size() > 1) {
     text += "\n# predicted:";
     for (const auto& [name, seconds] : predictions)
-      text += fmt::format(" {} {}{}", name, coll::format_seconds(seconds),
+      text += fmt::format(" {} {}{}", name, format_seconds(seconds),
                           &name == &predictions.back().first ? "" : ",");
     text += "\n";
   }

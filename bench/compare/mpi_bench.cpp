@@ -19,21 +19,13 @@
 
 #include "bench/collectives/measurement.hpp"
 #include "bench/collectives/selection.hpp"
-#include "bench/collectives/sizes.hpp"
+#include "bench/collectives/sweep_flags.hpp"
 #include "bench/collectives/timing.hpp"
 
 namespace canopy::bench {
 namespace {
 
-struct Settings {
-  std::string collective = "allreduce";
-  std::string min_size = "4", max_size = "64M";
-  std::uint64_t factor = 2;
-  int iterations = 20, warmup = 5, root = 0;
-  double min_time_ms = 0;
-  bool latency = false;
-  std::string json;
-};
+using Settings = SweepFlags;
 
 // Inputs whose float sum is exact in any order: small integers.
 float input_of(int rank, std::uint64_t i) {
@@ -127,7 +119,8 @@ int run(const Settings& s) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   auto collectives = collectives_named(s.collective);
-  auto sizes = size_sweep(parse_size(s.min_size), parse_size(s.max_size), s.factor);
+  const auto sizes = s.sizes();
+  const double min_time_seconds = s.min_time_seconds();
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   Buffers b;
   std::uint64_t total_wrong = 0;
@@ -165,7 +158,7 @@ int run(const Settings& s) {
         return max;
       };
       const int iterations = warm_up(
-          s.warmup, s.iterations, s.min_time_ms / 1e3, [&] { call(collective, b, n, s.root); }, slowest);
+          s.warmup, s.iterations, min_time_seconds, [&] { call(collective, b, n, s.root); }, slowest);
       MPI_Barrier(MPI_COMM_WORLD);
       const double timed = time_calls(
           iterations, s.latency, [&] { call(collective, b, n, s.root); },
@@ -218,23 +211,10 @@ int run(const Settings& s) {
 
 int main(int argc, char** argv) {
   canopy::bench::Settings s;
+  s.min_size = "4";
   CLI::App app{"canopy-mpi-bench: MPI's collectives timed as canopy-bench times Canopy's"};
-  app.add_option("collective", s.collective,
-                 "allreduce|broadcast|reduce|allgather|reducescatter|alltoall|gather|scatter|all")
-      ->capture_default_str();
-  app.add_option("-b,--minbytes", s.min_size, "smallest size (suffixes K, M, G)")->capture_default_str();
-  app.add_option("-e,--maxbytes", s.max_size, "largest size")->capture_default_str();
-  app.add_option("-f,--stepfactor", s.factor, "size multiplication factor")->capture_default_str();
-  app.add_option("-n,--iters", s.iterations, "timed iterations per size")->capture_default_str();
-  app.add_option("-w,--warmup_iters", s.warmup, "untimed iterations before timing")->capture_default_str();
-  app.add_option("--min-time", s.min_time_ms,
-                 "time each size for at least this many milliseconds (as canopy-bench)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 60000.0));
-  app.add_option("--root", s.root, "root of broadcast, reduce, gather and scatter")->capture_default_str();
-  app.add_flag("--latency", s.latency,
-               "a barrier before every timed call, only the calls timed (as canopy-bench)");
-  app.add_option("--json", s.json, "write every row as JSON to this file");
+  canopy::bench::add_sweep_flags(app, s,
+                                 "allreduce|broadcast|reduce|allgather|reducescatter|alltoall|gather|scatter|all");
   MPI_Init(&argc, &argv);
   int status = 0;
   try {

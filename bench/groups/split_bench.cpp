@@ -51,7 +51,9 @@ int main(int argc, char** argv) {
     const double formed = slowest(world, seconds_since(start));
     if (world.rank() == 0)
       fmt::print(
-          "# {} ranks ({} on this host): group formed in {:.1f} ms (slowest rank, start-up probe included)\n",
+          "# {} ranks ({} on this host): group formed in {:.1f} ms (slowest rank; with the start-up probe "
+          "unless "
+          "CANOPY_CALIBRATE=0)\n",
           world.size(), world.local_size(), formed * 1e3);
     for (int g : groups) {
       std::vector<double> splits, barriers;

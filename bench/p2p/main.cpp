@@ -120,8 +120,11 @@ void run_rank(int rank, const Config& config, std::uint16_t store_port, int list
   options.socket_ifname = config.ifname;
   options.connect_timeout = std::chrono::seconds(30);
   options.spin = std::chrono::microseconds(config.spin_us);
-  options.host_of_rank = {0, 0};
-  auto transport = config.shm ? transport::connect_shm_tcp_mesh(*store, rank, 2, options, {})
+  transport::ShmOptions shm;
+  shm.comm_id = options.comm_id;
+  shm.job_token = options.job_token;
+  shm.host_of_rank = {0, 0};
+  auto transport = config.shm ? transport::connect_shm_tcp_mesh(*store, rank, 2, options, shm)
                               : transport::connect_tcp_mesh(*store, rank, 2, options);
   CanopyLink canopy_link(*transport);
   Result canopy = measure(canopy_link, rank, config, out, in);

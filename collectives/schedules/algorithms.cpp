@@ -4,6 +4,7 @@
 
 #include "collectives/schedules/builders.hpp"
 #include "common/error.hpp"
+#include "transport/envelope.hpp"
 
 namespace canopy::collectives {
 namespace {
@@ -125,5 +126,17 @@ std::uint8_t algorithm_index(const Algorithm& algorithm) {
   fail(ErrorCode::InvalidArgument, "algorithm_index: \"{}\" is not a {} algorithm of the table",
        algorithm.name, to_string(algorithm.collective));
 }
+
+namespace {
+
+// Messages about an envelope (a mismatch, a timeout) name its algorithm, not its index.
+std::string_view name_of(Collective collective, std::uint8_t index) {
+  const std::span<const Algorithm> table = algorithms(collective);
+  return index < table.size() ? table[index].name : std::string_view{};
+}
+
+[[maybe_unused]] const bool g_names_registered = (transport::set_algorithm_namer(&name_of), true);
+
+}  // namespace
 
 }  // namespace canopy::collectives

@@ -19,6 +19,30 @@ bool partner_first(int v, int partner_v) {
   return partner_v < v;
 }
 
+// Recursive halving from round `round` on: each round, keep the half of the current range of the pow2
+// units (parts of the buffer, or new ranks' blocks) that holds unit v, send the other half to the
+// partner and reduce the partner's copy of the kept half into ours. `blocks(first, last)` is the buffer
+// of units [first, last). Rank v ends owning unit v; returns the next round.
+template <typename Blocks>
+std::uint32_t reduce_by_halving(StepWriter& writer, const Fold& fold, int v, std::uint32_t round,
+                                const Blocks& blocks) {
+  int lo = 0;
+  int hi = fold.pow2;  // aligned, containing v
+  for (int mask = fold.pow2 / 2; mask >= 1; mask /= 2, ++round) {
+    const int partner_v = v ^ mask;
+    const int mid = (lo + hi) / 2;
+    const bool lower = v < partner_v;
+    const Block give = lower ? blocks(mid, hi) : blocks(lo, mid);
+    if (lower)
+      hi = mid;
+    else
+      lo = mid;
+    writer.exchange_reduce_chunks(fold.real_rank(partner_v), give, fold.real_rank(partner_v), blocks(lo, hi),
+                                  round, partner_first(v, partner_v));
+  }
+  return round;
+}
+
 }  // namespace
 
 // Every round, exchange the whole buffer with the partner and reduce: after lg p rounds every rank
@@ -64,21 +88,9 @@ Schedule all_reduce_rabenseifner(const CollectiveCall& call) {
   const int v = fold.new_rank(r);
   auto parts = [&](int first, int last) { return parts_of(call.count, fold.pow2, first, last); };
 
-  std::uint32_t round = 1;
-  int lo = 0;
-  int hi = fold.pow2;  // the parts this rank is responsible for: aligned, containing v
-  for (int mask = fold.pow2 / 2; mask >= 1; mask /= 2, ++round) {
-    const int partner_v = v ^ mask;
-    const int mid = (lo + hi) / 2;
-    const bool lower = v < partner_v;
-    const Block give = lower ? parts(mid, hi) : parts(lo, mid);
-    if (lower)
-      hi = mid;
-    else
-      lo = mid;
-    writer.exchange_reduce_chunks(fold.real_rank(partner_v), give, fold.real_rank(partner_v), parts(lo, hi),
-                                  round, partner_first(v, partner_v));
-  }
+  std::uint32_t round = reduce_by_halving(writer, fold, v, 1, parts);
+  int lo = v;
+  int hi = v + 1;  // the parts this rank holds reduced: aligned, containing v
   for (int mask = 1; mask < fold.pow2; mask *= 2, ++round) {
     const int partner_v = v ^ mask;
     const int partner_lo = lo ^ mask;  // the partner's aligned range of `mask` parts
@@ -146,21 +158,7 @@ Schedule reduce_scatter_recursive_halving(const CollectiveCall& call) {
   auto group_blocks = [&](int first_v, int last_v) {
     return rank_blocks(call, fold.first_rank(first_v), fold.first_rank(last_v));
   };
-  std::uint32_t round = 1;
-  int lo = 0;
-  int hi = fold.pow2;
-  for (int mask = fold.pow2 / 2; mask >= 1; mask /= 2, ++round) {
-    const int partner_v = v ^ mask;
-    const int mid = (lo + hi) / 2;
-    const bool lower = v < partner_v;
-    const Block give = lower ? group_blocks(mid, hi) : group_blocks(lo, mid);
-    if (lower)
-      hi = mid;
-    else
-      lo = mid;
-    writer.exchange_reduce_chunks(fold.real_rank(partner_v), give, fold.real_rank(partner_v),
-                                  group_blocks(lo, hi), round, partner_first(v, partner_v));
-  }
+  reduce_by_halving(writer, fold, v, 1, group_blocks);
   if (fold.absorbs(r)) writer.send_chunks(r - 1, rank_blocks(call, r - 1, r), last_round);
   return std::move(writer).finish();
 }

@@ -13,7 +13,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD="$ROOT/build-fuzz"
 JOBS=${CANOPY_CI_JOBS:-2}
 SECONDS_EACH=${CANOPY_FUZZ_SECONDS:-60}
-ALL_TARGETS=(frame_fuzzer handshake_fuzzer store_protocol_fuzzer launch_environment_fuzzer)
+ALL_TARGETS=(frame_fuzzer handshake_fuzzer store_protocol_fuzzer launch_environment_fuzzer settings_fuzzer)
 if [ $# -gt 0 ]; then TARGETS=("$@"); else TARGETS=("${ALL_TARGETS[@]}"); fi
 
 source "$ROOT/scripts/ci/stage.sh"

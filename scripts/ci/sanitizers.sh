@@ -17,12 +17,13 @@ WHICH=${1:-all}
 # The ThreadSanitizer subset: the labels whose code starts threads or shares sockets across them (the
 # store server's Asio thread and its clients, the transport's abort() from another thread, forked groups).
 # Plus communicator_test: the progress thread of asynchronous collectives against blocking callers and
-# abort(); liveness_monitor_test: the heartbeat thread against the communicator's abort and destruction.
+# abort(); liveness_monitor_test: the heartbeat thread against the communicator's abort and destruction;
+# point_to_point_test and groups_test (below).
 # (The kernels skip target_clones under TSan: ifunc resolvers would run before its runtime.)
 # The reliability label is left out to keep CI within its time; docs/RELIABILITY.md has the command.
 TSAN_LABELS='rendezvous|transport'
 TSAN_TARGETS=(rendezvous_test transport_frame_test transport_tcp_test transport_data_test transport_shm_test
-  communicator_test liveness_monitor_test)
+              communicator_test liveness_monitor_test point_to_point_test groups_test)
 
 source "$ROOT/scripts/ci/stage.sh"
 
@@ -52,6 +53,11 @@ run_tsan() {
     -L "$TSAN_LABELS"
   stage "tsan: communicator_test" 900 env CANOPY_SOCKET_IFNAME=lo "$build/bin/communicator_test"
   stage "tsan: liveness_monitor_test" 300 "$build/bin/liveness_monitor_test"
+  # Point-to-point's progress thread against its callers, abort and destruction; sub-communicators on two
+  # threads. Without the 1 GiB exchange, whose shadow memory would not fit.
+  stage "tsan: point_to_point_test" 600 env CANOPY_SOCKET_IFNAME=lo "$build/bin/point_to_point_test" \
+    --gtest_filter=-*OneGibibyte*
+  stage "tsan: groups_test" 600 env CANOPY_SOCKET_IFNAME=lo "$build/bin/groups_test"
 }
 
 start=$SECONDS

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/collectives/plot.hpp"
-#include "tests/bench/command.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::bench {
@@ -24,14 +24,14 @@ TEST(CanopyBenchRun, TwoRanksWithCeilingJsonAndPlot) {
       "--json {}/rows.json{}",
       CANOPY_RUN_PATH, CANOPY_BENCH_PATH, dir.path(),
       plot ? fmt::format(" --plot {}/rows.svg", dir.path()) : "");
-  auto result = testing::run_command(command, 90);
-  ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.output;
-  EXPECT_TRUE(contains(result.output, "ceiling, measured now")) << result.output;
-  EXPECT_TRUE(contains(result.output, "Avg bus bandwidth")) << result.output;
-  EXPECT_TRUE(contains(result.output, "transport tcp;")) << result.output;
-  EXPECT_TRUE(contains(result.output, "timed: a stream of back-to-back calls")) << result.output;
+  auto result = testing::run_shell(command, std::chrono::seconds(90));
+  ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.out;
+  EXPECT_TRUE(contains(result.out, "ceiling, measured now")) << result.out;
+  EXPECT_TRUE(contains(result.out, "Avg bus bandwidth")) << result.out;
+  EXPECT_TRUE(contains(result.out, "transport tcp;")) << result.out;
+  EXPECT_TRUE(contains(result.out, "timed: a stream of back-to-back calls")) << result.out;
   // Not a terminal: no progress line (its carriage returns would litter logs).
-  EXPECT_FALSE(contains(result.output, "\r")) << result.output;
+  EXPECT_FALSE(contains(result.out, "\r")) << result.out;
 
   auto rows = nlohmann::json::parse(testing::read_file(dir.path() + "/rows.json"));
   ASSERT_EQ(rows.size(), 6u) << rows.dump(1);  // 8, 256, 64K x ring, tree
@@ -57,10 +57,10 @@ Sweep sweep_on_two_ranks(const std::string& arguments) {
   std::string command =
       fmt::format("env CANOPY_TRANSPORT=tcp {} --nproc 2 --master-port 0 {} {} --json {}/rows.json",
                   CANOPY_RUN_PATH, CANOPY_BENCH_PATH, arguments, dir.path());
-  auto result = testing::run_command(command, 90);
-  EXPECT_EQ(result.exit_code, 0) << command << "\n" << result.output;
-  if (result.exit_code != 0) return {result.output, nlohmann::json::array()};
-  return {result.output, nlohmann::json::parse(testing::read_file(dir.path() + "/rows.json"))};
+  auto result = testing::run_shell(command, std::chrono::seconds(90));
+  EXPECT_EQ(result.exit_code, 0) << command << "\n" << result.out;
+  if (result.exit_code != 0) return {result.out, nlohmann::json::array()};
+  return {result.out, nlohmann::json::parse(testing::read_file(dir.path() + "/rows.json"))};
 }
 
 // --min-time: -n is the least; the warm-up says how many iterations fill the window, the same on every
@@ -89,9 +89,9 @@ TEST(CanopyBenchRun, InPlaceResultsCheckExact) {
       "env CANOPY_TRANSPORT=tcp {} --nproc 3 --master-port 0 {} all --algo all -b 8 -e 4K -f 512 -n 1 -w 0 "
       "-c 1 --inplace",
       CANOPY_RUN_PATH, CANOPY_BENCH_PATH);
-  auto result = testing::run_command(command, 90);
-  ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.output;
-  EXPECT_TRUE(contains(result.output, "Avg bus bandwidth")) << result.output;
+  auto result = testing::run_shell(command, std::chrono::seconds(90));
+  ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.out;
+  EXPECT_TRUE(contains(result.out, "Avg bus bandwidth")) << result.out;
 }
 
 // On a terminal (a pseudo-terminal made by script(1)), under canopy-run: rank 0's progress line comes
@@ -99,28 +99,28 @@ TEST(CanopyBenchRun, InPlaceResultsCheckExact) {
 // steps are long (40 all-reduces of 2 MiB, a tenth of a second or more) as in the sweeps the line is for:
 // canopy-run draws the line it finds when it reads, and a step that ends before it reads is never seen.
 TEST(CanopyBenchRun, ProgressReachesTheTerminalThroughCanopyRun) {
-  if (testing::run_command("script --version").exit_code != 0) GTEST_SKIP() << "no script(1) here";
+  if (testing::run_shell("script --version").exit_code != 0) GTEST_SKIP() << "no script(1) here";
   std::string sweep = fmt::format(
       "env -u CANOPY_TRANSPORT {} --nproc 2 --master-port 0 {} allreduce --algo ring,tree -b 2M -e 2M -n 40 "
       "-w 1",
       CANOPY_RUN_PATH, CANOPY_BENCH_PATH);
-  auto result = testing::run_command(fmt::format("script -qec '{}' /dev/null < /dev/null", sweep), 90);
-  ASSERT_EQ(result.exit_code, 0) << sweep << "\n" << result.output;
-  EXPECT_TRUE(contains(result.output, "\r\033[K[0] [ 1/2 ] allreduce ring 2M")) << result.output;
-  EXPECT_TRUE(contains(result.output, "\r\033[K[0] [ 2/2 ] allreduce tree 2M")) << result.output;
-  EXPECT_FALSE(contains(result.output, "[1] [ ")) << result.output;
-  EXPECT_TRUE(contains(result.output, "Avg bus bandwidth")) << result.output;
-  EXPECT_TRUE(contains(result.output, " (auto);")) << result.output;  // CANOPY_TRANSPORT unset: auto
+  auto result = testing::run_shell(fmt::format("script -qec '{}' /dev/null < /dev/null", sweep), std::chrono::seconds(90));
+  ASSERT_EQ(result.exit_code, 0) << sweep << "\n" << result.out;
+  EXPECT_TRUE(contains(result.out, "\r\033[K[0] [ 1/2 ] allreduce ring 2M")) << result.out;
+  EXPECT_TRUE(contains(result.out, "\r\033[K[0] [ 2/2 ] allreduce tree 2M")) << result.out;
+  EXPECT_FALSE(contains(result.out, "[1] [ ")) << result.out;
+  EXPECT_TRUE(contains(result.out, "Avg bus bandwidth")) << result.out;
+  EXPECT_TRUE(contains(result.out, " (auto);")) << result.out;  // CANOPY_TRANSPORT unset: auto
 }
 
 TEST(CanopyBenchRun, BadArgumentsFailBeforeAnyGroupForms) {
   // No canopy-run around it: an error must come from the argument check, not from a missing group.
-  auto result = testing::run_command(std::string(CANOPY_BENCH_PATH) + " broadcast --algo ring");
-  EXPECT_EQ(result.exit_code, 1) << result.output;
-  EXPECT_TRUE(contains(result.output, "broadcast has no algorithm 'ring'")) << result.output;
-  auto plot = testing::run_command(std::string(CANOPY_BENCH_PATH) + " allreduce --plot out.pdf");
-  EXPECT_EQ(plot.exit_code, 1) << plot.output;
-  EXPECT_TRUE(contains(plot.output, ".svg or .png")) << plot.output;
+  auto result = testing::run_shell(std::string(CANOPY_BENCH_PATH) + " broadcast --algo ring");
+  EXPECT_EQ(result.exit_code, 1) << result.out;
+  EXPECT_TRUE(contains(result.out, "broadcast has no algorithm 'ring'")) << result.out;
+  auto plot = testing::run_shell(std::string(CANOPY_BENCH_PATH) + " allreduce --plot out.pdf");
+  EXPECT_EQ(plot.exit_code, 1) << plot.out;
+  EXPECT_TRUE(contains(plot.out, ".svg or .png")) << plot.out;
 }
 
 }  // namespace

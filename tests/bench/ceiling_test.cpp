@@ -8,7 +8,7 @@
 
 #include "bench/collectives/cpu_speed.hpp"
 #include "canopy/error.hpp"
-#include "tests/bench/command.hpp"
+#include "tests/support/child_process.hpp"
 
 namespace canopy::bench {
 namespace {
@@ -44,16 +44,16 @@ TEST(Ceiling, RefusesAnEmptyMeasurement) {
 // The CPU's speed now, as compare.sh reads it: one "cpu fixed work: X ms" line per --times.
 TEST(CpuSpeed, TimesTheFixedWork) {
   EXPECT_GT(fixed_work_milliseconds(), 0);
-  const auto result = testing::run_command(std::string(CANOPY_BENCH_PATH) + " cpu --times 2");
-  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto result = testing::run_shell(std::string(CANOPY_BENCH_PATH) + " cpu --times 2");
+  ASSERT_EQ(result.exit_code, 0) << result.out;
   double first = 0, second = 0;
   ASSERT_EQ(
-      std::sscanf(result.output.c_str(), "cpu fixed work: %lf ms\ncpu fixed work: %lf ms", &first, &second),
+      std::sscanf(result.out.c_str(), "cpu fixed work: %lf ms\ncpu fixed work: %lf ms", &first, &second),
       2)
-      << result.output;
+      << result.out;
   EXPECT_GT(first, 0);
   EXPECT_GT(second, 0);
-  EXPECT_NE(testing::run_command(std::string(CANOPY_BENCH_PATH) + " cpu --times 0").exit_code, 0);
+  EXPECT_NE(testing::run_shell(std::string(CANOPY_BENCH_PATH) + " cpu --times 0").exit_code, 0);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "canopy/error.hpp"
-#include "tests/bench/command.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::bench {
@@ -53,25 +53,24 @@ TEST(Compare, MedianRatiosOverRounds) {
   const char* mpi_cpu_ms[] = {"34 35", "35 70", "33 34"};  // round 2's CPU halved its speed
   for (int round = 0; round < 3; ++round) {
     const std::string round_dir = dir.path() + "/round-" + std::to_string(round + 1);
-    ASSERT_EQ(testing::run_command("mkdir -p " + round_dir).exit_code, 0);
+    ASSERT_EQ(testing::run_shell("mkdir -p " + round_dir).exit_code, 0);
     std::ofstream(round_dir + "/canopy-allreduce-2.json")
         << nlohmann::ordered_json{row("tree", 4, canopy_us[round], 0)};
     std::ofstream(round_dir + "/mpi-allreduce-2.json") << nlohmann::ordered_json{row("openmpi", 4, 20, 0)};
     std::ofstream(round_dir + "/cpu-canopy-allreduce-2.txt") << "34 34\n";
     std::ofstream(round_dir + "/cpu-mpi-allreduce-2.txt") << mpi_cpu_ms[round] << "\n";
   }
-  const auto result = testing::run_command("python3 " CANOPY_SOURCE_DIR "/bench/compare/median-ratios.py " +
+  const auto result = testing::run_shell("python3 " CANOPY_SOURCE_DIR "/bench/compare/median-ratios.py " +
                                            dir.path() + "/round-*");
-  ASSERT_EQ(result.exit_code, 0) << result.output;
+  ASSERT_EQ(result.exit_code, 0) << result.out;
   // Ratios 0.5, 1.5, 0.6: median 0.6; median times 12 and 20; steady rounds 0.5 and 0.6: 0.55.
-  EXPECT_NE(result.output.find("tree       12.0       20.0         0.60    0.55  0.50 1.50~ 0.60"),
+  EXPECT_NE(result.out.find("tree       12.0       20.0         0.60    0.55  0.50 1.50~ 0.60"),
             std::string::npos)
-      << result.output;
-  EXPECT_NE(result.output.find("1 row-rounds met a CPU whose speed moved"), std::string::npos)
-      << result.output;
-  EXPECT_NE(testing::run_command("python3 " CANOPY_SOURCE_DIR "/bench/compare/median-ratios.py " + dir.path())
-                .exit_code,
-            0);
+      << result.out;
+  EXPECT_NE(result.out.find("1 row-rounds met a CPU whose speed moved"), std::string::npos)
+      << result.out;
+  EXPECT_NE(testing::run_shell("python3 " CANOPY_SOURCE_DIR "/bench/compare/median-ratios.py " + dir.path())
+                .exit_code, 0);
 }
 
 }  // namespace

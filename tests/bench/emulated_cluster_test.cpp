@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "tests/bench/command.hpp"
+#include "tests/support/child_process.hpp"
 
 namespace canopy::bench {
 namespace {
@@ -15,15 +15,15 @@ bool contains(const std::string& text, const std::string& part) {
 
 std::string why_not_runnable() {
   if (::geteuid() != 0) return "needs root to make network namespaces";
-  auto probe = testing::run_command("ip netns list", 10);
-  if (probe.exit_code != 0) return "ip netns is unavailable: " + probe.output;
+  auto probe = testing::run_shell("ip netns list", std::chrono::seconds(10));
+  if (probe.exit_code != 0) return "ip netns is unavailable: " + probe.out;
   return "";
 }
 
 TEST(EmulatedCluster, RefusesWithoutACommand) {
-  auto result = testing::run_command(std::string("bash ") + EMULATED_CLUSTER_PATH + " --nodes 2", 20);
-  EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_TRUE(contains(result.output, "usage")) << result.output;
+  auto result = testing::run_shell(std::string("bash ") + EMULATED_CLUSTER_PATH + " --nodes 2", std::chrono::seconds(20));
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_TRUE(contains(result.out, "usage")) << result.out;
 }
 
 TEST(EmulatedCluster, TwoNodesRunABenchmarkAndLeaveNothingBehind) {
@@ -31,17 +31,16 @@ TEST(EmulatedCluster, TwoNodesRunABenchmarkAndLeaveNothingBehind) {
   const std::string tag = "t" + std::to_string(::getpid() % 100000);
   const std::string bench = CANOPY_BENCH_PATH;
   const std::string bench_dir = bench.substr(0, bench.rfind('/'));
-  auto result = testing::run_command(
+  auto result = testing::run_shell(
       fmt::format("bash {} --nodes 2 --rate 200mbit --tag {} --bench-dir {} -- allreduce "
                   "--algo ring -b 1K -e 64K -f 64 -n 2 -w 1",
-                  EMULATED_CLUSTER_PATH, tag, bench_dir),
-      60);
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_TRUE(contains(result.output, "configured 200mbit")) << result.output;
-  EXPECT_TRUE(contains(result.output, "achieved")) << result.output;
-  EXPECT_TRUE(contains(result.output, "Avg bus bandwidth")) << result.output;
-  auto left = testing::run_command("ip netns list", 10);
-  EXPECT_FALSE(contains(left.output, "cnpy-" + tag)) << left.output;
+                  EMULATED_CLUSTER_PATH, tag, bench_dir), std::chrono::seconds(60));
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  EXPECT_TRUE(contains(result.out, "configured 200mbit")) << result.out;
+  EXPECT_TRUE(contains(result.out, "achieved")) << result.out;
+  EXPECT_TRUE(contains(result.out, "Avg bus bandwidth")) << result.out;
+  auto left = testing::run_shell("ip netns list", std::chrono::seconds(10));
+  EXPECT_FALSE(contains(left.out, "cnpy-" + tag)) << left.out;
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "canopy/error.hpp"
-#include "tests/bench/command.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::bench {

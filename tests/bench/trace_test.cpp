@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "bench/collectives/trace_command.hpp"
-#include "tests/bench/command.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::bench {
@@ -104,12 +104,12 @@ TEST(Trace, RefusesWhatCannotBeTraced) {
 
 TEST(Trace, TheCommandLine) {
   auto result =
-      testing::run_command(std::string(CANOPY_BENCH_PATH) + " trace barrier -p 5 --algo dissemination");
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_TRUE(contains(result.output, "3 rounds")) << result.output;
-  auto bad = testing::run_command(std::string(CANOPY_BENCH_PATH) + " trace allreduce --algo nosuch -p 4");
-  EXPECT_EQ(bad.exit_code, 1) << bad.output;
-  EXPECT_TRUE(contains(bad.output, "no algorithm 'nosuch'")) << bad.output;
+      testing::run_shell(std::string(CANOPY_BENCH_PATH) + " trace barrier -p 5 --algo dissemination");
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  EXPECT_TRUE(contains(result.out, "3 rounds")) << result.out;
+  auto bad = testing::run_shell(std::string(CANOPY_BENCH_PATH) + " trace allreduce --algo nosuch -p 4");
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_TRUE(contains(bad.out, "no algorithm 'nosuch'")) << bad.out;
 }
 
 }  // namespace

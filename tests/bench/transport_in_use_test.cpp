@@ -7,6 +7,7 @@
 
 #include "tests/support/group.hpp"
 #include "tests/support/ranks.hpp"
+#include "tests/support/scoped_env.hpp"
 
 namespace canopy::bench {
 namespace {
@@ -18,7 +19,8 @@ TEST(TransportInUse, NamesTheRequestOnlyWhenItWasLeftToAuto) {
 }
 
 TEST(TransportInUse, ReportsWhatTheGroupRunsOn) {
-  ::setenv("CANOPY_TRANSPORT", "tcp", 1);  // the forked ranks inherit it
+  testing::ScopedEnv env;
+  env.set("CANOPY_TRANSPORT", "tcp");  // the forked ranks inherit it
   testing::run_group(
       2,
       [](Communicator& comm) {
@@ -27,7 +29,6 @@ TEST(TransportInUse, ReportsWhatTheGroupRunsOn) {
                          in_use.describe());
       },
       testing::group_options("transport-in-use"));
-  ::unsetenv("CANOPY_TRANSPORT");
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -13,9 +12,11 @@
 #include "bench/collectives/expected_values.hpp"
 #include "canopy/canopy.hpp"
 #include "collectives/schedules/algorithms.hpp"
+#include "common/cpu_list.hpp"
 #include "tests/support/group.hpp"
 #include "tests/support/ranks.hpp"
-#include "transport/tcp/spin_rule.hpp"
+#include "tests/support/scoped_env.hpp"
+#include "transport/spin_rule.hpp"
 
 namespace canopy {
 namespace {
@@ -85,27 +86,6 @@ void check_every_algorithm(Communicator& comm) {
   comm.barrier();
 }
 
-// Environment variables set for as long as it lives (the forked ranks inherit them), then restored.
-class ScopedEnvironment {
- public:
-  explicit ScopedEnvironment(const std::vector<std::pair<std::string, std::string>>& values) {
-    for (const auto& [name, value] : values) {
-      const char* before = std::getenv(name.c_str());
-      saved_.emplace_back(name, before ? std::optional<std::string>(before) : std::nullopt);
-      ::setenv(name.c_str(), value.c_str(), 1);
-    }
-  }
-  ~ScopedEnvironment() {
-    for (const auto& [name, before] : saved_)
-      before ? ::setenv(name.c_str(), before->c_str(), 1) : ::unsetenv(name.c_str());
-  }
-  ScopedEnvironment(const ScopedEnvironment&) = delete;
-  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
-
 // The links every algorithm is checked over: shared memory between the ranks of one host (the default),
 // TCP alone, and shared memory through 4 KiB rings of 1 KiB slots (a schedule that needed a message to fit
 // in a buffer before the receiver posts its receive would deadlock there).
@@ -125,7 +105,8 @@ class EveryAlgorithm : public ::testing::TestWithParam<std::tuple<int, Links>> {
 
 TEST_P(EveryAlgorithm, IsExactBetweenProcesses) {
   const auto& [p, links] = GetParam();
-  ScopedEnvironment environment(links.environment);
+  testing::ScopedEnv environment;
+  for (const auto& [name, value] : links.environment) environment.set(name, value);
   run_group(p, [p, &links](Communicator& comm) {
     const std::string expected = p == 1 ? "tcp" : links.transport;
     require(comm.transport_name() == expected, "rank {}: over {}, not {}", comm.rank(), comm.transport_name(),
@@ -145,7 +126,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, EveryAlgorithm,
 // Two emulated hosts (CANOPY_HOST_ID) of three ranks each: shared memory within each, TCP between them.
 TEST(Communicator, EveryAlgorithmIsExactOnTwoHostsOfThreeRanks) {
   testing::TempDir dir;
-  ScopedEnvironment environment(kLinks[0].environment);  // shared memory
+  testing::ScopedEnv environment;
+  environment.set("CANOPY_TRANSPORT", "shm+tcp");
   auto exits = testing::run_processes(6, [&](int rank) {
     ::setenv("CANOPY_HOST_ID", rank < 3 ? "host a" : "host b", 1);
     Communicator comm(open_file_store(dir.path()), rank, 6, test_options());
@@ -307,7 +289,8 @@ TEST(Communicator, StartUpLearnsTheHostLayoutAndCalibratesTheSameModelEverywhere
   options.local_rank = -1;
   options.local_size = -1;
   auto exits = testing::run_processes(4, [&](int rank) {
-    ::setenv("CANOPY_HOST_ID", rank < 2 ? "host a" : "host b", 1);
+    testing::ScopedEnv env;  // in the forked rank
+    env.set("CANOPY_HOST_ID", rank < 2 ? "host a" : "host b");
     auto store = open_file_store(dir.path());
     Communicator comm(store, rank, 4, options);
     require(comm.local_rank() == rank % 2 && comm.local_size() == 2, "rank {}: local rank {} of {}", rank,
@@ -317,9 +300,9 @@ TEST(Communicator, StartUpLearnsTheHostLayoutAndCalibratesTheSameModelEverywhere
                 link.beta_eager_seconds_per_byte > 0 &&
                 link.beta_eager_seconds_per_byte <= link.beta_seconds_per_byte && link.eager_bytes == 1 << 20,
             "rank {}: implausible model {}", rank, link.description);
-    const bool shared = 2 > transport::usable_cores();
+    const bool shared = 2 > usable_cores();
     require((link.description.find("2 ranks share") != std::string::npos) == shared,
-            "rank {}: on {} cores the model says {}", rank, transport::usable_cores(), link.description);
+            "rank {}: on {} cores the model says {}", rank, usable_cores(), link.description);
     store->set(fmt::format("model/{}", rank), link.description);
     for (int other = 0; other < 4; ++other) {
       const std::string theirs = store->get(fmt::format("model/{}", other));
@@ -351,7 +334,8 @@ TEST(Communicator, BroadcastsBackToBackChooseForTheStreamOnEveryRankAlike) {
   constexpr int kRanks = 4;
   constexpr int kCalls = 200;
   auto exits = testing::run_processes(kRanks, [&](int rank) {
-    ::setenv("CANOPY_COST_MODEL", "5e-3,1e-9,1e-10", 1);
+    testing::ScopedEnv env;  // in the forked rank
+    env.set("CANOPY_COST_MODEL", "5e-3,1e-9,1e-10");
     Communicator comm(open_file_store(dir.path()), rank, kRanks, options);
     std::vector<float> data(16), token(1);
     auto broadcast_args = [&](int root) {

@@ -36,6 +36,8 @@ TEST(Split, GroupsRanksByColorOrderedByKeyThenRank) {
     const int color = world.rank() % 2;
     Communicator half = world.split(color, color == 0 ? -world.rank() : 0);
     require(half.valid() && half.size() == 3, "size {}", half.size());
+    require(half.local_size() == 3 && half.local_rank() == half.rank(), "one host: local {} of {}",
+            half.local_rank(), half.local_size());
     const std::vector<int> members = color == 0 ? std::vector<int>{4, 2, 0} : std::vector<int>{1, 3, 5};
     const int expected_rank =
         static_cast<int>(std::find(members.begin(), members.end(), world.rank()) - members.begin());

@@ -62,23 +62,27 @@ TEST_P(EveryWorldSize, AllToAllVIsExactWithEmptyBlocks) {
   run_group(GetParam(), [](Communicator& comm) {
     const int p = comm.size();
     const int r = comm.rank();
-    // Rank a sends rank b (a + 2b) % 4 * 3 elements: zero for some pairs, never the same for all.
-    auto count = [](int a, int b) { return static_cast<std::size_t>((a + 2 * b) % 4 * 3); };
-    std::vector<std::size_t> send_counts(p), recv_counts(p);
-    for (int j = 0; j < p; ++j) {
-      send_counts[j] = count(r, j);
-      recv_counts[j] = count(j, r);
+    // Rank a sends rank b (a + 2b + shift) % 4 * 3 elements: zero for some pairs, never the same for all;
+    // successive calls differ in their counts alone, so none may reuse another's schedule.
+    for (int shift : {0, 1, 0}) {
+      auto count = [shift](int a, int b) { return static_cast<std::size_t>((a + 2 * b + shift) % 4 * 3); };
+      std::vector<std::size_t> send_counts(p), recv_counts(p);
+      for (int j = 0; j < p; ++j) {
+        send_counts[j] = count(r, j);
+        recv_counts[j] = count(j, r);
+      }
+      std::vector<std::int32_t> in,
+          out(std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0}), -1);
+      for (int to = 0; to < p; ++to)
+        for (std::size_t i = 0; i < send_counts[to]; ++i) in.push_back(value(r, to, i));
+      comm.all_to_all_v(std::span<const std::int32_t>(in), std::span<const std::size_t>(send_counts),
+                        std::span(out), std::span<const std::size_t>(recv_counts));
+      std::size_t at = 0;
+      for (int from = 0; from < p; ++from)
+        for (std::size_t i = 0; i < recv_counts[from]; ++i, ++at)
+          require(out[at] == value(from, r, i), "shift {}: from rank {} element {}: {}", shift, from, i,
+                  out[at]);
     }
-    std::vector<std::int32_t> in,
-        out(std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0}), -1);
-    for (int to = 0; to < p; ++to)
-      for (std::size_t i = 0; i < send_counts[to]; ++i) in.push_back(value(r, to, i));
-    comm.all_to_all_v(std::span<const std::int32_t>(in), std::span<const std::size_t>(send_counts),
-                      std::span(out), std::span<const std::size_t>(recv_counts));
-    std::size_t at = 0;
-    for (int from = 0; from < p; ++from)
-      for (std::size_t i = 0; i < recv_counts[from]; ++i, ++at)
-        require(out[at] == value(from, r, i), "from rank {} element {}: {}", from, i, out[at]);
   });
 }
 

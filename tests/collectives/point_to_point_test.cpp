@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "canopy/canopy.hpp"
+#include "collectives/p2p_descriptor.hpp"
 #include "tests/support/group.hpp"
 #include "tests/support/ranks.hpp"
 
@@ -37,6 +38,29 @@ std::vector<float> pattern(std::size_t n, float seed) {
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = seed + static_cast<float>(i % 1000);
   return v;
+}
+
+TEST(P2PDescriptor, RoundTripsEveryKindAndRefusesMalformedBytes) {
+  using collectives::P2PDescriptor;
+  using collectives::P2PKind;
+  for (P2PKind kind : {P2PKind::Eager, P2PKind::RequestToSend, P2PKind::ClearToSend, P2PKind::Data}) {
+    const P2PDescriptor d{kind, 0xFFFFFFFFu, ~std::uint64_t{0}, 1234567890123ull};
+    EXPECT_EQ(collectives::decode_descriptor(collectives::encode(d), 3), d);
+  }
+  auto refused = [](collectives::P2PDescriptorBytes bytes) {
+    try {
+      (void)collectives::decode_descriptor(bytes, 3);
+      return std::string("accepted");
+    } catch (const Error& e) {
+      return e.code() == ErrorCode::Protocol ? std::string(e.what()) : std::string("wrong code");
+    }
+  };
+  auto bytes = collectives::encode({P2PKind::Eager, 1, 2, 3});
+  bytes[0] = std::byte{9};
+  EXPECT_NE(refused(bytes).find("unknown kind 9"), std::string::npos) << refused(bytes);
+  bytes = collectives::encode({P2PKind::Eager, 1, 2, 3});
+  bytes[31] = std::byte{1};
+  EXPECT_NE(refused(bytes).find("from rank 3"), std::string::npos) << refused(bytes);
 }
 
 // The program a new user tried first: a send between two ranks, then a collective on all four.
@@ -234,6 +258,47 @@ TEST(PointToPoint, AReceiveThatNothingAnswersTimesOutListingWhatWasPending) {
         }
       },
       std::chrono::seconds(1));
+}
+
+TEST(PointToPoint, AbortWakesAWaitingReceive) {
+  run_group(2, [](Communicator& comm) {
+    if (comm.rank() == 0) {
+      comm.barrier();
+      std::this_thread::sleep_for(std::chrono::seconds(1));  // stays, sending nothing
+      return;
+    }
+    std::vector<float> got(10);
+    Work receive = comm.recv_async(bytes_of(got), 0);
+    comm.barrier();
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      comm.abort("the test gives up");
+    });
+    std::string outcome = "no error";
+    try {
+      receive.wait();
+    } catch (const Error& e) {
+      outcome = fmt::format("{}: {}", to_string(e.code()), e.what());
+    }
+    aborter.join();
+    require(outcome.find("aborted") == 0 && outcome.find("the test gives up") != std::string::npos, "{}", outcome);
+  });
+}
+
+// A communicator destroyed with receives still pending ends them (Aborted) instead of hanging.
+TEST(PointToPoint, DestroyingTheCommunicatorEndsWhatIsPending) {
+  run_group(2, [](Communicator& comm) {
+    std::vector<float> got(10);
+    Work pending;
+    const int rank = comm.rank();
+    {
+      Communicator doomed = std::move(comm);
+      if (rank == 1) pending = doomed.recv_async(bytes_of(got), 0, 9);
+      doomed.barrier();
+    }
+    if (rank == 1)
+      require(pending.completed() && pending.error() != nullptr, "the receive did not end with an error");
+  });
 }
 
 TEST(PointToPoint, BadPeersAreInvalidArguments) {

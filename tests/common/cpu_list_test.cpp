@@ -23,6 +23,11 @@ TEST(CpuList, ParsesWhatItFormatsAndSortsDuplicatesAway) {
   EXPECT_EQ(parse_cpu_list(format_cpu_list(mine)), mine);
 }
 
+TEST(CpuList, UsableCoresIsAtLeastOne) {
+  EXPECT_GE(usable_cores(), 1);
+  EXPECT_EQ(usable_cores(), static_cast<int>(allowed_cpus().size()));
+}
+
 TEST(CpuList, MalformedTextIsAProtocolError) {
   for (const char* bad : {"a", "1-", "3-1", "1,,2", "1,", "-1", "1 2", "99999"}) {
     try {

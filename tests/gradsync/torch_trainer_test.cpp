@@ -11,11 +11,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <regex>
-#include <sstream>
 
-#include "tests/gradsync/command_runner.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy {
@@ -32,10 +30,7 @@ std::vector<std::string> with(std::vector<std::string> base, const std::vector<s
 }
 
 std::vector<float> read_floats(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream content;
-  content << file.rdbuf();
-  std::string bytes = content.str();
+  std::string bytes = testing::read_file(path);
   std::vector<float> values(bytes.size() / sizeof(float));
   std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
   return values;

@@ -13,29 +13,21 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
-#include "tests/gradsync/command_runner.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy {
 namespace {
 
 using testing::CommandResult;
+using testing::read_file;
 
 const std::vector<std::string> kExact{"--layers", "6,1",   "--data",  "integer", "--zero-init",
                                       "--lr",     "0.125", "--steps", "6"};
 const std::vector<std::string> kMlp{
     "--layers", "8,48,48,4",          "--data", "random", "--lr", "0.05", "--bucket-kib",
     "8",        "--first-bucket-kib", "2"};
-
-std::string read_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream content;
-  content << file.rdbuf();
-  return content.str();
-}
 
 std::vector<double> as_doubles(const std::string& bytes) {
   std::vector<double> values(bytes.size() / sizeof(double));

@@ -19,12 +19,17 @@
 #include "canopy/canopy.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "tests/reliability/leak_check.hpp"
-#include "tests/reliability/process_group.hpp"
 #include "tests/reliability/settings.hpp"
+#include "tests/support/process_group.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::reliability {
 namespace {
+
+using testing::Clock;
+using testing::ProcessEnd;
+using testing::ProcessGroup;
+using testing::Reporter;
 
 constexpr int kRanks = 4;
 const std::vector<int> kAllRanks = {0, 1, 2, 3};
@@ -229,14 +234,14 @@ void rank_failure_trial(int trial, int signal_number, std::mt19937& random, Tall
 class ChaosOver : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ChaosOver, SigkilledRankFailsEverySurvivorWithinTheDeadline) {
-  use_loopback_only();
-  use_quick_heartbeat();
-  ::setenv("CANOPY_TRANSPORT", GetParam(), 1);
+  testing::ScopedEnv env;
+  use_loopback_only(env);
+  use_quick_heartbeat(env);
+  env.set("CANOPY_TRANSPORT", GetParam());
   auto random = trial_random();
   Tally tally;
   for (int trial = 0, n = trials_of(10); trial < n; ++trial)
     rank_failure_trial(trial, SIGKILL, random, tally);
-  ::unsetenv("CANOPY_TRANSPORT");
   tally.print(GetParam() == std::string("tcp") ? "SIGKILL a rank (tcp)" : "SIGKILL a rank (shm+tcp)");
 }
 
@@ -247,8 +252,9 @@ std::string transport_name(const ::testing::TestParamInfo<const char*>& param) {
 INSTANTIATE_TEST_SUITE_P(Links, ChaosOver, ::testing::Values("shm+tcp", "tcp"), transport_name);
 
 TEST(Chaos, SigstoppedRankIsFoundByItsHeartbeatAndNamedByEverySurvivor) {
-  use_loopback_only();
-  use_quick_heartbeat();
+  testing::ScopedEnv env;
+  use_loopback_only(env);
+  use_quick_heartbeat(env);
   auto random = trial_random();
   Tally tally;
   for (int trial = 0, n = trials_of(3); trial < n; ++trial) rank_failure_trial(trial, SIGSTOP, random, tally);
@@ -259,8 +265,9 @@ TEST(Chaos, SigstoppedRankIsFoundByItsHeartbeatAndNamedByEverySurvivor) {
 // they finished. The store is only needed to form the group: a rank either finishes its calls with
 // exact results or ends with an error within the deadline; none hangs, crashes or computes wrong.
 TEST(Chaos, KilledStoreProcessNeverHangsTheJob) {
-  use_loopback_only();
-  use_quick_heartbeat();
+  testing::ScopedEnv env;
+  use_loopback_only(env);
+  use_quick_heartbeat(env);
   auto random = trial_random();
   Tally tally;
   tally.victim_is_a_rank = false;

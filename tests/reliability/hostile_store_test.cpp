@@ -17,11 +17,16 @@
 
 #include "canopy/canopy.hpp"
 #include "rendezvous/store_protocol.hpp"
-#include "tests/reliability/process_group.hpp"
+#include "tests/reliability/leak_check.hpp"
 #include "tests/reliability/settings.hpp"
+#include "tests/support/process_group.hpp"
 
 namespace canopy::reliability {
 namespace {
+
+using testing::Clock;
+using testing::ProcessGroup;
+using testing::Reporter;
 
 namespace protocol = rendezvous::protocol;
 
@@ -109,20 +114,13 @@ void flood(std::uint16_t port) {
   }
 }
 
-long long resident_bytes_of(pid_t pid) {
-  std::ifstream status(fmt::format("/proc/{}/status", pid));
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
-  return -1;
-}
-
 std::int32_t expected_sum(std::size_t j) {
   return kRanks * (kRanks + 1) / 2 * static_cast<std::int32_t>(1 + j % 5);
 }
 
 TEST(Hostile, FloodedStoreStillFormsTheJobWhichFinishesExactly) {
-  use_loopback_only();
+  testing::ScopedEnv env;
+  use_loopback_only(env);
   ProcessGroup store(1, [&](int, const Reporter& reporter) {
     TcpStoreServer server("127.0.0.1", 0, kToken);
     reporter.ready(std::to_string(server.port()));
@@ -131,7 +129,7 @@ TEST(Hostile, FloodedStoreStillFormsTheJobWhichFinishesExactly) {
   ASSERT_TRUE(store.wait_ready({0}, Clock::now() + std::chrono::seconds(30)));
   ASSERT_FALSE(store.end(0).ended) << store.end(0).describe();
   const auto port = static_cast<std::uint16_t>(std::stoi(store.end(0).ready_detail));
-  const long long store_rss_before = resident_bytes_of(store.pid(0));
+  const long long store_rss_before = resident_bytes(store.pid(0));
 
   ProcessGroup hostile(1, [&](int, const Reporter&) { flood(port); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the flood is under way before the job
@@ -156,14 +154,14 @@ TEST(Hostile, FloodedStoreStillFormsTheJobWhichFinishesExactly) {
   const auto deadline = Clock::now() + std::chrono::seconds(120);
   while (!ranks.wait_ended({0, 1, 2, 3}, Clock::now() + std::chrono::milliseconds(50)) &&
          Clock::now() < deadline)
-    store_rss_peak = std::max(store_rss_peak, resident_bytes_of(store.pid(0)));
+    store_rss_peak = std::max(store_rss_peak, resident_bytes(store.pid(0)));
   hostile.signal(0, SIGKILL);
 
   for (int rank = 0; rank < kRanks; ++rank) {
     EXPECT_TRUE(ranks.end(rank).ended && ranks.end(rank).outcome == "ok")
         << "rank " << rank << ": " << ranks.end(rank).describe();
   }
-  EXPECT_GT(resident_bytes_of(store.pid(0)), 0) << "the store process died under the flood";
+  EXPECT_GT(resident_bytes(store.pid(0)), 0) << "the store process died under the flood";
   fmt::print("[hostile] store resident memory {:.1f} MiB before the flood, at most {:.1f} MiB during it\n",
              store_rss_before / 1048576.0, store_rss_peak / 1048576.0);
   // 200 connections, each allowed at most the bytes that arrived: a few MiB. A server that trusted the

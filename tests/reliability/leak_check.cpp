@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -53,6 +54,14 @@ std::string leaks_since(const Holdings& before) {
   if (__lsan_do_recoverable_leak_check() != 0) leaked.push_back("heap (see LeakSanitizer's report above)");
 #endif
   return leaked.empty() ? "leaked nothing" : fmt::format("LEAKED {}", fmt::join(leaked, ", "));
+}
+
+long long resident_bytes(pid_t pid) {
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;  // "VmRSS:  1234 kB"
+  return -1;
 }
 
 }  // namespace canopy::reliability

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "canopy/communicator.hpp"
+#include "tests/support/scoped_env.hpp"
 
 namespace canopy::reliability {
 
@@ -38,17 +39,17 @@ inline std::chrono::milliseconds exit_slack() {
 }
 
 // Tests talk over loopback only (the transport would otherwise pick the first non-loopback interface).
-// Set before forking, so that every rank inherits it.
-inline void use_loopback_only() {
-  ::setenv("CANOPY_SOCKET_IFNAME", "lo", 1);
+// Set before forking, so that every rank inherits it; `env` restores the environment after the test.
+inline void use_loopback_only(testing::ScopedEnv& env) {
+  env.set("CANOPY_SOCKET_IFNAME", "lo");
 }
 
 // The liveness monitor's heartbeat, shorter than its default (1 s, silent after 10 s) so that trials stay
 // quick: every 0.5 s, silent after 4 s (8 intervals; 12 under sanitizers). Set before forking; a value
 // already in the environment wins (to run the trials at the defaults).
-inline void use_quick_heartbeat() {
-  ::setenv("CANOPY_HEARTBEAT_SECONDS", "0.5", 0);
-  ::setenv("CANOPY_HEARTBEAT_TIMEOUT_SECONDS", kUnderSanitizer ? "6" : "4", 0);
+inline void use_quick_heartbeat(testing::ScopedEnv& env) {
+  env.set_default("CANOPY_HEARTBEAT_SECONDS", "0.5");
+  env.set_default("CANOPY_HEARTBEAT_TIMEOUT_SECONDS", kUnderSanitizer ? "6" : "4");
 }
 
 // The heartbeat timeout in force (what use_quick_heartbeat set, or the environment).

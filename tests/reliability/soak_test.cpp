@@ -13,12 +13,18 @@
 #include "bench/collectives/expected_values.hpp"
 #include "canopy/canopy.hpp"
 #include "collectives/schedules/algorithms.hpp"
-#include "tests/reliability/process_group.hpp"
+#include "tests/reliability/leak_check.hpp"
 #include "tests/reliability/settings.hpp"
+#include "tests/support/process_group.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::reliability {
 namespace {
+
+using testing::Clock;
+using testing::ProcessEnd;
+using testing::ProcessGroup;
+using testing::Reporter;
 
 constexpr int kRanks = 4;
 constexpr Collective kKinds[] = {Collective::AllReduce, Collective::Broadcast, Collective::Reduce,
@@ -94,7 +100,8 @@ Call random_call(std::mt19937_64& random) {
 }
 
 TEST(Soak, MixedCollectivesStayExactAndResidentMemoryStaysFlat) {
-  use_loopback_only();
+  testing::ScopedEnv env;
+  use_loopback_only(env);
   const long long total = setting("CANOPY_SOAK_COLLECTIVES", 10'000);
   testing::TempDir dir;
   ProcessGroup group(kRanks, [&](int rank, const Reporter& reporter) {

@@ -43,6 +43,10 @@ TEST(AlgorithmTable, HasEveryAlgorithmInItsOrder) {
   EXPECT_EQ(names(Collective::AllGather), (Names{"ring", "recursive-doubling"}));
   EXPECT_EQ(names(Collective::ReduceScatter), (Names{"ring", "recursive-halving"}));
   EXPECT_EQ(names(Collective::Barrier), (Names{"dissemination"}));
+  EXPECT_EQ(names(Collective::AllToAll), (Names{"pairwise", "bruck"}));
+  EXPECT_EQ(names(Collective::AllToAllV), (Names{"pairwise"}));
+  EXPECT_EQ(names(Collective::Gather), (Names{"flat", "binomial"}));
+  EXPECT_EQ(names(Collective::Scatter), (Names{"flat", "binomial"}));
   EXPECT_TRUE(algorithms(Collective::PointToPoint).empty());
   EXPECT_EQ(find_algorithm(Collective::AllReduce, "bcube"), nullptr);
   EXPECT_EQ(algorithm_index(algorithm(Collective::AllReduce, "ring")), 5);
@@ -156,6 +160,31 @@ TEST(CostModel, InAStreamEachRanksOwnMessagesSetThePace) {
   EXPECT_NEAR(pace("flat"), 7 * message, 1e-12);
   // One call at a time the chain is the slowest of the three trees: 7 hops against 3.
   EXPECT_NEAR(predict(algorithm(Collective::Broadcast, "chain"), call, 1, model).seconds, 7 * message, 1e-12);
+}
+
+// Bruck's lg p rounds win while alpha outweighs the bytes; pairwise's p-1 rounds of one block each win once
+// the blocks are large (Bruck moves about half the data in every round and copies it on each side).
+TEST(CostModel, AllToAllTakesBruckForSmallBlocksAndPairwiseForLargeOnes) {
+  CostModel model(LinkModel{20e-6, 1e-9, 1e-10});
+  const CollectiveCall small{Collective::AllToAll, 0, 16, 4, 0, 1 << 18};
+  const CollectiveCall large{Collective::AllToAll, 0, 16, 1 << 20, 0, 1 << 18};
+  EXPECT_EQ(model.choose(small, 4).algorithm->name, "bruck") << model.choose(small, 4).explanation;
+  EXPECT_EQ(model.choose(large, 4).algorithm->name, "pairwise") << model.choose(large, 4).explanation;
+  const auto bruck = predict(algorithm(Collective::AllToAll, "bruck"), small, 4, model.link());
+  const auto pairwise = predict(algorithm(Collective::AllToAll, "pairwise"), small, 4, model.link());
+  EXPECT_EQ(pairwise.messages, 16u * 15u);
+  EXPECT_EQ(bruck.messages, 16u * 4u);  // ceil(lg 16) = 4 rounds
+}
+
+// With a single algorithm there is nothing to time: all-to-all-v could not be, as a rank knows only its own
+// counts.
+TEST(CostModel, AllToAllVHasOneAlgorithmAndNeedsNoPrediction) {
+  CostModel model(LinkModel{20e-6, 1e-9, 1e-10});
+  CollectiveCall call{Collective::AllToAllV, 1, 3, 0, 0, 1 << 18};
+  call.send_counts = {1, 0, 5};
+  call.recv_counts = {2, 0, 9};
+  EXPECT_EQ(model.choose(call, 4).algorithm->name, "pairwise");
+  EXPECT_NE(model.choose(call, 4).explanation.find("the only algorithm"), std::string::npos);
 }
 
 TEST(CostModel, ChoosesForOneCallOrForAStream) {

@@ -8,22 +8,16 @@
 
 #include <fmt/format.h>
 
+#include "tests/support/process_group.hpp"
+
 namespace canopy::testing {
 
-// How one forked rank ended.
-struct RankExit {
-  int exit_code = -1;  // when it exited normally
-  int signal = 0;      // when a signal ended it (the harness sends SIGKILL at the timeout)
-  bool timed_out = false;
-  bool ok() const { return exit_code == 0 && signal == 0 && !timed_out; }
-  std::string describe() const;
-};
+// How one forked rank ended (ok(), describe()).
+using RankExit = ProcessEnd;
 
-// Forks `n` processes running body(rank). A rank whose body returns exits 0; one whose body throws
-// prints the exception to stderr and exits 1. Ranks still running after `timeout` are killed.
-// The parent should have no other thread running while this forks: a child inherits any lock another
-// thread holds (the allocator's, a sanitizer's) held forever. Run servers as processes
-// (StoreServerProcess), not threads.
+// Forks `n` processes running body(rank) (a ProcessGroup: mind its note on threads). A rank whose body
+// returns exits 0; one whose body throws prints the exception to stderr and exits 1. Ranks still running
+// after `timeout` are killed.
 std::vector<RankExit> run_processes(int n, const std::function<void(int rank)>& body,
                                     std::chrono::milliseconds timeout = std::chrono::seconds(60));
 

@@ -48,8 +48,7 @@ std::vector<testing::RankExit> run_shm_processes(int size, std::uint64_t comm_id
   auto connect = [&](Store& store, int rank, int n) {
     if (before) before(rank);
     auto options = loopback_options(comm_id);
-    options.host_of_rank = hosts.empty() ? std::vector<int>(static_cast<std::size_t>(n), 0) : hosts;
-    return connect_shm_tcp_mesh(store, rank, n, options, shm);
+    return connect_shm_tcp_mesh(store, rank, n, options, testing::shm_options_like(options, n, shm, hosts));
   };
   return testing::run_mesh_processes(size, connect, body, std::chrono::seconds(60));
 }
@@ -261,8 +260,7 @@ TEST(ShmLinks, OnlyRanksOfOneHostByTheLayoutShareMemory) {
 // not belong, it is refused; the real rank 1 is taken.
 TEST(ShmLinks, TheHandshakeRefusesStrangersAndTheMeshStillForms) {
   testing::MemoryStore store;
-  auto options = loopback_options(40);
-  options.host_of_rank = {0, 0};
+  auto options = testing::shm_options_like(loopback_options(40), 2);
   options.handshake_timeout = std::chrono::seconds(5);
   log::set_level(log::Level::Error);
   std::atomic<bool> strangers_in{false};

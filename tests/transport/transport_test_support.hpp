@@ -14,21 +14,37 @@
 #include "common/deadline.hpp"
 #include "tests/support/ranks.hpp"
 #include "transport/envelope.hpp"
+#include "common/env.hpp"
+#include "transport/mesh_options.hpp"
 #include "transport/shm/shm_mesh.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy::testing {
 
-// Tests never leave the loopback interface.
-inline transport::TcpOptions loopback_options(std::uint64_t comm_id,
-                                              std::string token = "transport-test-token") {
-  transport::TcpOptions options;
-  options.comm_id = comm_id;
+// Tests never leave the loopback interface; `more` adds settings (CANOPY_IB_HCA=..., ...).
+inline transport::MeshOptions loopback_mesh_options(std::uint64_t comm_id, std::string token = "transport-test-token",
+                                                    EnvMap more = {}) {
+  more.emplace("CANOPY_SOCKET_IFNAME", "=lo");
+  more.emplace("CANOPY_SOCKET_FAMILY", "ipv4");
+  transport::MeshOptions options = transport::MeshOptions::from_settings(Settings::parse(more), comm_id);
   options.job_token = std::move(token);
-  options.socket_ifname = "=lo";
-  options.socket_family = "ipv4";
   options.connect_timeout = std::chrono::seconds(20);
   return options;
+}
+
+inline transport::TcpOptions loopback_options(std::uint64_t comm_id, std::string token = "transport-test-token") {
+  return transport::TcpOptions::from(loopback_mesh_options(comm_id, std::move(token)));
+}
+
+// Shared-memory options to go with TCP's `options` (the same comm id, token and deadline): `shm`'s rings,
+// every rank on one host unless `hosts` says otherwise.
+inline transport::ShmOptions shm_options_like(const transport::TcpOptions& options, int size,
+                                              transport::ShmOptions shm = {}, std::vector<int> hosts = {}) {
+  shm.comm_id = options.comm_id;
+  shm.job_token = options.job_token;
+  shm.connect_timeout = options.connect_timeout;
+  shm.host_of_rank = hosts.empty() ? std::vector<int>(static_cast<std::size_t>(size), 0) : std::move(hosts);
+  return shm;
 }
 
 // The links a data-path test runs over: TCP between every pair, or shared memory (all ranks on one host).
@@ -38,11 +54,10 @@ inline std::string_view to_string(LinkKind kind) {
 }
 
 inline std::unique_ptr<transport::Transport> connect_loopback_mesh(LinkKind kind, Store& store, int rank,
-                                                                   int size, transport::TcpOptions options,
+                                                                   int size, const transport::TcpOptions& options,
                                                                    const transport::ShmOptions& shm = {}) {
   if (kind == LinkKind::Tcp) return transport::connect_tcp_mesh(store, rank, size, options);
-  options.host_of_rank.assign(static_cast<std::size_t>(size), 0);
-  return transport::connect_shm_tcp_mesh(store, rank, size, options, shm);
+  return transport::connect_shm_tcp_mesh(store, rank, size, options, shm_options_like(options, size, shm));
 }
 
 inline transport::Envelope p2p_envelope(std::uint64_t comm_id, std::uint64_t seq, std::uint32_t step = 0,

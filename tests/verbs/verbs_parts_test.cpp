@@ -346,7 +346,7 @@ TEST(Settings, VerbsOptionsFromEnvironment) {
                                                                {"CANOPY_IB_REG_CACHE", "1"}});
   EXPECT_EQ(options.hca, "=rxe0:1");
   EXPECT_EQ(options.gid_index, 3);
-  EXPECT_EQ(options.spin.count(), 0);
+  EXPECT_EQ(options.spin, std::chrono::microseconds(0));
   EXPECT_EQ(options.max_chunk_bytes, 65536u);
   EXPECT_TRUE(options.keep_registrations);
   VerbsOptions defaults = VerbsOptions::from_environment(EnvMap{});

@@ -76,8 +76,7 @@ TEST(VerbsSelection, VerbsWithoutADeviceIsAClearConfigError) {
   testing::MemoryStore store;
   Error e = error_from(
       [&] {
-        connect_mesh(store, 0, 1, testing::loopback_options(1), TransportKind::Verbs,
-                     VerbsOptions::from_environment(EnvMap{}));
+        connect_mesh(store, 0, 1, testing::loopback_mesh_options(1), TransportKind::Verbs);
       },
       "connect_mesh(verbs)");
   EXPECT_EQ(e.code(), ErrorCode::Config);
@@ -94,8 +93,7 @@ TEST(VerbsSelection, AnHcaThatMatchesNothingIsNoDevice) {
 TEST(VerbsSelection, AutoAgreesAcrossRanksAndWorks) {
   testing::MemoryStore store;
   testing::run_threads(2, [&](int rank) {
-    auto t = connect_mesh(store, rank, 2, testing::loopback_options(7), TransportKind::Auto,
-                          VerbsOptions::from_environment(EnvMap{}));
+    auto t = connect_mesh(store, rank, 2, testing::loopback_mesh_options(7), TransportKind::Auto);
     exchange_with_everyone(*t, 7);
   });
 }
@@ -104,9 +102,10 @@ TEST(VerbsSelection, AutoAgreesAcrossRanksAndWorks) {
 TEST(VerbsSelection, AutoFallsBackToTcpWhenAnyRankLacksVerbs) {
   testing::MemoryStore store;
   testing::run_threads(2, [&](int rank) {
-    VerbsOptions verbs = VerbsOptions::from_environment(EnvMap{});
-    if (rank == 1) verbs.hca = "=no_such_hca";
-    auto t = connect_mesh(store, rank, 2, testing::loopback_options(8), TransportKind::Auto, verbs);
+    EnvMap settings;
+    if (rank == 1) settings["CANOPY_IB_HCA"] = "=no_such_hca";
+    auto t = connect_mesh(store, rank, 2, testing::loopback_mesh_options(8, "transport-test-token", settings),
+                          TransportKind::Auto);
     exchange_with_everyone(*t, 8);
   });
   EXPECT_TRUE(store.check({"tcp/8/addr/0", "tcp/8/addr/1"}));

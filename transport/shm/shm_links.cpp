@@ -29,7 +29,7 @@ constexpr std::uint64_t kSmallestRing = 64 * 1024;
 }  // namespace
 
 ShmLinks::ShmLinks(int rank, std::vector<ShmPeerLink> peers, UniqueFd doorbell, const ShmOptions& options,
-                   int host_ranks, const AbortState& abort, IoPart& fallback, Reroute reroute)
+                   int host_ranks, const AbortFlag& abort, IoPart& fallback, Reroute reroute)
     : rank_(rank),
       options_(options),
       host_ranks_(host_ranks),
@@ -92,7 +92,7 @@ void ShmLinks::fail_peer(int peer, ErrorCode code, const std::string& what) {
 }
 
 void ShmLinks::fail_closed(int peer, const char* direction) {
-  if (abort_.aborted()) abort_.throw_aborted(rank_);
+  abort_.throw_if_raised(rank_);
   const Peer& p = peers_[peer];
   const std::size_t pending = p.sends.size() + p.recvs.size();
   const std::string what = fmt::format(
@@ -110,8 +110,8 @@ void ShmLinks::send_control(int peer, char kind, std::uint64_t a, std::uint64_t 
                             const std::string& text) {
   std::array<std::byte, kPacketBytes> packet{};
   packet[0] = static_cast<std::byte>(kind);
-  store_little_endian(&packet[8], a);
-  store_little_endian(&packet[16], b);
+  little_endian::put(&packet[8], a);
+  little_endian::put(&packet[16], b);
   const std::size_t length = std::min(text.size(), kPacketBytes - kPacketHead);
   std::memcpy(&packet[kPacketHead], text.data(), length);
   // A pair's socket carries a handful of packets in its whole life: a full one means the peer is gone.
@@ -141,8 +141,8 @@ void ShmLinks::read_socket(int peer) {
 void ShmLinks::handle_packet(int peer, std::span<const std::byte> packet, UniqueFd passed) {
   Peer& p = peers_[peer];
   const char kind = packet.size() >= kPacketHead ? static_cast<char>(packet[0]) : '\0';
-  const auto a = packet.size() >= kPacketHead ? load_little_endian<std::uint64_t>(&packet[8]) : 0;
-  const auto b = packet.size() >= kPacketHead ? load_little_endian<std::uint64_t>(&packet[16]) : 0;
+  const auto a = packet.size() >= kPacketHead ? little_endian::get<std::uint64_t>(&packet[8]) : 0;
+  const auto b = packet.size() >= kPacketHead ? little_endian::get<std::uint64_t>(&packet[16]) : 0;
   const std::string text(reinterpret_cast<const char*>(packet.data()) + std::min(packet.size(), kPacketHead),
                          packet.size() - std::min(packet.size(), kPacketHead));
   if (kind == kOffer && p.in == Way::None) return accept_ring(peer, a, b, std::move(passed));

@@ -38,7 +38,7 @@ class ShmLinks final : public IoPart {
   using Reroute = std::function<void(int peer, bool sends)>;
 
   ShmLinks(int rank, std::vector<ShmPeerLink> peers, UniqueFd doorbell, const ShmOptions& options,
-           int host_ranks, const AbortState& abort, IoPart& fallback, Reroute reroute);
+           int host_ranks, const AbortFlag& abort, IoPart& fallback, Reroute reroute);
   ~ShmLinks() override;
 
   void post_send(OpId id, int peer, std::uint8_t flags, const Envelope& envelope,
@@ -108,7 +108,7 @@ class ShmLinks final : public IoPart {
   const int rank_;
   const ShmOptions options_;
   const int host_ranks_;
-  const AbortState& abort_;
+  const AbortFlag& abort_;
   IoPart& fallback_;
   Reroute reroute_;
   std::vector<Peer> peers_;

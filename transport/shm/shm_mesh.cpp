@@ -43,7 +43,7 @@ bool wait_readable(int fd, Deadline deadline) {
 
 class ShmPeersBuilder {
  public:
-  ShmPeersBuilder(Store& store, int rank, int size, const TcpOptions& options)
+  ShmPeersBuilder(Store& store, int rank, int size, const ShmOptions& options)
       : store_(store),
         rank_(rank),
         size_(size),
@@ -253,14 +253,14 @@ class ShmPeersBuilder {
   Store& store_;
   const int rank_;
   const int size_;
-  const TcpOptions& options_;
+  const ShmOptions& options_;
   const Deadline deadline_;
   std::vector<int> lower_, higher_;  // the other ranks of this host, by the layout
   UniqueFd listener_;
   ShmPeers peers_;
 };
 
-int ranks_on_this_host(const TcpOptions& options, int rank, int size) {
+int ranks_on_this_host(const ShmOptions& options, int rank, int size) {
   if (options.local_size > 0) return options.local_size;
   if (options.host_of_rank.size() != static_cast<std::size_t>(size)) return 1;
   const int host = options.host_of_rank[rank];
@@ -269,14 +269,14 @@ int ranks_on_this_host(const TcpOptions& options, int rank, int size) {
 
 }  // namespace
 
-ShmPeers connect_shm_peers(Store& store, int rank, int size, const TcpOptions& options) {
+ShmPeers connect_shm_peers(Store& store, int rank, int size, const ShmOptions& options) {
   return ShmPeersBuilder(store, rank, size, options).build();
 }
 
 std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
                                                 const ShmOptions& shm) {
   std::vector<PeerLink> links = connect_tcp_links(store, rank, size, tcp);
-  ShmPeers peers = connect_shm_peers(store, rank, size, tcp);
+  ShmPeers peers = connect_shm_peers(store, rank, size, shm);
   auto mesh = std::make_unique<MeshTransport>(rank, size, peers.reached.empty() ? "tcp" : "shm+tcp",
                                               chosen_spin(tcp, size));
   const std::size_t tcp_part =
@@ -290,7 +290,7 @@ std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size
       routes.route_recvs(peer, tcp_part);
   };
   const std::size_t shm_part = mesh->add_part(std::make_unique<ShmLinks>(
-      rank, std::move(peers.links), std::move(peers.doorbell), shm, ranks_on_this_host(tcp, rank, size),
+      rank, std::move(peers.links), std::move(peers.doorbell), shm, ranks_on_this_host(shm, rank, size),
       mesh->abort_state(), mesh->part(tcp_part), reroute));
   for (int peer : peers.reached) {
     mesh->route_sends(peer, shm_part);
@@ -299,6 +299,10 @@ std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size
   log::info("rank {}: comm {}: shared memory with rank(s) {} of this host, TCP with the others", rank,
             tcp.comm_id, fmt::join(peers.reached, ", "));
   return mesh;
+}
+
+std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size, const MeshOptions& options) {
+  return connect_shm_tcp_mesh(store, rank, size, TcpOptions::from(options), ShmOptions::from(options));
 }
 
 }  // namespace canopy::transport

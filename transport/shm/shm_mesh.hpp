@@ -1,6 +1,6 @@
 // Forming a mesh that carries the messages between ranks of one host in shared memory and the rest over TCP.
 //
-// Which peers share this host comes from the communicator's host layout (TcpOptions::host_of_rank), never
+// Which peers share this host comes from the communicator's host layout (MeshOptions::host_of_rank), never
 // from a launcher's local world size; that they really share a kernel (and so the rings' memory) is then
 // proven by reaching each other's abstract Unix socket, which exists only within one network namespace of
 // one kernel, and by the handshake on it (the job token, the same user). A pair that fails either uses TCP.
@@ -27,11 +27,13 @@ struct ShmPeers {
 // listener's name) and "shm/<comm_id>/reached/<rank>" (which lower ranks of its host it reached); it
 // connects to the lower ranks of its host and accepts the higher ones, as the TCP mesh does, so the waits
 // form no cycle. Throws Error(Timeout) naming the ranks that never answered.
-ShmPeers connect_shm_peers(Store& store, int rank, int size, const TcpOptions& options);
+ShmPeers connect_shm_peers(Store& store, int rank, int size, const ShmOptions& options);
 
 // TCP links to every peer, shared memory to those of this host that connect_shm_peers() reached: what
 // CANOPY_TRANSPORT=shm+tcp builds. Its name() is "shm+tcp" when any peer is reached, else "tcp".
 std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
                                                 const ShmOptions& shm);
+// The same with both transports' options taken from the mesh's (TcpOptions::from, ShmOptions::from).
+std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size, const MeshOptions& options);
 
 }  // namespace canopy::transport

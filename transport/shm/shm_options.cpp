@@ -9,35 +9,29 @@
 namespace canopy::transport {
 namespace {
 
-std::uint64_t bytes_setting(const EnvMap& env, const char* name, std::uint64_t fallback, std::uint64_t low,
-                            std::uint64_t high, bool power_of_two) {
-  auto value = env_integer(env, name);
-  if (!value) return fallback;
-  const auto bytes = static_cast<std::uint64_t>(*value);
-  if (*value < 0 || bytes < low || bytes > high || (power_of_two && (bytes & (bytes - 1)) != 0))
-    fail(ErrorCode::Config, "{}={} must be {}bytes between {} and {}", name, *value,
-         power_of_two ? "a power of two of " : "", low, high);
-  return bytes;
-}
-
 std::mutex budget_mutex;
 std::uint64_t bytes_held = 0;
 int most_host_ranks = 1;
 
 }  // namespace
 
-ShmOptions ShmOptions::from_environment(const EnvMap& env) {
+ShmOptions ShmOptions::from(const MeshOptions& mesh) {
+  const Settings& settings = mesh.settings;
   ShmOptions options;
-  constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
-  options.ring_bytes =
-      bytes_setting(env, "CANOPY_SHM_RING_BYTES", options.ring_bytes, kRingMinBytes, kGiB, true);
-  options.slot_bytes =
-      bytes_setting(env, "CANOPY_SHM_SLOT_BYTES", options.slot_bytes, kRingLine, kGiB, false);
+  options.comm_id = mesh.comm_id;
+  options.job_token = mesh.job_token;
+  options.connect_timeout = mesh.connect_timeout;
+  options.host_of_rank = mesh.host_of_rank;
+  options.local_size = mesh.local_size;
+  options.host_cores = mesh.host_cores;
+  options.ring_bytes = settings.size("CANOPY_SHM_RING_BYTES");
+  options.slot_bytes = settings.size("CANOPY_SHM_SLOT_BYTES");
+  options.host_budget_bytes = settings.size("CANOPY_SHM_BYTES");
+  if ((options.ring_bytes & (options.ring_bytes - 1)) != 0)
+    fail(ErrorCode::Config, "CANOPY_SHM_RING_BYTES={} must be a power of two", options.ring_bytes);
   if (options.slot_bytes % kRingLine != 0)
     fail(ErrorCode::Config, "CANOPY_SHM_SLOT_BYTES={} must be a multiple of {} bytes", options.slot_bytes,
          kRingLine);
-  options.host_budget_bytes =
-      bytes_setting(env, "CANOPY_SHM_BYTES", options.host_budget_bytes, 0, 1024 * kGiB, false);
   return options;
 }
 

@@ -8,15 +8,8 @@
 namespace canopy::transport {
 namespace {
 
-template <typename T>
-void put(std::byte* out, T value) {
-  store_little_endian(out, value);
-}
-
-template <typename T>
-T get(const std::byte* in) {
-  return load_little_endian<T>(in);
-}
+using little_endian::get;
+using little_endian::put;
 
 }  // namespace
 
@@ -96,14 +89,6 @@ Ack decode_ack(std::span<const std::byte, kAckSize> in) {
   ack.comm_id = get<std::uint64_t>(&in[8]);
   ack.rank = get<std::uint32_t>(&in[16]);
   return ack;
-}
-
-bool tokens_equal(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char difference = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    difference |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]);
-  return difference == 0;
 }
 
 }  // namespace canopy::transport

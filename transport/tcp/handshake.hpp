@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/token.hpp"
+
 namespace canopy::transport {
 
 inline constexpr std::uint32_t kHelloMagic = 0x48504E43;  // "CNPH"
@@ -55,7 +57,7 @@ Hello decode_hello(std::span<const std::byte, kHelloSize> bytes);
 std::array<std::byte, kAckSize> encode_ack(const Ack& ack);
 Ack decode_ack(std::span<const std::byte, kAckSize> bytes);
 
-// Constant-time comparison, so that a token cannot be guessed byte by byte from response times.
-bool tokens_equal(std::string_view a, std::string_view b);
+// The hello's token is compared with the job's by tokens_equal (common/token.hpp).
+using canopy::tokens_equal;
 
 }  // namespace canopy::transport

@@ -1,7 +1,6 @@
 #include "transport/tcp/socket.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
@@ -97,11 +96,6 @@ SocketAddress SocketAddress::peer_of(int fd) {
   address.length = sizeof(address.storage);
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address.storage), &address.length) != 0) address = {};
   return address;
-}
-
-void set_nonblocking(int fd) {
-  int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) fail_errno("fcntl(O_NONBLOCK)");
 }
 
 UniqueFd listen_on(const SocketAddress& address, int backlog) {

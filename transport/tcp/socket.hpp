@@ -59,8 +59,6 @@ UniqueFd listen_on(const SocketAddress& address, int backlog);
 // Returns the errno of connect() in `error` (0 or EINPROGRESS when under way).
 UniqueFd start_connect(const SocketAddress& address, int& error);
 
-void set_nonblocking(int fd);
-
 // TCP_NODELAY, keep-alive with short timers and TCP_USER_TIMEOUT, so that a dead or silent peer turns into
 // an error instead of a hang. The buffer sizes are left to kernel autotuning on purpose (REFERENCES.md).
 void configure_data_socket(int fd);

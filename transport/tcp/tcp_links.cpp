@@ -28,7 +28,7 @@ bool would_block(int error) {
 
 }  // namespace
 
-TcpLinks::TcpLinks(int rank, std::vector<PeerLink> links, const AbortState& abort)
+TcpLinks::TcpLinks(int rank, std::vector<PeerLink> links, const AbortFlag& abort)
     : rank_(rank), abort_(abort), peers_(links.size()) {
   for (std::size_t p = 0; p < links.size(); ++p) {
     peers_[p].link = std::move(links[p]);
@@ -74,7 +74,7 @@ void TcpLinks::fail_peer(int peer, ErrorCode code, const std::string& what) {
 
 void TcpLinks::fail_io(int peer, int error, const char* direction) {
   // abort() shut the sockets down under us: report the abort, not its echo.
-  if (abort_.aborted()) abort_.throw_aborted(rank_);
+  abort_.throw_if_raised(rank_);
   const Peer& p = peers_[peer];
   std::size_t pending = p.sends.size() + p.recvs.size();
   std::string cause = error == 0 ? std::string("the peer closed it (end of stream)") : std::strerror(error);

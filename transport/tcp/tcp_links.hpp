@@ -33,7 +33,7 @@ std::chrono::microseconds chosen_spin(const TcpOptions& options, int size);
 class TcpLinks final : public IoPart {
  public:
   // `abort` is the mesh's: a socket that fails after abort() shut it reports the abort.
-  TcpLinks(int rank, std::vector<PeerLink> links, const AbortState& abort);
+  TcpLinks(int rank, std::vector<PeerLink> links, const AbortFlag& abort);
 
   void post_send(OpId id, int peer, std::uint8_t flags, const Envelope& envelope,
                  std::span<const std::byte> payload) override;
@@ -87,7 +87,7 @@ class TcpLinks final : public IoPart {
   [[noreturn]] void fail_io(int peer, int error, const char* direction);
 
   const int rank_;
-  const AbortState& abort_;
+  const AbortFlag& abort_;
   std::vector<Peer> peers_;
   std::vector<int> poll_peers_;    // the peers prepare_to_block() asked to wait on, in order
   std::vector<short> polled_;      // their revents from the last poll()

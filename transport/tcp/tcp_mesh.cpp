@@ -9,14 +9,15 @@
 #include <cstring>
 #include <thread>
 
+#include "common/cpu_list.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "transport/mesh_transport.hpp"
+#include "transport/spin_rule.hpp"
 #include "transport/tcp/handshake.hpp"
 #include "transport/tcp/interfaces.hpp"
 #include "transport/tcp/socket.hpp"
-#include "transport/tcp/spin_rule.hpp"
 #include "transport/tcp/tcp_links.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
@@ -362,19 +363,18 @@ std::string tcp_address_key(std::uint64_t comm_id, int rank) {
   return fmt::format("tcp/{}/addr/{}", comm_id, rank);
 }
 
-TcpOptions TcpOptions::from_environment() {
+TcpOptions TcpOptions::from(const MeshOptions& mesh) {
+  const Settings& settings = mesh.settings;
   TcpOptions options;
-  EnvMap env = current_environment();
-  options.job_token = env_value(env, "CANOPY_JOB_TOKEN").value_or("");
-  options.socket_ifname = env_value(env, "CANOPY_SOCKET_IFNAME").value_or("");
-  options.socket_family = env_value(env, "CANOPY_SOCKET_FAMILY").value_or("");
-  options.connect_timeout = default_timeout();
-  if (auto spin_us = env_integer(env, "CANOPY_SOCKET_SPIN_US")) {
-    if (*spin_us < 0 || *spin_us > 1'000'000)
-      fail(ErrorCode::Config, "CANOPY_SOCKET_SPIN_US={} must be between 0 and 1000000 microseconds",
-           *spin_us);
-    options.spin = std::chrono::microseconds(*spin_us);
-  }
+  options.comm_id = mesh.comm_id;
+  options.connect_timeout = mesh.connect_timeout;
+  options.job_token = mesh.job_token;
+  options.local_size = mesh.local_size;
+  options.host_cores = mesh.host_cores;
+  options.socket_ifname = settings.text("CANOPY_SOCKET_IFNAME");
+  options.socket_family = settings.choice("CANOPY_SOCKET_FAMILY");
+  if (settings.has("CANOPY_SOCKET_SPIN_US")) options.spin = settings.duration("CANOPY_SOCKET_SPIN_US");
+  if (!mesh.spin) options.spin = std::chrono::microseconds(0);
   return options;
 }
 

@@ -5,9 +5,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "canopy/store.hpp"
+#include "common/settings.hpp"
+#include "transport/mesh_options.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy::transport {
@@ -31,12 +32,12 @@ struct TcpOptions {
   // The CPUs this group's ranks on this host may use together (the host layout); 0 when unknown (then this
   // process's own, which a rank bound to one core sees as 1).
   int host_cores = 0;
-  // Which host each rank of the group is on (the host layout); empty when unknown. Ranks of this one's host
-  // are reached through shared memory where the mesh has it (shm/shm_mesh.hpp).
-  std::vector<int> host_of_rank;
-  // Reads the defaults above from CANOPY_JOB_TOKEN, CANOPY_SOCKET_IFNAME, CANOPY_SOCKET_FAMILY,
-  // CANOPY_SOCKET_SPIN_US and CANOPY_TIMEOUT.
-  static TcpOptions from_environment();
+  // The mesh's facts, and CANOPY_SOCKET_IFNAME, CANOPY_SOCKET_FAMILY and CANOPY_SOCKET_SPIN_US from its
+  // settings.
+  static TcpOptions from(const MeshOptions& mesh);
+  static TcpOptions from_environment() {
+    return from(MeshOptions::from_settings(Settings::from_environment(), 0));
+  }
 };
 
 // Every rank calls this with the same store, its rank, the group size and comm_id; returns once all

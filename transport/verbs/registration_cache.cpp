@@ -37,7 +37,6 @@ RegistrationCache::Lease RegistrationCache::acquire(const void* address, std::si
   entry.end = (end + kPage - 1) & ~(kPage - 1);
   entry.writable = writable;
   entry.registration = register_fn_(entry.begin, entry.end - entry.begin, writable);
-  ++registrations_made_;
   entry.leases = 1;
   entry.last_use = clock_;
   const std::uint64_t id = next_entry_++;

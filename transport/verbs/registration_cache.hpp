@@ -51,7 +51,6 @@ class RegistrationCache {
   void clear();
 
   std::size_t entries() const { return entries_.size(); }
-  std::size_t registrations_made() const { return registrations_made_; }
 
  private:
   struct Entry {
@@ -71,7 +70,6 @@ class RegistrationCache {
   std::map<std::uint64_t, Entry> entries_;
   std::uint64_t next_entry_ = 1;
   std::uint64_t clock_ = 0;
-  std::size_t registrations_made_ = 0;
 };
 
 }  // namespace canopy::transport::verbs

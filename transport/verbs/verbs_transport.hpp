@@ -7,10 +7,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "canopy/store.hpp"
 #include "common/env.hpp"
+#include "common/settings.hpp"
+#include "transport/mesh_options.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy::transport {
@@ -24,16 +27,23 @@ struct VerbsOptions {
   int gid_index = -1;
   Duration connect_timeout = std::chrono::seconds(60);
   // CANOPY_IB_SPIN_US: how long progress() polls the completion queue before it sleeps on the
-  // completion channel. Spinning only pays when ranks do not outnumber cores.
-  std::chrono::microseconds spin = std::chrono::microseconds(20);
+  // completion channel; unset, the spin rule decides (spin_rule.hpp: kDefaultVerbsSpin unless this
+  // host's ranks outnumber its cores 4 to 1).
+  std::optional<std::chrono::microseconds> spin;
+  // This group's ranks on this host and their CPUs (0: unknown), for the spin rule.
+  int local_size = 0;
+  int host_cores = 0;
   // CANOPY_IB_CHUNK_BYTES: the most one RDMA write carries; 0 = the port's maximum message size.
   std::size_t max_chunk_bytes = 0;
   // CANOPY_IB_REG_CACHE=1 keeps registrations of user buffers after use (safe only when buffers are
   // not freed while the communicator lives: see verbs/registration_cache.hpp).
   bool keep_registrations = false;
 
-  // Reads the settings above from the environment (and CANOPY_TIMEOUT for connect_timeout).
-  static VerbsOptions from_environment(const EnvMap& env);
+  // The mesh's facts, and the CANOPY_IB_* settings.
+  static VerbsOptions from(const MeshOptions& mesh);
+  static VerbsOptions from_environment(const EnvMap& env) {
+    return from(MeshOptions::from_settings(Settings::parse(env), 0));
+  }
   static VerbsOptions from_environment() { return from_environment(current_environment()); }
 };
 

@@ -11,15 +11,8 @@ namespace {
 constexpr std::uint8_t kControlVersion = 1;
 constexpr std::size_t kAddressSize = 2 + 2 + 4 + 4 + 1 + 1 + 1 + 1 + 16 + 4;
 
-template <typename T>
-void put(std::byte* out, T value) {
-  store_little_endian(out, value);
-}
-
-template <typename T>
-T get(const std::byte* in) {
-  return load_little_endian<T>(in);
-}
+using little_endian::get;
+using little_endian::put;
 
 }  // namespace
 

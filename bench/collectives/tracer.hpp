@@ -1,5 +1,5 @@
-// The teaching view of a simulated collective: who sends what to whom, round by round (text) and over
-// time (an SVG picture with one lane per rank and one arrow per message).
+// The teaching view of a simulated collective (canopy-bench trace): who sends what to whom, round by round
+// (text) and over time (an SVG picture with one lane per rank and one arrow per message).
 #pragma once
 
 #include <string>
@@ -7,7 +7,10 @@
 #include "collectives/schedules/schedule.hpp"
 #include "collectives/schedules/simulator.hpp"
 
-namespace canopy::collectives {
+namespace canopy::bench {
+
+using collectives::CollectiveCall;
+using collectives::Simulation;
 
 // One line per logical round, e.g. "round 2: 0 -> 2 [0..4), 1 -> 3 [4..8)" (element ranges of the
 // sender's Data; "signal" for a zero-byte message), after a header with the call and the prediction.
@@ -22,4 +25,4 @@ std::string trace_svg(const Simulation& simulation, const CollectiveCall& call);
 // "12.5 us", "3.2 ms", "35 s": seconds as a person reads them.
 std::string format_seconds(double seconds);
 
-}  // namespace canopy::collectives
+}  // namespace canopy::bench

@@ -1,5 +1,9 @@
-// Forked ranks that a test can signal and time one by one: what a chaos trial needs and
-// tests/support's run_processes (which only waits) does not give.
+// Forked processes that a test can wait for, signal and time one by one: the fork harness under
+// run_processes (ranks.hpp), and what a chaos trial drives directly.
+//
+// The parent should have no other thread running while this forks: a child inherits any lock another
+// thread holds (the allocator's, a sanitizer's) held forever. Run servers as processes
+// (StoreServerProcess), not threads.
 #pragma once
 
 #include <sys/types.h>
@@ -9,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace canopy::reliability {
+namespace canopy::testing {
 
 using Clock = std::chrono::steady_clock;
 
@@ -33,16 +37,19 @@ struct ProcessEnd {
   std::string ready_detail;
   bool ended = false;  // it exited or died before the group's deadline
   Clock::time_point ended_at;
-  int exit_code = -1;   // when it exited
-  int signal = 0;       // when a signal ended it
-  std::string outcome;  // its outcome() line, "" when it never sent one
+  int exit_code = -1;      // when it exited
+  int signal = 0;          // when a signal ended it
+  bool timed_out = false;  // killed by kill_unfinished()
+  std::string outcome;     // its outcome() line, "" when it never sent one
+  bool ok() const { return ended && exit_code == 0 && signal == 0 && !timed_out; }
   std::string describe() const;
 };
 
 class ProcessGroup {
  public:
   // Forks `n` processes running body(index, reporter). A body that returns exits 0, one that throws
-  // reports "exception <what>" and exits 1; nothing of the parent's runs in the child after the body.
+  // reports "exception <what>" (also on stderr) and exits 1; nothing of the parent's runs in the child
+  // after the body.
   ProcessGroup(int n, const std::function<void(int index, const Reporter& reporter)>& body);
   ~ProcessGroup();  // kills (SIGKILL) and reaps whatever still runs
   ProcessGroup(const ProcessGroup&) = delete;
@@ -57,9 +64,12 @@ class ProcessGroup {
   // Waits until every process in `indices` ended; false at the deadline (they keep running).
   bool wait_ended(const std::vector<int>& indices, Clock::time_point deadline);
   void signal(int index, int signal_number);  // nothing once the process has been reaped
+  // SIGKILLs every process still running, marks it timed out, and reaps it.
+  void kill_unfinished();
 
  private:
   void pump(Clock::time_point until);  // reads reports and reaps children until `until` or news
+  void wait_ended_all();
   void take_lines(int index);          // the complete lines that arrived from `index`
   std::vector<pid_t> pids_;
   std::vector<int> pipes_;  // read ends, -1 once at end of stream
@@ -67,7 +77,4 @@ class ProcessGroup {
   std::vector<ProcessEnd> ends_;
 };
 
-// Resident memory of this process in bytes (VmRSS of /proc/self/status).
-long long resident_bytes();
-
-}  // namespace canopy::reliability
+}  // namespace canopy::testing

@@ -1,4 +1,4 @@
-#include "tests/reliability/process_group.hpp"
+#include "tests/support/process_group.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -11,11 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 
-namespace canopy::reliability {
+namespace canopy::testing {
 namespace {
 
 void write_line(int fd, const std::string& line) {
@@ -41,7 +40,8 @@ void Reporter::outcome(const std::string& line) const {
 }
 
 std::string ProcessEnd::describe() const {
-  std::string how = !ended        ? "still running"
+  std::string how = timed_out     ? "timed out (killed by the harness)"
+                    : !ended      ? "still running"
                     : signal != 0 ? fmt::format("killed by signal {} ({})", signal, strsignal(signal))
                                   : fmt::format("exited with status {}", exit_code);
   return outcome.empty() ? how : fmt::format("{}: {}", how, outcome);
@@ -65,9 +65,11 @@ ProcessGroup::ProcessGroup(int n, const std::function<void(int index, const Repo
       try {
         body(index, reporter);
       } catch (const std::exception& e) {
+        std::fprintf(stderr, "[process %d] failed: %s\n", index, e.what());
         reporter.outcome(fmt::format("exception {}", e.what()));
         status = 1;
       } catch (...) {
+        std::fprintf(stderr, "[process %d] failed with an unknown exception\n", index);
         reporter.outcome("exception (not a std::exception)");
         status = 1;
       }
@@ -93,6 +95,21 @@ ProcessGroup::~ProcessGroup() {
 void ProcessGroup::signal(int index, int signal_number) {
   // A reaped child's pid may already belong to another process.
   if (!ends_[index].ended) ::kill(pids_[index], signal_number);
+}
+
+void ProcessGroup::kill_unfinished() {
+  for (std::size_t i = 0; i < pids_.size(); ++i) {
+    if (ends_[i].ended) continue;
+    ::kill(pids_[i], SIGKILL);
+    ends_[i].timed_out = true;
+  }
+  wait_ended_all();
+}
+
+void ProcessGroup::wait_ended_all() {
+  std::vector<int> all(pids_.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  wait_ended(all, Clock::time_point::max());
 }
 
 void ProcessGroup::pump(Clock::time_point until) {
@@ -186,13 +203,4 @@ bool ProcessGroup::wait_ended(const std::vector<int>& indices, Clock::time_point
   }
 }
 
-long long resident_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;  // "VmRSS:  1234 kB"
-  }
-  return -1;
-}
-
-}  // namespace canopy::reliability
+}  // namespace canopy::testing

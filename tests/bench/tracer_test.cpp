@@ -1,12 +1,14 @@
 // The tracer's text and SVG views of a simulated collective.
-#include "collectives/schedules/tracer.hpp"
+#include "bench/collectives/tracer.hpp"
 
 #include <gtest/gtest.h>
 
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
 
-namespace canopy::collectives {
+namespace canopy::bench {
+
+using namespace canopy::collectives;
 namespace {
 
 Simulation run(Collective collective, std::string_view name, const CollectiveCall& call,
@@ -30,6 +32,21 @@ TEST(Tracer, TextShowsWhoSendsWhatToWhomRoundByRound) {
   EXPECT_NE(text.find("3 messages in 2 rounds"), std::string::npos) << text;
   EXPECT_NE(text.find("round 1: 0 -> 2 [0..8)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("round 2: 0 -> 1 [0..8), 2 -> 3 [0..8)\n"), std::string::npos) << text;
+}
+
+// A binomial gather to root 2 of 5 ranks: leaves send their input, a subtree that wraps past the last rank
+// reaches the root as two messages.
+TEST(Tracer, TextShowsAGatherMovingSubtrees) {
+  const CollectiveCall call{Collective::Gather, 0, 5, 1, 2, 1 << 20, false};
+  std::vector<std::vector<std::byte>> inputs;  // the root's Data, every other rank's Input
+  for (const CollectiveCall& own : every_rank(call))
+    inputs.emplace_back((own.input_in_data() ? own.data_count() : own.input_count()) * 4);
+  const Simulation simulation = simulate(*find_algorithm(Collective::Gather, "binomial"), call, DataType::Float32,
+                                         ReduceOp::Sum, inputs, LinkModel{1e-6, 1e-9, 0});
+  const std::string text = trace_text(simulation, call);
+  EXPECT_NE(text.find("5 messages"), std::string::npos) << text;
+  EXPECT_NE(text.find("round 1: 0 -> 4 input[0..1), 1 -> 2 input[0..1)\n"), std::string::npos) << text;
+  EXPECT_EQ(occurrences(text, "4 -> 2 staging"), 2u) << text;
 }
 
 // Out of place, the first round of a ring goes straight from each rank's input; later rounds forward
@@ -83,4 +100,4 @@ TEST(Tracer, FormatsSecondsForPeople) {
 }
 
 }  // namespace
-}  // namespace canopy::collectives
+}  // namespace canopy::bench

@@ -1,4 +1,4 @@
-#include "collectives/schedules/tracer.hpp"
+#include "bench/collectives/tracer.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,10 @@
 #include <map>
 #include <vector>
 
-namespace canopy::collectives {
+namespace canopy::bench {
+
+using namespace canopy::collectives;  // a view of collectives' simulation: its types throughout
+
 namespace {
 
 constexpr std::size_t kLineWidth = 110;
@@ -154,4 +157,4 @@ std::string trace_svg(const Simulation& simulation, const CollectiveCall& call) 
   return svg;
 }
 
-}  // namespace canopy::collectives
+}  // namespace canopy::bench

@@ -1,0 +1,49 @@
+// What every transport needs to form a group's mesh, whatever carries the bytes: connect_mesh takes this
+// one value (select_transport.hpp), and each transport derives its own options from it, reading its own
+// settings (TcpOptions::from, VerbsOptions::from). docs/TRANSPORT.md, *One options value for every
+// transport*, says how a third transport plugs in.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "canopy/store.hpp"
+#include "common/settings.hpp"
+
+namespace canopy::transport {
+
+struct MeshOptions {
+  // Scopes the store keys and handshakes of one mesh: one communicator's never meet another's.
+  std::uint64_t comm_id = 0;
+  Duration connect_timeout = std::chrono::seconds(60);  // for the whole set-up
+  std::string job_token;  // every connection presents it; one with another is refused
+  // The host layout, as the group learned it: each rank's host (an index; equal for ranks of one host);
+  // empty: every rank on a host of its own. A transport that joins same-host pairs its own way (shared
+  // memory) reads it.
+  std::vector<int> host_of_rank;
+  // This group's ranks on this host, and the CPUs they may use together (0: unknown): whether a rank may
+  // busy-poll without starving the peer it waits for (spin_rule.hpp).
+  int local_size = 0;
+  int host_cores = 0;
+  // false: never busy-poll, whatever the spin rule and settings say (a mesh driven by a thread of its
+  // own, which may wait in poll() at no one's expense).
+  bool spin = true;
+  // The communicator's settings, parsed once: CANOPY_TRANSPORT, and each transport's own.
+  Settings settings = Settings::parse({});
+
+  // From the settings alone: CANOPY_TIMEOUT and CANOPY_JOB_TOKEN, no layout (tests, tools).
+  static MeshOptions from_settings(const Settings& settings, std::uint64_t comm_id);
+};
+
+inline MeshOptions MeshOptions::from_settings(const Settings& settings, std::uint64_t comm_id) {
+  MeshOptions options;
+  options.comm_id = comm_id;
+  options.connect_timeout = std::chrono::duration_cast<Duration>(settings.duration("CANOPY_TIMEOUT"));
+  options.job_token = settings.text("CANOPY_JOB_TOKEN");
+  options.settings = settings;
+  return options;
+}
+
+}  // namespace canopy::transport
