@@ -20,7 +20,9 @@
 namespace canopy::transport {
 namespace {
 
+using testing::error_from;
 using testing::exchange_with_everyone;
+using testing::expect_all_ok;
 using testing::loopback_options;
 using testing::p2p_envelope;
 using testing::require;
@@ -51,21 +53,6 @@ class DataPath : public ::testing::TestWithParam<LinkKind> {
     return testing::run_mesh_processes(size, connect, body, std::chrono::seconds(60));
   }
 };
-
-void expect_all_ok(const std::vector<testing::RankExit>& exits) {
-  for (std::size_t rank = 0; rank < exits.size(); ++rank)
-    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
-}
-
-template <typename Fn>
-Error error_from(Fn&& fn, const char* what) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
-  }
-  throw std::runtime_error(fmt::format("{}: expected a canopy::Error, none was thrown", what));
-}
 
 TEST_P(DataPath, MeshOfTwoToFiveRanksAsProcesses) {
   for (int size = 2; size <= 5; ++size)

@@ -27,6 +27,7 @@ namespace canopy::transport {
 namespace {
 
 using testing::exchange_with_everyone;
+using testing::expect_all_ok;
 using testing::LinkKind;
 using testing::loopback_options;
 using testing::p2p_envelope;
@@ -51,11 +52,6 @@ std::vector<testing::RankExit> run_shm_processes(int size, std::uint64_t comm_id
     return connect_shm_tcp_mesh(store, rank, n, options, testing::shm_options_like(options, n, shm, hosts));
   };
   return testing::run_mesh_processes(size, connect, body, std::chrono::seconds(60));
-}
-
-void expect_all_ok(const std::vector<testing::RankExit>& exits) {
-  for (std::size_t rank = 0; rank < exits.size(); ++rank)
-    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
 }
 
 // Every message of `sizes` both ways at once, all posted up front, each checked bit for bit.

@@ -1,6 +1,8 @@
 // What the transport tests share: loopback-only options, envelopes, reproducible random payloads.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -11,10 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "canopy/error.hpp"
 #include "common/deadline.hpp"
+#include "common/env.hpp"
 #include "tests/support/ranks.hpp"
 #include "transport/envelope.hpp"
-#include "common/env.hpp"
 #include "transport/mesh_options.hpp"
 #include "transport/shm/shm_mesh.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -22,7 +25,8 @@
 namespace canopy::testing {
 
 // Tests never leave the loopback interface; `more` adds settings (CANOPY_IB_HCA=..., ...).
-inline transport::MeshOptions loopback_mesh_options(std::uint64_t comm_id, std::string token = "transport-test-token",
+inline transport::MeshOptions loopback_mesh_options(std::uint64_t comm_id,
+                                                    std::string token = "transport-test-token",
                                                     EnvMap more = {}) {
   more.emplace("CANOPY_SOCKET_IFNAME", "=lo");
   more.emplace("CANOPY_SOCKET_FAMILY", "ipv4");
@@ -32,7 +36,8 @@ inline transport::MeshOptions loopback_mesh_options(std::uint64_t comm_id, std::
   return options;
 }
 
-inline transport::TcpOptions loopback_options(std::uint64_t comm_id, std::string token = "transport-test-token") {
+inline transport::TcpOptions loopback_options(std::uint64_t comm_id,
+                                              std::string token = "transport-test-token") {
   return transport::TcpOptions::from(loopback_mesh_options(comm_id, std::move(token)));
 }
 
@@ -54,7 +59,8 @@ inline std::string_view to_string(LinkKind kind) {
 }
 
 inline std::unique_ptr<transport::Transport> connect_loopback_mesh(LinkKind kind, Store& store, int rank,
-                                                                   int size, const transport::TcpOptions& options,
+                                                                   int size,
+                                                                   const transport::TcpOptions& options,
                                                                    const transport::ShmOptions& shm = {}) {
   if (kind == LinkKind::Tcp) return transport::connect_tcp_mesh(store, rank, size, options);
   return transport::connect_shm_tcp_mesh(store, rank, size, options, shm_options_like(options, size, shm));
@@ -129,6 +135,23 @@ inline void exchange_with_everyone(transport::Transport& t, std::uint64_t comm_i
     require(incoming[peer][0] == peer && incoming[peer][1] == t.rank(), "rank {} got {}->{} from rank {}",
             t.rank(), incoming[peer][0], incoming[peer][1], peer);
   }
+}
+
+// Each forked rank must have ended well; a failure names the rank and how it ended.
+inline void expect_all_ok(const std::vector<RankExit>& exits) {
+  for (std::size_t rank = 0; rank < exits.size(); ++rank)
+    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+}
+
+// The canopy::Error that `fn` throws; std::runtime_error naming `what` when it throws none.
+template <typename Fn>
+Error error_from(Fn&& fn, const char* what) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e;
+  }
+  throw std::runtime_error(fmt::format("{}: expected a canopy::Error, none was thrown", what));
 }
 
 // Progresses until every one of `ids` is done; fails the test at the deadline.

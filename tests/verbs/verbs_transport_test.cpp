@@ -22,6 +22,8 @@ namespace canopy::transport {
 namespace {
 
 using testing::exchange_with_everyone;
+using testing::expect_all_ok;
+using testing::error_from;
 using testing::p2p_envelope;
 using testing::require;
 using testing::wait_all;
@@ -52,21 +54,6 @@ std::vector<testing::RankExit> run_mesh_processes(int size, const VerbsOptions& 
     return connect_verbs_mesh(store, rank, n, options);
   };
   return testing::run_mesh_processes(size, connect, body, timeout);
-}
-
-void expect_all_ok(const std::vector<testing::RankExit>& exits) {
-  for (std::size_t rank = 0; rank < exits.size(); ++rank)
-    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
-}
-
-template <typename Fn>
-Error error_from(Fn&& fn, const char* what) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
-  }
-  throw std::runtime_error(fmt::format("{}: expected a canopy::Error, none was thrown", what));
 }
 
 // ---- selection: runs everywhere ----
