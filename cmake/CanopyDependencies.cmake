@@ -17,6 +17,27 @@ else()
 endif()
 option(CANOPY_WITH_VERBS "Build the RDMA verbs transport" ${_canopy_verbs_found})
 
+# Optional: PMIx (Debian: libpmix-dev), the process-management interface of Open MPI's mpirun and of
+# srun --mpi=pmix, through which ranks spread over hosts find the store without being given its address.
+# ON when found. Debian keeps the header under pmix2/include, which its pkg-config file names.
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(CANOPY_PC_PMIX QUIET pmix)
+endif()
+find_library(CANOPY_PMIX_LIBRARY pmix HINTS ${CANOPY_PC_PMIX_LIBRARY_DIRS})
+find_path(CANOPY_PMIX_INCLUDE_DIR pmix.h HINTS ${CANOPY_PC_PMIX_INCLUDE_DIRS}
+  /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/pmix2/include)
+if(CANOPY_PMIX_LIBRARY AND CANOPY_PMIX_INCLUDE_DIR)
+  set(_canopy_pmix_found ON)
+else()
+  set(_canopy_pmix_found OFF)
+endif()
+option(CANOPY_WITH_PMIX "Find the store through the launcher's PMIx server (mpirun, srun --mpi=pmix)"
+  ${_canopy_pmix_found})
+if(CANOPY_WITH_PMIX AND NOT _canopy_pmix_found)
+  message(FATAL_ERROR "CANOPY_WITH_PMIX is ON but PMIx was not found (Debian: apt-get install libpmix-dev)")
+endif()
+
 # Optional: CUDA. ON when a CUDA compiler is found (no GPU is needed to build).
 include(CheckLanguage)
 check_language(CUDA)
@@ -48,5 +69,5 @@ endif()
 if(CANOPY_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
-message(STATUS "canopy: verbs=${CANOPY_WITH_VERBS} cuda=${CANOPY_WITH_CUDA} torch=${CANOPY_WITH_TORCH} "
+message(STATUS "canopy: verbs=${CANOPY_WITH_VERBS} pmix=${CANOPY_WITH_PMIX} cuda=${CANOPY_WITH_CUDA} torch=${CANOPY_WITH_TORCH} "
                "sanitize='${CANOPY_SANITIZE}'")

@@ -10,10 +10,10 @@
 namespace canopy::collectives {
 namespace {
 
-constexpr Collective kCollectives[] = {Collective::Broadcast, Collective::Reduce,        Collective::AllReduce,
-                                       Collective::AllGather, Collective::ReduceScatter, Collective::Barrier,
-                                       Collective::AllToAll,  Collective::AllToAllV,     Collective::Gather,
-                                       Collective::Scatter};
+constexpr Collective kCollectives[] = {
+    Collective::Broadcast,     Collective::Reduce,  Collective::AllReduce, Collective::AllGather,
+    Collective::ReduceScatter, Collective::Barrier, Collective::AllToAll,  Collective::AllToAllV,
+    Collective::Gather,        Collective::Scatter};
 
 // "all_reduce", "allreduce" and "all-reduce" all name the same collective.
 std::string squash(std::string_view name) {
@@ -48,10 +48,11 @@ std::map<Collective, std::string> parse_algorithm_overrides(std::string_view tex
         known = true;
       }
       if (!known)
-        fail(ErrorCode::Config,
-             "CANOPY_ALGO='{}': no collective has an algorithm '{}'; use an algorithm's name (ring, binomial, "
-             "...) or collective=algorithm pairs such as allreduce=ring,broadcast=binomial",
-             text, item);
+        fail(
+            ErrorCode::Config,
+            "CANOPY_ALGO='{}': no collective has an algorithm '{}'; use an algorithm's name (ring, binomial, "
+            "...) or collective=algorithm pairs such as allreduce=ring,broadcast=binomial",
+            text, item);
       continue;
     }
     const std::string collective = squash(item.substr(0, eq));
@@ -67,9 +68,10 @@ std::map<Collective, std::string> parse_algorithm_overrides(std::string_view tex
     }
     if (!known) {
       std::string names;
-      for (Collective c : kCollectives) names += fmt::format("{}{}", names.empty() ? "" : ", ", squash(to_string(c)));
-      fail(ErrorCode::Config, "CANOPY_ALGO='{}': unknown collective '{}' (known: {})", text, item.substr(0, eq),
-           names);
+      for (Collective c : kCollectives)
+        names += fmt::format("{}{}", names.empty() ? "" : ", ", squash(to_string(c)));
+      fail(ErrorCode::Config, "CANOPY_ALGO='{}': unknown collective '{}' (known: {})", text,
+           item.substr(0, eq), names);
     }
   }
   return overrides;

@@ -134,8 +134,7 @@ Communicator::AlgorithmChoice Communicator::choose_algorithm(const CollectiveArg
   Impl& impl = this->impl();
   AlgorithmChoice choice;
   collectives::CollectiveCall call = impl.describe_call(args, options);
-  const collectives::Pace pace =
-      impl.follows_stream(args, options) ? impl.pace() : collectives::Pace::OneCall;
+  const collectives::Pace pace = impl.pace(impl.follows_stream(args, options));
   const collectives::Algorithm& algorithm =
       impl.select(call, size_of(args.dtype), options, pace, &choice.explanation);
   choice.name = algorithm.name;

@@ -12,6 +12,7 @@
 #include "collectives/liveness_monitor.hpp"
 #include "common/cpu_list.hpp"
 #include "collectives/algorithm_overrides.hpp"
+#include "collectives/broadcast_stream.hpp"
 #include "common/env.hpp"
 #include "common/settings.hpp"
 #include "common/error.hpp"
@@ -249,11 +250,9 @@ std::string_view Communicator::Impl::requested_algorithm(Collective collective,
   return name == "auto" ? std::string_view{} : name;
 }
 
-// Whether this call takes part in stream detection: a broadcast with data, its algorithm left to auto,
-// over a transport whose frames carry the root's flag. Every rank answers alike.
 bool Communicator::Impl::follows_stream(const CollectiveArgs& args, const CollectiveOptions& options) const {
-  return args.collective == Collective::Broadcast && args.count > 0 &&
-         requested_algorithm(args.collective, options).empty() && transport_->carries_frame_flags();
+  return collectives::BroadcastStream::follows(args, !requested_algorithm(args.collective, options).empty(),
+                                               transport_->carries_flags());
 }
 
 const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::size_t element_size,
@@ -291,7 +290,7 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   std::size_t element_size = size_of(args.dtype);
   CollectiveCall call = describe_call(args, options);
   const bool follows_stream = this->follows_stream(args, options);
-  const collectives::Pace pace = follows_stream ? this->pace() : collectives::Pace::OneCall;
+  const collectives::Pace pace = stream_.pace(follows_stream);
   std::string explanation;
   const Algorithm& algorithm =
       select(call, element_size, options, pace, log::level() <= log::Level::Info ? &explanation : nullptr);
@@ -322,15 +321,12 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   // on a small call each read is a measurable part of what this rank itself spends.
   const Clock::time_point started = Clock::now();
   context.deadline = Deadline(started + (options.timeout.count() > 0 ? options.timeout : timeout_));
-  // The root calls back to back when its previous broadcast can still be on its way: sooner than one
-  // call's predicted latency after it returned.
-  bool back_to_back = false;
-  if (follows_stream && rank == call.root && last_broadcast_end_) {
-    const double since = std::chrono::duration<double>(started - *last_broadcast_end_).count();
-    back_to_back =
-        since < cost_model_.choose(call, element_size, collectives::Pace::OneCall).predicted_seconds;
-  }
-  context.frame_flags = back_to_back ? transport::kFlagRootInStream : 0;
+  const bool is_root = rank == call.root;
+  const double one_call_seconds =
+      stream_.root_may_be_back_to_back(follows_stream, is_root)
+          ? cost_model_.choose(call, element_size, collectives::Pace::OneCall).predicted_seconds
+          : 0;
+  context.envelope.flags = stream_.flags_at_start(follows_stream, is_root, started, one_call_seconds);
   std::size_t slot = recorder_.start(
       {seq, args.collective, algorithm.name, args.count, args.dtype, args.op, call.root, {}, {}, 0}, started);
   try {
@@ -345,15 +341,7 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   }
   const Clock::time_point ended = Clock::now();
   recorder_.finish(slot, true, ended);
-  if (follows_stream) {
-    const bool root_in_stream =
-        rank == call.root ? back_to_back : (executor_.heard_flags() & transport::kFlagRootInStream) != 0;
-    in_stream_.store(root_in_stream, std::memory_order_relaxed);
-    last_broadcast_end_ = ended;
-  } else {
-    in_stream_.store(false, std::memory_order_relaxed);
-    last_broadcast_end_.reset();
-  }
+  stream_.finished(follows_stream, is_root, executor_.heard_flags(), ended);
   collectives::finish_call_buffers(args, rank, size, buffers.data);
 }
 

@@ -22,6 +22,7 @@
 #include "collectives/flight_recorder.hpp"
 #include "collectives/point_to_point.hpp"
 #include "collectives/schedule_cache.hpp"
+#include "collectives/broadcast_stream.hpp"
 #include "common/settings.hpp"
 #include "transport/transport.hpp"
 
@@ -48,10 +49,7 @@ class Communicator::Impl {
                                        std::string* explanation);
   std::string_view requested_algorithm(Collective collective, const CollectiveOptions& options) const;
   bool follows_stream(const CollectiveArgs& args, const CollectiveOptions& options) const;
-  collectives::Pace pace() const {
-    return in_stream_.load(std::memory_order_relaxed) ? collectives::Pace::Stream
-                                                      : collectives::Pace::OneCall;
-  }
+  collectives::Pace pace(bool follows_stream) const { return stream_.pace(follows_stream); }
   collectives::CollectiveCall describe_call(const CollectiveArgs& args,
                                             const CollectiveOptions& options) const;
   void validate(const CollectiveArgs& args) const;
@@ -101,11 +99,7 @@ class Communicator::Impl {
   std::mutex failure_mutex_;
   std::string failure_;  // set once a call failed: the communicator is then unusable
   std::shared_ptr<collectives::FirstFailure> first_failure_;  // tells every rank who failed first
-  // A stream of broadcasts (docs/SCHEDULES.md): whether the previous call was a broadcast whose root
-  // called it back to back with the one before. Every rank learns it from that call's frames, so all
-  // agree, and auto then chooses for a stream's pace instead of one call's latency.
-  std::atomic<bool> in_stream_{false};
-  std::optional<Clock::time_point> last_broadcast_end_;  // this rank's, while broadcasts follow each other
+  collectives::BroadcastStream stream_;  // whether auto chooses broadcasts for a stream's pace
 };
 
 }  // namespace canopy

@@ -14,9 +14,7 @@ namespace {
 constexpr double kTie = 0.05;
 
 // Faster by more than a tie; or tied, made mostly of per-message costs, and sending fewer messages: every
-// message costs the CPU of both its ends, which the application and the other ranks of a host want too
-// (on 4 ranks sharing 2 cores, the tree's 6 messages took 26 us where recursive doubling's 8, predicted as
-// fast, took 30-36). Where bytes make the time, fewer (larger) messages are no better: the faster wins.
+// message costs the CPU of both its ends (docs/SCHEDULES.md, *Ties*).
 bool beats(const Prediction& candidate, double best_seconds, std::size_t best_messages, double alpha) {
   if (candidate.seconds < best_seconds * (1 - kTie)) return true;
   if (candidate.seconds > best_seconds * (1 + kTie)) return false;

@@ -74,8 +74,7 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
   moved_while_computing_.clear();
   finished_ = 0;
   heard_flags_ = 0;
-  context.transport->take_frame_flags();  // a stale report from an earlier call
-  context.transport->set_frame_flags(context.frame_flags);
+  context.transport->take_arrived_flags();  // a stale report from an earlier call
 
   for (std::uint32_t i = 0; i < steps.size(); ++i)
     waiting_to_finish_[i] = static_cast<std::uint32_t>(steps[i].deps.size());
@@ -98,10 +97,7 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
              context.transport->rank(), steps.size() - finished_, steps.size());
       if (!context.transport->progress(context.deadline, completed_ids_)) fail_timeout();
     }
-    if (const std::uint8_t heard = context.transport->take_frame_flags(); heard != 0) {
-      heard_flags_ |= heard;
-      context.transport->set_frame_flags(context.frame_flags | heard_flags_);
-    }
+    heard_flags_ |= context.transport->take_arrived_flags();
     for (transport::OpId id : completed_ids_) {
       auto it = std::find_if(in_flight_.begin(), in_flight_.end(), [id](const InFlight& f) { return f.id == id; });
       if (it == in_flight_.end()) continue;  // not ours (cannot happen while calls are serialised)
@@ -116,7 +112,6 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
         complete(step);
     }
   }
-  context.transport->set_frame_flags(0);  // what follows (point-to-point, another call) says nothing
 }
 
 // Messages to (or from) one peer must be posted in step order, because the transport keeps them in
@@ -142,6 +137,7 @@ void Executor::start(std::uint32_t step) {
   const Step& s = compiled_->schedule.steps[step];
   transport::Envelope envelope = context_->envelope;
   envelope.step = s.tag;
+  envelope.flags |= heard_flags_;
   auto& transport = *context_->transport;
   std::size_t size = context_->element_size;
   switch (s.kind) {

@@ -49,7 +49,6 @@ struct ExecutionContext {
   DataType dtype = DataType::Float32;
   ReduceOp op = ReduceOp::Sum;  // Avg arrives here as Sum
   Deadline deadline = Deadline::never();
-  std::uint8_t frame_flags = 0;  // what this rank's messages say (transport/frame.hpp), besides what it heard
 };
 
 class Executor {
@@ -58,9 +57,9 @@ class Executor {
   // Error(Timeout) naming the peers whose messages were still outstanding.
   void run(const CompiledSchedule& compiled, const ExecutionContext& context);
 
-  // The frame flags the last run's messages brought (ORed). Each message this rank sends carries its
-  // own flags and what it had heard when posting it: where a rank forwards only what it received, as
-  // in a broadcast, the root's flags reach every rank.
+  // The flags the last run's messages brought (ORed). Each message this rank sends carries its own
+  // (context.envelope.flags) and what it had heard when posting it: where a rank forwards only what it
+  // received, as in a broadcast, the root's flags reach every rank.
   std::uint8_t heard_flags() const { return heard_flags_; }
 
  private:

@@ -34,7 +34,8 @@ LivenessSettings LivenessSettings::from_settings(const Settings& given) {
   settings.interval = std::chrono::duration_cast<Duration>(given.duration("CANOPY_HEARTBEAT_SECONDS"));
   settings.timeout = settings.interval * kDefaultTimeoutIntervals;
   if (given.has("CANOPY_HEARTBEAT_TIMEOUT_SECONDS"))
-    settings.timeout = std::chrono::duration_cast<Duration>(given.duration("CANOPY_HEARTBEAT_TIMEOUT_SECONDS"));
+    settings.timeout =
+        std::chrono::duration_cast<Duration>(given.duration("CANOPY_HEARTBEAT_TIMEOUT_SECONDS"));
   // One late heartbeat must never be enough to call a rank silent.
   if (settings.enabled() && settings.timeout < settings.interval * 2)
     fail(ErrorCode::Config,

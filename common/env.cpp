@@ -1,6 +1,5 @@
 #include "common/env.hpp"
 
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
@@ -36,12 +35,7 @@ std::optional<std::string> env_value(const std::string& name) {
 std::optional<long long> env_integer(const EnvMap& env, const std::string& name) {
   auto text = env_value(env, name);
   if (!text) return std::nullopt;
-  long long value = 0;
-  const char* begin = text->data();
-  const char* end = begin + text->size();
-  auto [ptr, ec] = std::from_chars(begin, end, value);
-  if (ec != std::errc() || ptr != end) fail(ErrorCode::Config, "{}='{}' is not an integer", name, *text);
-  return value;
+  return settings::parse_integer(name, *text);
 }
 
 std::chrono::milliseconds default_timeout() {

@@ -17,7 +17,7 @@ EnvMap current_environment();
 std::optional<std::string> env_value(const EnvMap& env, const std::string& name);
 std::optional<std::string> env_value(const std::string& name);
 
-// Parses an integer setting; throws Error(Config) naming the variable when it is not one.
+// Parses an integer variable in the settings' integer grammar; Error(Config) naming it when it is not one.
 std::optional<long long> env_integer(const EnvMap& env, const std::string& name);
 
 // CANOPY_TIMEOUT (default 300 s) as the environment has it now: the deadline of a blocking call without

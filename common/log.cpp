@@ -38,14 +38,21 @@ std::atomic<int> g_rank{-1};
 
 }  // namespace
 
-Level level() { return static_cast<Level>(level_storage().load(std::memory_order_relaxed)); }
-void set_level(Level lvl) { level_storage().store(static_cast<int>(lvl)); }
-void set_rank(int rank) { g_rank.store(rank); }
+Level level() {
+  return static_cast<Level>(level_storage().load(std::memory_order_relaxed));
+}
+void set_level(Level lvl) {
+  level_storage().store(static_cast<int>(lvl));
+}
+void set_rank(int rank) {
+  g_rank.store(rank);
+}
 
 void write(Level lvl, std::string_view message) {
   int rank = g_rank.load();
-  std::string line = rank >= 0 ? fmt::format("[canopy rank {} {}] {}\n", rank, kLevelNames[static_cast<int>(lvl)], message)
-                               : fmt::format("[canopy {}] {}\n", kLevelNames[static_cast<int>(lvl)], message);
+  std::string line =
+      rank >= 0 ? fmt::format("[canopy rank {} {}] {}\n", rank, kLevelNames[static_cast<int>(lvl)], message)
+                : fmt::format("[canopy {}] {}\n", kLevelNames[static_cast<int>(lvl)], message);
   // One write() per line so that lines of concurrent threads and processes never interleave.
   [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
 }

@@ -24,8 +24,9 @@ enum class Kind : std::uint8_t {
 struct Spec {
   std::string_view name;
   Kind kind;
-  std::string_view fallback;  // the default, in the setting's own grammar; "" = unset (`meaning` says what then)
-  double low = 0, high = 0;   // Integer, Size (bytes) and Duration (seconds): the range a value must fall in
+  // The default, in the setting's own grammar; "" = unset (`meaning` says what then).
+  std::string_view fallback;
+  double low = 0, high = 0;  // Integer, Size (bytes) and Duration (seconds): the range a value must fall in
   std::string_view zero_means;  // when not empty, 0 is also accepted, meaning this
   double unit_seconds = 1;      // Duration: what a bare number counts
   std::string_view choices;     // Choice: the words, separated by '|'; a value reads as the word it matches

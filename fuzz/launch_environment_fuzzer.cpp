@@ -1,8 +1,8 @@
 // The launch environment parser (rendezvous/bootstrap.hpp parse_launch_environment) on arbitrary
 // environments. Input: lines "NAME=VALUE" (launch_environment.dict lists the names it reads).
 // Properties: refusals are Error(Config) only; an accepted environment gives a rank inside the world,
-// a local rank inside the local world, a usable store location and a known launcher name; the parse is
-// deterministic.
+// a local rank inside the local world, a usable store location (an address, a directory, or PMIx) and a
+// known launcher name; the parse is deterministic.
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -30,9 +30,10 @@ void check_consistent(const LaunchInfo& info) {
   check(info.local_rank == -1 || (info.local_rank >= 0 &&
                                   (info.local_world_size == -1 || info.local_rank < info.local_world_size)),
         "local rank outside the local world");
-  check(info.store_port >= 1, "store port 0");
-  check(info.world_size == 1 || !info.store_host.empty() || !info.store_file.empty(),
-        "several ranks without a store address or a store file");
+  check(info.store_port >= 1 || info.store_through_pmix, "store port 0 without PMIx to share the real one");
+  check(
+      info.world_size == 1 || !info.store_host.empty() || !info.store_file.empty() || info.store_through_pmix,
+      "several ranks without a store address, a store file or PMIx");
   check(info.restart_count >= 0, "negative restart count");
   check(kSources.count(info.source) == 1, "unknown launcher source");
 }
@@ -42,7 +43,8 @@ bool same(const LaunchInfo& a, const LaunchInfo& b) {
          a.local_world_size == b.local_world_size && a.store_host == b.store_host &&
          a.store_port == b.store_port && a.store_file == b.store_file &&
          a.store_hosted_externally == b.store_hosted_externally && a.job_token == b.job_token &&
-         a.restart_count == b.restart_count && a.source == b.source;
+         a.restart_count == b.restart_count && a.source == b.source &&
+         a.store_through_pmix == b.store_through_pmix && a.store_origin == b.store_origin;
 }
 
 }  // namespace

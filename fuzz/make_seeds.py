@@ -58,10 +58,23 @@ def main():
           b"RANK=1\nWORLD_SIZE=4\nLOCAL_RANK=1\nLOCAL_WORLD_SIZE=2\nMASTER_ADDR=127.0.0.1\nMASTER_PORT=29500\n")
     write("launch_environment", "slurm",
           b"SLURM_PROCID=5\nSLURM_NTASKS=7\nSLURM_NODEID=1\nSLURM_TASKS_PER_NODE=4(x1),3\nSLURM_JOB_ID=42\n"
+          b"SLURM_STEP_ID=0\n"
           b"MASTER_ADDR=node0\n")
     write("launch_environment", "canopy",
           b"CANOPY_RANK=0\nCANOPY_WORLD_SIZE=2\nCANOPY_STORE_HOSTED=yes\nCANOPY_MASTER_ADDR=::1\n"
           b"CANOPY_MASTER_PORT=4000\nCANOPY_JOB_TOKEN=t\nCANOPY_RESTART_COUNT=2\n")
+    write("launch_environment", "slurm_no_address",
+          b"SLURM_PROCID=1\nSLURM_NTASKS=8\nSLURM_LOCALID=1\nSLURM_TASKS_PER_NODE=4(x2)\nSLURM_NODEID=0\n"
+          b"SLURM_JOB_ID=42\nSLURM_STEP_ID=3\nSLURM_STEP_NODELIST=node[01-02]\nSLURMD_NODENAME=node01\n")
+    write("launch_environment", "openmpi_no_address",
+          b"OMPI_COMM_WORLD_RANK=1\nOMPI_COMM_WORLD_SIZE=4\nOMPI_COMM_WORLD_LOCAL_RANK=1\n"
+          b"OMPI_COMM_WORLD_LOCAL_SIZE=2\nOMPI_MCA_ess_base_jobid=448856065\nCANOPY_STORE_PORT_RANGE=30000-30099\n")
+    # Found by the fuzzer: NUL bytes in SLURMD_NODENAME cut the refusal short before it named the variable.
+    write("launch_environment", "regression_nul_in_node_name",
+          b"SLURM_PROCID=0\nSLURM_NTASKS=8\nSLURM_STEP_ID=3\nSLURM_STEP_NODELIST=node[01-02]\n"
+          b"SLURMD_NODENAME=nod\x00\x00\x00\x00")
+    write("slurm_hostlist", "ranges", b"node[01-04,07],gpu3")
+    write("slurm_hostlist", "brackets", b"rack[1-2]-n[001-3,9]")
     write("launch_environment", "openmpi_pmi",
           b"OMPI_COMM_WORLD_RANK=2\nOMPI_COMM_WORLD_SIZE=3\nPMI_RANK=2\nPMI_SIZE=3\nCANOPY_STORE_FILE=/tmp/s\n")
 

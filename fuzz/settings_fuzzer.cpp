@@ -24,9 +24,21 @@ void each_grammar(std::string_view value) {
     canopy::fuzz::check_refusal(e, ErrorCode::Config, "a settings grammar");
     check(std::string_view(e.what()).starts_with("V='"), "a refusal that does not quote the value", e.what());
   };
-  try { settings::parse_flag("V", value); } catch (const Error& e) { refused(e); }
-  try { settings::parse_integer("V", value); } catch (const Error& e) { refused(e); }
-  try { settings::parse_size("V", value); } catch (const Error& e) { refused(e); }
+  try {
+    settings::parse_flag("V", value);
+  } catch (const Error& e) {
+    refused(e);
+  }
+  try {
+    settings::parse_integer("V", value);
+  } catch (const Error& e) {
+    refused(e);
+  }
+  try {
+    settings::parse_size("V", value);
+  } catch (const Error& e) {
+    refused(e);
+  }
   try {
     const auto d = settings::parse_duration("V", value, 1e-6);
     check(d.count() >= 0, "a negative duration");

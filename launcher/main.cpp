@@ -10,13 +10,10 @@
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "launcher/console.hpp"
-#include "launcher/job_token.hpp"
+#include "launcher/job_store.hpp"
 #include "launcher/launch_options.hpp"
-#include "launcher/node_sync.hpp"
 #include "launcher/rank_environment.hpp"
 #include "launcher/rank_group.hpp"
-#include "launcher/signal_watch.hpp"
-#include "launcher/store_host.hpp"
 
 namespace canopy::launcher {
 namespace {

@@ -15,7 +15,7 @@ EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const 
   set_both("CANOPY_LOCAL_RANK", "LOCAL_RANK", std::to_string(local_rank));
   set_both("CANOPY_LOCAL_WORLD_SIZE", "LOCAL_WORLD_SIZE", std::to_string(options.nproc));
   set_both("CANOPY_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT", std::to_string(round.restart_count));
-  set_both("CANOPY_MAX_RESTARTS", "TORCHELASTIC_MAX_RESTARTS", std::to_string(options.max_restarts));
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(options.max_restarts);  // torch programs may read it
   env["GROUP_RANK"] = std::to_string(options.node_rank);
   // The CANOPY_ names win over torchrun's in the bootstrap: set both, so that a stale CANOPY_MASTER_PORT
   // inherited from an outer job cannot send the ranks to some other store.
@@ -27,7 +27,8 @@ EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const 
   env.insert_or_assign("CANOPY_STDERR_IS_TERMINAL", std::string(round.stderr_is_terminal ? "1" : "0"));
   // All ranks of a one-node job share this host: their data connections stay on loopback unless the
   // user chose interfaces.
-  if (options.nnodes == 1 && env.find("CANOPY_SOCKET_IFNAME") == env.end()) env["CANOPY_SOCKET_IFNAME"] = "lo";
+  if (options.nnodes == 1 && env.find("CANOPY_SOCKET_IFNAME") == env.end())
+    env["CANOPY_SOCKET_IFNAME"] = "lo";
   return env;
 }
 

@@ -16,10 +16,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "launcher/console.hpp"
-#include "launcher/cpu_binding.hpp"
-#include "launcher/line_prefixer.hpp"
 #include "launcher/rank_process.hpp"
-#include "launcher/status_line.hpp"
 
 namespace canopy::launcher {
 namespace {
@@ -77,14 +74,9 @@ class Supervisor {
     for (int local = 0; local < static_cast<int>(rank_envps.size()); ++local) {
       int rank = options_.global_rank(local);
       try {
-        std::optional<BindCallingThread> bound;  // the rank inherits this thread's CPU
-        if (options_.bind_to_core) {
-          const int cpu = cpu_for_local_rank(local, cpus);
-          bound.emplace(cpu);
-          log::info("canopy-run: binding rank {} to CPU {}", rank, cpu);
-        }
-        RankProcess process = spawn_rank(options_.command, rank_envps[local], options_.prefix_output);
-        bound.reset();
+        const int cpu = options_.bind_to_core ? cpu_for_local_rank(local, cpus) : -1;
+        if (cpu >= 0) log::info("canopy-run: binding rank {} to CPU {}", rank, cpu);
+        RankProcess process = spawn_rank(options_.command, rank_envps[local], options_.prefix_output, cpu);
         Rank& r = ranks_.emplace_back(Rank{rank, process.pid, true, {}});
         if (process.stdout_fd >= 0) r.outputs.emplace_back(process.stdout_fd, STDOUT_FILENO, rank);
         if (process.stderr_fd >= 0) r.outputs.emplace_back(process.stderr_fd, STDERR_FILENO, rank);

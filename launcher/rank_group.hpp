@@ -8,8 +8,7 @@
 #include <vector>
 
 #include "launcher/launch_options.hpp"
-#include "launcher/rank_exit.hpp"
-#include "launcher/signal_watch.hpp"
+#include "launcher/rank_process.hpp"
 
 namespace canopy::launcher {
 

@@ -2,12 +2,21 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
-#include <spawn.h>
+#include <linux/close_range.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 #include "common/error.hpp"
 
@@ -25,87 +34,172 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 // Closes the descriptors it owns unless released: spawning has several ways to fail half-way.
 class Pipe {
  public:
-  Pipe() {
-    if (::pipe2(fds_, O_CLOEXEC) != 0) fail_errno("cannot create a pipe for a rank's output");
+  explicit Pipe(const char* what) {
+    if (::pipe2(fds_, O_CLOEXEC) != 0) fail_errno(fmt::format("cannot create a pipe for {}", what));
   }
   ~Pipe() {
-    for (int fd : fds_) {
-      if (fd >= 0) ::close(fd);
-    }
+    close_read_end();
+    close_write_end();
   }
   Pipe(const Pipe&) = delete;
   Pipe& operator=(const Pipe&) = delete;
   int read_end() const { return fds_[0]; }
   int write_end() const { return fds_[1]; }
-  int release_read_end() {
-    int fd = fds_[0];
-    fds_[0] = -1;
-    return fd;
-  }
+  int release_read_end() { return std::exchange(fds_[0], -1); }
+  void close_read_end() { close_end(0); }
+  void close_write_end() { close_end(1); }
 
  private:
+  void close_end(int end) {
+    if (fds_[end] >= 0) ::close(std::exchange(fds_[end], -1));
+  }
   int fds_[2] = {-1, -1};
 };
 
-// posix_spawn's attribute objects, destroyed on every path.
-struct SpawnSetup {
-  posix_spawn_file_actions_t actions{};
-  posix_spawnattr_t attributes{};
-  SpawnSetup() {
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attributes);
+// Where execvp would find `name`: itself when it holds a '/', else the first executable file of that name
+// in canopy-run's PATH (as posix_spawnp searches). Throws SpawnFailure as a shell would word it.
+std::string find_program(const std::string& name) {
+  auto executable = [](const std::string& path, int& error) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) return false;
+    if (S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0) return true;
+    error = EACCES;  // there, but not something we may run
+    return false;
+  };
+  int error = ENOENT;
+  if (name.find('/') != std::string::npos) {
+    if (executable(name, error)) return name;
+    if (error == ENOENT && ::access(name.c_str(), F_OK) != 0) error = errno;
+  } else {
+    const char* path = std::getenv("PATH");
+    std::string_view dirs = path != nullptr ? path : "/bin:/usr/bin";
+    while (true) {
+      std::size_t colon = dirs.find(':');
+      std::string_view dir = dirs.substr(0, colon);
+      std::string candidate = dir.empty() ? name : fmt::format("{}/{}", dir, name);  // "" is the cwd
+      if (executable(candidate, error)) return candidate;
+      if (colon == std::string_view::npos) break;
+      dirs.remove_prefix(colon + 1);
+    }
   }
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-  }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
+  throw SpawnFailure{fmt::format("cannot run '{}': {}", name, std::strerror(error)), error};
+}
+
+// Everything the child needs, made before fork(): a child of a threaded process may only make system
+// calls (no allocation, no locks) until it execs.
+struct ChildPlan {
+  const char* path = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  int stdout_fd = -1;  // write ends of the output pipes; -1: inherit canopy-run's
+  int stderr_fd = -1;
+  bool bind = false;
+  cpu_set_t cpus{};
+  pid_t parent = -1;
+  int report_fd = -1;  // gets the step and errno when the child fails before exec
+  int open_max = 0;    // where close_range is missing, the descriptors below this are marked one by one
 };
 
-void check(int err, const char* what) {
-  if (err != 0) fail_errno(fmt::format("cannot prepare a rank's start ({})", what), err);
+// What a child reports through ChildPlan::report_fd.
+struct ChildFailure {
+  enum Step : int { kParentGone, kSetup, kBind, kExec } step;
+  int error;
+};
+
+[[noreturn]] void child_fails(const ChildPlan& plan, ChildFailure::Step step) {
+  ChildFailure failure{step, errno};
+  [[maybe_unused]] ssize_t n = ::write(plan.report_fd, &failure, sizeof failure);
+  ::_exit(127);
+}
+
+[[noreturn]] void become_rank(const ChildPlan& plan) {
+  // The rank ends with canopy-run however it ends, SIGKILL included. If canopy-run died before the
+  // request was made, the signal will never come: the parent check catches that.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fails(plan, ChildFailure::kSetup);
+  if (::getppid() != plan.parent) child_fails(plan, ChildFailure::kParentGone);
+  // The rank's own process group: a terminal's Ctrl-C reaches canopy-run only, which forwards it once, and
+  // kill(-pgid) reaches whatever the rank started.
+  if (::setpgid(0, 0) != 0) child_fails(plan, ChildFailure::kSetup);
+  sigset_t none;
+  sigemptyset(&none);
+  if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) child_fails(plan, ChildFailure::kSetup);
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;  // canopy-run ignores SIGPIPE; the program should not inherit that
+  if (::sigaction(SIGPIPE, &default_action, nullptr) != 0) child_fails(plan, ChildFailure::kSetup);
+  // stdin from /dev/null: a rank outside the terminal's foreground group that read the terminal would be
+  // stopped (SIGTTIN) and hang the job.
+  int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0) child_fails(plan, ChildFailure::kSetup);
+  if (null_fd != STDIN_FILENO) ::close(null_fd);
+  if (plan.stdout_fd >= 0 && ::dup2(plan.stdout_fd, STDOUT_FILENO) < 0)
+    child_fails(plan, ChildFailure::kSetup);
+  if (plan.stderr_fd >= 0 && ::dup2(plan.stderr_fd, STDERR_FILENO) < 0)
+    child_fails(plan, ChildFailure::kSetup);
+  if (plan.bind && ::sched_setaffinity(0, sizeof plan.cpus, &plan.cpus) != 0)
+    child_fails(plan, ChildFailure::kBind);
+  // Descriptors the launcher did not mark close-on-exec (a library's socket) must not leak into the rank;
+  // marked rather than closed, so that report_fd stays usable until the exec. close_range needs Linux 5.11.
+  if (::syscall(SYS_close_range, STDERR_FILENO + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (int fd = STDERR_FILENO + 1; fd < plan.open_max; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  ::execve(plan.path, plan.argv, plan.envp);
+  child_fails(plan, ChildFailure::kExec);
 }
 
 }  // namespace
 
 RankProcess spawn_rank(const std::vector<std::string>& command, const std::vector<std::string>& envp,
-                       bool capture_output) {
+                       bool capture_output, int cpu) {
   if (command.empty()) throw SpawnFailure{"cannot run an empty command", EINVAL};
-  SpawnSetup setup;
-  // The rank's own process group: a terminal's Ctrl-C reaches canopy-run only, which forwards it once,
-  // and kill(-pgid) reaches whatever the rank started.
-  short flags = POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-  check(posix_spawnattr_setflags(&setup.attributes, flags), "flags");
-  check(posix_spawnattr_setpgroup(&setup.attributes, 0), "process group");
-  sigset_t none;
-  sigemptyset(&none);
-  check(posix_spawnattr_setsigmask(&setup.attributes, &none), "signal mask");
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);  // canopy-run ignores SIGPIPE; the program should not inherit that
-  check(posix_spawnattr_setsigdefault(&setup.attributes, &defaults), "signal defaults");
-
-  // stdin from /dev/null: a rank outside the terminal's foreground group that read the terminal would be
-  // stopped (SIGTTIN) and hang the job.
-  check(posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0), "stdin");
-  std::optional<Pipe> out_pipe, err_pipe;
-  if (capture_output) {
-    out_pipe.emplace();
-    err_pipe.emplace();
-    check(posix_spawn_file_actions_adddup2(&setup.actions, out_pipe->write_end(), STDOUT_FILENO), "stdout");
-    check(posix_spawn_file_actions_adddup2(&setup.actions, err_pipe->write_end(), STDERR_FILENO), "stderr");
-  }
-  // Descriptors the launcher did not mark close-on-exec (a library's socket) must not leak into the rank.
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-  check(posix_spawn_file_actions_addclosefrom_np(&setup.actions, STDERR_FILENO + 1), "closefrom");
-#endif
-
+  const std::string path = find_program(command[0]);
   std::vector<char*> argv = c_strings(command);
   std::vector<char*> env = c_strings(envp);
-  pid_t pid = -1;
-  int err = posix_spawnp(&pid, argv[0], &setup.actions, &setup.attributes, argv.data(), env.data());
-  if (err != 0) throw SpawnFailure{fmt::format("cannot run '{}': {}", command[0], std::strerror(err)), err};
+  std::optional<Pipe> out_pipe, err_pipe;
+  if (capture_output) {
+    out_pipe.emplace("a rank's output");
+    err_pipe.emplace("a rank's output");
+  }
+  Pipe report("a rank's start");
+
+  ChildPlan plan;
+  plan.path = path.c_str();
+  plan.argv = argv.data();
+  plan.envp = env.data();
+  plan.stdout_fd = out_pipe ? out_pipe->write_end() : -1;
+  plan.stderr_fd = err_pipe ? err_pipe->write_end() : -1;
+  plan.bind = cpu >= 0;
+  CPU_ZERO(&plan.cpus);
+  if (plan.bind) CPU_SET(cpu, &plan.cpus);
+  plan.parent = ::getpid();
+  plan.report_fd = report.write_end();
+  plan.open_max = static_cast<int>(std::clamp<long>(::sysconf(_SC_OPEN_MAX), 1024, 1 << 16));
+
+  pid_t pid = ::fork();
+  if (pid < 0) fail_errno("cannot fork a rank");
+  if (pid == 0) become_rank(plan);
+  // Also here, so that a stop signal sent before the child got to it still reaches its group.
+  ::setpgid(pid, pid);
+  report.close_write_end();
+  ChildFailure failure{};
+  ssize_t n = 0;
+  do {
+    n = ::read(report.read_end(), &failure, sizeof failure);
+  } while (n < 0 && errno == EINTR);
+  if (n > 0) {  // the child failed before or at exec; an end of file means it exec'd
+    ::waitpid(pid, nullptr, 0);
+    switch (failure.step) {
+      case ChildFailure::kExec:
+        throw SpawnFailure{fmt::format("cannot run '{}': {}", command[0], std::strerror(failure.error)),
+                           failure.error};
+      case ChildFailure::kBind:
+        fail_errno(fmt::format("cannot bind a rank to CPU {}", cpu), failure.error);
+      case ChildFailure::kParentGone:
+        fail(ErrorCode::System, "a rank's parent changed before it could start");
+      case ChildFailure::kSetup:
+        break;
+    }
+    fail_errno("cannot prepare a rank's start", failure.error);
+  }
 
   RankProcess process;
   process.pid = pid;
@@ -117,6 +211,57 @@ RankProcess spawn_rank(const std::vector<std::string>& command, const std::vecto
     }
   }
   return process;
+}
+
+RankExit RankExit::from_wait_status(int rank, pid_t pid, int wait_status) {
+  RankExit exit{rank, pid, 0, 0};
+  if (WIFEXITED(wait_status)) exit.exit_code = WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) exit.signal = WTERMSIG(wait_status);
+  return exit;
+}
+
+std::string RankExit::describe() const {
+  if (signal != 0) {
+    return fmt::format("rank {} (pid {}) was killed by signal {} ({})", rank, pid, signal, strsignal(signal));
+  }
+  return fmt::format("rank {} (pid {}) exited with status {}", rank, pid, exit_code);
+}
+
+SignalWatch::SignalWatch() {
+  sigemptyset(&watched_);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&watched_, s);
+  if (int err = pthread_sigmask(SIG_BLOCK, &watched_, &previous_mask_); err != 0) {
+    fail_errno("cannot block signals for the launcher", err);
+  }
+  fd_ = signalfd(-1, &watched_, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (fd_ < 0) {
+    int err = errno;
+    pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
+    fail_errno("cannot create a signalfd for the launcher", err);
+  }
+}
+
+SignalWatch::~SignalWatch() {
+  ::close(fd_);
+  pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
+}
+
+std::vector<int> SignalWatch::take() {
+  std::vector<int> signals;
+  signalfd_siginfo info{};
+  while (true) {
+    ssize_t n = ::read(fd_, &info, sizeof info);
+    if (n == static_cast<ssize_t>(sizeof info)) {
+      signals.push_back(static_cast<int>(info.ssi_signo));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return signals;  // EAGAIN: nothing more pending
+  }
+}
+
+int cpu_for_local_rank(int local_rank, const std::vector<int>& allowed) {
+  return allowed[static_cast<std::size_t>(local_rank) % allowed.size()];
 }
 
 }  // namespace canopy::launcher

@@ -3,16 +3,24 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/deadline.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "rendezvous/host_addresses.hpp"
+#include "rendezvous/pmix_exchange.hpp"
 
 namespace canopy::rendezvous {
 namespace {
+
+// How long a rank tries one of the addresses rank 0 shared through PMIx before the next.
+constexpr Duration kPmixAddressLimit = std::chrono::seconds(3);
 
 std::string rank_key(std::string_view what, int rank) {
   return fmt::format("{}/{}", what, rank);
@@ -30,6 +38,62 @@ void claim_rank(Store& store, const LaunchInfo& info, const std::string& host_id
          "(check the launch variables), or a FileStore directory still holds an earlier run's keys (use a "
          "fresh one)",
          info.rank, holder, me);
+}
+
+// Rank 0's store, on every address; a port that is taken is named with where it came from.
+std::unique_ptr<TcpStoreServer> host_store(std::uint16_t port, const LaunchInfo& info) {
+  try {
+    return std::make_unique<TcpStoreServer>("", port, info.job_token);
+  } catch (const Error& e) {
+    fail(e.code(),
+         "rendezvous: rank 0 cannot host the store on port {} ({}): {}; set CANOPY_MASTER_PORT to a "
+         "free port",
+         port, info.store_origin, e.what());
+  }
+}
+
+// mpirun across hosts: rank 0 hosts the store on a free port (unless one is given) and shares "<port>
+// <address>..." (every non-loopback address of its host) through PMIx; the others try those addresses in
+// order.
+std::shared_ptr<Store> connect_through_pmix(const LaunchInfo& info, Duration timeout,
+                                            std::unique_ptr<TcpStoreServer>& server) {
+  std::string shared;
+  if (info.rank == 0) {
+    server = host_store(info.store_port, info);
+    shared = std::to_string(server->port());
+    for (const HostAddress& address : host_addresses()) {
+      if (!address.loopback) shared += " " + address.ip;
+    }
+  }
+  shared = share_from_rank_zero_through_pmix(info.rank, info.world_size, shared, timeout);
+  std::istringstream words(shared);
+  unsigned port = 0;
+  std::vector<std::string> addresses;
+  words >> port;
+  for (std::string address; words >> address;) addresses.push_back(address);
+  if (port < 1 || port > 65535 || (info.rank != 0 && addresses.empty()))
+    fail(ErrorCode::Protocol, "rendezvous: rank 0 shared '{}' through PMIx, not '<port> <address>...'",
+         shared);
+  if (info.rank == 0) addresses = {"127.0.0.1"};
+  // Rank 0 listens before it shares, so an address that does not answer soon never will.
+  Deadline deadline = Deadline::after(timeout);
+  std::string failures;
+  for (const std::string& address : addresses) {
+    try {
+      auto store = connect_tcp_store(
+          address, static_cast<std::uint16_t>(port), info.job_token,
+          std::min<Duration>(kPmixAddressLimit, std::chrono::duration_cast<Duration>(deadline.remaining())));
+      log::info(
+          "rendezvous: rank {} of {} (openmpi launch) uses the TcpStore at {}:{} (shared by rank 0 "
+          "through PMIx){}",
+          info.rank, info.world_size, address, port, server ? ", hosted here" : "");
+      return store;
+    } catch (const Error& e) {
+      failures += fmt::format("; {}: {}", address, e.what());
+    }
+  }
+  fail(ErrorCode::PeerFailed,
+       "rendezvous: rank {} reaches none of the addresses rank 0 shared through PMIx{}", info.rank, failures);
 }
 
 }  // namespace
@@ -98,6 +162,8 @@ Rendezvous rendezvous(const EnvMap& env, Duration timeout) {
     base = open_file_store(info.store_file);
     log::info("rendezvous: rank {} of {} ({} launch) uses the FileStore in {}", info.rank, info.world_size,
               info.source, info.store_file);
+  } else if (info.store_through_pmix) {
+    base = connect_through_pmix(info, timeout, result.server);
   } else {
     std::string host = info.store_host;
     std::uint16_t port = info.store_port;
@@ -108,12 +174,13 @@ Rendezvous rendezvous(const EnvMap& env, Duration timeout) {
         result.server = std::make_unique<TcpStoreServer>(host, 0, info.job_token);
         port = result.server->port();
       } else {
-        result.server = std::make_unique<TcpStoreServer>("", port, info.job_token);
+        result.server = host_store(port, info);
       }
     }
     base = connect_tcp_store(host, port, info.job_token, timeout);
-    log::info("rendezvous: rank {} of {} ({} launch) uses the TcpStore at {}:{}{}", info.rank,
-              info.world_size, info.source, host, port, result.server ? ", hosted here" : "");
+    log::info("rendezvous: rank {} of {} ({} launch) uses the TcpStore at {}:{} ({}){}", info.rank,
+              info.world_size, info.source, host, port, info.store_origin,
+              result.server ? ", hosted here" : "");
   }
   base->set_timeout(timeout);
   result.store = std::make_shared<PrefixStore>(base, fmt::format("round/{}", info.restart_count));

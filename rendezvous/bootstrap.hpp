@@ -17,10 +17,13 @@ namespace canopy::rendezvous {
 struct LaunchInfo {
   int rank = 0, world_size = 1;
   int local_rank = -1, local_world_size = -1;  // -1: not given, derive through the store
-  // Where the TcpStore is. Empty only for a single process started without any launcher: rank 0 then
-  // hosts a private store on 127.0.0.1 with an ephemeral port.
+  // Where the TcpStore is (rendezvous/store_address.hpp). Empty only for a single process started without
+  // any launcher, and under PMIx: rank 0 then hosts a store on an ephemeral port (private on 127.0.0.1, or
+  // on every address with its address shared through PMIx).
   std::string store_host;
   std::uint16_t store_port = 29500;
+  bool store_through_pmix = false;       // mpirun across hosts without an address given
+  std::string store_origin;              // where host and port came from, for messages: "MASTER_ADDR and ..."
   std::string store_file;                // CANOPY_STORE_FILE=<dir>: use a FileStore instead of TCP
   bool store_hosted_externally = false;  // CANOPY_STORE_HOSTED=1: canopy-run hosts it; else rank 0 does.
                                          // torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True) is a

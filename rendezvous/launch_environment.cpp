@@ -9,11 +9,10 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "rendezvous/bootstrap.hpp"
+#include "rendezvous/store_address.hpp"
 
 namespace canopy::rendezvous {
 namespace {
-
-constexpr std::uint16_t kDefaultPort = 29500;
 
 // The variables one launcher sets. Empty names: the launcher does not set that one.
 struct Convention {
@@ -24,13 +23,14 @@ struct Convention {
   const char* local_world_size;
 };
 
-// In order of precedence.
+// In order of precedence: the launcher that starts processes inside another's comes first (canopy-run and
+// torchrun under srun or mpirun, mpirun inside a SLURM job; srun never sets Open MPI's variables).
 constexpr Convention kConventions[] = {
     {"canopy", "CANOPY_RANK", "CANOPY_WORLD_SIZE", "CANOPY_LOCAL_RANK", "CANOPY_LOCAL_WORLD_SIZE"},
     {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", ""},  // local size: see slurm_local_size
     {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
      "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", ""},  // local size: see slurm_local_size
     {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
 };
 
@@ -38,6 +38,9 @@ constexpr Convention kConventions[] = {
 struct Reading {
   const Convention* convention = nullptr;
   std::optional<long long> rank, world_size, local_rank, local_world_size;
+  // SLURM's variables without a step id: the job's batch script (or an salloc shell) and what it starts
+  // directly, not a task of a step. They describe the allocation, not this process.
+  bool outside_a_slurm_step = false;
   bool any() const { return rank || world_size; }
 };
 
@@ -95,9 +98,9 @@ Reading read_convention(const EnvMap& env, const Convention& convention) {
   r.rank = non_negative(env, convention.rank);
   r.world_size = non_negative(env, convention.world_size);
   r.local_rank = non_negative(env, convention.local_rank);
-  r.local_world_size = std::string_view(convention.source) == "slurm"
-                           ? slurm_local_size(env)
-                           : non_negative(env, convention.local_world_size);
+  const bool slurm = std::string_view(convention.source) == "slurm";
+  r.local_world_size = slurm ? slurm_local_size(env) : non_negative(env, convention.local_world_size);
+  r.outside_a_slurm_step = slurm && !env_value(env, "SLURM_STEP_ID") && !env_value(env, "SLURM_STEPID");
   return r;
 }
 
@@ -105,7 +108,7 @@ Reading read_convention(const EnvMap& env, const Convention& convention) {
 // outer launch with another world size (torchrun started by srun: SLURM_NTASKS counts the torchrun
 // agents, WORLD_SIZE the workers).
 void check_agreement(const Reading& chosen, const Reading& other) {
-  if (!other.rank) return;
+  if (!other.rank || other.outside_a_slurm_step) return;
   if (other.world_size && *other.world_size != *chosen.world_size) {
     log::debug("launch environment: ignoring {} ({}={}), an outer launch with {}={}",
                other.convention->source, other.convention->world_size, *other.world_size,
@@ -126,14 +129,33 @@ bool parse_flag(const EnvMap& env, const char* name) {
   return text && settings::parse_flag(name, *text);
 }
 
-std::string derive_job_token(const EnvMap& env) {
+// The job id of the launcher that started this process comes first: mpirun inside a SLURM job gives its
+// ranks Open MPI's one id, but SLURM's variables differ between nodes (the batch script's on one, a step's
+// on the others).
+std::string derive_job_token(const EnvMap& env, std::string_view source) {
   if (auto token = env_value(env, "CANOPY_JOB_TOKEN")) return *token;
-  if (auto run = env_value(env, "TORCHELASTIC_RUN_ID")) return "torchelastic-" + *run;
-  if (auto job = env_value(env, "SLURM_JOB_ID")) {
+  auto torchelastic = [&]() -> std::optional<std::string> {
+    if (auto run = env_value(env, "TORCHELASTIC_RUN_ID")) return "torchelastic-" + *run;
+    return std::nullopt;
+  };
+  auto slurm = [&]() -> std::optional<std::string> {
+    auto job = env_value(env, "SLURM_JOB_ID");
+    if (!job) return std::nullopt;
     auto step = env_value(env, "SLURM_STEP_ID");
     return "slurm-" + *job + (step ? "." + *step : std::string());
+  };
+  auto openmpi = [&]() -> std::optional<std::string> {
+    if (auto job = env_value(env, "OMPI_MCA_ess_base_jobid")) return "ompi-" + *job;
+    return std::nullopt;
+  };
+  std::optional<std::string> own = source == "torchrun"  ? torchelastic()
+                                   : source == "slurm"   ? slurm()
+                                   : source == "openmpi" ? openmpi()
+                                                         : std::nullopt;
+  if (own) return *own;
+  for (const auto& derived : {torchelastic(), slurm(), openmpi()}) {
+    if (derived) return *derived;
   }
-  if (auto job = env_value(env, "OMPI_MCA_ess_base_jobid")) return "ompi-" + *job;
   return "";
 }
 
@@ -164,6 +186,11 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
     if (*chosen->rank >= *chosen->world_size)
       fail(ErrorCode::Config, "{}={} must be below {}={}", c.rank, *chosen->rank, c.world_size,
            *chosen->world_size);
+    if (chosen->outside_a_slurm_step && *chosen->world_size > 1)
+      fail(ErrorCode::Config,
+           "SLURM_PROCID={} and SLURM_NTASKS={} but no SLURM_STEP_ID: this process runs in the job's batch "
+           "script (or an salloc shell), not as one of its tasks; start the ranks with srun (or mpirun)",
+           *chosen->rank, *chosen->world_size);
     for (const auto& other : readings)
       if (&other != chosen) check_agreement(*chosen, other);
 
@@ -204,28 +231,9 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
          "or "
          "CANOPY_STORE_FILE to a shared directory");
 
-  const char* port_variable = env_value(env, "CANOPY_MASTER_PORT") ? "CANOPY_MASTER_PORT" : "MASTER_PORT";
-  if (auto port = env_integer(env, port_variable)) {
-    if (*port < 1 || *port > 65535)
-      fail(ErrorCode::Config, "{}={} is not a TCP port (1-65535)", port_variable, *port);
-    info.store_port = static_cast<std::uint16_t>(*port);
-  } else {
-    info.store_port = kDefaultPort;
-  }
-  if (auto host = env_value(env, "CANOPY_MASTER_ADDR")) {
-    info.store_host = *host;
-  } else if (auto torch_host = env_value(env, "MASTER_ADDR")) {
-    info.store_host = *torch_host;
-  }
-  bool needs_address = info.store_file.empty() && (info.world_size > 1 || info.store_hosted_externally);
-  if (needs_address && info.store_host.empty())
-    fail(ErrorCode::Config,
-         "rank {} of {} ({} launch): no store address; set CANOPY_MASTER_ADDR or MASTER_ADDR to the host of "
-         "rank 0 "
-         "(under SLURM: the first host of SLURM_JOB_NODELIST), or CANOPY_STORE_FILE to a shared directory",
-         info.rank, info.world_size, info.source);
+  find_store_address(env, info);
 
-  info.job_token = derive_job_token(env);
+  info.job_token = derive_job_token(env, info.source);
   const char* restart_variable =
       env_value(env, "CANOPY_RESTART_COUNT") ? "CANOPY_RESTART_COUNT" : "TORCHELASTIC_RESTART_COUNT";
   if (auto restarts = non_negative(env, restart_variable)) info.restart_count = static_cast<int>(*restarts);

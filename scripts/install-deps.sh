@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Canopy builds with, from Debian 12's archive. Run as root (or with sudo).
-# Optional extras are detected at configure time: libibverbs-dev (RDMA) is installed here so the
-# verbs transport is always compiled; the CUDA toolkit is used when present but never installed here.
+# Optional extras are detected at configure time: libibverbs-dev (RDMA) and libpmix-dev (ranks that mpirun
+# spreads over hosts find the store through PMIx) are installed here so that both are always compiled; the
+# CUDA toolkit is used when present but never installed here. SLURM and Open MPI themselves, which only the
+# tests of tests/slurm_mpi/ run, are installed by CI's stage for them (scripts/ci/slurm_mpi.sh).
 # libtorch-dev (1.13, CPU) is installed so that examples/torch_trainer and its test are compiled and run
 # here and in CI: about 120 MB to download and 500 MB on disk, measured at about 70 s to install and 70 s
 # of CPU to compile (docs/GRADSYNC.md). CANOPY_NO_TORCH=1 leaves it out; CMake then skips the example.
@@ -12,6 +14,7 @@ packages=(
   libasio-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libibverbs-dev
+  libpmix-dev
   python3  # bench scripts' tables: compare.sh --repeat (and its test), record-figures.sh
   gnuplot-nox  # canopy-bench --plot and canopy-bench plot (SVG and PNG, no X)
 )

@@ -23,7 +23,8 @@ void set_algorithm_namer(AlgorithmNamer namer) {
 
 std::string describe(const Envelope& e) {
   if (e.collective == Collective::PointToPoint)
-    return fmt::format("send/recv #{} (tag {}, {} elements of {})", e.seq, e.root, e.count, to_string(e.dtype));
+    return fmt::format("send/recv #{} (tag {}, {} elements of {})", e.seq, e.root, e.count,
+                       to_string(e.dtype));
   return fmt::format("{} #{} ({} {}, {} elements, {}, root {}, step {})", to_string(e.collective), e.seq,
                      to_string(e.dtype), to_string(e.op), e.count, algorithm_name(e.collective, e.algorithm),
                      e.root, e.step);

@@ -12,8 +12,8 @@
 namespace canopy::transport {
 
 struct Envelope {
-  std::uint64_t comm_id = 0;   // which communicator
-  std::uint64_t seq = 0;       // the collective's sequence number on that communicator
+  std::uint64_t comm_id = 0;  // which communicator
+  std::uint64_t seq = 0;      // the collective's sequence number on that communicator
   Collective collective = Collective::PointToPoint;
   DataType dtype = DataType::UInt8;
   ReduceOp op = ReduceOp::Sum;
@@ -21,9 +21,23 @@ struct Envelope {
   std::uint32_t root = 0;      // rooted collectives; the user tag for point-to-point
   std::uint64_t count = 0;     // elements of the whole call, as the caller passed it
   std::uint32_t step = 0;      // the schedule's tag of this message within the call
+  // Said about the call beyond what both sides must agree on, and never matched: the collectives layer
+  // sets them (kFlagRootInStream: collectives/broadcast_stream.hpp), the transport carries them.
+  std::uint8_t flags = 0;
 
   friend bool operator==(const Envelope&, const Envelope&) = default;
 };
+
+// The root of this broadcast called it back to back with its previous one (docs/SCHEDULES.md, *A stream of
+// broadcasts*); every rank that receives the call's data learns it.
+inline constexpr std::uint8_t kFlagRootInStream = 0x01;
+inline constexpr std::uint8_t kKnownFlags = kFlagRootInStream;  // a frame with any other is refused
+
+// Whether two envelopes describe the same message of the same call: everything but the flags.
+inline bool same_message(Envelope a, Envelope b) {
+  a.flags = b.flags = 0;
+  return a == b;
+}
 
 // "all_reduce #12 (float32 sum, 1000 elements, ring, root 0, step 5)"
 std::string describe(const Envelope& envelope);

@@ -36,7 +36,7 @@ FrameBytes encode_frame(const FrameHeader& header) {
   const Envelope& e = header.envelope;
   put(&out[kMagic], kFrameMagic);
   put(&out[kVersion], header.version);
-  put(&out[kFlags], header.flags);
+  put(&out[kFlags], e.flags);
   put(&out[kCollective], static_cast<std::uint8_t>(e.collective));
   put(&out[kDtype], static_cast<std::uint8_t>(e.dtype));
   put(&out[kOp], static_cast<std::uint8_t>(e.op));
@@ -64,11 +64,11 @@ FrameHeader decode_frame(std::span<const std::byte, kFrameHeaderSize> in) {
          "frame header version {} is not supported (this build speaks version {}): are all "
          "ranks running the same Canopy?",
          header.version, kFrameVersion);
-  header.flags = get<std::uint8_t>(&in[kFlags]);
-  if ((header.flags & ~kFrameFlags) != 0)
+  const auto flags = get<std::uint8_t>(&in[kFlags]);
+  if ((flags & ~kKnownFlags) != 0)
     fail(ErrorCode::Protocol,
          "malformed frame header: unknown flags 0x{:02x} (are all ranks running the same Canopy?)",
-         header.flags & ~kFrameFlags);
+         flags & ~kKnownFlags);
   if (get<std::uint16_t>(&in[kReserved16]) != 0 || get<std::uint32_t>(&in[kReserved32]) != 0)
     fail(ErrorCode::Protocol, "malformed frame header: reserved bytes are not zero");
   auto collective = get<std::uint8_t>(&in[kCollective]);
@@ -88,6 +88,7 @@ FrameHeader decode_frame(std::span<const std::byte, kFrameHeaderSize> in) {
   e.comm_id = get<std::uint64_t>(&in[kCommId]);
   e.seq = get<std::uint64_t>(&in[kSeq]);
   e.count = get<std::uint64_t>(&in[kCount]);
+  e.flags = flags;
   header.payload_bytes = get<std::uint64_t>(&in[kPayloadBytes]);
   return header;
 }
@@ -100,7 +101,7 @@ std::string describe_message(const Envelope& envelope, std::uint64_t payload_byt
 
 void check_frame(const FrameHeader& arrived, const Envelope& expected, std::uint64_t expected_bytes,
                  int receiver, int sender) {
-  if (arrived.envelope == expected && arrived.payload_bytes == expected_bytes) return;
+  if (same_message(arrived.envelope, expected) && arrived.payload_bytes == expected_bytes) return;
   bool with_comm = arrived.envelope.comm_id != expected.comm_id;
   fail(ErrorCode::Mismatch, "collective mismatch: rank {} expected from rank {}: {}; rank {} sent: {}",
        receiver, sender, describe_message(expected, expected_bytes, with_comm), sender,

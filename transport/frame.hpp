@@ -3,7 +3,7 @@
 // (or another size, type, root...) before a single payload byte reaches the destination.
 //
 // Layout (56 bytes, all integers little-endian):
-//   0  u32 magic "CNPY"     4  u8 version      5  u8 flags (kFrameFlags; the rest must be 0)
+//   0  u32 magic "CNPY"     4  u8 version      5  u8 the envelope's flags (kKnownFlags; the rest must be 0)
 //   6  u8 collective        7  u8 dtype        8  u8 op          9  u8 algorithm
 //  10  u16 reserved (0)    12  u32 root       16  u32 step      20  u32 reserved (0)
 //  24  u64 comm_id         32  u64 seq        40  u64 count     48  u64 payload_bytes
@@ -23,15 +23,8 @@ inline constexpr std::uint32_t kFrameMagic = 0x59504E43;  // "CNPY" in memory or
 inline constexpr std::uint8_t kFrameVersion = 1;
 inline constexpr std::size_t kFrameHeaderSize = 56;
 
-// Flags say something about the call beyond what both sides must agree on: they are never matched.
-// kFlagRootInStream: the root of this broadcast called it back to back with its previous one (see
-// docs/SCHEDULES.md, "A stream of broadcasts"); every rank that receives the call's data learns it.
-inline constexpr std::uint8_t kFlagRootInStream = 0x01;
-inline constexpr std::uint8_t kFrameFlags = kFlagRootInStream;
-
 struct FrameHeader {
   std::uint8_t version = kFrameVersion;
-  std::uint8_t flags = 0;
   Envelope envelope;
   std::uint64_t payload_bytes = 0;
 

@@ -16,11 +16,11 @@
 
 namespace canopy::transport {
 
-// Where a part reports what its I/O brought: the operations that completed, and the frame flags that
-// frames with a payload carried (Transport::take_frame_flags).
+// Where a part reports what its I/O brought: the operations that completed, and the flags that messages
+// with a payload carried (Transport::take_arrived_flags).
 struct Completions {
   std::vector<OpId>& ids;
-  std::uint8_t& frame_flags;
+  std::uint8_t& arrived_flags;
 };
 
 class IoPart {
@@ -32,8 +32,7 @@ class IoPart {
   virtual ~IoPart() = default;
 
   // Queue one message with an id the mesh chose. Throw the peer's failure when it has one.
-  virtual void post_send(OpId id, int peer, std::uint8_t flags, const Envelope& envelope,
-                         std::span<const std::byte> payload) = 0;
+  virtual void post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) = 0;
   virtual void post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) = 0;
   // Transport::receives_in_place / post_recv_in_place, for the peers this part receives from.
   virtual bool receives_in_place(int peer) const {

@@ -37,6 +37,15 @@ struct MeshOptions {
   static MeshOptions from_settings(const Settings& settings, std::uint64_t comm_id);
 };
 
+// What a transport's own options take from the mesh's: the same four fields in each.
+template <typename TransportOptions>
+void take_mesh_facts(const MeshOptions& mesh, TransportOptions& options) {
+  options.comm_id = mesh.comm_id;
+  options.connect_timeout = mesh.connect_timeout;
+  options.local_size = mesh.local_size;
+  options.host_cores = mesh.host_cores;
+}
+
 inline MeshOptions MeshOptions::from_settings(const Settings& settings, std::uint64_t comm_id) {
   MeshOptions options;
   options.comm_id = comm_id;

@@ -49,7 +49,7 @@ OpId MeshTransport::post_send(int peer, const Envelope& envelope, std::span<cons
          "rank {}: post_send of {} bytes to rank {}: at most {} bytes per message", rank_, payload.size(),
          peer, kMaxPayloadBytes);
   const OpId id = next_id_++;
-  parts_[send_route_[peer]]->post_send(id, peer, send_flags_, envelope, payload);
+  parts_[send_route_[peer]]->post_send(id, peer, envelope, payload);
   return id;
 }
 
@@ -107,7 +107,7 @@ bool MeshTransport::spin(Deadline deadline, Completions& done, std::size_t compl
 
 bool MeshTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
   const std::size_t completed_before = completed.size();
-  Completions done{completed, received_flags_};
+  Completions done{completed, arrived_flags_};
   IoPart::Pass pass = IoPart::Pass::First;
   for (;;) {
     abort_.throw_if_raised(rank_);

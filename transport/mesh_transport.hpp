@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "transport/io_part.hpp"
@@ -45,7 +46,8 @@ class MeshTransport final : public Transport {
   bool progress(Deadline deadline, std::vector<OpId>& completed) override;
   void abort(const std::string& reason) override;
   void wake() override;
-  bool carries_frame_flags() const override { return true; }
+  bool carries_flags() const override { return true; }
+  std::uint8_t take_arrived_flags() override { return std::exchange(arrived_flags_, 0); }
 
  private:
   void check_postable(int peer, const char* call) const;
@@ -68,6 +70,7 @@ class MeshTransport final : public Transport {
   std::vector<std::size_t> poll_part_start_;  // part -> its first entry in poll_fds_ (one more: the end)
   UniqueFd wake_fd_;                          // eventfd written by abort() and wake()
   OpId next_id_ = 1;
+  std::uint8_t arrived_flags_ = 0;  // ORed from messages with a payload, until take_arrived_flags()
   AbortFlag abort_;
 };
 

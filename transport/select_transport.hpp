@@ -23,7 +23,9 @@ enum class TransportKind { ShmTcp, Tcp, Verbs, Auto };
 
 // CANOPY_TRANSPORT; unset means Auto.
 TransportKind transport_kind_from(const Settings& settings);
-inline TransportKind transport_kind_from(const EnvMap& env) { return transport_kind_from(Settings::parse(env)); }
+inline TransportKind transport_kind_from(const EnvMap& env) {
+  return transport_kind_from(Settings::parse(env));
+}
 
 // Builds the mesh of `kind`; each transport takes its options from `options` (TcpOptions::from,
 // VerbsOptions::from).

@@ -74,17 +74,12 @@ class Transport {
   // thread driving the transport learns of work another thread handed it. Thread-safe.
   virtual void wake() = 0;
 
-  // Frame flags (frame.hpp): what the frames posted from now on carry, and what the frames with a
-  // payload that arrived since the last take_frame_flags() carried (ORed). Frames without payload do
-  // not count: they carry no data, so their sender may have posted them before it heard anything.
-  // A transport whose frames cannot carry flags says so, and drops them.
-  virtual bool carries_frame_flags() const { return false; }
-  void set_frame_flags(std::uint8_t flags) { send_flags_ = flags; }
-  std::uint8_t take_frame_flags() { return std::exchange(received_flags_, 0); }
-
- protected:
-  std::uint8_t send_flags_ = 0;
-  std::uint8_t received_flags_ = 0;
+  // An envelope's flags (envelope.hpp) travel with its message. This returns what the messages with a
+  // payload that arrived since the last call carried, ORed; messages without payload do not count (their
+  // sender may post them before it heard anything). A transport whose messages cannot carry flags says
+  // so, and reports none.
+  virtual bool carries_flags() const { return false; }
+  virtual std::uint8_t take_arrived_flags() { return 0; }
 };
 
 // What progress() throws when the connection to one peer closed, reset or went silent: an

@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # emulated-cluster.sh: N "nodes" on one machine, one canopy-bench rank per node, links capped.
 #
-# Every node is a network namespace with one veth link to a bridge that lives in its own "switch"
-# namespace. Each link is shaped with tbf at --rate in both directions (node side = the node's egress,
-# switch side = the node's ingress: the bridge device's own qdisc is never traversed). Burst is about
-# 2 ms of traffic and at least 4 MTU. Addresses come from the benchmarking range 198.18.0.0/15, inside
+# Every node is a network namespace with one veth link to a bridge, links capped at --rate each way
+# (bench/cluster/cluster-network.sh). Addresses come from the benchmarking range 198.18.0.0/15, inside
 # namespaces this script made; nothing outside them is touched, and everything made is removed on
 # exit, also when interrupted.
 #
@@ -57,21 +55,9 @@ done
 [[ "$nodes" =~ ^[0-9]+$ && "$nodes" -ge 2 && "$nodes" -le 64 ]] || { echo "emulated-cluster: --nodes must be 2..64, got '$nodes'" >&2; exit 2; }
 [[ "$tag" =~ ^[A-Za-z0-9]{1,8}$ ]] || { echo "emulated-cluster: --tag must be 1-8 letters or digits, got '$tag'" >&2; exit 2; }
 
-# tc's rate syntax -> bits per second (for the burst and the report).
-rate_bits() {
-  local text="${1,,}" number unit
-  [[ "$text" =~ ^([0-9]+)(bit|kbit|mbit|gbit)?$ ]] || { echo "emulated-cluster: --rate '$1' is not like 100mbit or 1gbit" >&2; exit 2; }
-  number="${BASH_REMATCH[1]}"; unit="${BASH_REMATCH[2]:-bit}"
-  case "$unit" in
-    bit) echo "$number" ;;
-    kbit) echo $((number * 1000)) ;;
-    mbit) echo $((number * 1000000)) ;;
-    gbit) echo $((number * 1000000000)) ;;
-  esac
-}
-bits=$(rate_bits "$rate")
-burst=$((bits / 8 / 500))              # 2 ms of traffic
-((burst >= 4 * 1514)) || burst=$((4 * 1514))
+source "$(dirname "${BASH_SOURCE[0]}")/cluster-network.sh"
+bits=$(cluster_rate_bits "$rate") || exit 2
+burst=$(cluster_burst "$bits")
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "emulated-cluster: must run as root: it makes network namespaces, veth pairs, a bridge and tc qdiscs" >&2
@@ -80,8 +66,6 @@ fi
 bench="$bench_dir/canopy-bench"
 [[ -x "$bench" ]] || { echo "emulated-cluster: no canopy-bench at '$bench' (build it, or pass --bench-dir)" >&2; exit 1; }
 
-switch="cnpy-$tag-sw"
-made=()        # namespaces to delete, in the order made
 pids=()        # processes this script started
 work=$(mktemp -d /tmp/cnpy-cluster-XXXXXX)
 cleanup() {
@@ -89,12 +73,12 @@ cleanup() {
   trap - EXIT INT TERM
   # Everything running inside the namespaces made here is this script's (ranks, iperf3): end it there,
   # since killing a backgrounded `ip netns exec` wrapper would leave its child running.
-  for ns in "${made[@]}"; do
+  for ns in "${cluster_namespaces[@]}"; do
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
   done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   # Deleting a node's namespace deletes its veth pair; the switch's takes the bridge with it.
-  for ((i = ${#made[@]} - 1; i >= 0; i--)); do ip netns del "${made[i]}" 2>/dev/null || true; done
+  for ((i = ${#cluster_namespaces[@]} - 1; i >= 0; i--)); do ip netns del "${cluster_namespaces[i]}" 2>/dev/null || true; done
   rm -rf "$work"
   exit "$status"
 }
@@ -102,36 +86,10 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-make_namespace() {
-  if ! ip netns add "$1" 2>"$work/netns.err"; then
-    echo "emulated-cluster: cannot make network namespace '$1': $(cat "$work/netns.err")" >&2
-    echo "  (namespaces are unavailable here, or a namespace of that name exists: choose another --tag)" >&2
-    exit 1
-  fi
-  made+=("$1")
-  ip -n "$1" link set lo up
-}
+node() { cluster_node "$tag" "$1"; }
+address() { cluster_address "$1"; }
 
-node() { echo "cnpy-$tag-n$1"; }
-address() { echo "198.18.$(($1 / 250)).$(($1 % 250 + 1))"; }
-
-shape() {  # namespace device
-  tc -n "$1" qdisc add dev "$2" root tbf rate "$rate" burst "$burst" latency 20ms
-}
-
-make_namespace "$switch"
-ip -n "$switch" link add br0 type bridge
-ip -n "$switch" link set br0 up
-for ((i = 0; i < nodes; i++)); do
-  ns=$(node "$i")
-  make_namespace "$ns"
-  ip -n "$ns" link add eth0 type veth peer name "p$i" netns "$switch"
-  ip -n "$ns" addr add "$(address "$i")/16" dev eth0
-  ip -n "$ns" link set eth0 up
-  ip -n "$switch" link set "p$i" master br0 up
-  shape "$ns" eth0
-  shape "$switch" "p$i"
-done
+make_cluster_network "$tag" "$nodes" "$rate" "$work"
 echo "# emulated cluster: $nodes nodes on a bridge, every link configured $rate each way" \
      "(tbf burst $burst B), addresses $(address 0)..$(address $((nodes - 1)))"
 

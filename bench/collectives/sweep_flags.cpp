@@ -30,14 +30,16 @@ void add_sweep_flags(CLI::App& app, SweepFlags& flags, const std::string& collec
   app.add_option("-e,--maxbytes", flags.max_size, "largest size")->capture_default_str();
   app.add_option("-f,--stepfactor", flags.factor, "size multiplication factor")->capture_default_str();
   app.add_option("-n,--iters", flags.iterations, "timed iterations per size")->capture_default_str();
-  app.add_option("-w,--warmup_iters", flags.warmup, "untimed iterations before timing")->capture_default_str();
+  app.add_option("-w,--warmup_iters", flags.warmup, "untimed iterations before timing")
+      ->capture_default_str();
   app.add_option(
          "--min-time", flags.min_time,
          "time each size for about this many milliseconds (or 0.2s...): at least -n iterations, and as many "
          "as the warm-up's slowest rank says fill the window (warm-up calls run slower: use -w 10 or more; "
          "0: exactly -n)")
       ->capture_default_str();
-  app.add_option("--root", flags.root, "root of broadcast, reduce, gather and scatter")->capture_default_str();
+  app.add_option("--root", flags.root, "root of broadcast, reduce, gather and scatter")
+      ->capture_default_str();
   app.add_flag(
       "--latency", flags.latency,
       "a barrier before every timed call, and only the calls timed (OSU's method): one call's latency, "

@@ -93,19 +93,9 @@ Schedule broadcast_scatter_allgather(const CollectiveCall& call) {
   const int next = to_real((v + 1) % size, call.root, size);
   const int prev = to_real((v - 1 + size) % size, call.root, size);
   for (int s = 0; s + 1 < size; ++s) {
-    const Block outgoing = part_of(call.count, size, (v - s + size) % size);
-    const Block incoming = part_of(call.count, size, (v - s - 1 + 2 * size) % size);
-    const std::uint64_t chunks =
-        std::max(chunk_total(outgoing, call.chunk_count), chunk_total(incoming, call.chunk_count));
-    for (std::uint64_t c = 0; c < chunks; ++c) {
-      const auto round = static_cast<std::uint32_t>(1 + s);
-      if (c < chunk_total(outgoing, call.chunk_count)) {
-        writer.send(next, chunk_of(outgoing, call.chunk_count, c), message_tag(round, c));
-      }
-      if (c < chunk_total(incoming, call.chunk_count)) {
-        writer.recv(prev, chunk_of(incoming, call.chunk_count, c), message_tag(round, c));
-      }
-    }
+    writer.exchange_chunks(next, part_of(call.count, size, (v - s + size) % size), prev,
+                           part_of(call.count, size, (v - s - 1 + 2 * size) % size),
+                           static_cast<std::uint32_t>(1 + s));
   }
   return std::move(writer).finish();
 }

@@ -43,6 +43,25 @@ std::uint32_t reduce_by_halving(StepWriter& writer, const Fold& fold, int v, std
   return round;
 }
 
+// The fold of an all-reduce, before the rounds: a rank that sits out hands its whole buffer to r + 1 and
+// gets the result back in `last_round` (true: it has nothing else to do); one that absorbs reduces
+// r - 1's buffer into its own. After the rounds, fold_out_whole_buffer gives r - 1 the result.
+bool fold_in_whole_buffer(StepWriter& writer, const Fold& fold, int r, const Block& data,
+                          std::uint32_t last_round) {
+  if (fold.sits_out(r)) {
+    writer.send_chunks(r + 1, data, 0);
+    writer.recv_chunks(r + 1, data, last_round);
+    return true;
+  }
+  if (fold.absorbs(r)) writer.recv_reduce_chunks(r - 1, data, 0, /*incoming_first=*/true);
+  return false;
+}
+
+void fold_out_whole_buffer(StepWriter& writer, const Fold& fold, int r, const Block& data,
+                           std::uint32_t last_round) {
+  if (fold.absorbs(r)) writer.send_chunks(r - 1, data, last_round);
+}
+
 }  // namespace
 
 // Every round, exchange the whole buffer with the partner and reduce: after lg p rounds every rank
@@ -53,19 +72,14 @@ Schedule all_reduce_recursive_doubling(const CollectiveCall& call) {
   const int r = call.rank;
   const Block data = data_block(0, call.count);
   const auto last_round = static_cast<std::uint32_t>(1 + ceil_log2(fold.pow2));
-  if (fold.sits_out(r)) {
-    writer.send_chunks(r + 1, data, 0);
-    writer.recv_chunks(r + 1, data, last_round);
-    return std::move(writer).finish();
-  }
-  if (fold.absorbs(r)) writer.recv_reduce_chunks(r - 1, data, 0, /*incoming_first=*/true);
+  if (fold_in_whole_buffer(writer, fold, r, data, last_round)) return std::move(writer).finish();
   const int v = fold.new_rank(r);
   std::uint32_t round = 1;
   for (int mask = 1; mask < fold.pow2; mask *= 2, ++round) {
     const int partner = fold.real_rank(v ^ mask);
     writer.exchange_reduce_chunks(partner, data, partner, data, round, partner_first(v, v ^ mask));
   }
-  if (fold.absorbs(r)) writer.send_chunks(r - 1, data, last_round);
+  fold_out_whole_buffer(writer, fold, r, data, last_round);
   return std::move(writer).finish();
 }
 
@@ -79,12 +93,7 @@ Schedule all_reduce_rabenseifner(const CollectiveCall& call) {
   const int r = call.rank;
   const Block data = data_block(0, call.count);
   const auto last_round = static_cast<std::uint32_t>(1 + 2 * ceil_log2(fold.pow2));
-  if (fold.sits_out(r)) {
-    writer.send_chunks(r + 1, data, 0);
-    writer.recv_chunks(r + 1, data, last_round);
-    return std::move(writer).finish();
-  }
-  if (fold.absorbs(r)) writer.recv_reduce_chunks(r - 1, data, 0, /*incoming_first=*/true);
+  if (fold_in_whole_buffer(writer, fold, r, data, last_round)) return std::move(writer).finish();
   const int v = fold.new_rank(r);
   auto parts = [&](int first, int last) { return parts_of(call.count, fold.pow2, first, last); };
 
@@ -99,7 +108,7 @@ Schedule all_reduce_rabenseifner(const CollectiveCall& call) {
     lo = std::min(lo, partner_lo);
     hi = lo + 2 * mask;
   }
-  if (fold.absorbs(r)) writer.send_chunks(r - 1, data, last_round);
+  fold_out_whole_buffer(writer, fold, r, data, last_round);
   return std::move(writer).finish();
 }
 

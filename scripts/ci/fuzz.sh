@@ -13,7 +13,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD="$ROOT/build-fuzz"
 JOBS=${CANOPY_CI_JOBS:-2}
 SECONDS_EACH=${CANOPY_FUZZ_SECONDS:-60}
-ALL_TARGETS=(frame_fuzzer handshake_fuzzer store_protocol_fuzzer launch_environment_fuzzer settings_fuzzer)
+ALL_TARGETS=(frame_fuzzer handshake_fuzzer store_protocol_fuzzer launch_environment_fuzzer settings_fuzzer
+             slurm_hostlist_fuzzer)
 if [ $# -gt 0 ]; then TARGETS=("$@"); else TARGETS=("${ALL_TARGETS[@]}"); fi
 
 source "$ROOT/scripts/ci/stage.sh"
@@ -21,22 +22,10 @@ source "$ROOT/scripts/ci/stage.sh"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-# libFuzzer comes with clang's runtime (Debian: clang and libclang-rt-14-dev); install them when missing.
-install_clang() {
-  local missing=()
-  for package in clang libclang-rt-14-dev; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "fuzz: installing ${missing[*]}"
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
-
 start=$SECONDS
-stage "fuzz: clang and libFuzzer" 600 bash -c "$(declare -f install_clang); install_clang"
+# libFuzzer comes with clang's runtime (Debian: clang and libclang-rt-14-dev).
+stage "fuzz: clang and libFuzzer" 600 bash -c \
+  "$(declare -f install_missing); install_missing clang libclang-rt-14-dev"
 # Tests and benchmarks are not needed; warnings are not errors here, where clang (not the project's
 # GCC) compiles the layers: this stage is about the parsers' behaviour, the GCC stages about warnings.
 stage "fuzz: configure (clang)" 300 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \

@@ -30,6 +30,7 @@ source "$ROOT/scripts/ci/stage.sh"
 # Sanitizer reports stop the process with an error status, with a stack a person can read.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/scripts/ci/lsan-suppressions.txt}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 # The reliability tests at their quick default scale; the soak shorter (sanitized calls are slow).
 export CANOPY_SOAK_COLLECTIVES=${CANOPY_SOAK_COLLECTIVES:-2000}

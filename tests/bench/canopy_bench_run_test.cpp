@@ -104,7 +104,8 @@ TEST(CanopyBenchRun, ProgressReachesTheTerminalThroughCanopyRun) {
       "env -u CANOPY_TRANSPORT {} --nproc 2 --master-port 0 {} allreduce --algo ring,tree -b 2M -e 2M -n 40 "
       "-w 1",
       CANOPY_RUN_PATH, CANOPY_BENCH_PATH);
-  auto result = testing::run_shell(fmt::format("script -qec '{}' /dev/null < /dev/null", sweep), std::chrono::seconds(90));
+  auto result = testing::run_shell(fmt::format("script -qec '{}' /dev/null < /dev/null", sweep),
+                                   std::chrono::seconds(90));
   ASSERT_EQ(result.exit_code, 0) << sweep << "\n" << result.out;
   EXPECT_TRUE(contains(result.out, "\r\033[K[0] [ 1/2 ] allreduce ring 2M")) << result.out;
   EXPECT_TRUE(contains(result.out, "\r\033[K[0] [ 2/2 ] allreduce tree 2M")) << result.out;

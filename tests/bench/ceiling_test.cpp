@@ -80,8 +80,7 @@ TEST(CpuSpeed, TimesTheFixedWork) {
   ASSERT_EQ(result.exit_code, 0) << result.out;
   double first = 0, second = 0;
   ASSERT_EQ(
-      std::sscanf(result.out.c_str(), "cpu fixed work: %lf ms\ncpu fixed work: %lf ms", &first, &second),
-      2)
+      std::sscanf(result.out.c_str(), "cpu fixed work: %lf ms\ncpu fixed work: %lf ms", &first, &second), 2)
       << result.out;
   EXPECT_GT(first, 0);
   EXPECT_GT(second, 0);

@@ -61,16 +61,16 @@ TEST(Compare, MedianRatiosOverRounds) {
     std::ofstream(round_dir + "/cpu-mpi-allreduce-2.txt") << mpi_cpu_ms[round] << "\n";
   }
   const auto result = testing::run_shell("python3 " CANOPY_SOURCE_DIR "/bench/compare/median-ratios.py " +
-                                           dir.path() + "/round-*");
+                                         dir.path() + "/round-*");
   ASSERT_EQ(result.exit_code, 0) << result.out;
   // Ratios 0.5, 1.5, 0.6: median 0.6; median times 12 and 20; steady rounds 0.5 and 0.6: 0.55.
   EXPECT_NE(result.out.find("tree       12.0       20.0         0.60    0.55  0.50 1.50~ 0.60"),
             std::string::npos)
       << result.out;
-  EXPECT_NE(result.out.find("1 row-rounds met a CPU whose speed moved"), std::string::npos)
-      << result.out;
+  EXPECT_NE(result.out.find("1 row-rounds met a CPU whose speed moved"), std::string::npos) << result.out;
   EXPECT_NE(testing::run_shell("python3 " CANOPY_SOURCE_DIR "/bench/compare/median-ratios.py " + dir.path())
-                .exit_code, 0);
+                .exit_code,
+            0);
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ std::string why_not_runnable() {
 }
 
 TEST(EmulatedCluster, RefusesWithoutACommand) {
-  auto result = testing::run_shell(std::string("bash ") + EMULATED_CLUSTER_PATH + " --nodes 2", std::chrono::seconds(20));
+  auto result = testing::run_shell(std::string("bash ") + EMULATED_CLUSTER_PATH + " --nodes 2",
+                                   std::chrono::seconds(20));
   EXPECT_EQ(result.exit_code, 2) << result.out;
   EXPECT_TRUE(contains(result.out, "usage")) << result.out;
 }
@@ -31,10 +32,11 @@ TEST(EmulatedCluster, TwoNodesRunABenchmarkAndLeaveNothingBehind) {
   const std::string tag = "t" + std::to_string(::getpid() % 100000);
   const std::string bench = CANOPY_BENCH_PATH;
   const std::string bench_dir = bench.substr(0, bench.rfind('/'));
-  auto result = testing::run_shell(
-      fmt::format("bash {} --nodes 2 --rate 200mbit --tag {} --bench-dir {} -- allreduce "
-                  "--algo ring -b 1K -e 64K -f 64 -n 2 -w 1",
-                  EMULATED_CLUSTER_PATH, tag, bench_dir), std::chrono::seconds(60));
+  auto result =
+      testing::run_shell(fmt::format("bash {} --nodes 2 --rate 200mbit --tag {} --bench-dir {} -- allreduce "
+                                     "--algo ring -b 1K -e 64K -f 64 -n 2 -w 1",
+                                     EMULATED_CLUSTER_PATH, tag, bench_dir),
+                         std::chrono::seconds(60));
   EXPECT_EQ(result.exit_code, 0) << result.out;
   EXPECT_TRUE(contains(result.out, "configured 200mbit")) << result.out;
   EXPECT_TRUE(contains(result.out, "achieved")) << result.out;

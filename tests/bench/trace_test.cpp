@@ -50,7 +50,8 @@ TEST(Trace, RanksSharingCoresMakeRecursiveDoublingSlowerThanTheTree) {
   s.alpha_us = 10;
   s.link_gbps = 1e6;  // bytes all but free: rounds of alpha alone
   s.reduce_gbps = 1e6;
-  EXPECT_TRUE(contains(run_trace(s), "# predicted: reduce-broadcast 60 us, recursive-doubling 30 us")) << run_trace(s);
+  EXPECT_TRUE(contains(run_trace(s), "# predicted: reduce-broadcast 60 us, recursive-doubling 30 us"))
+      << run_trace(s);
   s.cores = 2;
   const std::string text = run_trace(s);
   EXPECT_TRUE(contains(text, "8 ranks sharing 2 cores")) << text;

@@ -41,8 +41,8 @@ TEST(Tracer, TextShowsAGatherMovingSubtrees) {
   std::vector<std::vector<std::byte>> inputs;  // the root's Data, every other rank's Input
   for (const CollectiveCall& own : every_rank(call))
     inputs.emplace_back((own.input_in_data() ? own.data_count() : own.input_count()) * 4);
-  const Simulation simulation = simulate(*find_algorithm(Collective::Gather, "binomial"), call, DataType::Float32,
-                                         ReduceOp::Sum, inputs, LinkModel{1e-6, 1e-9, 0});
+  const Simulation simulation = simulate(*find_algorithm(Collective::Gather, "binomial"), call,
+                                         DataType::Float32, ReduceOp::Sum, inputs, LinkModel{1e-6, 1e-9, 0});
   const std::string text = trace_text(simulation, call);
   EXPECT_NE(text.find("5 messages"), std::string::npos) << text;
   EXPECT_NE(text.find("round 1: 0 -> 4 input[0..1), 1 -> 2 input[0..1)\n"), std::string::npos) << text;

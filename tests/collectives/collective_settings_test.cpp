@@ -7,23 +7,14 @@
 #include "canopy/error.hpp"
 #include "collectives/algorithm_overrides.hpp"
 #include "collectives/link_calibration.hpp"
+#include "tests/support/config_error.hpp"
 
 namespace canopy::collectives {
 namespace {
 
 #define EXPECT_MENTIONS(text, word) EXPECT_NE((text).find(word), std::string::npos) << (text)
 
-template <typename Parse>
-std::string config_error(Parse&& parse) {
-  try {
-    parse();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::Config) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error(Config)";
-  return "";
-}
+using testing::config_error_of;
 
 TEST(AlgorithmOverrides, ANameAppliesWhereverACollectiveHasIt) {
   const auto overrides = parse_algorithm_overrides("ring");
@@ -42,14 +33,14 @@ TEST(AlgorithmOverrides, PairsNameCollectivesInAnySpelling) {
 }
 
 TEST(AlgorithmOverrides, BadValuesSayWhatIsAccepted) {
-  std::string message = config_error([] { parse_algorithm_overrides("allreduce=nosuch"); });
+  std::string message = config_error_of([] { parse_algorithm_overrides("allreduce=nosuch"); });
   EXPECT_MENTIONS(message, "CANOPY_ALGO='allreduce=nosuch'");
   EXPECT_MENTIONS(message, "has no algorithm 'nosuch'");
   EXPECT_MENTIONS(message, "ring");  // the known ones
-  message = config_error([] { parse_algorithm_overrides("allsum=ring"); });
+  message = config_error_of([] { parse_algorithm_overrides("allsum=ring"); });
   EXPECT_MENTIONS(message, "unknown collective 'allsum'");
   EXPECT_MENTIONS(message, "allreduce");
-  message = config_error([] { parse_algorithm_overrides("rnig"); });
+  message = config_error_of([] { parse_algorithm_overrides("rnig"); });
   EXPECT_MENTIONS(message, "no collective has an algorithm 'rnig'");
 }
 
@@ -68,7 +59,7 @@ TEST(CostModelSetting, ThreeOrFiveFigures) {
 TEST(CostModelSetting, BadValuesSayWhatIsAccepted) {
   for (const char* bad : {"fast", "1,2", "1,2,3,4", "1e-5,0,1e-10", "-1,1e-9,0", "1e-5,1e-9,1e-10x",
                           "1e-5,1e-9,1e-10,1e-9,12,7"}) {
-    const std::string message = config_error([&] { parse_cost_model(bad); });
+    const std::string message = config_error_of([&] { parse_cost_model(bad); });
     EXPECT_MENTIONS(message, std::string("CANOPY_COST_MODEL='") + bad + "'");
     EXPECT_MENTIONS(message, "alpha,beta,gamma");
   }

@@ -4,10 +4,10 @@
 
 #include <vector>
 
-#include "bench/collectives/expected_values.hpp"
 #include "collectives/executor.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "tests/collectives/unbuffered_transport.hpp"
+#include "tests/support/oracle.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::collectives {
@@ -35,7 +35,7 @@ TEST_P(UnbufferedExecution, EveryAlgorithmFinishesExactly) {
         std::uint64_t data_count = call.data_count();
         std::vector<std::int32_t> data(data_count + 1), staging(compiled.schedule.staging_count + 1);
         bool blocked = collective == Collective::AllGather;
-        bench::fill_inputs(type, op, rank, 0, data.data() + (blocked ? rank * count : 0), blocked ? count : data_count);
+        testing::fill_inputs(type, op, rank, 0, data.data() + (blocked ? rank * count : 0), blocked ? count : data_count);
         canopy::testing::UnbufferedTransport transport(hub, rank);
         ExecutionContext context;
         context.transport = &transport;
@@ -55,20 +55,20 @@ TEST_P(UnbufferedExecution, EveryAlgorithmFinishesExactly) {
         std::uint64_t wrong = 0;
         switch (collective) {
           case Collective::AllReduce:
-            wrong = bench::count_wrong(type, op, p, -1, 0, data.data(), count);
+            wrong = testing::count_wrong(type, op, p, -1, 0, data.data(), count);
             break;
           case Collective::Broadcast:
-            wrong = bench::count_wrong(type, op, p, call.root, 0, data.data(), count);
+            wrong = testing::count_wrong(type, op, p, call.root, 0, data.data(), count);
             break;
           case Collective::Reduce:
-            if (rank == call.root) wrong = bench::count_wrong(type, op, p, -1, 0, data.data(), count);
+            if (rank == call.root) wrong = testing::count_wrong(type, op, p, -1, 0, data.data(), count);
             break;
           case Collective::AllGather:
             for (int from = 0; from < p; ++from)
-              wrong += bench::count_wrong(type, op, p, from, 0, data.data() + from * count, count);
+              wrong += testing::count_wrong(type, op, p, from, 0, data.data() + from * count, count);
             break;
           case Collective::ReduceScatter:
-            wrong = bench::count_wrong(type, op, p, -1, rank * count, data.data() + rank * count, count);
+            wrong = testing::count_wrong(type, op, p, -1, rank * count, data.data() + rank * count, count);
             break;
           default:
             break;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "canopy/error.hpp"
+#include "tests/support/config_error.hpp"
 
 namespace canopy::settings {
 namespace {
@@ -16,16 +17,8 @@ namespace {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-// The Error(Config) message parsing `env` throws; fails the test if it does not throw one.
 std::string config_error(const EnvMap& env) {
-  try {
-    Settings::parse(env);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::Config) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error(Config)";
-  return "";
+  return testing::config_error_of([&] { Settings::parse(env); });
 }
 
 #define EXPECT_MENTIONS(text, word) EXPECT_NE((text).find(word), std::string::npos) << (text)
@@ -124,7 +117,8 @@ TEST(Settings, IntegersAndTheirRange) {
   EXPECT_MENTIONS(message, "from 0 to 255");
   // Zero may mean something of its own beside the range.
   EXPECT_EQ(Settings::parse({{"CANOPY_IB_CHUNK_BYTES", "0"}}).size("CANOPY_IB_CHUNK_BYTES"), 0u);
-  EXPECT_MENTIONS(config_error({{"CANOPY_IB_CHUNK_BYTES", "100"}}), "0 (the port's largest message) or a value from 4K to 2G");
+  EXPECT_MENTIONS(config_error({{"CANOPY_IB_CHUNK_BYTES", "100"}}),
+                  "0 (the port's largest message) or a value from 4K to 2G");
 }
 
 TEST(Settings, ChoicesInAnyCase) {
@@ -135,7 +129,8 @@ TEST(Settings, ChoicesInAnyCase) {
 }
 
 TEST(Settings, TextIsTakenAsItIs) {
-  EXPECT_EQ(Settings::parse({{"CANOPY_SOCKET_IFNAME", "^docker,lo"}}).text("CANOPY_SOCKET_IFNAME"), "^docker,lo");
+  EXPECT_EQ(Settings::parse({{"CANOPY_SOCKET_IFNAME", "^docker,lo"}}).text("CANOPY_SOCKET_IFNAME"),
+            "^docker,lo");
 }
 
 TEST(Settings, OnlyRegistrySettingsAreRead) {

@@ -1,6 +1,10 @@
 // canopy-run asked to stop: the signal reaches every rank, nothing outlives it, and it exits 128 + signal.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <thread>
 
 #include "tests/launcher/launcher_runner.hpp"
 
@@ -30,6 +34,26 @@ TEST(CanopyRunSignals, SigtermStopsEveryRank) {
   EXPECT_NE(r.err.find("received SIGTERM"), std::string::npos) << r.describe();
   // Ranks ended by the stop request are not reported as failures.
   EXPECT_EQ(count_of(r.err, "killed by signal"), 0) << r.describe();
+}
+
+// However canopy-run ends, its ranks end with it: SIGKILL leaves it no chance to stop them, so each rank
+// carries PR_SET_PDEATHSIG. This test process becomes the ranks' new parent (a subreaper) and reaps them.
+TEST(CanopyRunSignals, RanksEndWhenCanopyRunIsKilled) {
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  LauncherProcess launcher({"--nproc", "3", launcher_probe_path(), "env", "sleep:60"});
+  ASSERT_TRUE(launcher.wait_for_stdout("PID=", 3, seconds(20))) << launcher.finish(seconds(1)).describe();
+  auto pids = rank_pids(launcher.out_so_far());
+  ASSERT_EQ(pids.size(), 3u) << launcher.out_so_far();
+  ASSERT_EQ(::kill(launcher.pid(), SIGKILL), 0);
+  LauncherResult r = launcher.finish(seconds(5));
+  EXPECT_EQ(r.signal, SIGKILL) << r.describe();
+  auto limit = std::chrono::steady_clock::now() + seconds(3);
+  for (pid_t pid : pids) {
+    while (std::chrono::steady_clock::now() < limit && ::waitpid(pid, nullptr, WNOHANG) != pid)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_FALSE(process_exists(pid)) << "rank pid " << pid << " outlived a SIGKILLed canopy-run by 3 s";
+    if (process_exists(pid)) ::kill(pid, SIGKILL);  // leave nothing behind even when failing
+  }
 }
 
 TEST(CanopyRunSignals, SigintIsForwardedAsSigint) {

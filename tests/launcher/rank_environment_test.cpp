@@ -36,7 +36,8 @@ TEST(RankEnvironment, NumbersRanksByNodeAndLocalIndex) {
   EXPECT_EQ(env["CANOPY_STORE_HOSTED"], "1");
   EXPECT_EQ(env["CANOPY_RESTART_COUNT"], "2");
   EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "2");
-  EXPECT_EQ(env["CANOPY_MAX_RESTARTS"], "5");
+  EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "5");
+  EXPECT_EQ(env.count("CANOPY_MAX_RESTARTS"), 0u);  // nothing reads it
 }
 
 // Ranks learn whether canopy-run's stderr is a terminal (their own is a pipe to it); an inherited value,

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "bench/collectives/expected_values.hpp"
 #include "canopy/canopy.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "tests/reliability/leak_check.hpp"
 #include "tests/reliability/settings.hpp"
 #include "tests/support/process_group.hpp"
+#include "tests/support/oracle.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::reliability {
@@ -58,27 +58,27 @@ std::uint64_t run_and_check(Communicator& comm, const Call& call, std::vector<st
   const int r = comm.rank();
   input.resize(input_count(call) * element);
   output.resize(output_count(call) * element);
-  bench::fill_inputs(call.type, call.op, r, 0, input.data(), input_count(call));
+  testing::fill_inputs(call.type, call.op, r, 0, input.data(), input_count(call));
   comm.run({call.kind, input.data(), output.data(), call.count, call.type, call.op, call.root},
            {.algorithm = call.algorithm});
   const void* out = output.data();
   switch (call.kind) {
     case Collective::AllReduce:
-      return bench::count_wrong(call.type, call.op, kRanks, -1, 0, out, call.count);
+      return testing::count_wrong(call.type, call.op, kRanks, -1, 0, out, call.count);
     case Collective::Broadcast:
       return r == call.root ? 0
-                            : bench::count_wrong(call.type, call.op, kRanks, call.root, 0, out, call.count);
+                            : testing::count_wrong(call.type, call.op, kRanks, call.root, 0, out, call.count);
     case Collective::Reduce:
-      return r == call.root ? bench::count_wrong(call.type, call.op, kRanks, -1, 0, out, call.count) : 0;
+      return r == call.root ? testing::count_wrong(call.type, call.op, kRanks, -1, 0, out, call.count) : 0;
     case Collective::AllGather: {
       std::uint64_t wrong = 0;
       for (int from = 0; from < kRanks; ++from)
-        wrong += bench::count_wrong(call.type, call.op, kRanks, from, 0,
+        wrong += testing::count_wrong(call.type, call.op, kRanks, from, 0,
                                     output.data() + from * call.count * element, call.count);
       return wrong;
     }
     case Collective::ReduceScatter:
-      return bench::count_wrong(call.type, call.op, kRanks, -1, r * call.count, out, call.count);
+      return testing::count_wrong(call.type, call.op, kRanks, -1, r * call.count, out, call.count);
     default:
       return 0;
   }

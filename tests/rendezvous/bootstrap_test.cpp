@@ -73,6 +73,62 @@ TEST(Rendezvous, FourTorchrunRanksWithRankZeroHostingAndTwoHosts) {
   expect_all_ok(exits);
 }
 
+// srun gives no address: the ranks meet at the first host of the step's node list, on the port derived
+// from the job and step (here the only port of a one-port range, one that is free).
+TEST(Rendezvous, SlurmRanksWithoutAnAddressMeetAtTheStepsFirstHost) {
+  const std::string port = std::to_string(free_port());
+  auto exits = testing::run_processes(3, [&](int rank) {
+    EnvMap env{{"SLURM_PROCID", std::to_string(rank)},
+               {"SLURM_NTASKS", "3"},
+               {"SLURM_LOCALID", std::to_string(rank)},
+               {"SLURM_TASKS_PER_NODE", "3"},
+               {"SLURM_JOB_ID", "31"},
+               {"SLURM_STEP_ID", "2"},
+               {"SLURM_STEP_NODELIST", "localhost"},
+               {"CANOPY_STORE_PORT_RANGE", port + "-" + port}};
+    auto r = rendezvous(env, 20s);
+    require((r.server != nullptr) == (rank == 0), "rank {}: hosts the store: {}", rank, r.server != nullptr);
+    require(r.info.store_host == "localhost" && std::to_string(r.info.store_port) == port,
+            "rank {}: store at {}:{}", rank, r.info.store_host, r.info.store_port);
+    meet_and_check(r, 3, {0, 1, 2}, {3, 3, 3});
+  });
+  expect_all_ok(exits);
+}
+
+// mpirun with every rank on this host and no address: loopback, on the port derived from the job id.
+TEST(Rendezvous, MpirunRanksOnOneHostWithoutAnAddressMeetOnLoopback) {
+  const std::string port = std::to_string(free_port());
+  auto exits = testing::run_processes(2, [&](int rank) {
+    EnvMap env{{"OMPI_COMM_WORLD_RANK", std::to_string(rank)},
+               {"OMPI_COMM_WORLD_SIZE", "2"},
+               {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(rank)},
+               {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+               {"OMPI_MCA_ess_base_jobid", "1234"},
+               {"CANOPY_STORE_PORT_RANGE", port + "-" + port}};
+    auto r = rendezvous(env, 20s);
+    require(r.info.store_host == "127.0.0.1", "rank {}: store host {}", rank, r.info.store_host);
+    meet_and_check(r, 2, {0, 1}, {2, 2});
+  });
+  expect_all_ok(exits);
+}
+
+// A derived port that is taken: rank 0 says where the port came from and what to set instead.
+TEST(Rendezvous, ATakenDerivedPortNamesItsOriginAndTheWayOut) {
+  TcpStoreServer squatter("", 0, "");
+  const std::string port = std::to_string(squatter.port());
+  EnvMap env{{"SLURM_PROCID", "0"},         {"SLURM_NTASKS", "2"},
+             {"SLURM_JOB_ID", "31"},        {"SLURM_STEP_ID", "0"},
+             {"SLURM_STEP_NODELIST", "n1"}, {"CANOPY_STORE_PORT_RANGE", port + "-" + port}};
+  try {
+    rendezvous(env, 2s);
+    ADD_FAILURE() << "rank 0 hosted a store on a taken port";
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("derived from SLURM_JOB_ID=31"), std::string::npos) << message;
+    EXPECT_NE(message.find("set CANOPY_MASTER_PORT"), std::string::npos) << message;
+  }
+}
+
 TEST(Rendezvous, GivenLocalRanksAreKept) {
   std::uint16_t port = free_port();
   auto exits = testing::run_processes(2, [&](int rank) {

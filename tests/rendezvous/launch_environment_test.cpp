@@ -6,23 +6,10 @@
 
 #include "canopy/error.hpp"
 #include "rendezvous/bootstrap.hpp"
+#include "tests/rendezvous/config_error.hpp"
 
 namespace canopy::rendezvous {
 namespace {
-
-// The Error(Config) message parsing `env` throws; fails the test if it does not throw one.
-std::string config_error(const EnvMap& env) {
-  try {
-    parse_launch_environment(env);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::Config) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error(Config)";
-  return "";
-}
-
-#define EXPECT_MENTIONS(text, word) EXPECT_NE((text).find(word), std::string::npos) << (text)
 
 TEST(LaunchEnvironment, NoLauncherIsOneProcess) {
   auto info = parse_launch_environment({});
@@ -116,35 +103,46 @@ TEST(LaunchEnvironment, Slurm) {
   EXPECT_EQ(info.job_token, "slurm-4242.0");
   EXPECT_FALSE(info.store_hosted_externally);
 
-  auto per_node = parse_launch_environment(
-      {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}, {"SLURM_NTASKS_PER_NODE", "4"}, {"MASTER_ADDR", "n0"}});
+  auto per_node = parse_launch_environment({{"SLURM_STEP_ID", "0"},
+                                            {"SLURM_PROCID", "0"},
+                                            {"SLURM_NTASKS", "8"},
+                                            {"SLURM_NTASKS_PER_NODE", "4"},
+                                            {"MASTER_ADDR", "n0"}});
   EXPECT_EQ(per_node.local_world_size, 4);
-  auto uneven_without_node = parse_launch_environment(
-      {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "5"}, {"SLURM_TASKS_PER_NODE", "3,2"}, {"MASTER_ADDR", "n0"}});
+  auto uneven_without_node = parse_launch_environment({{"SLURM_STEP_ID", "0"},
+                                                       {"SLURM_PROCID", "0"},
+                                                       {"SLURM_NTASKS", "5"},
+                                                       {"SLURM_TASKS_PER_NODE", "3,2"},
+                                                       {"MASTER_ADDR", "n0"}});
   EXPECT_EQ(uneven_without_node.local_world_size, -1);
-  auto even = parse_launch_environment({{"SLURM_PROCID", "0"},
+  auto even = parse_launch_environment({{"SLURM_STEP_ID", "0"},
+                                        {"SLURM_PROCID", "0"},
                                         {"SLURM_NTASKS", "8"},
                                         {"SLURM_TASKS_PER_NODE", "4(x2)"},
                                         {"MASTER_ADDR", "n0"}});
   EXPECT_EQ(even.local_world_size, 4);
-  EXPECT_MENTIONS(config_error({{"SLURM_PROCID", "0"},
+  EXPECT_MENTIONS(config_error({{"SLURM_STEP_ID", "0"},
+                                {"SLURM_PROCID", "0"},
                                 {"SLURM_NTASKS", "8"},
                                 {"SLURM_TASKS_PER_NODE", "4(x2"},
                                 {"MASTER_ADDR", "n0"}}),
                   "SLURM_TASKS_PER_NODE");
-  EXPECT_MENTIONS(config_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}}), "MASTER_ADDR");
+  EXPECT_MENTIONS(config_error({{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}}),
+                  "MASTER_ADDR");
 }
 
 // Found by fuzz/launch_environment_fuzzer: a SLURM local world size above the world size was refused
 // with "=3 must be between 1 and the world size 1", naming no variable.
 TEST(LaunchEnvironment, SlurmLocalWorldSizeAboveTheWorldNamesItsVariable) {
-  EXPECT_MENTIONS(config_error({{"SLURM_PROCID", "0"},
+  EXPECT_MENTIONS(config_error({{"SLURM_STEP_ID", "0"},
+                                {"SLURM_PROCID", "0"},
                                 {"SLURM_NTASKS", "1"},
                                 {"SLURM_NODEID", "1"},
                                 {"SLURM_TASKS_PER_NODE", "4(x1),3"},
                                 {"MASTER_ADDR", "node0"}}),
                   "SLURM_TASKS_PER_NODE (this node's entry)=3 must be between 1 and the world size 1");
-  EXPECT_MENTIONS(config_error({{"SLURM_PROCID", "0"},
+  EXPECT_MENTIONS(config_error({{"SLURM_STEP_ID", "0"},
+                                {"SLURM_PROCID", "0"},
                                 {"SLURM_NTASKS", "2"},
                                 {"SLURM_NTASKS_PER_NODE", "4"},
                                 {"MASTER_ADDR", "node0"}}),
@@ -212,6 +210,7 @@ TEST(LaunchEnvironment, MissingOrImpossibleValuesNameTheVariable) {
 TEST(LaunchEnvironment, ContradictingLaunchersNameBothVariables) {
   std::string message = config_error({{"RANK", "1"},
                                       {"WORLD_SIZE", "4"},
+                                      {"SLURM_STEP_ID", "0"},
                                       {"SLURM_PROCID", "2"},
                                       {"SLURM_NTASKS", "4"},
                                       {"MASTER_ADDR", "h"}});
@@ -224,10 +223,57 @@ TEST(LaunchEnvironment, ContradictingLaunchersNameBothVariables) {
   // Agreeing launchers are fine.
   auto agreeing = parse_launch_environment({{"RANK", "2"},
                                             {"WORLD_SIZE", "4"},
+                                            {"SLURM_STEP_ID", "0"},
                                             {"SLURM_PROCID", "2"},
                                             {"SLURM_NTASKS", "4"},
                                             {"MASTER_ADDR", "h"}});
   EXPECT_EQ(agreeing.rank, 2);
+}
+
+// A batch script has SLURM_PROCID=0 and SLURM_NTASKS (the job's), but no step: what it starts directly is
+// not one of the job's tasks.
+TEST(LaunchEnvironment, SlurmsBatchScriptIsNotATask) {
+  const EnvMap batch{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"},
+                     {"SLURM_NODEID", "0"}, {"SLURM_JOB_ID", "9"}, {"SLURM_JOB_NODELIST", "n[0-1]"}};
+  std::string message = config_error(batch);
+  EXPECT_MENTIONS(message, "no SLURM_STEP_ID");
+  EXPECT_MENTIONS(message, "start the ranks with srun");
+  EnvMap single = batch;
+  single["SLURM_NTASKS"] = "1";
+  EXPECT_EQ(parse_launch_environment(single).world_size, 1);
+
+  // mpirun inside the job: on the batch script's node its ranks inherit the script's SLURM variables...
+  EnvMap mpirun_here = batch;
+  mpirun_here.insert({{"OMPI_COMM_WORLD_RANK", "1"},
+                      {"OMPI_COMM_WORLD_SIZE", "4"},
+                      {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                      {"MASTER_ADDR", "n0"}});
+  mpirun_here["OMPI_MCA_ess_base_jobid"] = "5";
+  LaunchInfo info = parse_launch_environment(mpirun_here);
+  EXPECT_EQ(info.source, "openmpi");
+  EXPECT_EQ(info.rank, 1);
+  EXPECT_EQ(info.job_token, "ompi-5");  // not slurm-9 here and slurm-9.0 there
+  // ... and on the others those of the srun step that started mpirun's daemon there (one task per node).
+  EnvMap mpirun_there{{"SLURM_PROCID", "0"},
+                      {"SLURM_NTASKS", "1"},
+                      {"SLURM_STEP_ID", "0"},
+                      {"SLURM_JOB_ID", "9"},
+                      {"OMPI_COMM_WORLD_RANK", "2"},
+                      {"OMPI_COMM_WORLD_SIZE", "4"},
+                      {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}};
+  mpirun_there["OMPI_MCA_ess_base_jobid"] = "5";
+  info = parse_launch_environment(mpirun_there);
+  EXPECT_EQ(info.source, "openmpi");
+  EXPECT_EQ(info.rank, 2);
+  EXPECT_EQ(info.world_size, 4);
+  EXPECT_EQ(info.job_token, "ompi-5");
+
+  // torchrun run by the batch script itself.
+  EnvMap torchrun = batch;
+  torchrun.insert({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "n0"}});
+  EXPECT_EQ(parse_launch_environment(torchrun).rank, 3);
 }
 
 TEST(LaunchEnvironment, AnOuterLaunchWithAnotherWorldSizeIsNotAContradiction) {
@@ -236,6 +282,7 @@ TEST(LaunchEnvironment, AnOuterLaunchWithAnotherWorldSizeIsNotAContradiction) {
                                         {"WORLD_SIZE", "8"},
                                         {"LOCAL_RANK", "1"},
                                         {"LOCAL_WORLD_SIZE", "4"},
+                                        {"SLURM_STEP_ID", "0"},
                                         {"SLURM_PROCID", "1"},
                                         {"SLURM_NTASKS", "2"},
                                         {"SLURM_JOB_ID", "7"},

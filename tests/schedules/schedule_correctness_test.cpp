@@ -10,7 +10,7 @@
 
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
-#include "reference.hpp"
+#include "tests/support/oracle.hpp"
 
 namespace canopy::collectives {
 namespace {

@@ -53,11 +53,12 @@ std::string CommandResult::describe() const {
   std::string status = timed_out ? "timed out"
                        : signal  ? fmt::format("killed by signal {}", signal)
                                  : fmt::format("exit status {}", exit_code);
-  return fmt::format("{} after {} ms\n--- stdout ---\n{}--- stderr ---\n{}", status, elapsed.count(), out, err);
+  return fmt::format("{} after {} ms\n--- stdout ---\n{}--- stderr ---\n{}", status, elapsed.count(), out,
+                     err);
 }
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra_env,
-                           Stderr stderr_goes)
+ChildProcess::ChildProcess(const std::vector<std::string>& argv,
+                           const std::map<std::string, std::string>& extra_env, Stderr stderr_goes)
     : started_(Clock::now()) {
   if (argv.empty()) throw std::invalid_argument("ChildProcess: no program");
   int out[2], err[2];
@@ -66,7 +67,8 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::map<
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, stderr_goes == Stderr::IntoStdout ? out[1] : err[1], STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, stderr_goes == Stderr::IntoStdout ? out[1] : err[1],
+                                   STDERR_FILENO);
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
@@ -162,7 +164,8 @@ CommandResult ChildProcess::finish(std::chrono::milliseconds timeout) {
   return result_;
 }
 
-CommandResult run_command(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra_env,
+CommandResult run_command(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& extra_env,
                           std::chrono::milliseconds timeout) {
   ChildProcess process(argv, extra_env);
   return process.finish(timeout);

@@ -29,7 +29,8 @@ struct CommandResult {
 class ChildProcess {
  public:
   enum class Stderr { Apart, IntoStdout };
-  explicit ChildProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra_env = {},
+  explicit ChildProcess(const std::vector<std::string>& argv,
+                        const std::map<std::string, std::string>& extra_env = {},
                         Stderr stderr_goes = Stderr::Apart);
   ~ChildProcess();  // kills the process group if finish() was not called
   ChildProcess(const ChildProcess&) = delete;
@@ -58,7 +59,8 @@ class ChildProcess {
 };
 
 // Runs argv to completion (ChildProcess::finish).
-CommandResult run_command(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra_env,
+CommandResult run_command(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& extra_env,
                           std::chrono::milliseconds timeout);
 // Runs a shell command line (/bin/sh -c) to completion, stderr into `out` with stdout.
 CommandResult run_shell(const std::string& command_line,

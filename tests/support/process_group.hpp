@@ -70,7 +70,7 @@ class ProcessGroup {
  private:
   void pump(Clock::time_point until);  // reads reports and reaps children until `until` or news
   void wait_ended_all();
-  void take_lines(int index);          // the complete lines that arrived from `index`
+  void take_lines(int index);  // the complete lines that arrived from `index`
   std::vector<pid_t> pids_;
   std::vector<int> pipes_;  // read ends, -1 once at end of stream
   std::vector<std::string> buffers_;

@@ -43,8 +43,10 @@ void run_threads(int n, const std::function<void(int rank)>& body) {
   if (first_error) std::rethrow_exception(first_error);
 }
 
-TempDir::TempDir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "canopy-test-XXXXXX").string();
+TempDir::TempDir(const std::string& parent) {
+  const std::filesystem::path base =
+      parent.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(parent);
+  std::string pattern = (base / "canopy-test-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) {
     std::perror("mkdtemp");
     std::abort();

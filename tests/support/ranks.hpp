@@ -1,12 +1,12 @@
 // Running the ranks of a test group as real processes (fork) or as threads of this process.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "tests/support/process_group.hpp"
 
@@ -31,10 +31,10 @@ void require(bool condition, fmt::format_string<Args...> format, Args&&... args)
   if (!condition) throw std::runtime_error(fmt::format(format, std::forward<Args>(args)...));
 }
 
-// A fresh empty directory under $TMPDIR, removed with its content by the destructor.
+// A fresh empty directory under `parent` (default $TMPDIR), removed with its content by the destructor.
 class TempDir {
  public:
-  TempDir();
+  explicit TempDir(const std::string& parent = "");
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

@@ -115,22 +115,22 @@ TEST_P(DataPath, BackToBackMessagesOfMixedSizesArriveIntact) {
 TEST_P(DataPath, FrameFlagsReachTheReceiverWithThePayload) {
   constexpr std::uint64_t kComm = 13;
   expect_all_ok(run_mesh_processes(2, kComm, [&](Transport& t) {
-    require(t.carries_frame_flags(), "frames carry flags");
+    require(t.carries_flags(), "frames carry flags");
     const std::vector<std::size_t> sizes = {8, 0, 8, 8};
     const std::vector<std::uint8_t> flags = {0, kFlagRootInStream, kFlagRootInStream, 0};
     std::vector<std::byte> buffer(8);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       auto envelope = p2p_envelope(kComm, 1, static_cast<std::uint32_t>(i), sizes[i]);
       if (t.rank() == 0) {
-        t.set_frame_flags(flags[i]);
+        envelope.flags = flags[i];
         wait_all(t, {t.post_send(1, envelope, std::span<const std::byte>(buffer).first(sizes[i]))});
         continue;
       }
       wait_all(t, {t.post_recv(0, envelope, std::span<std::byte>(buffer).first(sizes[i]))});
-      const std::uint8_t heard = t.take_frame_flags();
+      const std::uint8_t heard = t.take_arrived_flags();
       const std::uint8_t expected = sizes[i] > 0 ? flags[i] : 0;
       require(heard == expected, "message {} brought flags {:#x}, expected {:#x}", i, heard, expected);
-      require(t.take_frame_flags() == 0, "message {}'s flags were reported twice", i);
+      require(t.take_arrived_flags() == 0, "message {}'s flags were reported twice", i);
     }
   }));
 }

@@ -90,7 +90,7 @@ TEST(Frame, RejectsUnknownFlags) {
 
 TEST(Frame, KnownFlagsTravelButAreNeverMatched) {
   FrameHeader h = sample_header();
-  h.flags = kFlagRootInStream;
+  h.envelope.flags = kFlagRootInStream;
   const FrameHeader decoded = decode_frame(encode_frame(h));
   EXPECT_EQ(decoded, h);
   EXPECT_EQ(encode_frame(h)[5], std::byte{kFlagRootInStream});

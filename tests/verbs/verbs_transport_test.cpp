@@ -61,11 +61,9 @@ std::vector<testing::RankExit> run_mesh_processes(int size, const VerbsOptions& 
 TEST(VerbsSelection, VerbsWithoutADeviceIsAClearConfigError) {
   if (no_device_reason().empty()) GTEST_SKIP() << "this machine has an RDMA device";
   testing::MemoryStore store;
-  Error e = error_from(
-      [&] {
-        connect_mesh(store, 0, 1, testing::loopback_mesh_options(1), TransportKind::Verbs);
-      },
-      "connect_mesh(verbs)");
+  Error e =
+      error_from([&] { connect_mesh(store, 0, 1, testing::loopback_mesh_options(1), TransportKind::Verbs); },
+                 "connect_mesh(verbs)");
   EXPECT_EQ(e.code(), ErrorCode::Config);
   EXPECT_EQ(std::string(e.what()).rfind("no RDMA device", 0), 0u) << e.what();
 }

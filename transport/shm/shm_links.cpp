@@ -51,11 +51,10 @@ void ShmLinks::check_postable(const Peer& p) const {
   if (p.failure) throw *p.failure;
 }
 
-void ShmLinks::post_send(OpId id, int peer, std::uint8_t flags, const Envelope& envelope,
-                         std::span<const std::byte> payload) {
+void ShmLinks::post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) {
   Peer& p = peers_[peer];
   check_postable(p);
-  p.sends.push_back(SendOp{.id = id, .flags = flags, .envelope = envelope, .payload = payload});
+  p.sends.push_back(SendOp{.id = id, .envelope = envelope, .payload = payload});
 }
 
 void ShmLinks::post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) {
@@ -213,7 +212,7 @@ void ShmLinks::fall_back(int peer, bool sends, const std::string& why) {
     ShmBudget::release(std::exchange(p.reserved, 0));
     for (; !p.sends.empty(); p.sends.pop_front()) {
       const SendOp& op = p.sends.front();
-      fallback_.post_send(op.id, peer, op.flags, op.envelope, op.payload);
+      fallback_.post_send(op.id, peer, op.envelope, op.payload);
     }
     return;
   }
@@ -239,7 +238,7 @@ void ShmLinks::write_frames(int peer, Completions& done) {
     if (!op.header_written) {
       if (ring.writable(kRingLine) < kRingLine) break;
       const FrameBytes header = encode_frame(
-          FrameHeader{.flags = op.flags, .envelope = op.envelope, .payload_bytes = op.payload.size()});
+          FrameHeader{.envelope = op.envelope, .payload_bytes = op.payload.size()});
       ring.write(header.data(), header.size(), kRingLine);
       op.header_written = wrote = true;
     }
@@ -279,7 +278,7 @@ void ShmLinks::read_frames(int peer, Completions& done) {
       try {
         const FrameHeader header = decode_frame(bytes);
         check_frame(header, op.envelope, op.bytes, rank_, peer);
-        if (header.payload_bytes > 0) done.frame_flags |= header.flags;
+        if (header.payload_bytes > 0) done.arrived_flags |= header.envelope.flags;
       } catch (const Error& e) {
         // The ring is out of step with what this rank expects: nothing more can be read from it.
         fail_peer(peer, e.code(),

@@ -41,8 +41,7 @@ class ShmLinks final : public IoPart {
            int host_ranks, const AbortFlag& abort, IoPart& fallback, Reroute reroute);
   ~ShmLinks() override;
 
-  void post_send(OpId id, int peer, std::uint8_t flags, const Envelope& envelope,
-                 std::span<const std::byte> payload) override;
+  void post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) override;
   void post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) override;
   bool receives_in_place(int peer) const override;
   void post_recv_in_place(OpId id, int peer, const Envelope& envelope, std::uint64_t bytes,
@@ -58,7 +57,6 @@ class ShmLinks final : public IoPart {
   enum class Way { None, Offered, Ring, Fallback };  // a direction: no ring yet, offered, in use, on TCP
   struct SendOp {
     OpId id = 0;
-    std::uint8_t flags = 0;
     Envelope envelope;
     std::span<const std::byte> payload;
     bool header_written = false;

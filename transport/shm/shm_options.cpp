@@ -18,12 +18,9 @@ int most_host_ranks = 1;
 ShmOptions ShmOptions::from(const MeshOptions& mesh) {
   const Settings& settings = mesh.settings;
   ShmOptions options;
-  options.comm_id = mesh.comm_id;
+  take_mesh_facts(mesh, options);
   options.job_token = mesh.job_token;
-  options.connect_timeout = mesh.connect_timeout;
   options.host_of_rank = mesh.host_of_rank;
-  options.local_size = mesh.local_size;
-  options.host_cores = mesh.host_cores;
   options.ring_bytes = settings.size("CANOPY_SHM_RING_BYTES");
   options.slot_bytes = settings.size("CANOPY_SHM_SLOT_BYTES");
   options.host_budget_bytes = settings.size("CANOPY_SHM_BYTES");

@@ -1,14 +1,10 @@
 #include "transport/tcp/interfaces.hpp"
 
-#include <ifaddrs.h>
-#include <net/if.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 
-#include <algorithm>
-#include <cstring>
-#include <memory>
-
 #include "common/error.hpp"
+#include "rendezvous/host_addresses.hpp"
 
 namespace canopy::transport {
 namespace {
@@ -23,12 +19,6 @@ std::vector<std::string> split(std::string_view text, char separator) {
     start = end + 1;
   }
   return parts;
-}
-
-bool is_ipv6_link_local(const sockaddr* address) {
-  if (address->sa_family != AF_INET6) return false;
-  const auto* v6 = reinterpret_cast<const sockaddr_in6*>(address);
-  return IN6_IS_ADDR_LINKLOCAL(&v6->sin6_addr);
 }
 
 int parse_family(std::string_view family) {
@@ -74,26 +64,11 @@ bool InterfaceFilter::matches(std::string_view interface_name) const {
 }
 
 std::vector<InterfaceAddress> list_interfaces() {
-  ifaddrs* raw = nullptr;
-  if (::getifaddrs(&raw) != 0) fail_errno("getifaddrs");
-  std::unique_ptr<ifaddrs, decltype(&::freeifaddrs)> list(raw, &::freeifaddrs);
   std::vector<InterfaceAddress> result;
-  for (ifaddrs* entry = raw; entry != nullptr; entry = entry->ifa_next) {
-    if (entry->ifa_addr == nullptr || (entry->ifa_flags & IFF_UP) == 0) continue;
-    int family = entry->ifa_addr->sa_family;
-    if (family != AF_INET && family != AF_INET6) continue;
-    if (is_ipv6_link_local(entry->ifa_addr)) continue;
-    InterfaceAddress item;
-    item.name = entry->ifa_name;
-    item.loopback = (entry->ifa_flags & IFF_LOOPBACK) != 0;
-    item.address.length = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-    std::memcpy(&item.address.storage, entry->ifa_addr, item.address.length);
-    item.address.set_port(0);
-    result.push_back(std::move(item));
+  for (const rendezvous::HostAddress& host : rendezvous::host_addresses()) {
+    std::string with_port = host.family == AF_INET6 ? fmt::format("[{}]:0", host.ip) : host.ip + ":0";
+    result.push_back({host.interface, SocketAddress::parse(with_port), host.loopback});
   }
-  // IPv4 first (getifaddrs usually lists them first already; stable_partition keeps the kernel's order).
-  std::stable_partition(result.begin(), result.end(),
-                        [](const InterfaceAddress& i) { return i.address.family() == AF_INET; });
   return result;
 }
 

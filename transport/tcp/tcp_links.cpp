@@ -38,14 +38,13 @@ TcpLinks::TcpLinks(int rank, std::vector<PeerLink> links, const AbortFlag& abort
   polled_.reserve(links.size());
 }
 
-void TcpLinks::post_send(OpId id, int peer, std::uint8_t flags, const Envelope& envelope,
-                         std::span<const std::byte> payload) {
+void TcpLinks::post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) {
   Peer& p = peers_[peer];
   if (p.failure) throw *p.failure;
   SendOp op;
   op.id = id;
   op.header =
-      encode_frame(FrameHeader{.flags = flags, .envelope = envelope, .payload_bytes = payload.size()});
+      encode_frame(FrameHeader{.envelope = envelope, .payload_bytes = payload.size()});
   op.payload = payload;
   p.sends.push_back(op);
 }
@@ -168,7 +167,7 @@ bool TcpLinks::drive_recvs(int peer, Completions& done, std::uint64_t budget) {
       try {
         FrameHeader header = decode_frame(p.header_in);
         check_frame(header, op.envelope, op.destination.size(), rank_, peer);
-        if (header.payload_bytes > 0) done.frame_flags |= header.flags;
+        if (header.payload_bytes > 0) done.arrived_flags |= header.envelope.flags;
       } catch (const Error& e) {
         // The stream is out of step with what this rank expects: nothing more can be read from it.
         fail_peer(peer, e.code(),

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "canopy/error.hpp"
@@ -35,8 +36,7 @@ class TcpLinks final : public IoPart {
   // `abort` is the mesh's: a socket that fails after abort() shut it reports the abort.
   TcpLinks(int rank, std::vector<PeerLink> links, const AbortFlag& abort);
 
-  void post_send(OpId id, int peer, std::uint8_t flags, const Envelope& envelope,
-                 std::span<const std::byte> payload) override;
+  void post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) override;
   void post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) override;
   bool busy() const override;
   void drive(Pass pass, Completions& done) override;

@@ -366,11 +366,8 @@ std::string tcp_address_key(std::uint64_t comm_id, int rank) {
 TcpOptions TcpOptions::from(const MeshOptions& mesh) {
   const Settings& settings = mesh.settings;
   TcpOptions options;
-  options.comm_id = mesh.comm_id;
-  options.connect_timeout = mesh.connect_timeout;
+  take_mesh_facts(mesh, options);
   options.job_token = mesh.job_token;
-  options.local_size = mesh.local_size;
-  options.host_cores = mesh.host_cores;
   options.socket_ifname = settings.text("CANOPY_SOCKET_IFNAME");
   options.socket_family = settings.choice("CANOPY_SOCKET_FAMILY");
   if (settings.has("CANOPY_SOCKET_SPIN_US")) options.spin = settings.duration("CANOPY_SOCKET_SPIN_US");

@@ -5,10 +5,7 @@ namespace canopy::transport {
 VerbsOptions VerbsOptions::from(const MeshOptions& mesh) {
   const Settings& settings = mesh.settings;
   VerbsOptions options;
-  options.comm_id = mesh.comm_id;
-  options.connect_timeout = mesh.connect_timeout;
-  options.local_size = mesh.local_size;
-  options.host_cores = mesh.host_cores;
+  take_mesh_facts(mesh, options);
   options.hca = settings.text("CANOPY_IB_HCA");
   options.gid_index =
       settings.has("CANOPY_IB_GID_INDEX") ? static_cast<int>(settings.integer("CANOPY_IB_GID_INDEX")) : -1;

@@ -1,5 +1,10 @@
-// What the schedule tests check against: inputs for which every evaluation order gives exactly the
-// same result (as nccl-tests chooses them), and a plain reference implementation of each collective.
+// What every test of a collective's result checks against: inputs for which every evaluation order
+// gives exactly the same result (as nccl-tests chooses them), and the results they must give.
+//
+// Two forms: a whole group's buffers in one process with a plain reference implementation of each
+// collective (the schedule tests, which simulate every rank), and one rank's inputs and expected result
+// computed from its rank and element index alone (ranks in processes of their own, which cannot see the
+// others' inputs).
 #pragma once
 
 #include <cstddef>
@@ -10,7 +15,9 @@
 #include "canopy/types.hpp"
 #include "collectives/schedules/schedule.hpp"
 
-namespace canopy::collectives::testing {
+namespace canopy::testing {
+
+using collectives::CollectiveCall;
 
 using Buffers = std::vector<std::vector<std::byte>>;
 
@@ -67,10 +74,25 @@ struct MovementCase {
   std::vector<std::vector<std::byte>> input;  // each rank's Input (empty where it has none)
 };
 MovementCase movement_inputs(const std::vector<CollectiveCall>& calls, DataType type, Random& random);
-Expected movement_reference(const std::vector<CollectiveCall>& calls, DataType type, const MovementCase& inputs);
+Expected movement_reference(const std::vector<CollectiveCall>& calls, DataType type,
+                            const MovementCase& inputs);
 
 // "" when `actual` matches `expected` on every defined element, else a description of the first
 // mismatch (rank, element, expected, got).
 std::string compare(const Expected& expected, const Buffers& actual, DataType type);
 
-}  // namespace canopy::collectives::testing
+// --- One rank's view ---
+
+// The value rank `rank` contributes at element `index`, exact in every type and order (as exact_inputs).
+std::int64_t input_value(DataType type, ReduceOp op, int rank, std::uint64_t index);
+
+// Fills `count` elements of `type` at `data` with rank's inputs, starting at element `first_index`.
+void fill_inputs(DataType type, ReduceOp op, int rank, std::uint64_t first_index, void* data,
+                 std::uint64_t count);
+
+// Counts the elements of `data` that differ from the reduction over `ranks` ranks of element
+// first_index + i (or, with from_rank >= 0, from that rank's input alone: broadcast, all-gather).
+std::uint64_t count_wrong(DataType type, ReduceOp op, int ranks, int from_rank, std::uint64_t first_index,
+                          const void* data, std::uint64_t count);
+
+}  // namespace canopy::testing

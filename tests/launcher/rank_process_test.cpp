@@ -1,11 +1,11 @@
-#include "launcher/rank_exit.hpp"
+#include "launcher/rank_process.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "launcher/job_token.hpp"
+#include "launcher/job_store.hpp"
 
 namespace canopy::launcher {
 namespace {

@@ -1,13 +1,16 @@
-#include "launcher/node_sync.hpp"
+#include "launcher/job_store.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <unistd.h>
 
+#include <array>
+#include <cerrno>
+#include <cstddef>
 #include <exception>
-#include <memory>
-#include <string>
 
-#include "canopy/store.hpp"
 #include "common/deadline.hpp"
+#include "common/error.hpp"
 #include "common/log.hpp"
 #include "launcher/console.hpp"
 
@@ -26,6 +29,45 @@ std::string local_store_host(const LaunchOptions& options) {
 }
 
 }  // namespace
+
+std::string generate_job_token() {
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail_errno("cannot open /dev/urandom for the job token");
+  std::array<unsigned char, 16> bytes{};
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      fail_errno("cannot read /dev/urandom for the job token", err);
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+
+  constexpr char kHex[] = "0123456789abcdef";
+  std::string token;
+  token.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
+    token.push_back(kHex[b >> 4]);
+    token.push_back(kHex[b & 0xf]);
+  }
+  return token;
+}
+
+std::unique_ptr<TcpStoreServer> host_store(const LaunchOptions& options, const std::string& job_token) {
+  const std::string shown_addr = options.listen_addr.empty() ? "every address" : options.listen_addr;
+  try {
+    auto server = std::make_unique<TcpStoreServer>(options.listen_addr, options.master_port, job_token);
+    log::info("canopy-run: hosting the store on {} port {}", shown_addr, server->port());
+    return server;
+  } catch (const Error& e) {
+    fail(e.code(), "cannot host the store on {} port {} (--master-port): {}", shown_addr, options.master_port,
+         e.what());
+  }
+}
 
 void report_node_finished(const LaunchOptions& options, const LaunchRound& round) {
   try {

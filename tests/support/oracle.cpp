@@ -1,4 +1,4 @@
-#include "reference.hpp"
+#include "tests/support/oracle.hpp"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,10 @@
 
 #include "collectives/kernels/reduce_kernels.hpp"
 
-namespace canopy::collectives::testing {
+namespace canopy::testing {
 namespace {
+
+using namespace canopy::collectives;  // the schedules' model and the kernels' conversions
 
 bool is_float(DataType type) {
   return type == DataType::Float32 || type == DataType::Float64 || type == DataType::Float16 ||
@@ -339,4 +341,37 @@ std::string compare(const Expected& expected, const Buffers& actual, DataType ty
   return "";
 }
 
-}  // namespace canopy::collectives::testing
+std::int64_t input_value(DataType type, ReduceOp op, int rank, std::uint64_t index) {
+  // The whole-group inputs' rule, drawn from a generator seeded by the element alone: every rank computes
+  // any rank's value without seeing it.
+  Random random(index * 0x9E3779B97F4A7C15ull ^
+                (static_cast<std::uint64_t>(rank) + 1) * 0xBF58476D1CE4E5B9ull);
+  return exact_value(type, op, rank, random);
+}
+
+void fill_inputs(DataType type, ReduceOp op, int rank, std::uint64_t first_index, void* data,
+                 std::uint64_t count) {
+  auto* out = static_cast<std::byte*>(data);
+  for (std::uint64_t i = 0; i < count; ++i)
+    store_integer(type, out, i, input_value(type, op, rank, first_index + i));
+}
+
+std::uint64_t count_wrong(DataType type, ReduceOp op, int ranks, int from_rank, std::uint64_t first_index,
+                          const void* data, std::uint64_t count) {
+  const auto* in = static_cast<const std::byte*>(data);
+  const std::size_t element = size_of(type);
+  std::vector<std::byte> expected(element);
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::uint64_t index = first_index + i;
+    std::int64_t value = input_value(type, op, from_rank >= 0 ? from_rank : 0, index);
+    for (int r = 1; from_rank < 0 && r < ranks; ++r)
+      value = combine(type, op, value, input_value(type, op, r, index));
+    store_integer(type, expected.data(), 0, value);
+    if (op == ReduceOp::Avg && from_rank < 0) collectives::finish_average(type, expected.data(), 1, ranks);
+    if (std::memcmp(expected.data(), in + i * element, element) != 0) ++wrong;
+  }
+  return wrong;
+}
+
+}  // namespace canopy::testing

@@ -1,0 +1,330 @@
+// Canopy started by a real SLURM and a real Open MPI, with no address given: canopy-bench under srun on one
+// node and on four emulated nodes, several steps of one job side by side, the sbatch script and the mpirun
+// line of docs/LAUNCHER.md as written, mpirun inside a SLURM job, mpirun on one host and across two through
+// PMIx, the PMIx client under srun --mpi=pmix; and the harness leaving nothing behind when it is killed.
+//
+// Each test builds its cluster in namespaces of its own (tests/slurm_mpi/private-cluster.sh). They skip
+// with the reason where that cannot be done (not root, SLURM or Open MPI not installed); with
+// CANOPY_REQUIRE_SLURM_MPI=1 (CI's launcher stage) a skip is a failure.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rendezvous/pmix_exchange.hpp"
+#include "tests/support/child_process.hpp"
+#include "tests/support/ranks.hpp"
+
+extern char** environ;
+
+namespace canopy::testing {
+namespace {
+
+// A harness's run: how it ended and what it printed, stdout and stderr together.
+struct HarnessRun {
+  int exit_code = -1;  // 124 when the test's own deadline stopped it
+  std::string output;
+};
+using CommandResult = HarnessRun;
+
+HarnessRun run_command(const std::string& line, int timeout_seconds) {
+  const auto result = run_shell(line, std::chrono::seconds(timeout_seconds));
+  return {result.timed_out ? 124 : result.exit_code, result.out};
+}
+
+constexpr int kSkipped = 77;  // the harness cannot run here; its output says why
+
+const std::string kBinDir = CANOPY_BIN_DIR;
+const std::string kScripts = std::string(CANOPY_SOURCE_DIR) + "/tests/slurm_mpi";
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+#define SKIP_OR_FAIL_UNLESS_RUNNABLE(result)                                             \
+  do {                                                                                   \
+    if ((result).exit_code == kSkipped) {                                                \
+      if (std::getenv("CANOPY_REQUIRE_SLURM_MPI") != nullptr) FAIL() << (result).output; \
+      GTEST_SKIP() << (result).output;                                                   \
+    }                                                                                    \
+  } while (false)
+
+#define SKIP_OR_FAIL_WITHOUT_PMIX()                                            \
+  do {                                                                         \
+    if (!rendezvous::pmix_built()) {                                           \
+      CommandResult skipped{kSkipped, "this build has no PMIx (libpmix-dev)"}; \
+      SKIP_OR_FAIL_UNLESS_RUNNABLE(skipped);                                   \
+    }                                                                          \
+  } while (false)
+
+// Every test needs root for its namespaces; without it, nothing else is tried (not even the work directory
+// in the build tree, which may not be writable then).
+class NeedsRoot : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() == 0) return;
+    CommandResult skipped{kSkipped, "needs root (namespaces, daemons)"};
+    SKIP_OR_FAIL_UNLESS_RUNNABLE(skipped);
+  }
+};
+class Slurm : public NeedsRoot {};
+class Mpirun : public NeedsRoot {};
+class PrivateCluster : public NeedsRoot {};
+
+// A shell command line run with no address, port or interface inherited (ctest sets
+// CANOPY_SOCKET_IFNAME=lo, which would keep the emulated nodes apart), canopy-bench on the PATH.
+std::string clean(const std::string& command) {
+  return fmt::format(
+      "env -u CANOPY_SOCKET_IFNAME -u MASTER_ADDR -u MASTER_PORT -u CANOPY_MASTER_ADDR -u CANOPY_MASTER_PORT "
+      "-u CANOPY_JOB_TOKEN PATH={}:$PATH {}",
+      kBinDir, command);
+}
+
+CommandResult on_slurm(const std::string& options, const std::string& command, int timeout = 150) {
+  return run_command(clean(fmt::format("{}/slurm-cluster.sh {} --timeout {} -- sh -c '{}'", kScripts, options,
+                                       timeout - 20, command)),
+                     timeout);
+}
+
+CommandResult on_mpirun(const std::string& options, const std::string& mpirun_arguments, int timeout = 150) {
+  return run_command(clean(fmt::format("{}/mpirun-cluster.sh {} --timeout {} -- {}", kScripts, options,
+                                       timeout - 20, mpirun_arguments)),
+                     timeout);
+}
+
+// A work directory every emulated node sees (their /tmp is their own): under the build tree.
+struct WorkDir : TempDir {
+  WorkDir() : TempDir(CANOPY_TEST_WORK_DIR) {}
+  std::string file(const std::string& name) const { return path() + "/" + name; }
+};
+
+// Submits `script` from `work` with `sbatch --wait OPTIONS` and shows its output (slurm-<job>.out there).
+CommandResult on_sbatch(const std::string& cluster_options, const WorkDir& work, const std::string& script,
+                        const std::string& sbatch_options = "") {
+  std::ofstream(work.file("job.sbatch")) << script;
+  return on_slurm(cluster_options, fmt::format("cd {} && sbatch --wait {} job.sbatch; status=$?; cat *.out; "
+                                               "exit $status",
+                                               work.path(), sbatch_options));
+}
+
+// The rows of canopy-bench --json: each exact, on `ranks` ranks and `hosts` hosts.
+void expect_exact_rows(const std::string& json_path, int ranks, int hosts, const std::string& context) {
+  const std::string text = read_file(json_path);
+  ASSERT_FALSE(text.empty()) << "no " << json_path << "\n" << context;
+  const auto rows = nlohmann::json::parse(text);
+  ASSERT_GT(rows.size(), 0u) << context;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.at("wrong"), 0) << row.dump() << "\n" << context;
+    EXPECT_EQ(row.at("ranks"), ranks) << row.dump();
+    EXPECT_EQ(row.at("hosts"), hosts) << row.dump();
+  }
+}
+
+// The first block of the doc that starts with `opening`, up to its closing fence.
+std::string doc_block(const std::string& doc, const std::string& opening) {
+  const std::size_t start = doc.find(opening);
+  if (start == std::string::npos) return "";
+  const std::size_t body = doc.find('\n', start) + 1;
+  return doc.substr(body, doc.find("```", body) - body);
+}
+
+const std::string kSmallSweep = "-b 8 -e 256K -f 32 -n 3 -w 1 -c 1";
+
+// `srun SRUN_OPTIONS canopy-bench` all-reduce, then broadcast, on a cluster made with CLUSTER_OPTIONS: both
+// exact, on `ranks` ranks and `hosts` hosts.
+void expect_srun_sweeps_exact(const std::string& cluster_options, const std::string& srun_options, int ranks,
+                              int hosts) {
+  WorkDir work;
+  auto r = on_slurm(cluster_options, fmt::format("srun {0} canopy-bench allreduce {1} --json {2} && "
+                                                 "srun {0} canopy-bench broadcast {1} --json {3}",
+                                                 srun_options, kSmallSweep, work.file("allreduce.json"),
+                                                 work.file("broadcast.json")));
+  SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_exact_rows(work.file("allreduce.json"), ranks, hosts, r.output);
+  expect_exact_rows(work.file("broadcast.json"), ranks, hosts, r.output);
+}
+
+TEST_F(Slurm, OneNodeRunsMoreTasksThanCpusExactlyWithoutAnAddress) {
+  expect_srun_sweeps_exact("--nodes 1 --cpus 2", "-O -n 4", 4, 1);
+}
+
+// Two steps of one job at once, each on a port of its own: one SLURM reserved for it (slurm.conf's
+// MpiParams=ports reserves ports for every step), one derived from the job and step ids (--resv-ports=0
+// reserves none).
+TEST_F(Slurm, StepsOfOneJobRunSideBySide) {
+  WorkDir work;
+  const std::string script = fmt::format(
+      "#!/bin/sh\n"
+      "export CANOPY_DEBUG=INFO\n"
+      "srun --exact -n 2 canopy-bench allreduce {0} --json {1}/a.json >{1}/a.out 2>&1 &\n"
+      "srun --exact --resv-ports=0 -n 2 canopy-bench allreduce {0} --json {1}/b.json >{1}/b.out 2>&1 &\n"
+      "wait %1 && wait %2\n",
+      kSmallSweep, work.path());
+  auto r = on_sbatch("--nodes 1 --cpus 4", work, script, "-n 4");
+  SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
+  ASSERT_EQ(r.exit_code, 0) << r.output << read_file(work.file("a.out")) << read_file(work.file("b.out"));
+  expect_exact_rows(work.file("a.json"), 2, 1, read_file(work.file("a.out")));
+  expect_exact_rows(work.file("b.json"), 2, 1, read_file(work.file("b.out")));
+  EXPECT_TRUE(contains(read_file(work.file("a.out")), "the first of SLURM_STEP_RESV_PORTS"))
+      << read_file(work.file("a.out"));
+  EXPECT_TRUE(contains(read_file(work.file("b.out")), "derived from SLURM_JOB_ID="))
+      << read_file(work.file("b.out"));
+}
+
+TEST_F(Slurm, FourNodesRunEightTasksOverCappedLinksExactly) {
+  expect_srun_sweeps_exact("--nodes 4 --rate 200mbit", "-N 4 -n 8", 8, 4);
+}
+
+TEST_F(Slurm, TheSbatchScriptOfTheLauncherDocWorksAsWritten) {
+  const std::string script = doc_block(read_file(std::string(CANOPY_SOURCE_DIR) + "/docs/LAUNCHER.md"),
+                                       "```sh\n#!/bin/bash\n#SBATCH");
+  ASSERT_TRUE(contains(script, "srun canopy-bench")) << script;
+  WorkDir work;
+  auto r = on_sbatch("--nodes 2 --cpus 4", work, "#!/bin/bash\n" + script);
+  SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
+  ASSERT_EQ(r.exit_code, 0) << script << r.output;
+  EXPECT_TRUE(contains(r.output, "on 8 ranks (2 hosts)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "Avg bus bandwidth")) << r.output;
+}
+
+// mpirun inside a SLURM job, as on most clusters: it starts its daemons with srun, and its ranks carry
+// SLURM's variables too (the batch script's on the first node, a step's on the other), which must not
+// count. A program the batch script runs directly, without srun, is told so at once.
+TEST_F(Slurm, MpirunInsideAJobAndAProgramOutsideAnyStep) {
+  WorkDir work;
+  const std::string script = fmt::format(
+      "#!/bin/sh\n"
+      "mpirun --allow-run-as-root canopy-bench allreduce {0} --json {1}/mpirun.json\n"
+      "canopy-bench allreduce {0} >{1}/direct.out 2>&1 && exit 3\n"
+      "exit 0\n",
+      kSmallSweep, work.path());
+  auto r = on_sbatch("--nodes 2 --cpus 2", work, script, "-N 2 --ntasks-per-node=2");
+  SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_exact_rows(work.file("mpirun.json"), 4, 2, r.output);
+  EXPECT_TRUE(contains(read_file(work.file("direct.out")), "start the ranks with srun"))
+      << read_file(work.file("direct.out"));
+}
+
+// The PMIx client Canopy uses under mpirun also works under srun --mpi=pmix.
+TEST_F(Slurm, ThePmixClientWorksUnderSrun) {
+  SKIP_OR_FAIL_WITHOUT_PMIX();
+  auto r = on_slurm("--nodes 2", fmt::format("srun --mpi=pmix -N 2 -n 4 {}", PMIX_PROBE_PATH));
+  SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_TRUE(contains(r.output, fmt::format("pmix: rank {} of 4 got 'rank 0 on cnpy-s-n0'", rank)))
+        << r.output;
+}
+
+TEST_F(Mpirun, TheLauncherDocsLineRunsFourRanksOnOneHost) {
+  const std::string doc = read_file(std::string(CANOPY_SOURCE_DIR) + "/docs/LAUNCHER.md");
+  const std::size_t at = doc.find("\nmpirun -np 4 canopy-bench");
+  ASSERT_NE(at, std::string::npos) << "docs/LAUNCHER.md has no 'mpirun -np 4 canopy-bench' line";
+  std::string line = doc.substr(at + 1, doc.find('\n', at + 1) - at - 1);
+  line = line.substr(0, line.find("  #"));  // without its comment
+  auto r = on_mpirun("--nodes 1 --cpus 4", line.substr(std::string("mpirun ").size()));
+  SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
+  ASSERT_EQ(r.exit_code, 0) << line << "\n" << r.output;
+  EXPECT_TRUE(contains(r.output, "on 4 ranks (1 host)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "Avg bus bandwidth")) << r.output;
+}
+
+TEST_F(Mpirun, TwoHostsFindTheStoreThroughPmix) {
+  SKIP_OR_FAIL_WITHOUT_PMIX();
+  WorkDir work;
+  auto r = on_mpirun("--nodes 2 --cpus 2 --rate 200mbit",
+                     fmt::format("-np 4 -x CANOPY_DEBUG=INFO canopy-bench allreduce {} --json {}",
+                                 kSmallSweep, work.file("allreduce.json")));
+  SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_exact_rows(work.file("allreduce.json"), 4, 2, r.output);
+  EXPECT_TRUE(contains(r.output, "rendezvous: rank 3 of 4 (openmpi launch) uses the TcpStore at 198.18.0.1:"))
+      << r.output;
+  auto probe = on_mpirun("--nodes 2 --cpus 2", fmt::format("-np 4 {}", PMIX_PROBE_PATH));
+  ASSERT_EQ(probe.exit_code, 0) << probe.output;
+  EXPECT_TRUE(contains(probe.output, "pmix: rank 3 of 4 got 'rank 0 on cnpy-m-n0'")) << probe.output;
+}
+
+// Every process below `root` (itself included), from /proc.
+std::set<pid_t> process_tree(pid_t root) {
+  std::set<pid_t> tree{root};
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = entry.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream stat(entry.path() / "stat");
+      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+      const std::size_t close = text.rfind(')');
+      if (close == std::string::npos) continue;
+      char state = 0;
+      pid_t parent = 0;
+      if (std::sscanf(text.c_str() + close + 1, " %c %d", &state, &parent) != 2) continue;
+      const pid_t pid = std::stoi(name);
+      if (tree.count(parent) != 0 && tree.insert(pid).second) grew = true;
+    }
+  }
+  return tree;
+}
+
+bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::size_t close = text.rfind(')');
+  return close != std::string::npos && text.size() > close + 2 && text[close + 2] != 'Z';
+}
+
+// SIGKILL leaves the harness no chance to clean up: the kernel must do it, by the namespaces.
+TEST_F(PrivateCluster, NothingOutlivesAKilledHarness) {
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // so that orphans come here to be reaped
+  WorkDir work;
+  const std::string log = work.file("harness.log");
+  const std::string command =
+      "exec " + clean(fmt::format("{}/slurm-cluster.sh --nodes 2 -- sleep 60 >{} 2>&1", kScripts, log));
+  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
+  pid_t harness = -1;
+  ASSERT_EQ(::posix_spawn(&harness, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+  auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int status = 0;
+  while (!contains(read_file(log), "idle") && std::chrono::steady_clock::now() < limit) {
+    if (::waitpid(harness, &status, WNOHANG) == harness) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kSkipped) {
+    CommandResult skipped{kSkipped, read_file(log)};
+    SKIP_OR_FAIL_UNLESS_RUNNABLE(skipped);
+  }
+  ASSERT_TRUE(contains(read_file(log), "idle")) << read_file(log);
+  const std::set<pid_t> started = process_tree(harness);
+  EXPECT_GE(started.size(), 6u) << "harness, unshare, timeout, munged, slurmctld, 2 slurmd, sleep";
+  ASSERT_EQ(::kill(harness, SIGKILL), 0);
+  limit = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  std::set<pid_t> left = started;
+  while (!left.empty() && std::chrono::steady_clock::now() < limit) {
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    for (auto it = left.begin(); it != left.end();) it = alive(*it) ? std::next(it) : left.erase(it);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(left.empty()) << left.size() << " of the harness's " << started.size()
+                            << " processes outlived it by 5 s";
+  for (pid_t pid : left) ::kill(pid, SIGKILL);
+}
+
+}  // namespace
+}  // namespace canopy::testing
