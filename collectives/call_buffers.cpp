@@ -48,7 +48,7 @@ CallBuffers prepare_call_buffers(const CollectiveArgs& args, int rank, int size,
       if (input == output && input != nullptr) {
         // One buffer for both: blocks arrive where others still wait to be sent, so send from a copy.
         const std::size_t input_bytes = all_to_all_input_count(args, size) * element;
-        std::memcpy(grown(scratch, input_bytes), input, input_bytes);
+        if (input_bytes > 0) std::memcpy(grown(scratch, input_bytes), input, input_bytes);
         return {output, scratch.data(), false};
       }
       return {output, input, false};

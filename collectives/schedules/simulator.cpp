@@ -347,7 +347,7 @@ class Engine {
       reduce_to(data_->type, data_->op, bytes_of(r, step.dst), bytes_of(r, step.src),
                 bytes_of(r, step.staging), step.dst.count, step.incoming_first);
     }
-    if (data_ && step.kind == StepKind::Copy) {
+    if (data_ && step.kind == StepKind::Copy && step.src.count > 0) {
       std::memmove(bytes_of(r, step.dst), bytes_of(r, step.src), step.src.count * element_size_);
     }
     rank.done[i] = 1;

@@ -12,8 +12,6 @@
 namespace canopy::collectives {
 namespace {
 
-#define EXPECT_MENTIONS(text, word) EXPECT_NE((text).find(word), std::string::npos) << (text)
-
 using testing::config_error_of;
 
 TEST(AlgorithmOverrides, ANameAppliesWhereverACollectiveHasIt) {

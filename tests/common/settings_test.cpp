@@ -21,8 +21,6 @@ std::string config_error(const EnvMap& env) {
   return testing::config_error_of([&] { Settings::parse(env); });
 }
 
-#define EXPECT_MENTIONS(text, word) EXPECT_NE((text).find(word), std::string::npos) << (text)
-
 TEST(Settings, DefaultsWhereNothingIsSet) {
   const Settings s = Settings::parse({});
   EXPECT_EQ(s.duration("CANOPY_TIMEOUT"), std::chrono::seconds(300));

@@ -1,4 +1,5 @@
-// The message of the Error(Config) a call throws, for tests of what a bad setting says.
+// The message of the Error(Config) a call throws, for tests of what a bad setting says, and EXPECT_MENTIONS
+// to look into it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -24,3 +25,6 @@ std::string config_error_of(Call&& call) {
 }
 
 }  // namespace canopy::testing
+
+// Expects `word` in `text`, printing the whole text when it is missing.
+#define EXPECT_MENTIONS(text, word) EXPECT_NE((text).find(word), std::string::npos) << (text)
