@@ -17,11 +17,13 @@ constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 62;
 
 }  // namespace
 
-MeshTransport::MeshTransport(int rank, int size, std::string name, std::chrono::microseconds spin)
+MeshTransport::MeshTransport(int rank, int size, std::string name, std::chrono::microseconds spin,
+                             std::chrono::nanoseconds looks_between_yields)
     : rank_(rank),
       size_(size),
       name_(std::move(name)),
       spin_(spin),
+      looks_between_yields_(looks_between_yields),
       send_route_(static_cast<std::size_t>(size), 0),
       recv_route_(static_cast<std::size_t>(size), 0) {
   wake_fd_ = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -87,20 +89,26 @@ std::uint64_t MeshTransport::bytes_moved() const {
 }
 
 // The spin ends once the links have been idle for spin_: while a large message streams in, it keeps
-// draining instead of sleeping between the sender's bursts. Each round offers the core to any other
-// runnable process (sched_yield): the peer we wait for may be queued behind us, and a busy machine's
-// other work must not starve while we only wait.
+// draining instead of sleeping between the sender's bursts. It offers the core to any other runnable
+// process (sched_yield) at least every looks_between_yields_: the peer we wait for may be queued behind
+// us, and a busy machine's other work must not starve while we only wait.
 bool MeshTransport::spin(Deadline deadline, Completions& done, std::size_t completed_before) {
   Deadline until = Deadline::after(spin_).earlier(deadline);
+  Clock::time_point next_yield = Clock::now() + looks_between_yields_;
   std::uint64_t moved_before = bytes_moved();
-  while (!until.expired() && !abort_.raised()) {
+  for (Clock::time_point now = Clock::now(); now < until.at() && !abort_.raised(); now = Clock::now()) {
     drive_all(IoPart::Pass::Spin, done);
     if (done.ids.size() > completed_before) return true;
     if (const std::uint64_t moved = bytes_moved(); moved != moved_before) {
       moved_before = moved;
-      until = Deadline::after(spin_).earlier(deadline);
+      until = Deadline(now + spin_).earlier(deadline);
     }
-    ::sched_yield();
+    if (now >= next_yield) {
+      ::sched_yield();
+      next_yield = Clock::now() + looks_between_yields_;
+    } else {
+      pause_briefly();
+    }
   }
   return false;
 }

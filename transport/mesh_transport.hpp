@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "transport/io_part.hpp"
-#include "transport/tcp/socket.hpp"
 #include "transport/spin_rule.hpp"
+#include "transport/tcp/socket.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy::transport {
@@ -20,8 +20,10 @@ namespace canopy::transport {
 class MeshTransport final : public Transport {
  public:
   // `name` is what name() reports ("tcp", "shm+tcp"); `spin`: how long progress() busy-polls before it
-  // blocks (0: never; spin_rule.hpp chooses).
-  MeshTransport(int rank, int size, std::string name, std::chrono::microseconds spin);
+  // blocks (0: never; spin_rule.hpp chooses); `looks_between_yields`: how long it keeps looking between
+  // two sched_yield()s while it spins (0: it yields after every round; looks_between_yields()).
+  MeshTransport(int rank, int size, std::string name, std::chrono::microseconds spin,
+                std::chrono::nanoseconds looks_between_yields = {});
   ~MeshTransport() override;
   MeshTransport(const MeshTransport&) = delete;
   MeshTransport& operator=(const MeshTransport&) = delete;
@@ -62,6 +64,7 @@ class MeshTransport final : public Transport {
   const int size_;
   const std::string name_;
   const std::chrono::microseconds spin_;
+  const std::chrono::nanoseconds looks_between_yields_;
   SpinBackoff spin_backoff_;
   std::vector<std::unique_ptr<IoPart>> parts_;
   std::vector<std::size_t> send_route_;  // peer -> part

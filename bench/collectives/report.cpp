@@ -24,14 +24,14 @@ double bound_us(const RunInfo& info, const BenchResult& r) {
   if (info.memory.cores == 0 || r.with.collective == Collective::Barrier ||
       r.with.collective == Collective::AllToAllV)
     return 0;
-  const bool per_rank_block = r.with.collective == Collective::AllGather ||
-                              r.with.collective == Collective::ReduceScatter ||
-                              r.with.collective == Collective::AllToAll ||
-                              r.with.collective == Collective::Gather || r.with.collective == Collective::Scatter;
+  const bool per_rank_block =
+      r.with.collective == Collective::AllGather || r.with.collective == Collective::ReduceScatter ||
+      r.with.collective == Collective::AllToAll || r.with.collective == Collective::Gather ||
+      r.with.collective == Collective::Scatter;
   const std::uint64_t count = per_rank_block ? r.count / static_cast<std::uint64_t>(info.ranks) : r.count;
   const std::size_t chunk = r.with.chunk_bytes > 0 ? r.with.chunk_bytes : info.chunk_bytes;
-  return 1e6 * memory_bound_seconds(r.with.collective, r.algorithm, info.ranks, count, size_of(r.with.dtype), chunk,
-                                    r.with.root, r.with.in_place, info.memory);
+  return 1e6 * memory_bound_seconds(r.with.collective, r.algorithm, info.ranks, count, size_of(r.with.dtype),
+                                    chunk, r.with.root, r.with.in_place, info.memory);
 }
 
 }  // namespace
@@ -47,11 +47,12 @@ void TablePrinter::header(Collective collective, const RunInfo& info) {
                info.loopback_each_way_gbps, 2 * info.loopback_each_way_gbps, command_name(collective),
                info.ranks, ceiling);
   if (info.memory.cores > 0)
-    fmt::print(out_,
-               "#\n# memory, measured now with {} cores busy: copies {:.2f} GB/s, reduces {:.2f} GB/s (all "
-               "together, memory to memory); bound = the time the algorithm's copies (each message into a ring "
-               "and out of it) and reduces take at these rates (rings in cache can beat it)\n",
-               info.memory.cores, info.memory.copy_gbps, info.memory.reduce_gbps);
+    fmt::print(
+        out_,
+        "#\n# memory, measured now with {} cores busy: copies {:.2f} GB/s, reduces {:.2f} GB/s (all "
+        "together, memory to memory); bound = the time the algorithm's copies (each message into a ring "
+        "and out of it) and reduces take at these rates (rings in cache can beat it)\n",
+        info.memory.cores, info.memory.copy_gbps, info.memory.reduce_gbps);
   fmt::print(out_, "#\n# {} on {} ranks ({} host{}), transport {}; cost model: {}\n",
              command_name(collective), info.ranks, info.hosts, info.hosts == 1 ? "" : "s",
              info.transport.describe(), info.link.description);
@@ -78,8 +79,9 @@ void TablePrinter::row(const BenchResult& r) {
              r.time_us, r.min_time_us, r.max_time_us, r.predicted_time_us, r.algbw_gbps, r.busbw_gbps,
              r.wrong);
   const double bound = bound_us(info_, r);
-  fmt::print(out_, "{}{}\n", ceiling > 0 ? fmt::format(" {:>7.1f}", 100 * r.busbw_gbps / ceiling) : "",
-             info_.memory.cores > 0 ? fmt::format(" {:>10.1f} {:>7.1f}", bound, 100 * bound / r.time_us) : "");
+  fmt::print(
+      out_, "{}{}\n", ceiling > 0 ? fmt::format(" {:>7.1f}", 100 * r.busbw_gbps / ceiling) : "",
+      info_.memory.cores > 0 ? fmt::format(" {:>10.1f} {:>7.1f}", bound, 100 * bound / r.time_us) : "");
   std::fflush(out_);
   busbw_sum_ += r.busbw_gbps;
   ++rows_;

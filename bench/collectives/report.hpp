@@ -26,7 +26,7 @@ struct RunInfo {
   // core at once; then each row shows the time its algorithm's copies and reduces take at those rates.
   MemoryRates memory;
   std::size_t chunk_bytes = 1 << 20;  // the library's default chunk (CANOPY_CHUNK_BYTES), for the bound
-  bool latency = false;  // --latency: calls timed one at a time (the header says so)
+  bool latency = false;               // --latency: calls timed one at a time (the header says so)
 };
 
 class TablePrinter {

@@ -100,7 +100,8 @@ void print_table(const Config& config, const Result& canopy, const Result& plain
                 higher_is_better ? "" : " (lower is better)");
   };
   std::printf("canopy-p2p-bench: 2 processes, Canopy over %s, %zu MiB x %d messages, %d round trips of 8 B\n",
-              config.shm ? "shared memory" : "loopback TCP", config.message_mib, config.messages, config.pings);
+              config.shm ? "shared memory" : "loopback TCP", config.message_mib, config.messages,
+              config.pings);
   std::printf("%-34s %12s %14s %12s\n", "measurement", "canopy", "plain socket", "canopy/plain");
   row("one way, GB/s", canopy.one_way_gbs, plain.one_way_gbs, true);
   row("both ways, GB/s each direction", canopy.both_ways_gbs, plain.both_ways_gbs, true);

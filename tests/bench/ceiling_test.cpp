@@ -3,12 +3,11 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/collectives/memory_ceiling.hpp"
-
 #include <cstdio>
 #include <string>
 
 #include "bench/collectives/cpu_speed.hpp"
+#include "bench/collectives/memory_ceiling.hpp"
 #include "canopy/error.hpp"
 #include "tests/support/child_process.hpp"
 
@@ -60,17 +59,19 @@ TEST(MemoryCeiling, TheBoundIsTheAlgorithmsCopiesAndReducesAtTheRates) {
   const double n = 4.0 * count;
   for (int p : {2, 4}) {
     const double expected = 3 * (p - 1) * n / 10e9 + (p - 1) * n / 5e9;
-    EXPECT_NEAR(memory_bound_seconds(Collective::AllReduce, "ring", p, count, 4, 1 << 20, 0, true, rates), expected,
-                expected * 1e-9)
+    EXPECT_NEAR(memory_bound_seconds(Collective::AllReduce, "ring", p, count, 4, 1 << 20, 0, true, rates),
+                expected, expected * 1e-9)
         << p << " ranks";
   }
   // A broadcast's leaves each receive n once: P-1 messages, each copied in and out.
   const double chain = 2 * 3 * n / 10e9;
-  EXPECT_NEAR(memory_bound_seconds(Collective::Broadcast, "chain", 4, count, 4, 1 << 20, 0, true, rates), chain,
-              chain * 1e-9);
-  EXPECT_EQ(memory_bound_seconds(Collective::AllReduce, "no such algorithm", 2, count, 4, 1 << 20, 0, true, rates),
+  EXPECT_NEAR(memory_bound_seconds(Collective::Broadcast, "chain", 4, count, 4, 1 << 20, 0, true, rates),
+              chain, chain * 1e-9);
+  EXPECT_EQ(
+      memory_bound_seconds(Collective::AllReduce, "no such algorithm", 2, count, 4, 1 << 20, 0, true, rates),
+      0);
+  EXPECT_EQ(memory_bound_seconds(Collective::AllReduce, "ring", 2, count, 4, 1 << 20, 0, true, MemoryRates{}),
             0);
-  EXPECT_EQ(memory_bound_seconds(Collective::AllReduce, "ring", 2, count, 4, 1 << 20, 0, true, MemoryRates{}), 0);
 }
 
 // The CPU's speed now, as compare.sh reads it: one "cpu fixed work: X ms" line per --times.

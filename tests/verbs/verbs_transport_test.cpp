@@ -21,9 +21,9 @@
 namespace canopy::transport {
 namespace {
 
+using testing::error_from;
 using testing::exchange_with_everyone;
 using testing::expect_all_ok;
-using testing::error_from;
 using testing::p2p_envelope;
 using testing::require;
 using testing::wait_all;

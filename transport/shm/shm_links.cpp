@@ -237,8 +237,8 @@ void ShmLinks::write_frames(int peer, Completions& done) {
     SendOp& op = p.sends.front();
     if (!op.header_written) {
       if (ring.writable(kRingLine) < kRingLine) break;
-      const FrameBytes header = encode_frame(
-          FrameHeader{.envelope = op.envelope, .payload_bytes = op.payload.size()});
+      const FrameBytes header =
+          encode_frame(FrameHeader{.envelope = op.envelope, .payload_bytes = op.payload.size()});
       ring.write(header.data(), header.size(), kRingLine);
       op.header_written = wrote = true;
     }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/cpu_list.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "transport/mesh_transport.hpp"
@@ -277,8 +278,11 @@ std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size
                                                 const ShmOptions& shm) {
   std::vector<PeerLink> links = connect_tcp_links(store, rank, size, tcp);
   ShmPeers peers = connect_shm_peers(store, rank, size, shm);
-  auto mesh = std::make_unique<MeshTransport>(rank, size, peers.reached.empty() ? "tcp" : "shm+tcp",
-                                              chosen_spin(tcp, size));
+  const int cores = shm.host_cores > 0 ? shm.host_cores : usable_cores();
+  auto mesh = std::make_unique<MeshTransport>(
+      rank, size, peers.reached.empty() ? "tcp" : "shm+tcp", chosen_spin(tcp, size),
+      peers.reached.empty() ? std::chrono::nanoseconds(0)
+                            : looks_between_yields(ranks_on_this_host(shm, rank, size), cores));
   const std::size_t tcp_part =
       mesh->add_part(std::make_unique<TcpLinks>(rank, std::move(links), mesh->abort_state()));
   if (peers.reached.empty()) return mesh;
@@ -301,7 +305,8 @@ std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size
   return mesh;
 }
 
-std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size, const MeshOptions& options) {
+std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size,
+                                                const MeshOptions& options) {
   return connect_shm_tcp_mesh(store, rank, size, TcpOptions::from(options), ShmOptions::from(options));
 }
 

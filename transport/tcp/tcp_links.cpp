@@ -43,8 +43,7 @@ void TcpLinks::post_send(OpId id, int peer, const Envelope& envelope, std::span<
   if (p.failure) throw *p.failure;
   SendOp op;
   op.id = id;
-  op.header =
-      encode_frame(FrameHeader{.envelope = envelope, .payload_bytes = payload.size()});
+  op.header = encode_frame(FrameHeader{.envelope = envelope, .payload_bytes = payload.size()});
   op.payload = payload;
   p.sends.push_back(op);
 }
