@@ -63,24 +63,8 @@ TEST_P(DataPath, MeshOfTwoToFiveRanksAsProcesses) {
 TEST_P(DataPath, OddSizesRoundTripBitExactly) {
   constexpr std::uint64_t kComm = 3;
   const std::vector<std::size_t> sizes = {0, 1, 7, 4099, 65536 + 1, (std::size_t{1} << 20) + 3};
-  expect_all_ok(run_mesh_processes(2, kComm, [&](Transport& t) {
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-      const std::size_t n = sizes[i];
-      auto envelope = p2p_envelope(kComm, i, 0, n);
-      if (t.rank() == 0) {
-        auto original = testing::random_bytes(n, 1000 + n);
-        wait_one(t, t.post_send(1, envelope, original));
-        std::vector<std::byte> back(n, std::byte{0x5A});
-        wait_one(t, t.post_recv(1, envelope, back));
-        require(back == original, "{} bytes did not come back bit-exactly", n);
-      } else {
-        std::vector<std::byte> received(n, std::byte{0x5A});
-        wait_one(t, t.post_recv(0, envelope, received));
-        require(testing::first_difference(received, 1000 + n) == -1, "{} bytes arrived corrupted", n);
-        wait_one(t, t.post_send(0, envelope, received));
-      }
-    }
-  }));
+  expect_all_ok(
+      run_mesh_processes(2, kComm, [&](Transport& t) { testing::round_trip_bit_exactly(t, kComm, sizes); }));
 }
 
 TEST_P(DataPath, BackToBackMessagesOfMixedSizesArriveIntact) {

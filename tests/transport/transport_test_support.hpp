@@ -169,4 +169,26 @@ inline void wait_one(transport::Transport& t, transport::OpId id, Deadline deadl
   wait_all(t, {id}, deadline);
 }
 
+// Rank 0 sends each of `sizes` to rank 1, which checks it and sends it back; rank 0 checks what came back.
+inline void round_trip_bit_exactly(transport::Transport& t, std::uint64_t comm_id,
+                                   const std::vector<std::size_t>& sizes) {
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::size_t n = sizes[i];
+    auto envelope = p2p_envelope(comm_id, i, 0, n);
+    if (t.rank() == 0) {
+      auto original = random_bytes(n, 1000 + n);
+      wait_one(t, t.post_send(1, envelope, original));
+      std::vector<std::byte> back(n, std::byte{0x5A});
+      wait_one(t, t.post_recv(1, envelope, back));
+      require(back == original, "{} bytes did not come back bit-exactly", n);
+    } else {
+      std::vector<std::byte> received(n, std::byte{0x5A});
+      wait_one(t, t.post_recv(0, envelope, received));
+      const long long bad = first_difference(received, 1000 + n);
+      require(bad < 0, "{} bytes arrived damaged at byte {}", n, bad);
+      wait_one(t, t.post_send(0, envelope, received));
+    }
+  }
+}
+
 }  // namespace canopy::testing
