@@ -142,13 +142,13 @@ std::uint64_t* RingEnd::consumer_sleep() const {
 
 void RingEnd::set_sleep(std::uint64_t* count, std::uint64_t& mine, bool asleep) {
   if (((mine & 1) != 0) == asleep) return;
-  shared(count).store(++mine, std::memory_order_relaxed);
-  if (asleep) std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Announcing is seq_cst, as are the re-check's loads and the other side's publication and its load of
+  // this count: in their single order one of the two sides sees the other (no fences: TSan models none).
+  shared(count).store(++mine, asleep ? std::memory_order_seq_cst : std::memory_order_relaxed);
 }
 
 bool RingEnd::sleeper_to_wake(const std::uint64_t* count, std::uint64_t& rung) {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  const std::uint64_t sleep = shared(const_cast<std::uint64_t*>(count)).load(std::memory_order_relaxed);
+  const std::uint64_t sleep = shared(const_cast<std::uint64_t*>(count)).load(std::memory_order_seq_cst);
   if ((sleep & 1) == 0 || sleep == rung) return false;
   rung = sleep;
   return true;
@@ -157,7 +157,7 @@ bool RingEnd::sleeper_to_wake(const std::uint64_t* count, std::uint64_t& rung) {
 std::uint64_t RingProducer::writable(std::uint64_t wanted) {
   std::uint64_t free = capacity() - (tail_ - known_head_);
   if (free < wanted) {
-    known_head_ = shared(consumer_position()).load(std::memory_order_acquire);
+    known_head_ = shared(consumer_position()).load(std::memory_order_seq_cst);
     free = capacity() - (tail_ - known_head_);
   }
   return free;
@@ -171,18 +171,20 @@ void RingProducer::write(const std::byte* source, std::uint64_t bytes, std::uint
 }
 
 void RingProducer::publish() {
-  shared(producer_position()).store(tail_, std::memory_order_release);
+  if (tail_ == published_tail_) return;
+  published_tail_ = tail_;
+  shared(producer_position()).store(tail_, std::memory_order_seq_cst);
 }
 
 std::uint64_t RingConsumer::readable() {
-  if (known_tail_ == head_) known_tail_ = shared(producer_position()).load(std::memory_order_acquire);
+  if (known_tail_ == head_) known_tail_ = shared(producer_position()).load(std::memory_order_seq_cst);
   return known_tail_ - head_;
 }
 
 bool RingConsumer::publish() {
   if (head_ == published_head_) return false;
   published_head_ = head_;
-  shared(consumer_position()).store(head_, std::memory_order_release);
+  shared(consumer_position()).store(head_, std::memory_order_seq_cst);
   return true;
 }
 

@@ -6,13 +6,13 @@
 //
 // Segment: [identity line][producer line][consumer line] on their own 128-byte lines (no false sharing,
 // even with the adjacent-line prefetcher), the data from kRingDataOffset. The producer writes only its
-// line, the consumer only its own: each publishes its position with a release store, the other reads it
-// with an acquire load.
+// line, the consumer only its own: each publishes its position with a store the other's load synchronizes
+// with (seq_cst, for the sleep announcements below).
 //
 // Waiting: a side with nothing to do announces that it sleeps (an odd count in its own line), re-checks,
 // then blocks on its doorbell (an eventfd). The other side, after it publishes, reads that count and rings
-// the doorbell once per sleep. A seq_cst fence on both sides (announce, then check; publish, then check)
-// means one of the two always sees the other: no wake-up is lost.
+// the doorbell once per sleep. Announcing, publishing and the loads after either are seq_cst (announce, then
+// check; publish, then check), so one of the two always sees the other: no wake-up is lost.
 #pragma once
 
 #include <cstddef>
@@ -79,7 +79,7 @@ class RingEnd {
   std::uint64_t* producer_sleep() const;
   std::uint64_t* consumer_position() const;
   std::uint64_t* consumer_sleep() const;
-  // Announces (odd) or ends (even) a sleep on this side's count; announcing is followed by a full fence.
+  // Announces (odd) or ends (even) a sleep on this side's count; announcing is a seq_cst store.
   static void set_sleep(std::uint64_t* count, std::uint64_t& mine, bool asleep);
   // After publishing: whether the other side announced a sleep not yet rung for (then the caller rings).
   static bool sleeper_to_wake(const std::uint64_t* count, std::uint64_t& rung);
@@ -104,6 +104,7 @@ class RingProducer : public RingEnd {
 
  private:
   std::uint64_t tail_ = 0;
+  std::uint64_t published_tail_ = 0;
   std::uint64_t known_head_ = 0;
   std::uint64_t rung_ = 0;
   std::uint64_t sleep_ = 0;
