@@ -299,6 +299,32 @@ TEST(ShmLinks, TheHandshakeRefusesStrangersAndTheMeshStillForms) {
   log::set_level(log::Level::Warn);
 }
 
+// A rank that introduces itself and leaves before the answer (it crashed during set-up) is no reason to
+// wait out the deadline: its pair goes to TCP at once.
+TEST(ShmLinks, ARankThatLeavesDuringTheHandshakeIsNotWaitedFor) {
+  testing::MemoryStore store;
+  auto options = testing::shm_options_like(loopback_options(43), 2);
+  options.connect_timeout = std::chrono::seconds(20);
+  log::set_level(log::Level::Error);
+  std::thread rank1([&] {  // says hello as rank 1, says it reached rank 0, and is gone
+    const std::string name = store.get("shm/43/socket/0", std::chrono::seconds(20));
+    int error = 0;
+    UniqueFd socket = connect_unix(name, error);
+    require(socket.valid(), "connect: {}", std::strerror(error));
+    UniqueFd doorbell(::eventfd(0, EFD_CLOEXEC));
+    Hello hello{.comm_id = 43, .rank = 1, .size = 2};
+    require(send_packet(socket.get(), encode_hello(hello, options.job_token), doorbell.get()) == 0, "hello");
+    socket = UniqueFd();
+    store.set("shm/43/reached/1", "10");
+  });
+  const auto start = Clock::now();
+  const ShmPeers peers = connect_shm_peers(store, 0, 2, options);
+  rank1.join();
+  EXPECT_TRUE(peers.reached.empty());
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  log::set_level(log::Level::Warn);
+}
+
 // The files of /dev/shm and the descriptors and mappings of this process.
 struct Traces {
   int dev_shm_files = 0;

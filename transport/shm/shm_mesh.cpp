@@ -240,13 +240,22 @@ class ShmPeersBuilder {
         send_packet(fd.get(), ack, status == AckStatus::Accepted ? peers_.doorbell.get() : -1);
     if (status == AckStatus::OtherUser)
       expected.erase(static_cast<int>(hello.rank));  // it said it was that rank
-    if (status != AckStatus::Accepted || problem != 0) {
+    if (status != AckStatus::Accepted) {
       log::warn("rank {}: refused a shared-memory connection claiming rank {} of comm {}: {}", rank_,
-                hello.rank, hello.comm_id, problem != 0 ? std::strerror(problem) : to_string(status));
+                hello.rank, hello.comm_id, to_string(status));
       return true;
     }
     const int peer = static_cast<int>(hello.rank);
     expected.erase(peer);
+    if (problem != 0) {
+      // The peer introduced itself and left (it exited or failed): waiting on for it would only end at
+      // the deadline. TCP is its route; the TCP links say what became of it.
+      log::warn(
+          "rank {}: rank {} closed its shared-memory socket before the answer ({}): TCP carries their "
+          "messages",
+          rank_, peer, std::strerror(problem));
+      return true;
+    }
     peers_.links[peer] = ShmPeerLink{std::move(fd), std::move(doorbell)};
     return true;
   }
