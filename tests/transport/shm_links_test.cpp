@@ -15,6 +15,7 @@
 
 #include "canopy/error.hpp"
 #include "common/log.hpp"
+#include "tests/support/config_error.hpp"
 #include "tests/support/mesh_processes.hpp"
 #include "tests/support/ranks.hpp"
 #include "tests/transport/memory_store.hpp"
@@ -297,6 +298,34 @@ TEST(ShmLinks, TheHandshakeRefusesStrangersAndTheMeshStillForms) {
   EXPECT_EQ(peers[1].reached, std::vector<int>{0});
   EXPECT_EQ(answers, (std::vector<AckStatus>{AckStatus::WrongToken, AckStatus::BadRank}));
   log::set_level(log::Level::Warn);
+}
+
+// CANOPY_SHM_*: the defaults, values taken, and values a ring cannot have refused with the setting's name.
+TEST(ShmLinks, SettingsAreCheckedWhereTheyAreRead) {
+  auto options_of = [](const EnvMap& env) {
+    return ShmOptions::from(MeshOptions::from_settings(Settings::parse(env), 1));
+  };
+  const ShmOptions defaults = options_of({});
+  EXPECT_EQ(defaults.ring_bytes, std::uint64_t{2} << 20);
+  EXPECT_EQ(defaults.slot_bytes, std::uint64_t{256} << 10);
+  EXPECT_EQ(defaults.host_budget_bytes, std::uint64_t{32} << 20);
+  const ShmOptions taken = options_of(
+      {{"CANOPY_SHM_RING_BYTES", "64K"}, {"CANOPY_SHM_SLOT_BYTES", "4K"}, {"CANOPY_SHM_BYTES", "1M"}});
+  EXPECT_EQ(taken.ring_bytes, 64u << 10);
+  EXPECT_EQ(taken.slot_bytes, 4u << 10);
+  EXPECT_EQ(taken.host_budget_bytes, 1u << 20);
+  EXPECT_MENTIONS(testing::config_error_of([&] {
+                    options_of({{"CANOPY_SHM_RING_BYTES", "3000"}});
+                  }),
+                  "CANOPY_SHM_RING_BYTES=3000 must be a power of two");
+  EXPECT_MENTIONS(testing::config_error_of([&] {
+                    options_of({{"CANOPY_SHM_SLOT_BYTES", "100"}});
+                  }),
+                  "CANOPY_SHM_SLOT_BYTES=100 must be a multiple of 64");
+  EXPECT_MENTIONS(testing::config_error_of([&] {
+                    options_of({{"CANOPY_SHM_RING_BYTES", "512"}});
+                  }),
+                  "CANOPY_SHM_RING_BYTES");
 }
 
 // A rank that introduces itself and leaves before the answer (it crashed during set-up) is no reason to
