@@ -9,7 +9,7 @@
 #include "collectives/communicator_impl.hpp"
 #include "collectives/environment_group.hpp"
 #include "collectives/group_split.hpp"
-#include "collectives/link_calibration.hpp"
+#include "collectives/link_model_text.hpp"
 #include "common/error.hpp"
 
 namespace canopy {
@@ -144,7 +144,15 @@ Communicator::AlgorithmChoice Communicator::choose_algorithm(const CollectiveArg
 
 Communicator::LinkEstimate Communicator::link_estimate() const {
   const auto& link = impl().link();
-  return {link.alpha, link.beta, link.gamma, link.beta_eager, link.eager_bytes, collectives::describe(link)};
+  const auto& within = link.within_host;
+  return {within.alpha,
+          within.beta,
+          link.gamma,
+          within.beta_eager,
+          within.eager_bytes,
+          link.between_hosts.alpha,
+          link.between_hosts.beta,
+          collectives::describe(link, impl().hosts())};
 }
 
 void Communicator::check_blocks(std::size_t block, std::size_t whole, const char* what) const {

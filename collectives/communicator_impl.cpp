@@ -9,6 +9,7 @@
 #include "collectives/call_buffers.hpp"
 #include "collectives/host_layout_exchange.hpp"
 #include "collectives/link_calibration.hpp"
+#include "collectives/link_model_text.hpp"
 #include "collectives/liveness_monitor.hpp"
 #include "common/cpu_list.hpp"
 #include "collectives/algorithm_overrides.hpp"
@@ -72,26 +73,25 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
 
   world_ranks_.resize(static_cast<std::size_t>(size));
   std::iota(world_ranks_.begin(), world_ranks_.end(), 0);
-  hosts_ = collectives::exchange_host_layout(
-      *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus());
+  hosts_ = std::make_shared<const collectives::HostLayout>(collectives::exchange_host_layout(
+      *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus()));
   if (options.local_rank >= 0 && options.local_size > 0) {
     local_rank = options.local_rank;
     local_size = options.local_size;
   } else {
-    local_rank = hosts_.local_rank_of(rank);
-    local_size = hosts_.ranks_on(hosts_.host_of(rank));
+    local_rank = hosts_->local_rank_of(rank);
+    local_size = hosts_->ranks_on(hosts_->host_of(rank));
   }
-  connect(hosts_, options.job_token);
+  connect(*hosts_, options.job_token);
 
   const bool calibrate = options.calibrate && settings_.flag("CANOPY_CALIBRATE");
   collectives::LinkModel link;
-  link.hosts = hosts_;
   if (calibrate)
-    link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, hosts_, settings_.text("CANOPY_COST_MODEL"),
-                                             Deadline::after(timeout_));
+    link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, *hosts_,
+                                             settings_.text("CANOPY_COST_MODEL"), Deadline::after(timeout_));
   cost_model_ = collectives::CostModel(std::move(link));
   log::info("communicator {} ready: rank {} of {} (local {} of {}), {}", comm_id_, rank, size, local_rank,
-            local_size, collectives::describe(cost_model_.link()));
+            local_size, collectives::describe(cost_model_.link(), *hosts_));
 
   const auto liveness = collectives::LivenessSettings::from_settings(settings_);
   auto monitor_store = collectives::open_monitor_store(store_, liveness);
@@ -110,15 +110,15 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
       timeout_(parent.timeout_),
       comm_id_(child_id(parent.comm_id_, name)),
       options_(parent.options_),
-      hosts_(parent.hosts_.subset(members)),
+      hosts_(std::make_shared<const collectives::HostLayout>(parent.hosts_->subset(members))),
       algorithm_overrides_(parent.algorithm_overrides_),
       chunk_bytes_(parent.chunk_bytes_) {
   rank = static_cast<int>(std::find(members.begin(), members.end(), parent.rank) - members.begin());
   if (rank >= size)
     fail(ErrorCode::InvalidArgument, "rank {} is not a member of the group it forms", parent.rank);
   for (int member : members) world_ranks_.push_back(parent.world_ranks_[static_cast<std::size_t>(member)]);
-  local_rank = hosts_.local_rank_of(rank);
-  local_size = hosts_.ranks_on(hosts_.host_of(rank));
+  local_rank = hosts_->local_rank_of(rank);
+  local_size = hosts_->ranks_on(hosts_->host_of(rank));
   store_ = std::make_shared<PrefixStore>(parent.store_, name);
   store_->set_timeout(timeout_);
   if (members_digest != 0) {
@@ -129,11 +129,9 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
       fail(ErrorCode::Mismatch, "rank {} (world rank {}): the members of group '{}' passed different lists of ranks",
            rank, world_ranks_[static_cast<std::size_t>(rank)], name);
   }
-  connect(hosts_, options_.job_token);
-  // The parent measured these links; the group's own layout decides who shares a host's cores.
-  collectives::LinkModel link = parent.cost_model_.link();
-  link.hosts = hosts_;
-  cost_model_ = collectives::CostModel(std::move(link));
+  connect(*hosts_, options_.job_token);
+  // The parent measured these links; the group's own layout (in its calls) decides who shares a host.
+  cost_model_ = collectives::CostModel(parent.cost_model_.link());
   path_ = parent.path_.empty() ? name : parent.path_ + "/" + name;
   first_failure_ = std::make_shared<collectives::FirstFailure>(
       family_->failure_store ? std::make_shared<PrefixStore>(family_->failure_store, path_) : nullptr, rank);
@@ -234,6 +232,7 @@ CollectiveCall Communicator::Impl::describe_call(const CollectiveArgs& args,
   call.count = args.collective == Collective::Barrier ? 0 : args.count;
   call.root = is_rooted(args.collective) ? args.root : 0;
   call.chunk_count = std::max<std::uint64_t>(1, chunk_bytes / element_size);
+  call.hosts = hosts_;
   if (args.collective == Collective::AllToAllV) {
     call.send_counts.assign(args.send_counts, args.send_counts + size);
     call.recv_counts.assign(args.recv_counts, args.recv_counts + size);

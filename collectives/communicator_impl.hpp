@@ -55,6 +55,7 @@ class Communicator::Impl {
   void validate(const CollectiveArgs& args) const;
   void abort(const std::string& reason);
   const collectives::LinkModel& link() const { return cost_model_.link(); }
+  const collectives::HostLayout& hosts() const { return *hosts_; }
   std::string_view transport_name() const { return transport_->name(); }
   double predict(const collectives::Algorithm& algorithm, const collectives::CollectiveCall& call,
                  std::size_t element_size, collectives::Pace pace) const;
@@ -83,7 +84,7 @@ class Communicator::Impl {
   Duration timeout_;
   std::uint64_t comm_id_ = 0;
   CommunicatorOptions options_;
-  collectives::HostLayout hosts_;
+  std::shared_ptr<const collectives::HostLayout> hosts_;  // every call carries it (CollectiveCall::hosts)
   std::vector<int> world_ranks_;  // this group's ranks as ranks of its family's first communicator
   std::string path_;              // its store keys' prefix below the family's first communicator's ("" there)
   std::unique_ptr<transport::Transport> transport_;

@@ -1,8 +1,11 @@
 #include "collectives/cost_model.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "common/error.hpp"
 
@@ -31,6 +34,18 @@ bool beats_in_stream(const Prediction& candidate, const Prediction& best, double
   return beats(candidate, best.seconds, best.messages, alpha);
 }
 
+// "2 hosts x 4 ranks", "3 hosts of 4+2+2 ranks"; empty unless some host has several ranks and there are
+// several hosts: only then does a two-level algorithm differ from a flat one.
+std::string host_shape(const HostLayout& hosts) {
+  std::vector<int> ranks;
+  for (int host = 0; host < static_cast<int>(hosts.cores_of_host.size()); ++host)
+    if (hosts.ranks_on(host) > 0) ranks.push_back(hosts.ranks_on(host));
+  if (ranks.size() < 2 || *std::max_element(ranks.begin(), ranks.end()) < 2) return "";
+  if (std::all_of(ranks.begin(), ranks.end(), [&](int n) { return n == ranks[0]; }))
+    return fmt::format("{} hosts x {} ranks", ranks.size(), ranks[0]);
+  return fmt::format("{} hosts of {} ranks", ranks.size(), fmt::join(ranks, "+"));
+}
+
 }  // namespace
 
 const AlgorithmChoice& CostModel::choose(const CollectiveCall& call, std::size_t element_size, Pace pace) {
@@ -50,14 +65,19 @@ const AlgorithmChoice& CostModel::choose(const CollectiveCall& call, std::size_t
   AlgorithmChoice best;
   Prediction best_prediction;
   std::string explanation;
+  double fastest[2] = {0, 0};  // of the flat candidates, of the two-level ones
   for (const Algorithm& candidate : candidates) {
     const Prediction prediction = predict(candidate, call, element_size, link_);
-    explanation += fmt::format("{}{} {:.1f} us", explanation.empty() ? "" : ", ", candidate.name,
-                               (stream ? prediction.stream_seconds : prediction.seconds) * 1e6);
+    const double seconds = stream ? prediction.stream_seconds : prediction.seconds;
+    explanation +=
+        fmt::format("{}{} {:.1f} us", explanation.empty() ? "" : ", ", candidate.name, seconds * 1e6);
+    double& fastest_of_kind = fastest[candidate.two_level ? 1 : 0];
+    if (fastest_of_kind == 0 || seconds < fastest_of_kind) fastest_of_kind = seconds;
+    const double alpha = link_.slowest_alpha();
     const bool better =
         best.algorithm == nullptr ||
-        (stream ? beats_in_stream(prediction, best_prediction, link_.alpha)
-                : beats(prediction, best_prediction.seconds, best_prediction.messages, link_.alpha));
+        (stream ? beats_in_stream(prediction, best_prediction, alpha)
+                : beats(prediction, best_prediction.seconds, best_prediction.messages, alpha));
     if (better) {
       best.algorithm = &candidate;
       best_prediction = prediction;
@@ -70,6 +90,11 @@ const AlgorithmChoice& CostModel::choose(const CollectiveCall& call, std::size_t
       fmt::format("{} of {} x {} B on {} ranks{}: chose {} (predicted{}: {})", to_string(call.collective),
                   call.count, element_size, call.size, stream ? ", in a stream" : "", best.algorithm->name,
                   stream ? " per call" : "", explanation);
+  // Flat or two-level: where the layout makes them differ, say how the best of each compare.
+  if (const std::string shape = host_shape(call.layout()); !shape.empty() && fastest[0] > 0 && fastest[1] > 0)
+    best.explanation +=
+        fmt::format("; on {} the best two-level algorithm takes {:.2f}x the best flat one's time", shape,
+                    fastest[1] / fastest[0]);
   if (choices_.size() >= kMaxCached) choices_.clear();
   return choices_.emplace(key, std::move(best)).first->second;
 }

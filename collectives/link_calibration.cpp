@@ -5,30 +5,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <optional>
+#include <numeric>
+#include <string>
 #include <vector>
 
 #include "collectives/kernels/reduce_kernels.hpp"
+#include "collectives/link_model_text.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "rendezvous/bootstrap.hpp"
 
 namespace canopy::collectives {
-
-std::string describe(const LinkModel& link) {
-  std::string text = fmt::format("alpha {:.1f} us, beta {:.2f} GB/s", link.alpha * 1e6, 1e-9 / link.beta);
-  if (link.eager_bytes > 0)
-    text += fmt::format(" ({:.2f} GB/s up to {} KiB)", 1e-9 / link.beta_eager, link.eager_bytes >> 10);
-  text += fmt::format(", gamma {:.2f} GB/s", 1e-9 / link.gamma);
-  const HostLayout& hosts = link.hosts;
-  for (int host = 0; host < static_cast<int>(hosts.cores_of_host.size()); ++host) {
-    if (hosts.shares_cores(host))
-      text +=
-          fmt::format("; host {}: {} ranks share {} cores", host, hosts.ranks_on(host), hosts.cores_of(host));
-  }
-  return text;
-}
 
 namespace {
 
@@ -61,39 +49,58 @@ double interquartile_mean(std::vector<double> values) {
   return sum / static_cast<double>(values.size() - 2 * drop);
 }
 
-int successor(const transport::Transport& t) {
-  return (t.rank() + 1) % t.size();
-}
-int predecessor(const transport::Transport& t) {
-  return (t.rank() + t.size() - 1) % t.size();
+// The ring a probe runs around: every rank of the group, the ranks inside each host (each host its own
+// ring, all at once), or one rank per host. A rank outside it sits the probe out.
+struct ProbeRing {
+  bool member = false;
+  bool times_token = false;  // the first member of its ring: it times the token
+  int next = 0;
+  int prev = 0;
+  int hops = 1;  // members of this rank's ring
+};
+
+ProbeRing ring_among(const std::vector<int>& members, int rank) {
+  ProbeRing ring;
+  const auto it = std::find(members.begin(), members.end(), rank);
+  if (members.size() < 2 || it == members.end()) return ring;
+  const auto m = static_cast<int>(members.size());
+  const int i = static_cast<int>(it - members.begin());
+  ring.member = true;
+  ring.times_token = i == 0;
+  ring.next = members[static_cast<std::size_t>((i + 1) % m)];
+  ring.prev = members[static_cast<std::size_t>((i + m - 1) % m)];
+  ring.hops = m;
+  return ring;
 }
 
-// Seconds per hop, on rank 0 (zero elsewhere): rank 0 times a token's trips around the ring.
-double probe_hop_latency(transport::Transport& t, std::uint64_t comm_id, Deadline deadline) {
+// Seconds per hop, on the ring's first member (zero elsewhere): it times a token's trips around.
+double probe_hop_latency(transport::Transport& t, const ProbeRing& ring, std::uint64_t comm_id,
+                         Deadline deadline) {
   constexpr int kTrips = 30;
+  if (!ring.member) return 0;
   std::vector<std::byte> token(8);
   auto envelope = probe_envelope(comm_id, kToken, token.size());
   std::vector<double> trips;
   for (int i = 0; i < kTrips; ++i) {
     auto begin = Clock::now();
-    if (t.rank() == 0) {
-      transport::send(t, successor(t), envelope, token, deadline);
-      transport::recv(t, predecessor(t), envelope, token, deadline);
+    if (ring.times_token) {
+      transport::send(t, ring.next, envelope, token, deadline);
+      transport::recv(t, ring.prev, envelope, token, deadline);
     } else {
-      transport::recv(t, predecessor(t), envelope, token, deadline);
-      transport::send(t, successor(t), envelope, token, deadline);
+      transport::recv(t, ring.prev, envelope, token, deadline);
+      transport::send(t, ring.next, envelope, token, deadline);
     }
     trips.push_back(Seconds(Clock::now() - begin).count());
   }
   // The first trips warm up connections and caches: the median ignores them.
-  return t.rank() == 0 ? median(trips) / t.size() : 0.0;
+  return ring.times_token ? median(trips) / ring.hops : 0.0;
 }
 
-// Sends `out` to the successor while receiving `in` from the predecessor.
-void exchange_around_ring(transport::Transport& t, const transport::Envelope& envelope,
+// Sends `out` to the next member while receiving `in` from the previous one.
+void exchange_around_ring(transport::Transport& t, const ProbeRing& ring, const transport::Envelope& envelope,
                           std::span<const std::byte> out, std::span<std::byte> in, Deadline deadline) {
-  t.post_recv(predecessor(t), envelope, in);
-  t.post_send(successor(t), envelope, out);
+  t.post_recv(ring.prev, envelope, in);
+  t.post_send(ring.next, envelope, out);
   std::vector<transport::OpId> completed;
   while (completed.size() < 2) {
     if (!t.progress(deadline, completed))
@@ -106,14 +113,15 @@ void exchange_around_ring(transport::Transport& t, const transport::Envelope& en
 // at once: the mean of the middle half of `rounds` exchanges after a first that does not count, its hop
 // latency taken off, divided by the turns its host's ranks took for the cores. The middle half, because a
 // collective meets the scheduler's typical orders, not its luckiest (docs/SCHEDULES.md, *The start-up probes*).
-double probe_loaded_bandwidth(transport::Transport& t, std::uint64_t comm_id, ProbeStep step,
-                              std::size_t bytes, int rounds, double alpha, int turns, Deadline deadline) {
+double probe_loaded_bandwidth(transport::Transport& t, const ProbeRing& ring, std::uint64_t comm_id,
+                              ProbeStep step, std::size_t bytes, int rounds, double alpha, int turns,
+                              Deadline deadline) {
   std::vector<std::byte> out(bytes), in(bytes);
   auto envelope = probe_envelope(comm_id, step, bytes);
   std::vector<double> times;
   for (int round = 0; round <= rounds; ++round) {
     auto begin = Clock::now();
-    exchange_around_ring(t, envelope, out, in, deadline);
+    exchange_around_ring(t, ring, envelope, out, in, deadline);
     if (round > 0) times.push_back(Seconds(Clock::now() - begin).count());
   }
   return std::max(interquartile_mean(times) / turns - alpha, 1e-9) / static_cast<double>(bytes);
@@ -131,51 +139,6 @@ double probe_reduce() {
   return best / (kCount * sizeof(float));
 }
 
-}  // namespace
-
-LinkModel parse_cost_model(std::string_view given) {
-  const std::string text(given);  // sscanf needs the terminating zero
-  LinkModel link;
-  unsigned long long eager_bytes = 0;
-  int used = -1;
-  bool whole = std::sscanf(text.c_str(), "%lf,%lf,%lf,%lf,%llu%n", &link.alpha, &link.beta, &link.gamma,
-                           &link.beta_eager, &eager_bytes, &used) == 5 &&
-               used == static_cast<int>(text.size());
-  if (!whole) {
-    used = -1;
-    whole = std::sscanf(text.c_str(), "%lf,%lf,%lf%n", &link.alpha, &link.beta, &link.gamma, &used) == 3 &&
-            used == static_cast<int>(text.size());
-    link.beta_eager = link.beta;
-    eager_bytes = 0;
-  }
-  link.eager_bytes = eager_bytes;
-  if (!whole || !(link.alpha >= 0) || !(link.beta > 0) || !(link.gamma >= 0) || !(link.beta_eager > 0))
-    fail(ErrorCode::Config,
-         "CANOPY_COST_MODEL='{}' is not a cost model: use 'alpha,beta,gamma' or "
-         "'alpha,beta,gamma,beta_eager,eager_bytes' (seconds, seconds per byte, seconds per byte, seconds per "
-         "byte, bytes; alpha and gamma at least 0, beta and beta_eager above 0), such as 2e-5,1e-9,1e-10",
-         text);
-  return link;
-}
-
-namespace {
-
-// Hex floats: exact, and the same figures on every rank.
-std::string encode(const LinkModel& link) {
-  return fmt::format("{:a},{:a},{:a},{:a},{}", link.alpha, link.beta, link.gamma, link.beta_eager,
-                     link.eager_bytes);
-}
-
-LinkModel decode(const std::string& text) {
-  LinkModel link;
-  unsigned long long eager_bytes = 0;
-  if (std::sscanf(text.c_str(), "%la,%la,%la,%la,%llu", &link.alpha, &link.beta, &link.gamma,
-                  &link.beta_eager, &eager_bytes) != 5)
-    fail(ErrorCode::Protocol, "malformed cost model '{}' in the store", text);
-  link.eager_bytes = eager_bytes;
-  return link;
-}
-
 // What a loopback socket takes without waiting for its reader, once the stream probe grew its buffers: a
 // message up to this size moves at the eager rate (docs/SCHEDULES.md, *Eager bytes*, says why 1 MiB).
 constexpr std::size_t kEagerBytes = 1 << 20;
@@ -188,17 +151,20 @@ struct ProbePlan {
   int eager_rounds = 0;
 };
 
-ProbePlan agree_on_probe_plan(transport::Transport& t, Store& store, std::uint64_t comm_id,
-                              Deadline deadline) {
+ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, Store& store,
+                              const std::string& key, std::uint64_t comm_id, Deadline deadline) {
   constexpr std::size_t kSizingBytes = kEagerBytes;
   constexpr std::size_t kMostBytes = 16 << 20;
   constexpr double kRoundSeconds = 0.25;
   constexpr int kMostEagerRounds = 16, kFewestEagerRounds = 3;
   constexpr double kEagerProbeSeconds = 0.5;
-  std::vector<std::byte> out(kSizingBytes), in(kSizingBytes);
-  auto begin = Clock::now();
-  exchange_around_ring(t, probe_envelope(comm_id, kSizing, kSizingBytes), out, in, deadline);
-  const double mine = Seconds(Clock::now() - begin).count();
+  double mine = 0;  // a rank outside the ring says 0: the slowest member plans
+  if (ring.member) {
+    std::vector<std::byte> out(kSizingBytes), in(kSizingBytes);
+    auto begin = Clock::now();
+    exchange_around_ring(t, ring, probe_envelope(comm_id, kSizing, kSizingBytes), out, in, deadline);
+    mine = Seconds(Clock::now() - begin).count();
+  }
 
   auto plan_the_probes = [&](const std::vector<std::string>& times) {
     double slowest = 0;
@@ -216,7 +182,7 @@ ProbePlan agree_on_probe_plan(transport::Transport& t, Store& store, std::uint64
         "{} {}", bytes,
         static_cast<int>(std::clamp<double>(affordable, kFewestEagerRounds, kMostEagerRounds)));
   };
-  const std::string text = rendezvous::agree_through_rank_zero(store, "probe_plan", t.rank(), t.size(),
+  const std::string text = rendezvous::agree_through_rank_zero(store, key, t.rank(), t.size(),
                                                                fmt::format("{:a}", mine), plan_the_probes);
   ProbePlan plan;
   if (std::sscanf(text.c_str(), "%zu %d", &plan.stream_bytes, &plan.eager_rounds) != 2 ||
@@ -226,35 +192,80 @@ ProbePlan agree_on_probe_plan(transport::Transport& t, Store& store, std::uint64
   return plan;
 }
 
-// alpha is rank 0's (only rank 0 times the token); beta, beta_eager and gamma the slowest rank's.
+// alpha is the largest of the rings' (the first member of each ring times its token, the others say 0);
+// beta, beta_eager and gamma the slowest rank's (a rank outside the ring says 0).
 std::string combine(const std::vector<std::string>& measured) {
-  LinkModel combined = decode(measured.front());
+  MeasuredLink combined = decode_measured_link(measured.front());
+  LinkCost& link = combined.link;
   for (std::size_t r = 1; r < measured.size(); ++r) {
-    const LinkModel theirs = decode(measured[r]);
-    combined.beta = std::max(combined.beta, theirs.beta);
-    combined.beta_eager = std::max(combined.beta_eager, theirs.beta_eager);
+    const MeasuredLink theirs = decode_measured_link(measured[r]);
+    link.alpha = std::max(link.alpha, theirs.link.alpha);
+    link.beta = std::max(link.beta, theirs.link.beta);
+    link.beta_eager = std::max(link.beta_eager, theirs.link.beta_eager);
+    link.eager_bytes = std::max(link.eager_bytes, theirs.link.eager_bytes);
     combined.gamma = std::max(combined.gamma, theirs.gamma);
   }
   // A byte that fits the socket never costs more than one that streams (a noisy probe aside).
-  combined.beta_eager = std::min(combined.beta_eager, combined.beta);
+  link.beta_eager = std::min(link.beta_eager, link.beta);
   return encode(combined);
 }
 
+// One class of links, measured around `ring` with every member at once; `turns` is how many turns this
+// rank's host takes for its cores when all of its members move a message (1 where they fit).
+MeasuredLink measure_links(transport::Transport& transport, const ProbeRing& ring, int turns, double gamma,
+                           Store& store, const std::string& key, std::uint64_t comm_id, Deadline deadline) {
+  MeasuredLink mine;
+  mine.gamma = gamma;
+  LinkCost& link = mine.link;
+  link.alpha = probe_hop_latency(transport, ring, comm_id, deadline);
+  const ProbePlan plan = agree_on_probe_plan(transport, ring, store, key + "/plan", comm_id, deadline);
+  if (ring.member) {
+    link.beta = probe_loaded_bandwidth(transport, ring, comm_id, kBulk, plan.stream_bytes, 3, link.alpha,
+                                       turns, deadline);
+    link.beta_eager = probe_loaded_bandwidth(transport, ring, comm_id, kEager, kEagerBytes, plan.eager_rounds,
+                                             link.alpha, turns, deadline);
+    link.eager_bytes = kEagerBytes;
+  } else {
+    link.beta = link.beta_eager = 0;
+  }
+  return decode_measured_link(rendezvous::agree_through_rank_zero(store, key, transport.rank(),
+                                                                  transport.size(), encode(mine), combine));
+}
+
+// Where the layout has both classes of links (several hosts, some with several ranks), each is measured
+// apart: inside every host at once, then between hosts, one rank of each (its host's first) sending to
+// the next host's; otherwise the one class there is, around the ring of every rank, stands for both.
 LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t comm_id,
                   const HostLayout& hosts, Deadline deadline) {
-  const int turns = hosts.turns_when_all_busy(hosts.host_of(transport.rank()));
+  const int rank = transport.rank();
+  const double gamma = probe_reduce();
+  std::vector<int> everyone(static_cast<std::size_t>(transport.size()));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  const int turns = hosts.turns_when_all_busy(hosts.host_of(rank));
+  std::vector<int> first_of_host, my_host;
+  for (int r = 0; r < transport.size(); ++r) {
+    if (hosts.local_rank_of(r) == 0) first_of_host.push_back(r);
+    if (hosts.host_of(r) == hosts.host_of(rank)) my_host.push_back(r);
+  }
+  const bool several_hosts = first_of_host.size() > 1;
+  const bool shared_hosts = first_of_host.size() < everyone.size();
 
-  LinkModel mine;
-  mine.alpha = probe_hop_latency(transport, comm_id, deadline);
-  const ProbePlan plan = agree_on_probe_plan(transport, store, comm_id, deadline);
-  mine.beta =
-      probe_loaded_bandwidth(transport, comm_id, kBulk, plan.stream_bytes, 3, mine.alpha, turns, deadline);
-  mine.beta_eager = probe_loaded_bandwidth(transport, comm_id, kEager, kEagerBytes, plan.eager_rounds,
-                                           mine.alpha, turns, deadline);
-  mine.eager_bytes = kEagerBytes;
-  mine.gamma = probe_reduce();
-  return decode(rendezvous::agree_through_rank_zero(store, "cost_model", transport.rank(), transport.size(),
-                                                    encode(mine), combine));
+  LinkModel model;
+  if (!several_hosts || !shared_hosts) {
+    const MeasuredLink every = measure_links(transport, ring_among(everyone, rank), turns, gamma, store,
+                                             "cost_model", comm_id, deadline);
+    model.set_every_link(every.link);
+    model.gamma = every.gamma;
+    return model;
+  }
+  const MeasuredLink within = measure_links(transport, ring_among(my_host, rank), turns, gamma, store,
+                                            "cost_model/within", comm_id, deadline);
+  const MeasuredLink between = measure_links(transport, ring_among(first_of_host, rank), /*turns=*/1, gamma,
+                                             store, "cost_model/between", comm_id, deadline);
+  model.within_host = within.link;
+  model.between_hosts = between.link;
+  model.gamma = std::max(within.gamma, between.gamma);
+  return model;
 }
 
 }  // namespace
@@ -266,8 +277,7 @@ LinkModel calibrate_link_model(transport::Transport& transport, Store& store, st
     link = parse_cost_model(fixed_text);
   else if (transport.size() >= 2)
     link = measure(transport, store, comm_id, hosts, deadline);
-  link.hosts = hosts;
-  if (transport.rank() == 0) log::info("cost model: {}", describe(link));
+  if (transport.rank() == 0) log::info("cost model: {}", describe(link, hosts));
   return link;
 }
 

@@ -11,6 +11,8 @@
 #include <string_view>
 
 #include "canopy/store.hpp"
+#include "collectives/link_model_text.hpp"
+#include "collectives/schedules/host_layout.hpp"
 #include "collectives/schedules/simulator.hpp"
 #include "common/deadline.hpp"
 #include "transport/transport.hpp"
@@ -30,16 +32,13 @@ namespace canopy::collectives {
 // gives each message's bytes two of them (the copies at both ends); the exchanges' times are divided by
 // the turns the ranks took (HostLayout::turns_when_all_busy), so that the model, run on the probe,
 // predicts what the probe measured.
-// Each rank publishes what it measured in `store`; every rank returns the same combined figures, with
-// `hosts` as the model's layout.
-// A `fixed_model` (CANOPY_COST_MODEL: "alpha_s,beta_s_per_byte,gamma_s_per_byte[,beta_eager_s_per_byte,
-// eager_bytes]") fixes the figures instead; Error(Config) when it is not that.
+// Where `hosts` has both classes of links (several hosts, some of them with several ranks), the links
+// within hosts are measured so around each host's ranks (all hosts at once), then the links between
+// hosts around one rank of each host; otherwise the ring of every rank measures the one class there is,
+// and its figures stand for both.
+// Each rank publishes what it measured in `store`; every rank returns the same combined figures.
+// A `fixed_model` (CANOPY_COST_MODEL, parse_cost_model in link_model_text.hpp) fixes the figures instead.
 LinkModel calibrate_link_model(transport::Transport& transport, Store& store, std::uint64_t comm_id,
                                const HostLayout& hosts, std::string_view fixed_model, Deadline deadline);
-
-// CANOPY_COST_MODEL's text as a model; Error(Config) naming the variable, the value and the forms.
-LinkModel parse_cost_model(std::string_view text);
-
-std::string describe(const LinkModel& link);
 
 }  // namespace canopy::collectives

@@ -20,8 +20,8 @@ class ScheduleCache {
 
   const CompiledSchedule& get(const Algorithm& algorithm, const CollectiveCall& call) {
     // all_to_all_v's counts shape its schedule as much as count does every other's (empty elsewhere).
-    Key key{&algorithm,       call.rank,     call.size,        call.count,      call.root,
-            call.chunk_count, call.in_place, call.send_counts, call.recv_counts};
+    Key key{&algorithm,       call.rank,     call.size,        call.count,       call.root,
+            call.chunk_count, call.in_place, call.send_counts, call.recv_counts, call.hosts};
     if (auto it = entries_.find(key); it != entries_.end()) {
       recent_.splice(recent_.begin(), recent_, it->second.position);
       return *it->second.schedule;
@@ -37,8 +37,11 @@ class ScheduleCache {
   }
 
  private:
-  using Key = std::tuple<const Algorithm*, int, int, std::uint64_t, int, std::uint64_t, bool,
-                         std::vector<std::uint64_t>, std::vector<std::uint64_t>>;
+  // The layout by identity: a communicator's calls share one, and the key keeps it alive, so another
+  // layout can never take its address while a schedule built for it is kept.
+  using Key =
+      std::tuple<const Algorithm*, int, int, std::uint64_t, int, std::uint64_t, bool,
+                 std::vector<std::uint64_t>, std::vector<std::uint64_t>, std::shared_ptr<const HostLayout>>;
   struct Entry {
     std::unique_ptr<CompiledSchedule> schedule;
     std::list<Key>::iterator position;

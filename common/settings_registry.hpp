@@ -72,7 +72,7 @@ inline constexpr Spec kRegistry[] = {
   text("CANOPY_ALGO", "force algorithms: `ring` (wherever a collective has one), or `allreduce=ring,broadcast=binomial`"),
   size("CANOPY_CHUNK_BYTES", "1M", 1, 64 * kGiB, "pipelining chunk of the algorithms that pipeline"),
   flag("CANOPY_CALIBRATE", "1", "measure alpha, beta and gamma at start-up for the cost model (0: its defaults)"),
-  text("CANOPY_COST_MODEL", "`alpha,beta,gamma` (seconds, seconds/byte, seconds/byte), optionally `,beta_eager,eager_bytes`: skip the start-up probe"),
+  text("CANOPY_COST_MODEL", "`alpha,beta,gamma` (seconds, seconds/byte, seconds/byte), optionally `,beta_eager,eager_bytes`, optionally `;alpha,beta[,beta_eager,eager_bytes]` for the links between hosts: skip the start-up probe"),
   seconds("CANOPY_HEARTBEAT_SECONDS", "1", 0.001, kDay, "liveness heartbeat interval through the store", "off"),
   seconds("CANOPY_HEARTBEAT_TIMEOUT_SECONDS", "", 0.001, kDay, "a rank whose heartbeat stops this long is reported silent (default: 10 intervals)"),
   // Transports

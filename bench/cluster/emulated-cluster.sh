@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# emulated-cluster.sh: N "nodes" on one machine, one canopy-bench rank per node, links capped.
+# emulated-cluster.sh: N "nodes" on one machine, canopy-bench ranks on each, links capped.
 #
 # Every node is a network namespace with one veth link to a bridge, links capped at --rate each way
 # (bench/cluster/cluster-network.sh). Addresses come from the benchmarking range 198.18.0.0/15, inside
@@ -8,8 +8,11 @@
 #
 #   sudo bench/cluster/emulated-cluster.sh --nodes 8 --rate 100mbit -- broadcast --algo all -b 5M -e 5M
 #
-# Everything after `--` goes to canopy-bench. Ranks meet torchrun-style: RANK, WORLD_SIZE,
-# LOCAL_RANK=0, MASTER_ADDR = node 0's address, MASTER_PORT; CANOPY_SOCKET_IFNAME selects the veth.
+# Everything after `--` goes to canopy-bench. Ranks meet torchrun-style: RANK, WORLD_SIZE, LOCAL_RANK,
+# LOCAL_WORLD_SIZE, MASTER_ADDR = node 0's address, MASTER_PORT; CANOPY_SOCKET_IFNAME selects the veth and
+# CANOPY_HOST_ID names the node. With --ranks-per-node R, a node's R ranks share its namespace (they
+# reach each other over its loopback, unshaped) and its one shaped link; --placement deals the ranks to
+# the nodes in blocks (ranks 0..R-1 on node 0) or round-robin (rank r on node r mod N).
 # Before the benchmark, the achieved rate of one link (node 1 -> node 0) is measured (iperf3 when
 # installed, else a 2-rank canopy-bench broadcast) and printed beside the configured rate: on 2 cores
 # above about 1 Gbit/s per link the CPU, not the cap, sets the rate.
@@ -17,9 +20,12 @@ set -euo pipefail
 
 usage() {
   cat >&2 <<'EOF'
-usage: emulated-cluster.sh [--nodes N] [--rate RATE] [--bench-dir DIR] [--tag TAG] [--port PORT]
-                           [--timeout SECONDS] [--no-link-test] -- <canopy-bench arguments>
-  --nodes N        nodes (network namespaces), one rank each (2..64; default 8)
+usage: emulated-cluster.sh [--nodes N] [--ranks-per-node R] [--placement block|round-robin] [--rate RATE]
+                           [--bench-dir DIR] [--tag TAG] [--port PORT] [--timeout SECONDS] [--no-link-test]
+                           -- <canopy-bench arguments>
+  --nodes N        nodes (network namespaces) (2..64; default 8)
+  --ranks-per-node R   ranks on each node (1..16; default 1)
+  --placement P    block (rank r on node r / R, the default) or round-robin (node r mod N)
   --rate RATE      cap of every link, each direction, as tc writes it: 8mbit, 100mbit, 1gbit (default 100mbit)
   --bench-dir DIR  where canopy-bench is (default: build/bin of this checkout)
   --tag TAG        names the namespaces cnpy-TAG-* (default: this script's pid), so runs never collide
@@ -31,6 +37,8 @@ EOF
 }
 
 nodes=8
+per_node=1
+placement=block
 rate=100mbit
 bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/bin"
 tag=$$
@@ -40,6 +48,8 @@ link_test=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
+    --ranks-per-node) per_node="$2"; shift 2 ;;
+    --placement) placement="$2"; shift 2 ;;
     --rate) rate="$2"; shift 2 ;;
     --bench-dir) bench_dir="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
@@ -53,6 +63,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $# -gt 0 ]] || usage
 [[ "$nodes" =~ ^[0-9]+$ && "$nodes" -ge 2 && "$nodes" -le 64 ]] || { echo "emulated-cluster: --nodes must be 2..64, got '$nodes'" >&2; exit 2; }
+[[ "$per_node" =~ ^[0-9]+$ && "$per_node" -ge 1 && "$per_node" -le 16 ]] || { echo "emulated-cluster: --ranks-per-node must be 1..16, got '$per_node'" >&2; exit 2; }
+[[ "$placement" == block || "$placement" == round-robin ]] || { echo "emulated-cluster: --placement must be block or round-robin, got '$placement'" >&2; exit 2; }
 [[ "$tag" =~ ^[A-Za-z0-9]{1,8}$ ]] || { echo "emulated-cluster: --tag must be 1-8 letters or digits, got '$tag'" >&2; exit 2; }
 
 source "$(dirname "${BASH_SOURCE[0]}")/cluster-network.sh"
@@ -90,15 +102,26 @@ node() { cluster_node "$tag" "$1"; }
 address() { cluster_address "$1"; }
 
 make_cluster_network "$tag" "$nodes" "$rate" "$work"
+world=$((nodes * per_node))
 echo "# emulated cluster: $nodes nodes on a bridge, every link configured $rate each way" \
-     "(tbf burst $burst B), addresses $(address 0)..$(address $((nodes - 1)))"
+     "(tbf burst $burst B), addresses $(address 0)..$(address $((nodes - 1)))," \
+     "$per_node rank(s) per node ($placement)"
 
-run_rank() {  # rank world-size log-file canopy-bench-arguments...
-  local rank=$1 world=$2 log=$3
-  shift 3
-  ip netns exec "$(node "$rank")" env RANK="$rank" WORLD_SIZE="$world" LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
-    MASTER_ADDR="$(address 0)" MASTER_PORT="$port" CANOPY_SOCKET_IFNAME==eth0 CANOPY_HOST_ID="$(node "$rank")" \
-    timeout --kill-after=5 "$timeout_s" "$bench" "$@" >"$log" 2>&1
+run_on_node() {  # node rank world-size local-rank local-world-size log-file canopy-bench-arguments...
+  local on=$1 rank=$2 size=$3 local_rank=$4 local_size=$5 log=$6
+  shift 6
+  ip netns exec "$(node "$on")" env RANK="$rank" WORLD_SIZE="$size" LOCAL_RANK="$local_rank" \
+    LOCAL_WORLD_SIZE="$local_size" MASTER_ADDR="$(address 0)" MASTER_PORT="$port" CANOPY_SOCKET_IFNAME==eth0 \
+    CANOPY_HOST_ID="$(node "$on")" timeout --kill-after=5 "$timeout_s" "$bench" "$@" >"$log" 2>&1
+}
+
+node_of() { if [[ $placement == block ]]; then echo $(($1 / per_node)); else echo $(($1 % nodes)); fi; }
+local_of() { if [[ $placement == block ]]; then echo $(($1 % per_node)); else echo $(($1 / nodes)); fi; }
+
+run_rank() {  # rank log-file canopy-bench-arguments...
+  local rank=$1 log=$2
+  shift 2
+  run_on_node "$(node_of "$rank")" "$rank" "$world" "$(local_of "$rank")" "$per_node" "$log" "$@"
 }
 
 # The achieved rate of one link, node 1 -> node 0 (both tbf on the path).
@@ -113,34 +136,35 @@ if ((link_test)); then
     fi
   else
     # No iperf3: a 2-rank broadcast of 4 MiB carries the whole buffer over one link; busbw is its rate.
-    run_rank 0 2 "$work/link0.log" broadcast --algo flat -b 4M -e 4M -n 3 -w 1 -c 0 &
+    run_on_node 0 0 2 0 1 "$work/link0.log" broadcast --algo flat -b 4M -e 4M -n 3 -w 1 -c 0 &
     pids+=($!)
-    if run_rank 1 2 "$work/link1.log" broadcast --algo flat -b 4M -e 4M -n 3 -w 1 -c 0 && wait "${pids[-1]}"; then
-      achieved=$(awk '!/^#/ && NF >= 12 {printf "%.0f Mbit/s (2-rank canopy-bench broadcast)", $12 * 8000}' "$work/link0.log")
+    if run_on_node 1 1 2 0 1 "$work/link1.log" broadcast --algo flat -b 4M -e 4M -n 3 -w 1 -c 0 &&
+      wait "${pids[-1]}"; then
+      achieved=$(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {printf "%.0f Mbit/s (2-rank canopy-bench broadcast)", $12 * 8000}' "$work/link0.log")
     fi
   fi
   echo "# link rate: configured $rate, achieved ${achieved:-unknown (the link test failed)}"
 fi
 
-# One rank per node; rank 0's output is the benchmark's, the others' are shown only when they fail.
+# Rank 0's output is the benchmark's, the others' are shown only when they fail.
 rank_pids=()
-for ((i = 1; i < nodes; i++)); do
-  run_rank "$i" "$nodes" "$work/rank$i.log" "$@" &
+for ((i = 1; i < world; i++)); do
+  run_rank "$i" "$work/rank$i.log" "$@" &
   rank_pids+=($!)
   pids+=($!)
 done
 # Rank 0 runs in the background too: bash runs a trap only once the foreground command ends, and a
 # signal must stop the ranks now, not when the benchmark finishes.
-run_rank 0 "$nodes" "$work/rank0.log" "$@" &
+run_rank 0 "$work/rank0.log" "$@" &
 pids+=($!)
 status=0
 wait "${pids[-1]}" || status=$?
 cat "$work/rank0.log"
-for ((i = 1; i < nodes; i++)); do
+for ((i = 1; i < world; i++)); do
   rc=0
   wait "${rank_pids[i - 1]}" || rc=$?
   if ((rc != 0)); then
-    echo "# rank $i (namespace $(node "$i")) failed with status $rc:" >&2
+    echo "# rank $i (namespace $(node "$(node_of "$i")")) failed with status $rc:" >&2
     tail -n 20 "$work/rank$i.log" >&2
     ((status != 0)) || status=$rc
   fi

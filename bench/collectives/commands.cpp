@@ -76,6 +76,14 @@ void add_trace(CLI::App& parent, Command& chosen) {
                   "model: all ranks on one host with this many cores; its ranks then move at most that many "
                   "messages at once (0: every rank on a host of its own)")
       ->capture_default_str();
+  app->add_option("--hosts", s.hosts,
+                  "model: ranks on several hosts, 2x4 (2 hosts of 4) or 4,2,2 (ranks per host); sets -p");
+  app->add_flag("--round-robin", s.round_robin,
+                "with --hosts: deal the ranks to the hosts in turn, not in blocks");
+  app->add_option("--between-alpha-us", s.between_alpha_us,
+                  "model: latency per message between hosts (default: --alpha-us)");
+  app->add_option("--between-gbps", s.between_gbps,
+                  "model: a host's network link, 10^9 bytes/s, shared by its ranks (default: --link-gbps)");
   app->add_option("--svg", s.svg, "also draw the trace here (with several algorithms: FILE-<algo>.svg)");
   app->add_flag("--out-of-place", s.out_of_place,
                 "the input in its own buffer: messages read straight from it show as input[a..b)");

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <numeric>
 #include <stdexcept>
 #include <vector>
 
@@ -35,13 +39,64 @@ void check(const TraceSettings& s, Collective collective) {
 
 coll::LinkModel link_model(const TraceSettings& s) {
   coll::LinkModel model{s.alpha_us * 1e-6, 1.0 / (s.link_gbps * 1e9), 1.0 / (s.reduce_gbps * 1e9)};
-  model.eager_bytes = settings::parse_size("--eager-bytes", s.eager_bytes);
-  model.beta_eager = s.eager_gbps > 0 ? 1.0 / (s.eager_gbps * 1e9) : model.beta;
-  if (s.cores > 0) {
-    model.hosts.host_of_rank.assign(static_cast<std::size_t>(s.ranks), 0);
-    model.hosts.cores_of_host = {s.cores};
-  }
+  coll::LinkCost& within = model.within_host;
+  within.eager_bytes = settings::parse_size("--eager-bytes", s.eager_bytes);
+  within.beta_eager = s.eager_gbps > 0 ? 1.0 / (s.eager_gbps * 1e9) : within.beta;
+  model.between_hosts = within;
+  if (s.between_alpha_us >= 0) model.between_hosts.alpha = s.between_alpha_us * 1e-6;
+  if (s.between_gbps > 0)
+    model.between_hosts.beta = model.between_hosts.beta_eager = 1.0 / (s.between_gbps * 1e9);
   return model;
+}
+
+// The ranks of each host from --hosts: "2x4" or "4,2,2".
+std::vector<int> ranks_per_host(const std::string& text) {
+  std::vector<int> counts;
+  int hosts = 0, each = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%dx%d%c", &hosts, &each, &tail) == 2 && hosts > 0 && each > 0) {
+    counts.assign(static_cast<std::size_t>(hosts), each);
+    return counts;
+  }
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    char* end = nullptr;
+    const long n = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || n < 1 || n > 1024)
+      throw std::invalid_argument(fmt::format("--hosts '{}' must be like 2x4 or 4,2,2", text));
+    counts.push_back(static_cast<int>(n));
+    start = comma + 1;
+  }
+  return counts;
+}
+
+// The layout the trace runs on; null for a host per rank.
+std::shared_ptr<const coll::HostLayout> host_layout(const TraceSettings& s) {
+  coll::HostLayout layout;
+  if (!s.hosts.empty()) {
+    const std::vector<int> counts = ranks_per_host(s.hosts);
+    layout.cores_of_host.assign(counts.size(), s.cores > 0 ? s.cores : 1 << 10);
+    if (s.round_robin) {
+      // Rank r on the host whose turn it is, skipping hosts that are full.
+      std::vector<int> left = counts;
+      for (std::size_t host = 0; layout.host_of_rank.size() < static_cast<std::size_t>(s.ranks); ++host) {
+        if (left[host % counts.size()]-- > 0)
+          layout.host_of_rank.push_back(static_cast<int>(host % counts.size()));
+      }
+    } else {
+      for (std::size_t host = 0; host < counts.size(); ++host)
+        layout.host_of_rank.insert(layout.host_of_rank.end(), static_cast<std::size_t>(counts[host]),
+                                   static_cast<int>(host));
+    }
+  } else if (s.cores > 0) {
+    layout.host_of_rank.assign(static_cast<std::size_t>(s.ranks), 0);
+    layout.cores_of_host = {s.cores};
+  } else {
+    return nullptr;
+  }
+  return std::make_shared<const coll::HostLayout>(std::move(layout));
 }
 
 }  // namespace
@@ -54,7 +109,12 @@ std::string svg_path_for(const std::string& path, const std::string& algorithm, 
   return path.substr(0, dot) + "-" + algorithm + path.substr(dot);
 }
 
-std::string run_trace(const TraceSettings& s) {
+std::string run_trace(const TraceSettings& settings) {
+  TraceSettings s = settings;
+  if (!s.hosts.empty()) {
+    const std::vector<int> counts = ranks_per_host(s.hosts);
+    s.ranks = std::accumulate(counts.begin(), counts.end(), 0);
+  }
   auto dtype = parse_data_type(s.dtype);
   if (!dtype) throw std::invalid_argument(fmt::format("unknown --dtype '{}'", s.dtype));
   auto collectives = collectives_named(s.collective);
@@ -72,6 +132,7 @@ std::string run_trace(const TraceSettings& s) {
   call.root = s.root;
   call.chunk_count = chunk_elements;
   call.in_place = !s.out_of_place;
+  call.hosts = host_layout(s);
   const coll::LinkModel model = link_model(s);
   std::size_t buffer_bytes = 0;  // the largest buffer of any rank
   for (const coll::CollectiveCall& own : coll::every_rank(call))
@@ -80,9 +141,16 @@ std::string run_trace(const TraceSettings& s) {
 
   std::string text = fmt::format("# model: alpha {} us per message, {} GB/s per link, reduce {} GB/s",
                                  s.alpha_us, s.link_gbps, s.reduce_gbps);
-  if (model.eager_bytes > 0)
-    text += fmt::format(", {} GB/s for a message's first {} B", s.eager_gbps, model.eager_bytes);
-  if (s.cores > 0) text += fmt::format(", {} ranks sharing {} cores", s.ranks, s.cores);
+  if (model.within_host.eager_bytes > 0)
+    text += fmt::format(", {} GB/s for a message's first {} B", s.eager_gbps, model.within_host.eager_bytes);
+  if (s.between_alpha_us >= 0 || s.between_gbps > 0)
+    text += fmt::format("; between hosts alpha {:g} us, {:g} GB/s", 1e6 * model.between_hosts.alpha,
+                        1e-9 / model.between_hosts.beta);
+  if (!s.hosts.empty())
+    text += fmt::format("; hosts {}{}", s.hosts, s.round_robin ? ", ranks dealt round-robin" : "");
+  if (s.cores > 0)
+    text += s.hosts.empty() ? fmt::format(", {} ranks sharing {} cores", s.ranks, s.cores)
+                            : fmt::format(", {} cores per host", s.cores);
   text += fmt::format("; {} bytes\n", buffer_bytes);
   std::vector<std::pair<std::string, double>> predictions;
   for (const std::string& name : names) {

@@ -21,7 +21,15 @@ struct TraceSettings {
   double reduce_gbps = 10;  // and reduction speed;
   double eager_gbps = 0;    // the first eager_bytes of each message move at this rate (0: link_gbps)
   std::string eager_bytes = "0";
-  int cores = 0;            // > 0: every rank on one host with this many cores (0: a host per rank)
+  int cores = 0;  // > 0: every rank on one host with this many cores (0: a host per rank);
+                  // with `hosts`, the cores of each host
+  // "" (every rank on one host with --cores, else a host per rank), "2x4" (2 hosts of 4 ranks) or
+  // "4,2,2" (ranks per host): the layout, which sets -p; ranks fill the hosts in blocks, or by turns
+  // with round_robin.
+  std::string hosts;
+  bool round_robin = false;
+  double between_alpha_us = -1;  // links between hosts (< 0: as within)
+  double between_gbps = -1;
   std::string svg;          // "": no picture; with several algorithms, one file each (name-algo.svg)
   bool out_of_place = false;  // the input as its own read-only buffer (CollectiveCall::in_place = false)
 };

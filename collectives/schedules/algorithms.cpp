@@ -22,11 +22,15 @@ constexpr std::array kBroadcast{
               broadcast_binary_tree},
     Algorithm{Collective::Broadcast, "scatter-allgather",
               "van de Geijn: binomial scatter, then ring all-gather", broadcast_scatter_allgather},
+    Algorithm{Collective::Broadcast, "two-level",
+              "binomial tree among one rank per host, then inside each host", broadcast_two_level, true},
 };
 constexpr std::array kReduce{
     Algorithm{Collective::Reduce, "binomial", "binomial tree towards the root", reduce_binomial},
     Algorithm{Collective::Reduce, "tree", "pipelined binary tree towards the root, chunk by chunk",
               reduce_tree},
+    Algorithm{Collective::Reduce, "two-level",
+              "binomial reduce inside each host, then among one rank per host", reduce_two_level, true},
 };
 constexpr std::array kAllReduce{
     Algorithm{Collective::AllReduce, "reduce-broadcast", "binomial reduce to rank 0, then binomial broadcast",
@@ -42,6 +46,10 @@ constexpr std::array kAllReduce{
               all_reduce_rabenseifner},
     Algorithm{Collective::AllReduce, "ring", "pipelined ring: reduce-scatter, then all-gather",
               all_reduce_ring},
+    Algorithm{
+        Collective::AllReduce, "two-level",
+        "reduce-scatter inside each host, ring all-reduce of each slice across hosts, all-gather inside",
+        all_reduce_two_level, true},
 };
 constexpr std::array kAllGather{
     Algorithm{Collective::AllGather, "ring", "p-1 rounds passing blocks to the next rank", all_gather_ring},

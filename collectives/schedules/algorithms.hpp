@@ -16,6 +16,9 @@ struct Algorithm {
   std::string_view name;     // "ring", "binomial", ...
   std::string_view summary;  // one line for --help and the tracer
   ScheduleBuilder build;
+  // Built of a level inside each host and a level between hosts (from CollectiveCall::hosts); with one
+  // host, or one rank per host, it is a flat algorithm by another name.
+  bool two_level = false;
 };
 
 // The algorithms of one collective, in a fixed order (an algorithm's index travels in frame headers).

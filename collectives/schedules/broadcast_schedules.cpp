@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "collectives/schedules/builders.hpp"
+#include "collectives/schedules/host_groups.hpp"
 #include "collectives/schedules/topology.hpp"
 
 namespace canopy::collectives {
@@ -28,11 +29,16 @@ Schedule broadcast_flat(const CollectiveCall& call) {
 
 // Receive from the parent, forward to each child (largest subtree first): the number of holders
 // doubles every round, lg p (alpha + n beta). Chunks are forwarded as they arrive.
+void write_binomial_broadcast(StepWriter& writer, const std::vector<int>& members, int root_index,
+                              std::uint32_t round) {
+  const VirtualRanks ranks(members, members[static_cast<std::size_t>(root_index)]);
+  const TreeLinks tree = binomial_tree(ranks.of(writer.rank()), ranks.size());
+  if (tree.parent >= 0) writer.recv_chunks(ranks.real(tree.parent), whole_buffer(writer), round);
+  for (int child : tree.children) writer.send_chunks(ranks.real(child), whole_buffer(writer), round);
+}
+
 void write_binomial_broadcast(StepWriter& writer, int root, std::uint32_t round) {
-  const int size = writer.size();
-  const TreeLinks tree = binomial_tree(to_virtual(writer.rank(), root, size), size);
-  if (tree.parent >= 0) writer.recv_chunks(to_real(tree.parent, root, size), whole_buffer(writer), round);
-  for (int child : tree.children) writer.send_chunks(to_real(child, root, size), whole_buffer(writer), round);
+  write_binomial_broadcast(writer, all_ranks(writer.call()), root, round);
 }
 
 Schedule broadcast_binomial(const CollectiveCall& call) {
@@ -41,16 +47,18 @@ Schedule broadcast_binomial(const CollectiveCall& call) {
   return std::move(writer).finish();
 }
 
-// A pipelined chain root -> root+1 -> ... : chunk c moves one hop per round while chunk c+1 follows,
+// A pipelined chain from the root through every rank, host after host (HostGroups::rooted_order: it
+// enters every other host once): chunk c moves one hop per round while chunk c+1 follows,
 // (p + k - 2)(alpha + n beta / k) for k chunks.
 Schedule broadcast_chain(const CollectiveCall& call) {
   StepWriter writer(call);
-  const int v = to_virtual(call.rank, call.root, call.size);
+  const VirtualRanks chain(HostGroups(call).rooted_order(call.root), call.root);
+  const int v = chain.of(call.rank);
   const Block data = whole_buffer(writer);
   for (std::uint64_t c = 0; c < chunk_total(data, call.chunk_count); ++c) {
     const Block chunk = chunk_of(data, call.chunk_count, c);
-    if (v > 0) writer.recv(to_real(v - 1, call.root, call.size), chunk, message_tag(0, c));
-    if (v + 1 < call.size) writer.send(to_real(v + 1, call.root, call.size), chunk, message_tag(0, c));
+    if (v > 0) writer.recv(chain.real(v - 1), chunk, message_tag(0, c));
+    if (v + 1 < call.size) writer.send(chain.real(v + 1), chunk, message_tag(0, c));
   }
   return std::move(writer).finish();
 }
@@ -72,26 +80,25 @@ Schedule broadcast_binary_tree(const CollectiveCall& call) {
 
 // Van de Geijn: split the buffer into p parts, part i for virtual rank i; a binomial scatter gives
 // each rank its part (every rank receives its whole subtree's parts from its parent and passes each
-// child the child's subtree's parts), then a ring all-gather circulates the parts.
-// (lg p + p - 1) alpha + 2 (p-1)/p n beta.
+// child the child's subtree's parts), then a ring all-gather circulates the parts. Virtual ranks run
+// host after host from the root (HostGroups::rooted_order), so the ring crosses between hosts once per
+// host. (lg p + p - 1) alpha + 2 (p-1)/p n beta.
 Schedule broadcast_scatter_allgather(const CollectiveCall& call) {
   StepWriter writer(call);
   const int size = call.size;
-  const int v = to_virtual(call.rank, call.root, size);
+  const VirtualRanks ranks(HostGroups(call).rooted_order(call.root), call.root);
+  const int v = ranks.of(call.rank);
   auto parts = [&](int first, int last) { return parts_of(call.count, size, first, last); };
 
   // Scatter: each rank receives its binomial subtree's parts and passes each child the child's.
   const TreeLinks tree = binomial_tree(v, size);
   auto subtree_end = [&](int u) { return u + binomial_subtree_size(u, size); };
-  if (tree.parent >= 0)
-    writer.recv_chunks(to_real(tree.parent, call.root, size), parts(v, subtree_end(v)), 0);
-  for (int child : tree.children) {
-    writer.send_chunks(to_real(child, call.root, size), parts(child, subtree_end(child)), 0);
-  }
+  if (tree.parent >= 0) writer.recv_chunks(ranks.real(tree.parent), parts(v, subtree_end(v)), 0);
+  for (int child : tree.children) writer.send_chunks(ranks.real(child), parts(child, subtree_end(child)), 0);
 
   // Ring all-gather over virtual ranks: in round s, pass on the part received in round s-1.
-  const int next = to_real((v + 1) % size, call.root, size);
-  const int prev = to_real((v - 1 + size) % size, call.root, size);
+  const int next = ranks.real((v + 1) % size);
+  const int prev = ranks.real((v - 1 + size) % size);
   for (int s = 0; s + 1 < size; ++s) {
     writer.exchange_chunks(next, part_of(call.count, size, (v - s + size) % size), prev,
                            part_of(call.count, size, (v - s - 1 + 2 * size) % size),

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "canopy/types.hpp"
+#include "collectives/schedules/host_layout.hpp"
 
 namespace canopy::collectives {
 
@@ -80,6 +82,16 @@ struct CollectiveCall {
   // all-to-all-v: the elements this rank sends to and receives from each rank (size entries each).
   std::vector<std::uint64_t> send_counts{};
   std::vector<std::uint64_t> recv_counts{};
+  // Which host each rank is on (the communicator's layout, shared by all its calls: copying a call copies
+  // a pointer). Null: every rank on a host of its own. Host-aware algorithms order their rings and
+  // chains by it, two-level ones build their levels from it, and the simulator times messages within
+  // and between hosts by it.
+  std::shared_ptr<const HostLayout> hosts{};
+
+  const HostLayout& layout() const {
+    static const HostLayout kEveryRankAlone;
+    return hosts ? *hosts : kEveryRankAlone;
+  }
 
   bool blocked() const {
     return collective == Collective::AllGather || collective == Collective::ReduceScatter ||

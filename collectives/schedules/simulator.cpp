@@ -1,8 +1,14 @@
-// An event-driven run of all ranks' schedules. Each rank has one outgoing link, one incoming link and
-// one CPU, each doing one thing at a time: a message occupies the sender's outgoing link and the
-// receiver's incoming link for LinkModel::message_seconds (alpha and its bytes: so a root sending to 7
-// peers takes 7 times as long as sending to one), and a reduce occupies the receiver's CPU for
-// bytes * gamma (a copy as well).
+// An event-driven run of all ranks' schedules. Each rank has one outgoing and one incoming link of each
+// class (to the other ranks of its host, and to the network) and one CPU, each doing one thing at a
+// time: a message occupies the sender's outgoing link and the receiver's incoming link of its class for
+// its LinkCost::message_seconds (alpha and its bytes: so a root sending to 7 peers takes 7 times as long
+// as sending to one), and a reduce occupies the receiver's CPU for bytes * gamma (a copy as well). A
+// message within a host costs LinkModel::within_host, one between hosts between_hosts; the bytes of the
+// latter also hold the sending host's outgoing network link and the receiving host's incoming one, which
+// all ranks of a host share (its alpha does not: flight and wake-ups leave the wire to the others), so
+// four ranks of a host sending across at once share its link as four TCP streams share a NIC, while
+// each of them still moves messages inside the host. Without a layout every rank is a host of its own,
+// every message goes between hosts, and each rank has the textbook model's one link each way.
 // Ranks of one host that outnumber its cores share them: a message between two of them also needs one
 // of the host's cores for its whole time (loopback is the kernel copying), and its bytes take a second
 // core for as long again (the sender copies them into the socket and the receiver out of it, at once);
@@ -33,6 +39,7 @@
 
 #include "collectives/kernels/reduce_kernels.hpp"
 #include "collectives/schedules/schedule_checks.hpp"
+#include "collectives/schedules/simulated_hosts.hpp"
 #include "collectives/schedules/step_writer.hpp"
 #include "common/error.hpp"
 
@@ -82,25 +89,14 @@ struct RankState {
   std::map<int, PeerQueue> recvs_from;
   std::map<int, std::deque<std::size_t>> inbox;  // arrived, unmatched messages by sender
   std::vector<std::byte> staging;
-  double out_free = 0;
-  double in_free = 0;
+  // Its links, one of each class (LinkClass): to the ranks of its own host, and to the network.
+  double out_free[2] = {0, 0};
+  double in_free[2] = {0, 0};
   double cpu_free = 0;
-  int last_out_round = 0;  // of the latest message on each link
-  int last_in_round = 0;
+  int last_out_round[2] = {0, 0};  // of the latest message on each link
+  int last_in_round[2] = {0, 0};
   std::map<int, SocketState> sockets;  // toward each peer
   std::size_t steps_done = 0;
-};
-
-// When each core of a host that shares its cores becomes free; empty for a host whose ranks fit.
-struct HostState {
-  std::vector<double> core_free;
-};
-
-// The cores one message (at most two: HostLayout::cores_per_message) or reduction takes, the one free
-// soonest first.
-struct CoreClaim {
-  double* cores[2] = {nullptr, nullptr};
-  int count = 0;
 };
 
 class Engine {
@@ -112,13 +108,11 @@ class Engine {
         call_(calls_.at(0)),
         element_size_(element_size),
         model_(model),
-        data_(data) {
-    check_call();
+        data_(data),
+        hosts_(checked_layout(), call_.size, context()) {
     ranks_.resize(static_cast<std::size_t>(call_.size));
     for (int r = 0; r < call_.size; ++r) build(r);
-    check_hosts();
     rank_work_.assign(ranks_.size(), 0.0);
-    host_work_.assign(hosts_.size(), 0.0);
   }
 
   // Runs to the end; fills `transfers` and returns when the last rank finished.
@@ -148,15 +142,11 @@ class Engine {
   // A call's time in a stream of them: calls overlap, and the rank (or the shared cores of a host) with
   // the most work of its own per call sets the pace, whatever the latency of one call.
   double stream_seconds() const {
-    double pace = *std::max_element(rank_work_.begin(), rank_work_.end());
-    for (std::size_t h = 0; h < hosts_.size(); ++h)
-      if (!hosts_[h].core_free.empty())
-        pace = std::max(pace, host_work_[h] / static_cast<double>(hosts_[h].core_free.size()));
-    return pace;
+    return std::max(*std::max_element(rank_work_.begin(), rank_work_.end()), hosts_.pace());
   }
 
  private:
-  enum class EventKind { Ready, Done, Arrive, CoreFree };
+  enum class EventKind { Ready, Done, Arrive, Freed };
   struct Event {
     double time;
     std::uint64_t sequence;  // ties break in the order events were made: deterministic
@@ -180,7 +170,8 @@ class Engine {
          describe(state(rank).steps()[index]), what);
   }
 
-  void check_call() {
+  // The call must make sense, and every rank's must carry the same host layout; returns it.
+  const HostLayout& checked_layout() {
     if (call_.size < 1) fail(ErrorCode::InvalidArgument, "{}: the world size must be at least 1", context());
     if (algorithm_.collective != call_.collective) {
       fail(ErrorCode::InvalidArgument, "{}: the algorithm belongs to {}", context(),
@@ -193,56 +184,12 @@ class Engine {
            call_.size - 1);
     }
     if (call_.chunk_count == 0) fail(ErrorCode::InvalidArgument, "{}: chunk_count must be >= 1", context());
-  }
-
-  void check_hosts() {
-    const HostLayout& hosts = model_.hosts;
-    if (hosts.host_of_rank.empty()) return;
-    if (hosts.host_of_rank.size() != static_cast<std::size_t>(call_.size))
-      fail(ErrorCode::InvalidArgument, "{}: the host layout names {} ranks", context(),
-           hosts.host_of_rank.size());
-    for (int host : hosts.host_of_rank) {
-      if (host < 0 || static_cast<std::size_t>(host) >= hosts.cores_of_host.size() ||
-          hosts.cores_of(host) < 1)
-        fail(ErrorCode::InvalidArgument, "{}: host {} of the layout has no core count", context(), host);
+    for (const CollectiveCall& call : calls_) {
+      if (call.hosts != call_.hosts && call.layout().host_of_rank != call_.layout().host_of_rank)
+        fail(ErrorCode::InvalidArgument, "{}: rank {}'s call has another host layout than rank 0's",
+             context(), call.rank);
     }
-    hosts_.resize(hosts.cores_of_host.size());
-    for (std::size_t h = 0; h < hosts_.size(); ++h) {
-      if (hosts.shares_cores(static_cast<int>(h)))
-        hosts_[h].core_free.assign(static_cast<std::size_t>(hosts.cores_of(static_cast<int>(h))), 0.0);
-    }
-  }
-
-  // The cores of the host of `from` and `to` that a message between them needs, when they share a host
-  // that shares its cores: those free soonest. None when the message needs none.
-  CoreClaim cores_for_message(int from, int to) {
-    const int host = model_.hosts.host_of(from);
-    if (hosts_.empty() || host != model_.hosts.host_of(to)) return {};
-    return soonest_free_cores(host, model_.hosts.cores_per_message(host));
-  }
-
-  // The core a reduction (or copy) on rank r needs where its host shares its cores; null otherwise.
-  double* core_for_compute(int r) {
-    if (hosts_.empty()) return nullptr;
-    const CoreClaim claim = soonest_free_cores(model_.hosts.host_of(r), 1);
-    return claim.count == 0 ? nullptr : claim.cores[0];
-  }
-
-  CoreClaim soonest_free_cores(int host, int wanted) {
-    CoreClaim claim;
-    for (double& core : hosts_[static_cast<std::size_t>(host)].core_free) {
-      // Keep the `wanted` (at most two) soonest free: insert in order, dropping the latest.
-      double* candidate = &core;
-      for (int i = 0; i < wanted && candidate != nullptr; ++i) {
-        if (i == claim.count) {
-          claim.cores[claim.count++] = candidate;
-          candidate = nullptr;
-        } else if (*candidate < *claim.cores[i]) {
-          std::swap(candidate, claim.cores[i]);
-        }
-      }
-    }
-    return claim;
+    return call_.layout();
   }
 
   const CollectiveCall& call_of(int rank) const { return calls_[static_cast<std::size_t>(rank)]; }
@@ -288,16 +235,15 @@ class Engine {
     return static_cast<double>(count * element_size_) * model_.gamma;
   }
 
-  // What stream_seconds() adds up: rank r's own work, and the work on its host's shared cores.
+  // What stream_seconds() adds up: rank r's own work (and SimulatedHosts its host's).
   double& rank_work(int r) { return rank_work_[static_cast<std::size_t>(r)]; }
-  double& host_work(int r) { return host_work_[static_cast<std::size_t>(model_.hosts.host_of(r))]; }
 
   // Runs `seconds` of work on the rank's CPU from `now` on; returns when it ends.
   double occupy_cpu(int r, double now, double seconds) {
     RankState& rank = state(r);
-    double* core = core_for_compute(r);
+    double* core = hosts_.core_for_compute(r);
     rank_work(r) += seconds;
-    if (core != nullptr) host_work(r) += seconds;
+    if (core != nullptr) hosts_.add_core_work(r, seconds);
     const double start = std::max({now, rank.cpu_free, core != nullptr ? *core : 0.0});
     rank.cpu_free = start + seconds;
     if (core != nullptr) *core = rank.cpu_free;
@@ -315,8 +261,8 @@ class Engine {
       case EventKind::Arrive:
         on_arrive(event.index, event.time);
         break;
-      case EventKind::CoreFree:
-        break;  // run() then starts what waited for the core
+      case EventKind::Freed:
+        break;  // run() then starts what waited for a core or a host's network link
     }
   }
 
@@ -395,17 +341,24 @@ class Engine {
     }
   }
 
-  // Starts every message whose sender's outgoing link and receiver's incoming link are free now.
-  // A rank whose link is free sends its lowest ready step among the next sends to each peer.
+  // Which of a rank's links a message between `from` and `to` takes.
+  int link_class(int from, int to) const { return hosts_.same_host(from, to) ? 0 : 1; }
+
+  // Starts every message whose sender's outgoing link and receiver's incoming link (of its class) are
+  // free now. A rank sends its lowest ready step among the next sends to each peer whose links are free.
   void start_transfers(double now) {
     for (int r = 0; r < call_.size; ++r) {
       RankState& rank = state(r);
-      while (rank.out_free <= now) {
+      while (true) {
         PeerQueue* chosen = nullptr;
         for (auto& [peer, queue] : rank.sends_to) {
           if (queue.next >= queue.steps.size() || !rank.ready[queue.steps[queue.next]]) continue;
-          if (state(peer).in_free > now) continue;
-          if (const CoreClaim cores = cores_for_message(r, peer); cores.count > 0 && *cores.cores[0] > now)
+          const int kind = link_class(r, peer);
+          if (rank.out_free[kind] > now || state(peer).in_free[kind] > now ||
+              hosts_.network_free(r, peer) > now)
+            continue;
+          if (const CoreClaim cores = hosts_.cores_for_message(r, peer);
+              cores.count > 0 && *cores.cores[0] > now)
             continue;
           if (chosen == nullptr || queue.steps[queue.next] < chosen->steps[chosen->next]) chosen = &queue;
         }
@@ -418,31 +371,38 @@ class Engine {
   void transmit(int r, StepIndex i, double now) {
     RankState& rank = state(r);
     const Step& step = rank.steps()[i];
+    const LinkCost& link = model_.link(hosts_.same_host(r, step.peer));
     const std::uint64_t bytes = step.src.count * element_size_;
     SocketState& socket = rank.sockets[step.peer];
-    if (now > socket.busy_until) socket.eager_left = model_.eager_bytes;
+    if (now > socket.busy_until) socket.eager_left = link.eager_bytes;
     const std::uint64_t eager = std::min(bytes, socket.eager_left);
     socket.eager_left -= eager;
-    const double finish = now + model_.message_seconds(bytes, eager);
+    const double finish = now + link.message_seconds(bytes, eager);
     // The sender's pace counts the whole message; its host's cores only the copies of its bytes (one on
     // each end): most of alpha is flight and the receiver's wake-up, which take no core.
-    rank_work(r) += model_.message_seconds(bytes, eager);
-    if (const CoreClaim cores = cores_for_message(r, step.peer); cores.count > 0) {
-      host_work(r) += model_.byte_seconds(bytes, eager) * cores.count;
+    rank_work(r) += link.message_seconds(bytes, eager);
+    if (const CoreClaim cores = hosts_.cores_for_message(r, step.peer); cores.count > 0) {
+      hosts_.add_core_work(r, link.byte_seconds(bytes, eager) * cores.count);
       // The other end's copy of the bytes runs on a second core: it delays what comes after on this
       // host, not the message itself, which moves at the rate measured for it.
       if (cores.count > 1) {
-        *cores.cores[1] = std::max(now, *cores.cores[1]) + model_.byte_seconds(bytes, eager);
-        push(*cores.cores[1], EventKind::CoreFree, r, 0);
+        *cores.cores[1] = std::max(now, *cores.cores[1]) + link.byte_seconds(bytes, eager);
+        push(*cores.cores[1], EventKind::Freed, r, 0);
       }
       *cores.cores[0] = finish;
     }
+    // Between hosts its bytes hold both hosts' network links, which their other ranks wait for.
+    if (const double freed = hosts_.occupy_network(r, step.peer, now, link.byte_seconds(bytes, eager));
+        freed > now)
+      push(freed, EventKind::Freed, r, 0);
     socket.busy_until = finish;
-    rank.out_free = finish;
-    state(step.peer).in_free = finish;
+    const int kind = link_class(r, step.peer);
+    rank.out_free[kind] = finish;
+    state(step.peer).in_free[kind] = finish;
     // A message goes one round after what it waits for: its data, and the link time it queued for.
-    rank.round[i] = 1 + std::max({rank.round[i] - 1, rank.last_out_round, state(step.peer).last_in_round});
-    rank.last_out_round = state(step.peer).last_in_round = rank.round[i];
+    rank.round[i] =
+        1 + std::max({rank.round[i] - 1, rank.last_out_round[kind], state(step.peer).last_in_round[kind]});
+    rank.last_out_round[kind] = state(step.peer).last_in_round[kind] = rank.round[i];
     Message message{r, i, step.tag, step.src.count, rank.round[i], {}};
     if (data_) {
       const std::byte* source = bytes_of(r, step.src);
@@ -518,10 +478,9 @@ class Engine {
   std::size_t element_size_;
   LinkModel model_;
   std::optional<DataModel> data_;
+  SimulatedHosts hosts_;
   std::vector<RankState> ranks_;
-  std::vector<HostState> hosts_;
   std::vector<double> rank_work_;  // per rank: its sends and reductions, as stream_seconds() counts them
-  std::vector<double> host_work_;  // per host that shares its cores: what its cores did
   std::vector<Message> messages_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::uint64_t sequence_ = 0;

@@ -15,23 +15,16 @@
 
 namespace canopy::collectives {
 
-// alpha: seconds per message; beta: seconds per byte on a link; gamma: seconds per byte reduced.
+// One class of links. alpha: seconds per message; beta: seconds per byte.
 // A message's first eager_bytes cost beta_eager each instead of beta: a socket takes that much from the
 // sender without waiting for the reader, so a message that fits is two memory copies, while a longer one
 // streams at the pace of sender and receiver waking each other (on loopback 2-5 times slower per byte).
 // Messages sent back to back on one connection share its eager bytes (the simulator keeps the account).
-struct LinkModel {
-  LinkModel() = default;
-  // Every byte at beta: no eager part, every rank on a host of its own.
-  LinkModel(double alpha_seconds, double beta_seconds_per_byte, double gamma_seconds_per_byte)
-      : alpha(alpha_seconds), beta(beta_seconds_per_byte), gamma(gamma_seconds_per_byte) {}
-
+struct LinkCost {
   double alpha = 20e-6;
   double beta = 1.0 / 1.0e9;
-  double gamma = 1.0 / 10.0e9;
   double beta_eager = 1.0 / 1.0e9;
   std::uint64_t eager_bytes = 0;
-  HostLayout hosts;
 
   // A message whose first `eager` bytes (at most eager_bytes) fit the socket buffer.
   double message_seconds(std::uint64_t bytes, std::uint64_t eager) const {
@@ -45,6 +38,29 @@ struct LinkModel {
   double message_seconds(std::uint64_t bytes) const {
     return message_seconds(bytes, std::min(bytes, eager_bytes));
   }
+};
+
+// The alpha-beta-gamma model, with two classes of links: between two ranks of one host (loopback, shared
+// memory) and between hosts (the network; a host's ranks share its link there, see simulate()). Which
+// ranks share a host is the call's (CollectiveCall::hosts); without a layout every rank is a host of its
+// own and only between_hosts is used. gamma: seconds per byte reduced.
+struct LinkModel {
+  LinkModel() = default;
+  // The textbook model: every link alike, every byte at beta.
+  LinkModel(double alpha_seconds, double beta_seconds_per_byte, double gamma_seconds_per_byte)
+      : within_host{alpha_seconds, beta_seconds_per_byte, beta_seconds_per_byte, 0},
+        between_hosts(within_host),
+        gamma(gamma_seconds_per_byte) {}
+
+  LinkCost within_host;
+  LinkCost between_hosts;
+  double gamma = 1.0 / 10.0e9;
+
+  const LinkCost& link(bool same_host) const { return same_host ? within_host : between_hosts; }
+  // The larger alpha of the two: what a message costs at worst before its bytes.
+  double slowest_alpha() const { return std::max(within_host.alpha, between_hosts.alpha); }
+  // Both classes set to `link`.
+  void set_every_link(const LinkCost& link) { within_host = between_hosts = link; }
 };
 
 // One message as the simulator timed it.
@@ -77,6 +93,8 @@ struct RankBuffers {
 // `calls[r]` is rank r's view of the call (its rank, and for all-to-all-v its counts); every rank's
 // schedule is built and run. Throws Error(Protocol) with a precise description when the schedules are
 // inconsistent (tag or size mismatch, deadlock, a block out of range).
+// Every rank's call carries the same layout (CollectiveCall::hosts), which sets each message's link class;
+// a message between hosts also takes its bytes' time on both hosts' links, which a host's ranks share.
 Simulation simulate(const Algorithm& algorithm, std::vector<CollectiveCall> calls, DataType type, ReduceOp op,
                     std::vector<RankBuffers> buffers, const LinkModel& model = {});
 

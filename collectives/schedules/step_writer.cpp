@@ -273,23 +273,25 @@ void StepWriter::recv_reduce_chunks(int peer, Block dst, std::uint32_t round, bo
   }
 }
 
-void StepWriter::exchange_chunks(int to, Block out, int from, Block in, std::uint32_t round) {
+void StepWriter::exchange_chunks(int to, Block out, int from, Block in, std::uint32_t round,
+                                 std::uint64_t first_chunk) {
   const std::uint64_t out_chunks = chunk_total(out, call_.chunk_count);
   const std::uint64_t in_chunks = chunk_total(in, call_.chunk_count);
   for (std::uint64_t c = 0; c < std::max(out_chunks, in_chunks); ++c) {
-    if (c < out_chunks) send(to, chunk_of(out, call_.chunk_count, c), message_tag(round, c));
-    if (c < in_chunks) recv(from, chunk_of(in, call_.chunk_count, c), message_tag(round, c));
+    const std::uint32_t tag = message_tag(round, first_chunk + c);
+    if (c < out_chunks) send(to, chunk_of(out, call_.chunk_count, c), tag);
+    if (c < in_chunks) recv(from, chunk_of(in, call_.chunk_count, c), tag);
   }
 }
 
 void StepWriter::exchange_reduce_chunks(int to, Block out, int from, Block in, std::uint32_t round,
-                                        bool incoming_first) {
+                                        bool incoming_first, std::uint64_t first_chunk) {
   const std::uint64_t out_chunks = chunk_total(out, call_.chunk_count);
   const std::uint64_t in_chunks = chunk_total(in, call_.chunk_count);
   for (std::uint64_t c = 0; c < std::max(out_chunks, in_chunks); ++c) {
-    if (c < out_chunks) send(to, chunk_of(out, call_.chunk_count, c), message_tag(round, c));
-    if (c < in_chunks)
-      recv_reduce(from, chunk_of(in, call_.chunk_count, c), message_tag(round, c), incoming_first);
+    const std::uint32_t tag = message_tag(round, first_chunk + c);
+    if (c < out_chunks) send(to, chunk_of(out, call_.chunk_count, c), tag);
+    if (c < in_chunks) recv_reduce(from, chunk_of(in, call_.chunk_count, c), tag, incoming_first);
   }
 }
 

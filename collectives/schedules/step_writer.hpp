@@ -121,11 +121,13 @@ class StepWriter {
   void recv_reduce_chunks(int peer, Block dst, std::uint32_t round, bool incoming_first);
 
   // Send `out` to `to` while receiving `in` from `from`, chunk by chunk interleaved (send chunk c,
-  // receive chunk c, ...) so that each chunk received can be forwarded before the next arrives.
-  void exchange_chunks(int to, Block out, int from, Block in, std::uint32_t round);
+  // receive chunk c, ...) so that each chunk received can be forwarded before the next arrives. Chunk c
+  // carries message_tag(round, first_chunk + c).
+  void exchange_chunks(int to, Block out, int from, Block in, std::uint32_t round,
+                       std::uint64_t first_chunk = 0);
   // The same, reducing what arrives into `in`.
-  void exchange_reduce_chunks(int to, Block out, int from, Block in, std::uint32_t round,
-                              bool incoming_first);
+  void exchange_reduce_chunks(int to, Block out, int from, Block in, std::uint32_t round, bool incoming_first,
+                              std::uint64_t first_chunk = 0);
 
   Schedule finish() &&;
 

@@ -231,12 +231,16 @@ class Communicator {
   AlgorithmChoice choose_algorithm(const CollectiveArgs& args, const CollectiveOptions& options = {}) const;
 
   // What the cost model believes of this group's network, measured at start-up (or CANOPY_COST_MODEL).
+  // The first figures are those of a link between two ranks of one host; where no host has two ranks,
+  // or every rank is on one host, they stand for every link, and the figures between hosts equal them.
   struct LinkEstimate {
     double alpha_seconds = 0;           // per message
     double beta_seconds_per_byte = 0;   // per byte on a link
     double gamma_seconds_per_byte = 0;  // per byte reduced
     double beta_eager_seconds_per_byte = 0;  // per byte of a message's first eager_bytes (socket buffers)
     std::uint64_t eager_bytes = 0;
+    double alpha_between_hosts_seconds = 0;          // per message between hosts
+    double beta_between_hosts_seconds_per_byte = 0;  // per byte between hosts
     std::string description;  // all of it in words, with the hosts whose ranks share cores
   };
   LinkEstimate link_estimate() const;

@@ -1,5 +1,5 @@
-// The emulated cluster script, for real: 2 network namespaces on a bridge, links capped, one rank each.
-// Needs root and `ip netns`; skips with the reason otherwise.
+// The emulated cluster script, for real: 2 network namespaces on a bridge, links capped, one rank each,
+// or two ranks each dealt round-robin. Needs root and `ip netns`; skips with the reason otherwise.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -27,22 +27,42 @@ TEST(EmulatedCluster, RefusesWithoutACommand) {
   EXPECT_TRUE(contains(result.out, "usage")) << result.out;
 }
 
-TEST(EmulatedCluster, TwoNodesRunABenchmarkAndLeaveNothingBehind) {
-  if (std::string reason = why_not_runnable(); !reason.empty()) GTEST_SKIP() << reason;
+// Runs the script with `options` (and a tag of its own, canopy-bench's directory), then checks that no
+// namespace of that tag is left.
+testing::CommandResult run_cluster(const std::string& options, std::chrono::seconds limit) {
   const std::string tag = "t" + std::to_string(::getpid() % 100000);
   const std::string bench = CANOPY_BENCH_PATH;
-  const std::string bench_dir = bench.substr(0, bench.rfind('/'));
-  auto result =
-      testing::run_shell(fmt::format("bash {} --nodes 2 --rate 200mbit --tag {} --bench-dir {} -- allreduce "
-                                     "--algo ring -b 1K -e 64K -f 64 -n 2 -w 1",
-                                     EMULATED_CLUSTER_PATH, tag, bench_dir),
-                         std::chrono::seconds(60));
+  auto result = testing::run_shell(fmt::format("bash {} --tag {} --bench-dir {} {}", EMULATED_CLUSTER_PATH,
+                                               tag, bench.substr(0, bench.rfind('/')), options),
+                                   limit);
+  auto left = testing::run_shell("ip netns list", std::chrono::seconds(10));
+  EXPECT_FALSE(contains(left.out, "cnpy-" + tag)) << left.out;
+  return result;
+}
+
+TEST(EmulatedCluster, TwoNodesRunABenchmarkAndLeaveNothingBehind) {
+  if (std::string reason = why_not_runnable(); !reason.empty()) GTEST_SKIP() << reason;
+  auto result = run_cluster("--nodes 2 --rate 200mbit -- allreduce --algo ring -b 1K -e 64K -f 64 -n 2 -w 1",
+                            std::chrono::seconds(60));
   EXPECT_EQ(result.exit_code, 0) << result.out;
   EXPECT_TRUE(contains(result.out, "configured 200mbit")) << result.out;
   EXPECT_TRUE(contains(result.out, "achieved")) << result.out;
   EXPECT_TRUE(contains(result.out, "Avg bus bandwidth")) << result.out;
-  auto left = testing::run_shell("ip netns list", std::chrono::seconds(10));
-  EXPECT_FALSE(contains(left.out, "cnpy-" + tag)) << left.out;
+}
+
+// Two ranks on each node, dealt round-robin: each node's ranks share its namespace and its link, the
+// benchmark sees 2 hosts, and the two-level all-reduce runs exactly beside the ring.
+TEST(EmulatedCluster, TwoNodesOfTwoRanksRoundRobinRunTwoLevelsAndLeaveNothingBehind) {
+  if (std::string reason = why_not_runnable(); !reason.empty()) GTEST_SKIP() << reason;
+  auto result = run_cluster(
+      "--nodes 2 --ranks-per-node 2 --placement round-robin --rate 200mbit --no-link-test -- allreduce "
+      "--algo ring,two-level -b 1K -e 64K -f 64 -n 2 -w 1",
+      std::chrono::seconds(90));
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  EXPECT_TRUE(contains(result.out, "2 rank(s) per node (round-robin)")) << result.out;
+  EXPECT_TRUE(contains(result.out, "on 4 ranks (2 hosts)")) << result.out;
+  EXPECT_TRUE(contains(result.out, "two-level")) << result.out;
+  EXPECT_TRUE(contains(result.out, "Avg bus bandwidth")) << result.out;
 }
 
 }  // namespace

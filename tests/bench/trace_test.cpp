@@ -58,6 +58,28 @@ TEST(Trace, RanksSharingCoresMakeRecursiveDoublingSlowerThanTheTree) {
   EXPECT_TRUE(contains(text, "# predicted: reduce-broadcast 90 us, recursive-doubling 120 us")) << text;
 }
 
+// --hosts: ranks dealt round-robin to 2 hosts of 4, the network 80 times slower than the links inside: the
+// ring, host-aware, crosses twice a round (messages between hosts shown as =>), and two levels send half
+// of what it sends across.
+TEST(Trace, HostsShowWhoIsWhereAndWhichMessagesCross) {
+  TraceSettings s;
+  s.collective = "allreduce";
+  s.algorithms = "ring,two-level";
+  s.hosts = "2x4";
+  s.round_robin = true;
+  s.count = 16;
+  s.between_gbps = 0.025;
+  s.link_gbps = 2;
+  const std::string text = run_trace(s);
+  EXPECT_TRUE(contains(text, "hosts 0: 0 2 4 6 | 1: 1 3 5 7")) << text;
+  EXPECT_TRUE(contains(text, "112 messages in 14 rounds")) << text;
+  EXPECT_TRUE(contains(text, "28 of them between hosts (=>)")) << text;
+  EXPECT_TRUE(contains(text, "16 of them between hosts (=>)")) << text;
+  EXPECT_TRUE(contains(text, "round 4: 0 => 1 [0..2)")) << text;
+  s.hosts = "2x";
+  EXPECT_THROW(run_trace(s), std::invalid_argument);
+}
+
 // Out of place, a ring's first round sends straight from each rank's input.
 TEST(Trace, OutOfPlaceShowsMessagesReadFromTheInput) {
   TraceSettings s;

@@ -85,6 +85,20 @@ TEST(Tracer, SvgDrawsOneArrowPerMessageAndOneLanePerRank) {
   EXPECT_EQ(svg.find("->"), std::string::npos);
 }
 
+// On hosts, lanes sit host after host on alternating bands named by host, whatever the rank numbers.
+TEST(Tracer, SvgGroupsLanesByHost) {
+  CollectiveCall call{Collective::AllReduce, 0, 4, 8, 0, 4};
+  HostLayout hosts;
+  hosts.host_of_rank = {0, 1, 0, 1};
+  hosts.cores_of_host = {8, 8};
+  call.hosts = std::make_shared<const HostLayout>(hosts);
+  const std::string svg = trace_svg(run(Collective::AllReduce, "two-level", call, LinkModel{}), call);
+  EXPECT_EQ(occurrences(svg, ">host "), 2u);
+  // Rank 2 shares host 0 with rank 0: it takes the second lane (labels 36 apart from 62), rank 1 the third.
+  EXPECT_NE(svg.find("y=\"98\">rank 2<"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("y=\"134\">rank 1<"), std::string::npos) << svg;
+}
+
 TEST(Tracer, SvgFallsBackToRoundsWhenTheModelIsFree) {
   const CollectiveCall call{Collective::Barrier, 0, 3, 0, 0, 1};
   const std::string svg =

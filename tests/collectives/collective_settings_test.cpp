@@ -22,6 +22,14 @@ TEST(AlgorithmOverrides, ANameAppliesWhereverACollectiveHasIt) {
   EXPECT_TRUE(parse_algorithm_overrides("").empty());
 }
 
+// CANOPY_ALGO=two-level takes the two levels for the three collectives that have them.
+TEST(AlgorithmOverrides, TwoLevelNamesTheAllReduceBroadcastAndReduce) {
+  const auto overrides = parse_algorithm_overrides("two-level");
+  EXPECT_EQ(overrides.size(), 3u);
+  for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce})
+    EXPECT_EQ(overrides.at(c), "two-level") << to_string(c);
+}
+
 TEST(AlgorithmOverrides, PairsNameCollectivesInAnySpelling) {
   const auto overrides = parse_algorithm_overrides("all_reduce=tree,Broadcast=binomial,allgather=auto,,");
   EXPECT_EQ(overrides.at(Collective::AllReduce), "tree");
@@ -44,19 +52,36 @@ TEST(AlgorithmOverrides, BadValuesSayWhatIsAccepted) {
 
 TEST(CostModelSetting, ThreeOrFiveFigures) {
   const LinkModel three = parse_cost_model("5e-3,1e-9,1e-10");
-  EXPECT_DOUBLE_EQ(three.alpha, 5e-3);
-  EXPECT_DOUBLE_EQ(three.beta, 1e-9);
+  EXPECT_DOUBLE_EQ(three.within_host.alpha, 5e-3);
+  EXPECT_DOUBLE_EQ(three.within_host.beta, 1e-9);
   EXPECT_DOUBLE_EQ(three.gamma, 1e-10);
-  EXPECT_DOUBLE_EQ(three.beta_eager, three.beta);  // no eager rate given: the stream's
-  EXPECT_EQ(three.eager_bytes, 0u);
+  EXPECT_DOUBLE_EQ(three.within_host.beta_eager,
+                   three.within_host.beta);  // no eager rate given: the stream's
+  EXPECT_EQ(three.within_host.eager_bytes, 0u);
+  EXPECT_DOUBLE_EQ(three.between_hosts.beta, 1e-9);  // one group sets every link
   const LinkModel five = parse_cost_model("2e-5,1e-9,1e-10,5e-10,1048576");
-  EXPECT_DOUBLE_EQ(five.beta_eager, 5e-10);
-  EXPECT_EQ(five.eager_bytes, 1048576u);
+  EXPECT_DOUBLE_EQ(five.within_host.beta_eager, 5e-10);
+  EXPECT_EQ(five.within_host.eager_bytes, 1048576u);
+  EXPECT_EQ(five.between_hosts.eager_bytes, 1048576u);
+}
+
+// A second group after ';' sets the links between hosts apart.
+TEST(CostModelSetting, ASecondGroupSetsTheLinksBetweenHosts) {
+  const LinkModel two = parse_cost_model("2e-5,1e-9,1e-10;1e-4,4e-8");
+  EXPECT_DOUBLE_EQ(two.within_host.alpha, 2e-5);
+  EXPECT_DOUBLE_EQ(two.between_hosts.alpha, 1e-4);
+  EXPECT_DOUBLE_EQ(two.between_hosts.beta, 4e-8);
+  EXPECT_DOUBLE_EQ(two.between_hosts.beta_eager, 4e-8);
+  const LinkModel both = parse_cost_model("2e-5,1e-9,1e-10,5e-10,1048576;1e-4,4e-8,2e-8,65536");
+  EXPECT_DOUBLE_EQ(both.between_hosts.beta_eager, 2e-8);
+  EXPECT_EQ(both.between_hosts.eager_bytes, 65536u);
+  EXPECT_EQ(both.within_host.eager_bytes, 1048576u);
 }
 
 TEST(CostModelSetting, BadValuesSayWhatIsAccepted) {
   for (const char* bad : {"fast", "1,2", "1,2,3,4", "1e-5,0,1e-10", "-1,1e-9,0", "1e-5,1e-9,1e-10x",
-                          "1e-5,1e-9,1e-10,1e-9,12,7"}) {
+                          "1e-5,1e-9,1e-10,1e-9,12,7", "1e-5,1e-9,1e-10;1e-4", "1e-5,1e-9,1e-10;1e-4,0",
+                          "1e-5,1e-9,1e-10;1e-4,1e-9,1e-10"}) {
     const std::string message = config_error_of([&] { parse_cost_model(bad); });
     EXPECT_MENTIONS(message, std::string("CANOPY_COST_MODEL='") + bad + "'");
     EXPECT_MENTIONS(message, "alpha,beta,gamma");

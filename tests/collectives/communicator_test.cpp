@@ -63,7 +63,7 @@ std::uint64_t wrong_after(Communicator& comm, Collective collective, const std::
   }
 }
 
-// Every algorithm of every collective at sizes from empty to several chunks, in place and out of place.
+// Every algorithm of the collectives that reduce or spread one buffer, many counts, in and out of place.
 void check_every_algorithm(Communicator& comm) {
   const int p = comm.size();
   const Collective kinds[] = {Collective::AllReduce, Collective::Broadcast, Collective::Reduce,
@@ -72,18 +72,38 @@ void check_every_algorithm(Communicator& comm) {
   for (Collective kind : kinds) {
     for (const auto& algorithm : collectives::algorithms(kind)) {
       for (std::uint64_t count : counts) {
-        int root = kind == Collective::Broadcast || kind == Collective::Reduce ? static_cast<int>(count % p) : 0;
+        int root =
+            kind == Collective::Broadcast || kind == Collective::Reduce ? static_cast<int>(count % p) : 0;
         for (bool in_place : {false, true}) {
-          if (in_place && kind == Collective::ReduceScatter) continue;  // its output is smaller than its input
+          if (in_place && kind == Collective::ReduceScatter)
+            continue;  // its output is smaller than its input
           std::uint64_t wrong =
               wrong_after(comm, kind, std::string(algorithm.name), count, root, ReduceOp::Sum, in_place);
-          require(wrong == 0, "{} {} count {} root {} on {} ranks{}: {} wrong elements on rank {}", to_string(kind),
-                  algorithm.name, count, root, p, in_place ? " in place" : "", wrong, comm.rank());
+          require(wrong == 0, "{} {} count {} root {} on {} ranks{}: {} wrong elements on rank {}",
+                  to_string(kind), algorithm.name, count, root, p, in_place ? " in place" : "", wrong,
+                  comm.rank());
         }
       }
     }
   }
   comm.barrier();
+}
+
+// Random floats sum differently in different orders; every algorithm still leaves rank 0's bits everywhere.
+void check_bit_identical_all_reduces(Communicator& comm) {
+  for (const auto& algorithm : collectives::algorithms(Collective::AllReduce)) {
+    std::mt19937 random(1234 + comm.rank());
+    std::uniform_real_distribution<float> value(-1e3f, 1e3f);
+    std::vector<float> data(30011);
+    for (float& x : data) x = value(random);
+    comm.all_reduce(std::span(data), ReduceOp::Sum,
+                    {.algorithm = std::string(algorithm.name), .chunk_bytes = 4096});
+    // Compare every rank's bytes with rank 0's.
+    std::vector<float> from_root = data;
+    comm.broadcast(std::span(from_root), 0);
+    require(std::memcmp(from_root.data(), data.data(), data.size() * sizeof(float)) == 0,
+            "{}: rank {} differs from rank 0", algorithm.name, comm.rank());
+  }
 }
 
 // The links every algorithm is checked over: shared memory between the ranks of one host (the default),
@@ -153,20 +173,78 @@ TEST(Communicator, EveryOpAndTypeIsExact) {
 }
 
 TEST(Communicator, AllReduceLeavesBitIdenticalFloatsOnEveryRank) {
-  run_group(5, [](Communicator& comm) {
-    for (const auto& algorithm : collectives::algorithms(Collective::AllReduce)) {
-      std::mt19937 random(1234 + comm.rank());
-      std::uniform_real_distribution<float> value(-1e3f, 1e3f);
-      std::vector<float> data(30011);
-      for (float& x : data) x = value(random);
-      comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = std::string(algorithm.name), .chunk_bytes = 4096});
-      // Compare every rank's bytes with rank 0's.
-      std::vector<float> from_root = data;
-      comm.broadcast(std::span(from_root), 0);
-      require(std::memcmp(from_root.data(), data.data(), data.size() * sizeof(float)) == 0,
-              "{}: rank {} differs from rank 0", algorithm.name, comm.rank());
-    }
+  run_group(5, check_bit_identical_all_reduces);
+}
+
+// Ranks on emulated hosts (CANOPY_HOST_ID): dealt round-robin, or uneven. The host-aware rings and
+// chains and the two-level algorithms build on the layout; every algorithm stays exact, and every
+// all-reduce bit-identical.
+struct EmulatedHosts {
+  const char* name;
+  std::vector<int> host_of_rank;
+};
+
+class AcrossEmulatedHosts : public ::testing::TestWithParam<EmulatedHosts> {};
+
+TEST_P(AcrossEmulatedHosts, EveryAlgorithmIsExactAndEveryAllReduceBitIdentical) {
+  const std::vector<int>& hosts = GetParam().host_of_rank;
+  const int p = static_cast<int>(hosts.size());
+  testing::TempDir dir;
+  CommunicatorOptions options = test_options();
+  options.local_rank = options.local_size = -1;  // from the layout
+  auto exits = testing::run_processes(
+      p,
+      [&](int rank) {
+        testing::ScopedEnv env;  // in the forked rank
+        env.set("CANOPY_HOST_ID", fmt::format("host {}", hosts[static_cast<std::size_t>(rank)]));
+        Communicator comm(open_file_store(dir.path()), rank, p, options);
+        // The override took: this rank's host holds the ranks the layout puts there, no more.
+        const int mine = hosts[static_cast<std::size_t>(rank)];
+        require(comm.local_size() == static_cast<int>(std::count(hosts.begin(), hosts.end(), mine)),
+                "rank {} sees {} ranks on its host", rank, comm.local_size());
+        check_every_algorithm(comm);
+        check_bit_identical_all_reduces(comm);
+      },
+      std::chrono::seconds(120));
+  for (int rank = 0; rank < p; ++rank)
+    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, AcrossEmulatedHosts,
+                         ::testing::Values(EmulatedHosts{"RoundRobin2x3", {0, 1, 0, 1, 0, 1}},
+                                           EmulatedHosts{"Uneven3And1", {0, 0, 1, 0}}),
+                         [](const ::testing::TestParamInfo<EmulatedHosts>& param) {
+                           return param.param.name;
+                         });
+
+// With the links between hosts far slower than those within (fixed by CANOPY_COST_MODEL's second group),
+// auto takes the two-level all-reduce for a large buffer on 2 hosts of 3 ranks and says why.
+TEST(Communicator, AutoChoosesTwoLevelsWhereHostsAreFarApartAndSaysWhy) {
+  testing::TempDir dir;
+  CommunicatorOptions options = test_options();
+  options.calibrate = true;  // to read CANOPY_COST_MODEL
+  auto exits = testing::run_processes(6, [&](int rank) {
+    testing::ScopedEnv env;  // in the forked rank
+    env.set("CANOPY_HOST_ID", rank % 2 == 0 ? "host a" : "host b");
+    env.set("CANOPY_COST_MODEL", "20e-6,5e-10,1e-10;100e-6,4e-8");
+    Communicator comm(open_file_store(dir.path()), rank, 6, options);
+    const Communicator::LinkEstimate link = comm.link_estimate();
+    require(link.alpha_between_hosts_seconds == 100e-6 && link.beta_between_hosts_seconds_per_byte == 4e-8 &&
+                link.description.find("between hosts") != std::string::npos,
+            "rank {}: {}", rank, link.description);
+    std::vector<float> data(4 << 20, 1.0f);
+    const CollectiveArgs args{
+        Collective::AllReduce, data.data(), data.data(), data.size(), DataType::Float32, ReduceOp::Sum, 0};
+    const Communicator::AlgorithmChoice choice = comm.choose_algorithm(args);
+    require(choice.name == "two-level" &&
+                choice.explanation.find("on 2 hosts x 3 ranks the best two-level") != std::string::npos,
+            "rank {}: {}", rank, choice.explanation);
+    comm.run(args);
+    require(std::all_of(data.begin(), data.end(), [](float x) { return x == 6.0f; }), "rank {}: wrong sum",
+            rank);
   });
+  for (int rank = 0; rank < 6; ++rank)
+    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
 }
 
 TEST(Communicator, MismatchedCollectivesFailOnEveryRankNamingBothSides) {
@@ -300,6 +378,9 @@ TEST(Communicator, StartUpLearnsTheHostLayoutAndCalibratesTheSameModelEverywhere
                 link.beta_eager_seconds_per_byte > 0 &&
                 link.beta_eager_seconds_per_byte <= link.beta_seconds_per_byte && link.eager_bytes == 1 << 20,
             "rank {}: implausible model {}", rank, link.description);
+    require(link.alpha_between_hosts_seconds > 0 && link.beta_between_hosts_seconds_per_byte > 0 &&
+                link.description.find("between hosts") != std::string::npos,
+            "rank {}: no figures between hosts in {}", rank, link.description);
     const bool shared = 2 > usable_cores();
     require((link.description.find("2 ranks share") != std::string::npos) == shared,
             "rank {}: on {} cores the model says {}", rank, usable_cores(), link.description);

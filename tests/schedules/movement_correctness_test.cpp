@@ -9,6 +9,7 @@
 
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
+#include "tests/schedules/algorithm_list.hpp"
 #include "tests/support/oracle.hpp"
 
 namespace canopy::collectives {
@@ -21,13 +22,6 @@ std::vector<const Algorithm*> movement_algorithms() {
   for (Collective c : {Collective::AllToAll, Collective::AllToAllV, Collective::Gather, Collective::Scatter})
     for (const Algorithm& algorithm : algorithms(c)) all.push_back(&algorithm);
   return all;
-}
-
-std::string name_of(const Algorithm& algorithm) {
-  std::string name = fmt::format("{}_{}", to_string(algorithm.collective), algorithm.name);
-  for (char& c : name)
-    if (c == '-') c = '_';
-  return name;
 }
 
 // Rank r's calls for one case. All-to-all-v draws a count matrix with zeros in it (every third pair
@@ -123,7 +117,7 @@ TEST_P(EveryMovement, MatchesTheReferenceForEveryType) {
 
 INSTANTIATE_TEST_SUITE_P(Schedules, EveryMovement, ::testing::ValuesIn(movement_algorithms()),
                          [](const ::testing::TestParamInfo<const Algorithm*>& param) {
-                           return name_of(*param.param);
+                           return testing::name_of(*param.param);
                          });
 
 // The checks above can fail: a gather that puts block 1 where block 2 belongs is caught.

@@ -10,12 +10,15 @@
 
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
+#include "tests/schedules/algorithm_list.hpp"
 #include "tests/support/oracle.hpp"
 
 namespace canopy::collectives {
 namespace {
 
 using testing::Buffers;
+using testing::every_algorithm;
+using testing::name_of;
 
 constexpr std::uint64_t kLargeChunk = 1 << 20;
 constexpr std::uint64_t kLargeOddPrime = 10007;
@@ -29,23 +32,6 @@ bool reduces(Collective collective) {
 }
 bool rooted(Collective collective) {
   return collective == Collective::Broadcast || collective == Collective::Reduce;
-}
-
-std::vector<const Algorithm*> every_algorithm() {
-  std::vector<const Algorithm*> all;
-  for (Collective collective : {Collective::Broadcast, Collective::Reduce, Collective::AllReduce,
-                                Collective::AllGather, Collective::ReduceScatter, Collective::Barrier}) {
-    for (const Algorithm& algorithm : algorithms(collective)) all.push_back(&algorithm);
-  }
-  return all;
-}
-
-std::string name_of(const Algorithm& algorithm) {
-  std::string name = fmt::format("{}_{}", to_string(algorithm.collective), algorithm.name);
-  for (char& c : name) {
-    if (c == '-') c = '_';
-  }
-  return name;
 }
 
 // Runs one case; "" when the result matches the reference, else what went wrong.

@@ -28,6 +28,15 @@ std::vector<std::vector<std::byte>> zeros(const CollectiveCall& call, DataType t
                                              std::vector<std::byte>(call.data_count() * size_of(type)));
 }
 
+// `call` with all its ranks on one host of `cores` cores.
+CollectiveCall on_one_host(CollectiveCall call, int cores) {
+  HostLayout hosts;
+  hosts.host_of_rank.assign(static_cast<std::size_t>(call.size), 0);
+  hosts.cores_of_host = {cores};
+  call.hosts = std::make_shared<const HostLayout>(std::move(hosts));
+  return call;
+}
+
 TEST(AlgorithmTable, HasEveryAlgorithmInItsOrder) {
   auto names = [](Collective collective) {
     std::vector<std::string_view> list;
@@ -36,10 +45,10 @@ TEST(AlgorithmTable, HasEveryAlgorithmInItsOrder) {
   };
   using Names = std::vector<std::string_view>;
   EXPECT_EQ(names(Collective::Broadcast),
-            (Names{"flat", "binomial", "chain", "binary-tree", "scatter-allgather"}));
-  EXPECT_EQ(names(Collective::Reduce), (Names{"binomial", "tree"}));
-  EXPECT_EQ(names(Collective::AllReduce),
-            (Names{"reduce-broadcast", "tree", "double-tree", "recursive-doubling", "rabenseifner", "ring"}));
+            (Names{"flat", "binomial", "chain", "binary-tree", "scatter-allgather", "two-level"}));
+  EXPECT_EQ(names(Collective::Reduce), (Names{"binomial", "tree", "two-level"}));
+  EXPECT_EQ(names(Collective::AllReduce), (Names{"reduce-broadcast", "tree", "double-tree",
+                                                 "recursive-doubling", "rabenseifner", "ring", "two-level"}));
   EXPECT_EQ(names(Collective::AllGather), (Names{"ring", "recursive-doubling"}));
   EXPECT_EQ(names(Collective::ReduceScatter), (Names{"ring", "recursive-halving"}));
   EXPECT_EQ(names(Collective::Barrier), (Names{"dissemination"}));
@@ -83,7 +92,7 @@ TEST(CostModel, PipelinedChainMatchesItsFormula) {
     for (int k : {1, 4, 16}) {
       const CollectiveCall call{
           Collective::Broadcast, 0, p, 1 << 20, 0, (1u << 20) / static_cast<unsigned>(k)};
-      const double expected = (p + k - 2) * (model.alpha + n * model.beta / k);
+      const double expected = (p + k - 2) * (model.between_hosts.alpha + n * model.between_hosts.beta / k);
       EXPECT_NEAR(predict_seconds(algorithm(Collective::Broadcast, "chain"), call, 1, model), expected, 1e-12)
           << "p=" << p << " k=" << k;
     }
@@ -97,7 +106,7 @@ TEST(CostModel, RingAllReduceMatchesItsFormula) {
     const std::uint64_t count = 1000 * static_cast<std::uint64_t>(p);
     const CollectiveCall call{Collective::AllReduce, 0, p, count, 0, 1 << 20};
     const double part_bytes = 4.0 * static_cast<double>(count) / p;
-    const double expected = 2 * (p - 1) * (model.alpha + part_bytes * model.beta);
+    const double expected = 2 * (p - 1) * (model.between_hosts.alpha + part_bytes * model.between_hosts.beta);
     EXPECT_NEAR(predict_seconds(algorithm(Collective::AllReduce, "ring"), call, 4, model), expected, 1e-12);
   }
 }
@@ -111,7 +120,7 @@ TEST(CostModel, BinomialBroadcastAndBarrierTakeCeilLog2Rounds) {
         simulate(algorithm(Collective::Broadcast, "binomial"), broadcast, DataType::UInt8, ReduceOp::Sum,
                  zeros(broadcast, DataType::UInt8), latency_only);
     EXPECT_EQ(simulation.rounds, ceil_log2(p)) << p;
-    EXPECT_NEAR(simulation.predicted_seconds, ceil_log2(p) * latency_only.alpha, 1e-15) << p;
+    EXPECT_NEAR(simulation.predicted_seconds, ceil_log2(p) * latency_only.between_hosts.alpha, 1e-15) << p;
 
     const CollectiveCall barrier{Collective::Barrier, 0, p, 0, 0, 1};
     const Simulation dissemination =
@@ -119,7 +128,7 @@ TEST(CostModel, BinomialBroadcastAndBarrierTakeCeilLog2Rounds) {
                  zeros(barrier, DataType::UInt8), latency_only);
     EXPECT_EQ(dissemination.rounds, ceil_log2(p)) << p;
     EXPECT_EQ(dissemination.transfers.size(), static_cast<std::size_t>(p * ceil_log2(p))) << p;
-    EXPECT_NEAR(dissemination.predicted_seconds, ceil_log2(p) * latency_only.alpha, 1e-15) << p;
+    EXPECT_NEAR(dissemination.predicted_seconds, ceil_log2(p) * latency_only.between_hosts.alpha, 1e-15) << p;
   }
 }
 
@@ -151,7 +160,7 @@ TEST(CostModel, RingAllReduceSendsTwoPMinusOneOverPOfTheBufferPerRank) {
 TEST(CostModel, InAStreamEachRanksOwnMessagesSetThePace) {
   const LinkModel model{10e-6, 1e-9, 0};
   const CollectiveCall call{Collective::Broadcast, 0, 8, 16, 0, 16};
-  const double message = model.message_seconds(16);
+  const double message = model.between_hosts.message_seconds(16);
   auto pace = [&](std::string_view name) {
     return predict(algorithm(Collective::Broadcast, name), call, 1, model).stream_seconds;
   };
@@ -200,10 +209,8 @@ TEST(CostModel, ChoosesForOneCallOrForAStream) {
 // Where ranks share a host's cores, the copies of every message's bytes queue for those cores whoever
 // sends them: large broadcasts pace alike, and the tie goes to what wins one call.
 TEST(CostModel, SharedCoresPaceLargeBroadcastsAlike) {
-  LinkModel link{10e-6, 1e-9, 1e-10};
-  link.hosts.host_of_rank = {0, 0, 0, 0};
-  link.hosts.cores_of_host = {2};
-  const CollectiveCall large{Collective::Broadcast, 0, 4, 64 << 20, 0, 1 << 20};
+  const LinkModel link{10e-6, 1e-9, 1e-10};
+  const CollectiveCall large = on_one_host({Collective::Broadcast, 0, 4, 64 << 20, 0, 1 << 20}, 2);
   const double copies = 3.0 * 2 * (64 << 20) * 1e-9 / 2;  // 3 messages, copied on both ends, 2 cores
   for (std::string_view name : {"flat", "binomial", "chain"})
     EXPECT_NEAR(predict(algorithm(Collective::Broadcast, name), large, 1, link).stream_seconds, copies,
@@ -223,12 +230,6 @@ TEST(CostModel, DoubleTreeBeatsOneTreeForLargeBuffers) {
   }
 }
 
-LinkModel one_host(LinkModel model, int ranks, int cores) {
-  model.hosts.host_of_rank.assign(static_cast<std::size_t>(ranks), 0);
-  model.hosts.cores_of_host = {cores};
-  return model;
-}
-
 // Eight ranks on two cores move two messages at a time: recursive doubling's three rounds of eight
 // messages take twelve turns, the barrier's dissemination too; a host with a core per rank changes nothing.
 TEST(HostModel, RanksSharingCoresMoveAtMostCoresMessagesAtOnce) {
@@ -236,12 +237,12 @@ TEST(HostModel, RanksSharingCoresMoveAtMostCoresMessagesAtOnce) {
   const CollectiveCall all_reduce{Collective::AllReduce, 0, 8, 2, 0, 2};
   const Algorithm& doubling = algorithm(Collective::AllReduce, "recursive-doubling");
   EXPECT_NEAR(predict_seconds(doubling, all_reduce, 4, latency_only), 3e-5, 1e-15);
-  EXPECT_NEAR(predict_seconds(doubling, all_reduce, 4, one_host(latency_only, 8, 2)), 12e-5, 1e-15);
-  EXPECT_NEAR(predict_seconds(doubling, all_reduce, 4, one_host(latency_only, 8, 8)), 3e-5, 1e-15);
+  EXPECT_NEAR(predict_seconds(doubling, on_one_host(all_reduce, 2), 4, latency_only), 12e-5, 1e-15);
+  EXPECT_NEAR(predict_seconds(doubling, on_one_host(all_reduce, 8), 4, latency_only), 3e-5, 1e-15);
 
   const CollectiveCall barrier{Collective::Barrier, 0, 8, 0, 0, 1};
   const Algorithm& dissemination = algorithm(Collective::Barrier, "dissemination");
-  EXPECT_NEAR(predict_seconds(dissemination, barrier, 1, one_host(latency_only, 8, 2)), 12e-5, 1e-15);
+  EXPECT_NEAR(predict_seconds(dissemination, on_one_host(barrier, 2), 1, latency_only), 12e-5, 1e-15);
 }
 
 // Why the host term matters: on 8 ranks sharing 2 cores (measured: tree 69 us, recursive doubling
@@ -253,28 +254,31 @@ TEST(HostModel, TreeBeatsRecursiveDoublingOnlyWhereRanksShareCores) {
   const Algorithm& tree = algorithm(Collective::AllReduce, "reduce-broadcast");
   const Algorithm& doubling = algorithm(Collective::AllReduce, "recursive-doubling");
   EXPECT_LT(predict_seconds(doubling, call, 4, latency_only), predict_seconds(tree, call, 4, latency_only));
-  const LinkModel shared = one_host(latency_only, 8, 2);
-  EXPECT_LT(predict_seconds(tree, call, 4, shared), predict_seconds(doubling, call, 4, shared));
+  const CollectiveCall shared = on_one_host(call, 2);
+  EXPECT_LT(predict_seconds(tree, shared, 4, latency_only),
+            predict_seconds(doubling, shared, 4, latency_only));
 }
 
 // Messages between hosts take no core: two hosts of four ranks on one core each still exchange
 // across hosts at full concurrency, while the four ranks within a host queue for its core.
 TEST(HostModel, OnlyMessagesWithinAHostQueueForItsCores) {
-  LinkModel model{1e-5, 0, 0};
-  model.hosts.host_of_rank = {0, 0, 0, 0, 1, 1, 1, 1};
-  model.hosts.cores_of_host = {1, 1};
+  const LinkModel model{1e-5, 0, 0};
+  HostLayout hosts;
+  hosts.host_of_rank = {0, 0, 0, 0, 1, 1, 1, 1};
+  hosts.cores_of_host = {1, 1};
   // Ring all-gather: rank r sends to r+1, so 6 of the 8 messages of each round stay within a host.
-  const CollectiveCall call{Collective::AllGather, 0, 8, 1, 0, 1};
+  CollectiveCall call{Collective::AllGather, 0, 8, 1, 0, 1};
+  call.hosts = std::make_shared<const HostLayout>(hosts);
   const Simulation simulation = simulate(algorithm(Collective::AllGather, "ring"), call, DataType::Float32,
                                          ReduceOp::Sum, zeros(call, DataType::Float32), model);
   for (const TransferEvent& transfer : simulation.transfers) {
-    if (model.hosts.host_of(transfer.from) != model.hosts.host_of(transfer.to)) continue;
+    if (hosts.host_of(transfer.from) != hosts.host_of(transfer.to)) continue;
     for (const TransferEvent& other : simulation.transfers) {
-      if (&other == &transfer || model.hosts.host_of(other.from) != model.hosts.host_of(transfer.from) ||
-          model.hosts.host_of(other.to) != model.hosts.host_of(transfer.from))
+      if (&other == &transfer || hosts.host_of(other.from) != hosts.host_of(transfer.from) ||
+          hosts.host_of(other.to) != hosts.host_of(transfer.from))
         continue;
       EXPECT_TRUE(other.finish <= transfer.start || other.start >= transfer.finish)
-          << "two messages within host " << model.hosts.host_of(transfer.from) << " overlap on its one core";
+          << "two messages within host " << hosts.host_of(transfer.from) << " overlap on its one core";
     }
   }
   // 7 rounds, each with 3 messages within each host on its one core: 21 turns.
@@ -291,9 +295,9 @@ TEST(HostModel, MessageBytesTakeTwoCoresSoFlatBeatsScatterAllgatherOnOneHost) {
   const CollectiveCall call{Collective::Broadcast, 0, 4, 1 << 20, 0, 1 << 20};
   const Algorithm& flat = algorithm(Collective::Broadcast, "flat");
   const Algorithm& split = algorithm(Collective::Broadcast, "scatter-allgather");
-  const LinkModel shared = one_host(bytes_only, 4, 2);
-  EXPECT_NEAR(predict_seconds(flat, call, 1, shared), 3 * (1 << 20) * 1e-9, 1e-12);
-  EXPECT_NEAR(predict_seconds(split, call, 1, shared), 4 * (1 << 20) * 1e-9, 1e-12);
+  const CollectiveCall shared = on_one_host(call, 2);
+  EXPECT_NEAR(predict_seconds(flat, shared, 1, bytes_only), 3 * (1 << 20) * 1e-9, 1e-12);
+  EXPECT_NEAR(predict_seconds(split, shared, 1, bytes_only), 4 * (1 << 20) * 1e-9, 1e-12);
   EXPECT_LT(predict_seconds(split, call, 1, bytes_only), predict_seconds(flat, call, 1, bytes_only));
 }
 
@@ -303,13 +307,14 @@ TEST(HostModel, MessageBytesTakeTwoCoresSoFlatBeatsScatterAllgatherOnOneHost) {
 // the stream rate for its last 768 KiB while the all-gather's 256 KiB pieces went all at the eager rate,
 // and scatter-allgather came out fastest; with 1 MiB (what the probe now measures) a tree does.
 TEST(HostModel, AnEagerAllowanceCoveringTheMessagesKeepsATreeAheadOfScatterAllgather) {
-  LinkModel model = one_host(LinkModel{7.5e-6, 1 / 4.3e9, 1e-10}, 4, 2);
-  model.beta_eager = 1 / 8.5e9;
-  const CollectiveCall call{Collective::Broadcast, 0, 4, 1 << 20, 0, 1 << 20};
+  LinkCost loopback{7.5e-6, 1 / 4.3e9, 1 / 8.5e9, 256 << 10};
+  LinkModel model{7.5e-6, 1 / 4.3e9, 1e-10};
+  model.set_every_link(loopback);
+  const CollectiveCall call = on_one_host({Collective::Broadcast, 0, 4, 1 << 20, 0, 1 << 20}, 2);
   const Algorithm& split = algorithm(Collective::Broadcast, "scatter-allgather");
-  model.eager_bytes = 256 << 10;
   EXPECT_EQ(CostModel(model).choose(call, 1).algorithm, &split) << "the failure this test guards against";
-  model.eager_bytes = 1 << 20;
+  loopback.eager_bytes = 1 << 20;
+  model.set_every_link(loopback);
   for (Pace pace : {Pace::OneCall, Pace::Stream}) {
     const Algorithm* chosen = CostModel(model).choose(call, 1, pace).algorithm;
     EXPECT_NE(chosen, &split);
@@ -324,18 +329,16 @@ TEST(HostModel, ReductionsQueueForTheHostsCores) {
   const CollectiveCall call{Collective::AllReduce, 0, 2, 1000, 0, 1000};
   const Algorithm& doubling = algorithm(Collective::AllReduce, "recursive-doubling");
   EXPECT_NEAR(predict_seconds(doubling, call, 4, reduce_only), 4000e-9, 1e-15);
-  EXPECT_NEAR(predict_seconds(doubling, call, 4, one_host(reduce_only, 2, 1)), 8000e-9, 1e-15);
-  EXPECT_NEAR(predict_seconds(doubling, call, 4, one_host(reduce_only, 2, 2)), 4000e-9, 1e-15);
+  EXPECT_NEAR(predict_seconds(doubling, on_one_host(call, 1), 4, reduce_only), 8000e-9, 1e-15);
+  EXPECT_NEAR(predict_seconds(doubling, on_one_host(call, 2), 4, reduce_only), 4000e-9, 1e-15);
 }
 
 // A message's first eager_bytes cost beta_eager each, the rest beta.
 TEST(HostModel, EagerBytesAreCheaperThanStreamedOnes) {
-  LinkModel model{1e-6, 1e-9, 0};
-  model.beta_eager = 1e-10;
-  model.eager_bytes = 1000;
-  EXPECT_DOUBLE_EQ(model.message_seconds(500), 1e-6 + 500 * 1e-10);
-  EXPECT_DOUBLE_EQ(model.message_seconds(3000), 1e-6 + 1000 * 1e-10 + 2000 * 1e-9);
-  EXPECT_DOUBLE_EQ(LinkModel(1e-6, 1e-9, 0).message_seconds(3000), 1e-6 + 3000 * 1e-9);
+  const LinkCost link{1e-6, 1e-9, 1e-10, 1000};
+  EXPECT_DOUBLE_EQ(link.message_seconds(500), 1e-6 + 500 * 1e-10);
+  EXPECT_DOUBLE_EQ(link.message_seconds(3000), 1e-6 + 1000 * 1e-10 + 2000 * 1e-9);
+  EXPECT_DOUBLE_EQ(LinkModel(1e-6, 1e-9, 0).between_hosts.message_seconds(3000), 1e-6 + 3000 * 1e-9);
 }
 
 // Messages sent back to back on one connection share its eager bytes: scatter-allgather's two halves on
@@ -343,11 +346,10 @@ TEST(HostModel, EagerBytesAreCheaperThanStreamedOnes) {
 // flat for 1 MiB, where it measured 1.1-1.3x slower).
 TEST(HostModel, BackToBackMessagesShareOneSocketsEagerBytes) {
   LinkModel model{0, 1e-9, 0};
-  model.beta_eager = 1e-10;
-  model.eager_bytes = 1000;
+  model.set_every_link(LinkCost{0, 1e-9, 1e-10, 1000});
   const CollectiveCall call{Collective::Broadcast, 0, 2, 4000, 0, 4000};
   const double flat = predict_seconds(algorithm(Collective::Broadcast, "flat"), call, 1, model);
-  EXPECT_DOUBLE_EQ(flat, model.message_seconds(4000));
+  EXPECT_DOUBLE_EQ(flat, model.between_hosts.message_seconds(4000));
   const Simulation split = simulate(algorithm(Collective::Broadcast, "scatter-allgather"), call,
                                     DataType::UInt8, ReduceOp::Sum, zeros(call, DataType::UInt8), model);
   double eager_bytes_used = 0;
@@ -379,10 +381,12 @@ TEST(HostModel, LayoutAnswersItsQuestions) {
 }
 
 TEST(HostModel, RejectsALayoutOfTheWrongSize) {
-  LinkModel model{1e-5, 0, 0};
-  model.hosts.host_of_rank = {0, 0, 0};
-  model.hosts.cores_of_host = {1};
-  const CollectiveCall call{Collective::AllReduce, 0, 4, 4, 0, 4};
+  const LinkModel model{1e-5, 0, 0};
+  HostLayout hosts;
+  hosts.host_of_rank = {0, 0, 0};
+  hosts.cores_of_host = {1};
+  CollectiveCall call{Collective::AllReduce, 0, 4, 4, 0, 4};
+  call.hosts = std::make_shared<const HostLayout>(hosts);
   EXPECT_THROW(predict_seconds(algorithm(Collective::AllReduce, "ring"), call, 4, model), Error);
 }
 
