@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <thread>
 
@@ -131,8 +132,12 @@ double memory_bound_seconds(Collective collective, std::string_view algorithm, i
   const collectives::Algorithm* found = collectives::find_algorithm(collective, algorithm);
   if (found == nullptr || rates.copy_gbps <= 0 || rates.reduce_gbps <= 0) return 0;
   double copied = 0, reduced = 0;
+  // Every rank on this one host, as the algorithms see the ranks that share its memory.
+  auto one_host = std::make_shared<collectives::HostLayout>();
+  one_host->host_of_rank.assign(static_cast<std::size_t>(ranks), 0);
   for (int rank = 0; rank < ranks; ++rank) {
     collectives::CollectiveCall call;
+    call.hosts = one_host;
     call.collective = collective;
     call.rank = rank;
     call.size = ranks;
