@@ -152,7 +152,7 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   mesh.host_of_rank = hosts.host_of_rank;
   mesh.local_size = local_size;  // whether its ranks fit on this host's cores decides if the transport spins
   mesh.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
-  transport_ = transport::connect_mesh(*store_, rank, size, mesh);  // CANOPY_TRANSPORT=tcp|verbs|auto
+  transport_ = transport::connect_mesh(*store_, rank, size, mesh);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
   // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
   // collective runs, in an order of their own (docs/GROUPS.md says why not the collectives' sockets).
   auto p2p_store = std::make_shared<PrefixStore>(store_, "p2p");

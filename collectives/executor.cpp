@@ -66,6 +66,7 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
   waiting_to_start_.assign(compiled.start_deps.begin(), compiled.start_deps.end());
   ready_.assign(steps.size(), false);
   received_.assign(steps.size(), false);
+  in_place_.assign(steps.size(), ReduceInPlace{});
   next_send_.assign(peers, 0);
   next_recv_.assign(peers, 0);
   local_ready_.clear();
@@ -103,7 +104,9 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
       std::uint32_t step = it->step;
       *it = in_flight_.back();
       in_flight_.pop_back();
-      if (steps[step].kind == StepKind::RecvReduce)
+      if (in_place_[step].executor != nullptr)
+        complete(step);  // reduced as it arrived
+      else if (steps[step].kind == StepKind::RecvReduce)
         received(step);
       else
         complete(step);
@@ -145,6 +148,15 @@ void Executor::start(std::uint32_t step) {
       in_flight_.push_back({transport.post_recv(s.peer, envelope, {address(s.dst), s.dst.count * size}), step});
       return;
     case StepKind::RecvReduce:
+      // Nothing else uses the destination any more: reduce each piece as it arrives, out of the transport's
+      // memory where it can hand it over. Otherwise (or over sockets) receive into staging, reduce later.
+      if (waiting_to_finish_[step] == 0 && transport.receives_in_place(s.peer)) {
+        in_place_[step].executor = this;
+        in_place_[step].step = step;
+        in_flight_.push_back(
+            {transport.post_recv_in_place(s.peer, envelope, s.staging.count * size, in_place_[step]), step});
+        return;
+      }
       in_flight_.push_back(
           {transport.post_recv(s.peer, envelope, {address(s.staging), s.staging.count * size}), step});
       return;
@@ -169,20 +181,34 @@ void Executor::received(std::uint32_t step) {
 
 void Executor::reduce_and_complete(std::uint32_t step) {
   const Step& s = compiled_->schedule.steps[step];
-  // dst = src (op) staging: src is dst itself, or (the first reduce of a block out of place) the input.
   const std::size_t size = context_->element_size;
   in_slices(s.dst.count, [&](std::uint64_t offset, std::uint64_t count) {
-    reduce_to(context_->dtype, context_->op, address(s.dst) + offset * size, read_address(s.src) + offset * size,
-              address(s.staging) + offset * size, count, s.incoming_first);
+    reduce(s, offset, address(s.staging) + offset * size, count);
   });
   complete(step);
+}
+
+// dst = src (op) incoming over `count` elements from `offset`: src is dst itself, or (the first reduce of a
+// block out of place) the input.
+void Executor::reduce(const Step& s, std::uint64_t offset, const std::byte* incoming, std::uint64_t count) const {
+  const std::size_t size = context_->element_size;
+  reduce_to(context_->dtype, context_->op, address(s.dst) + offset * size, read_address(s.src) + offset * size,
+            incoming, count, s.incoming_first);
+}
+
+void Executor::ReduceInPlace::consume(std::uint64_t offset, std::span<const std::byte> piece) {
+  const std::size_t size = executor->context_->element_size;
+  executor->reduce(executor->compiled_->schedule.steps[step], offset / size, piece.data(), piece.size() / size);
 }
 
 void Executor::complete(std::uint32_t step) {
   ++finished_;
   for (const auto& [next, gates_start] : compiled_->dependents[step]) {
+    // Counted down before `next` may start: a RecvReduce that starts with nothing left to wait for
+    // receives in place.
+    const bool may_finish = --waiting_to_finish_[next] == 0;
     if (gates_start && --waiting_to_start_[next] == 0) make_ready(next);
-    if (--waiting_to_finish_[next] == 0 && received_[next]) reduce_and_complete(next);
+    if (may_finish && received_[next]) reduce_and_complete(next);
   }
 }
 

@@ -67,12 +67,20 @@ class Executor {
     transport::OpId id;
     std::uint32_t step;
   };
+  // A RecvReduce whose message the transport hands over where it lies (shared memory): each piece is
+  // reduced into the destination straight from there, never copied into staging first.
+  struct ReduceInPlace final : transport::PieceSink {
+    Executor* executor = nullptr;
+    std::uint32_t step = 0;
+    void consume(std::uint64_t offset, std::span<const std::byte> piece) override;
+  };
 
   void make_ready(std::uint32_t step);
   void post_ready_messages(int peer);
   void start(std::uint32_t step);
   void received(std::uint32_t step);
   void reduce_and_complete(std::uint32_t step);
+  void reduce(const Step& s, std::uint64_t offset, const std::byte* incoming, std::uint64_t count) const;
   void complete(std::uint32_t step);
   // Runs work(offset, count) over [0, count) in slices, letting the transport move between them.
   template <typename Work>
@@ -89,6 +97,7 @@ class Executor {
   std::vector<std::uint32_t> waiting_to_finish_;  // step -> unfinished deps of any kind
   std::vector<bool> ready_;
   std::vector<bool> received_;                    // RecvReduce: its message is in staging
+  std::vector<ReduceInPlace> in_place_;           // step -> its sink; `executor` set while received in place
   std::vector<std::size_t> next_send_;     // peer -> index into sends_to[peer]
   std::vector<std::size_t> next_recv_;
   std::vector<std::uint32_t> local_ready_;  // Copy steps ready to run

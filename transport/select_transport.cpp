@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "transport/shm/shm_mesh.hpp"
 
 namespace canopy::transport {
 namespace {
@@ -33,12 +34,16 @@ std::optional<std::pair<int, std::string>> first_rank_without_verbs(Store& store
 
 TransportKind transport_kind_from(const Settings& settings) {
   const std::string& value = settings.choice("CANOPY_TRANSPORT");
+  if (value == "shm+tcp") return TransportKind::ShmTcp;
   return value == "tcp" ? TransportKind::Tcp : value == "verbs" ? TransportKind::Verbs : TransportKind::Auto;
 }
 
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options,
                                         TransportKind kind) {
   switch (kind) {
+    case TransportKind::ShmTcp:
+      log::info("rank {}: transport: shm+tcp (CANOPY_TRANSPORT=shm+tcp)", rank);
+      return connect_shm_tcp_mesh(store, rank, size, options);
     case TransportKind::Tcp:
       log::info("rank {}: transport: tcp (CANOPY_TRANSPORT=tcp)", rank);
       return connect_tcp_mesh(store, rank, size, TcpOptions::from(options));
@@ -50,9 +55,9 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
   }
   const VerbsOptions verbs = VerbsOptions::from(options);
   if (auto without = first_rank_without_verbs(store, rank, size, verbs)) {
-    log::info("rank {}: transport: tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {})", rank,
+    log::info("rank {}: transport: shm+tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {})", rank,
               without->first, without->second);
-    return connect_tcp_mesh(store, rank, size, TcpOptions::from(options));
+    return connect_shm_tcp_mesh(store, rank, size, options);
   }
   log::info("rank {}: transport: verbs (CANOPY_TRANSPORT=auto; every rank has an RDMA device)", rank);
   return connect_verbs_mesh(store, rank, size, verbs);

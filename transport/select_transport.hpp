@@ -1,9 +1,10 @@
-// CANOPY_TRANSPORT=tcp|verbs|auto: which transport a communicator's mesh is built on.
-//   tcp    the TCP mesh (transport/tcp)
-//   verbs  the RDMA verbs mesh; Error(Config) "no RDMA device ..." where there is none
-//   auto   (the default) verbs when every rank of the group can open an RDMA device, else TCP; the
-//          ranks agree through the store, so a group never splits between the two. CANOPY_DEBUG=INFO
-//          says which was chosen and why.
+// CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs: which transport a communicator's mesh is built on.
+//   shm+tcp  shared memory between the ranks of one host (transport/shm), TCP between hosts
+//   tcp      the TCP mesh (transport/tcp) for every pair: shared memory off
+//   verbs    the RDMA verbs mesh; Error(Config) "no RDMA device ..." where there is none
+//   auto     (the default) verbs when every rank of the group can open an RDMA device, else shm+tcp; the
+//            ranks agree through the store, so a group never splits between the two. CANOPY_DEBUG=INFO
+//            says which was chosen and why.
 #pragma once
 
 #include <memory>
@@ -18,7 +19,7 @@
 
 namespace canopy::transport {
 
-enum class TransportKind { Tcp, Verbs, Auto };
+enum class TransportKind { ShmTcp, Tcp, Verbs, Auto };
 
 // CANOPY_TRANSPORT; unset means Auto.
 TransportKind transport_kind_from(const Settings& settings);

@@ -8,4 +8,8 @@ std::chrono::microseconds choose_spin(std::optional<std::chrono::microseconds> r
   return local_ranks <= kMostRanksPerCoreToSpin * cores ? default_spin : std::chrono::microseconds(0);
 }
 
+std::chrono::nanoseconds looks_between_yields(int local_ranks, int cores) {
+  return local_ranks <= cores ? kLooksBetweenYields : std::chrono::nanoseconds(0);
+}
+
 }  // namespace canopy::transport

@@ -27,6 +27,22 @@ inline constexpr std::chrono::microseconds kDefaultSpin{50};
 std::chrono::microseconds choose_spin(std::optional<std::chrono::microseconds> requested, int local_ranks,
                                       int cores, std::chrono::microseconds default_spin = kDefaultSpin);
 
+// How long a spin over memory (shared-memory rings: a look costs no syscall) keeps looking between two
+// sched_yield()s: a yield is a syscall that costs more than a small message through a ring, and where every
+// rank of the host has a core of its own, no peer waits for ours. Where ranks outnumber cores, 0: every
+// round of looks yields, so that the peer we wait for, queued behind us, runs at once.
+inline constexpr std::chrono::nanoseconds kLooksBetweenYields{1000};
+std::chrono::nanoseconds looks_between_yields(int local_ranks, int cores);
+
+// Tells the core that this thread only waits (x86 PAUSE, Arm YIELD): the sibling hyperthread runs faster.
+inline void pause_briefly() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // Spinning pays only while the awaited bytes arrive within the spin; on a busy machine every spin runs out
 // and only pushes the peer further back in the run queue (docs/TRANSPORT.md, *Spinning*). So after a few
 // spins in a row ran out, the next waits block without spinning, and each further run of misses doubles how

@@ -19,6 +19,11 @@ void wait_for(Transport& transport, OpId id, Deadline deadline, std::string_view
 
 }  // namespace
 
+OpId Transport::post_recv_in_place(int peer, const Envelope& envelope, std::uint64_t bytes, PieceSink& sink) {
+  (void)envelope, (void)bytes, (void)sink;
+  fail(ErrorCode::InvalidArgument, "rank {}: {} cannot receive from rank {} in place", rank(), name(), peer);
+}
+
 void send(Transport& transport, int peer, const Envelope& envelope, std::span<const std::byte> payload,
           Deadline deadline) {
   wait_for(transport, transport.post_send(peer, envelope, payload), deadline, "send to", peer);

@@ -22,6 +22,16 @@ namespace canopy::transport {
 
 using OpId = std::uint64_t;
 
+// Where an in-place receive hands its payload (Transport::post_recv_in_place): consume() once per piece,
+// in order, from within progress(); a piece's bytes are valid only during the call.
+class PieceSink {
+ public:
+  virtual void consume(std::uint64_t offset, std::span<const std::byte> piece) = 0;
+
+ protected:
+  ~PieceSink() = default;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -39,6 +49,17 @@ class Transport {
   // the payload's size. Receives from one peer match messages in the order they were posted.
   // The arriving header is checked against `envelope` and the size before a payload byte is written.
   virtual OpId post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) = 0;
+
+  // Whether messages from `peer` can be received in place: where they arrive in memory this process can
+  // read (a shared-memory ring), post_recv_in_place() hands the payload to `sink` piece by piece, straight
+  // from there, instead of copying it into a destination (a reduce then reads it where it lies). The
+  // header is checked as for post_recv() before the first piece; every piece is a whole number of
+  // elements for any element size up to 64 bytes. The sink must not call into the transport.
+  virtual bool receives_in_place(int peer) const {
+    (void)peer;
+    return false;
+  }
+  virtual OpId post_recv_in_place(int peer, const Envelope& envelope, std::uint64_t bytes, PieceSink& sink);
 
   // Drives I/O on the calling thread until at least one posted operation has completed (its id is
   // appended to `completed`) or the deadline passes. Returns false when the deadline passed first.

@@ -16,6 +16,7 @@
 #include "bench/collectives/ceiling.hpp"
 #include "bench/collectives/commands.hpp"
 #include "bench/collectives/measurement.hpp"
+#include "bench/collectives/memory_ceiling.hpp"
 #include "bench/collectives/plot.hpp"
 #include "bench/collectives/progress.hpp"
 #include "bench/collectives/report.hpp"
@@ -23,6 +24,7 @@
 #include "bench/collectives/sweep_flags.hpp"
 #include "bench/collectives/transport_in_use.hpp"
 #include "canopy/canopy.hpp"
+#include "common/cpu_list.hpp"
 #include "common/settings.hpp"
 
 namespace canopy::bench {
@@ -77,6 +79,37 @@ double measure_ceiling(const RunInfo& info) {
   }
 }
 
+// The CPUs of this host that any rank may use (the union of every rank's), in every rank.
+std::vector<int> host_cpus(Communicator& comm) {
+  constexpr int kMostCpus = 4096;
+  std::vector<std::uint8_t> usable(kMostCpus, 0);
+  for (int cpu : allowed_cpus())
+    if (cpu < kMostCpus) usable[static_cast<std::size_t>(cpu)] = 1;
+  comm.all_reduce(std::span(usable), ReduceOp::Max);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < kMostCpus; ++cpu)
+    if (usable[static_cast<std::size_t>(cpu)] != 0) cpus.push_back(cpu);
+  return cpus;
+}
+
+// --ceiling, measured by rank 0 while the others wait in their first collective: where the ranks share
+// the host's memory, its copy and reduce rates; over TCP, the loopback exchange. Said on stderr where it
+// cannot be measured; the sweep goes on.
+void measure_ceilings(Communicator& comm, RunInfo& info) {
+  const bool shared_memory = info.hosts == 1 && info.transport.name.starts_with("shm");
+  const std::vector<int> cpus = shared_memory ? host_cpus(comm) : std::vector<int>{};
+  if (comm.rank() != 0) return;
+  if (!shared_memory) {
+    info.loopback_each_way_gbps = measure_ceiling(info);
+    return;
+  }
+  try {
+    info.memory = measure_memory_rates(cpus);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "canopy-bench: could not measure the memory's rates: {}\n", e.what());
+  }
+}
+
 int sweep(const Settings& s) {
   auto dtype = parse_data_type(s.dtype);
   auto op = parse_reduce_op(s.op);
@@ -99,7 +132,8 @@ int sweep(const Settings& s) {
   comm.all_reduce(std::span(hosts), ReduceOp::Sum, {.algorithm = "ring"});
   info.hosts = static_cast<int>(hosts[0]);
   info.transport = transport_in_use(comm);
-  if (s.ceiling && leader) info.loopback_each_way_gbps = measure_ceiling(info);
+  info.chunk_bytes = canopy::Settings::from_environment().size("CANOPY_CHUNK_BYTES");
+  if (s.ceiling) measure_ceilings(comm, info);
 
   int steps = 0;
   for (const auto& [collective, names] : plan)
@@ -167,8 +201,9 @@ void add_sweep_options(CLI::App& app, Settings& s) {
       ->capture_default_str();
   app.add_flag(
       "--ceiling", s.ceiling,
-      "measure the loopback exchange rate first (rank 0) and show busbw as a percentage of the ceiling "
-      "it implies (ranks on one host)");
+      "measure first (rank 0) what bounds ranks on one host: over shared memory the copy and reduce rates "
+      "of every core at once, and each row's time against the time its copies and reduces take at them; "
+      "over TCP the loopback exchange rate, and busbw as a percentage of the ceiling it implies");
   app.add_option("--plot", s.plot, "draw busbw vs size per algorithm into FILE.svg or FILE.png (gnuplot)");
   app.add_flag("!--no-progress", s.progress,
                "no progress line (it is only ever drawn on a terminal, by rank 0)");

@@ -19,6 +19,21 @@ double ceiling_of(const RunInfo& info, Collective collective) {
   return ceiling_busbw_gbps(collective, info.ranks, 2 * info.loopback_each_way_gbps);
 }
 
+// The time the memory allows this row's call (memory_ceiling.hpp); 0 where not measured or not known.
+double bound_us(const RunInfo& info, const BenchResult& r) {
+  if (info.memory.cores == 0 || r.with.collective == Collective::Barrier ||
+      r.with.collective == Collective::AllToAllV)
+    return 0;
+  const bool per_rank_block =
+      r.with.collective == Collective::AllGather || r.with.collective == Collective::ReduceScatter ||
+      r.with.collective == Collective::AllToAll || r.with.collective == Collective::Gather ||
+      r.with.collective == Collective::Scatter;
+  const std::uint64_t count = per_rank_block ? r.count / static_cast<std::uint64_t>(info.ranks) : r.count;
+  const std::size_t chunk = r.with.chunk_bytes > 0 ? r.with.chunk_bytes : info.chunk_bytes;
+  return 1e6 * memory_bound_seconds(r.with.collective, r.algorithm, info.ranks, count, size_of(r.with.dtype),
+                                    chunk, r.with.root, r.with.in_place, info.memory);
+}
+
 }  // namespace
 
 void TablePrinter::header(Collective collective, const RunInfo& info) {
@@ -31,6 +46,13 @@ void TablePrinter::header(Collective collective, const RunInfo& info) {
                "{} on {} ranks of one host cannot pass busbw {:.3f} GB/s\n",
                info.loopback_each_way_gbps, 2 * info.loopback_each_way_gbps, command_name(collective),
                info.ranks, ceiling);
+  if (info.memory.cores > 0)
+    fmt::print(
+        out_,
+        "#\n# memory, measured now with {} cores busy: copies {:.2f} GB/s, reduces {:.2f} GB/s (all "
+        "together, memory to memory); bound = the time the algorithm's copies (each message into a ring "
+        "and out of it) and reduces take at these rates (rings in cache can beat it)\n",
+        info.memory.cores, info.memory.copy_gbps, info.memory.reduce_gbps);
   fmt::print(out_, "#\n# {} on {} ranks ({} host{}), transport {}; cost model: {}\n",
              command_name(collective), info.ranks, info.hosts, info.hosts == 1 ? "" : "s",
              info.transport.describe(), info.link.description);
@@ -39,9 +61,12 @@ void TablePrinter::header(Collective collective, const RunInfo& info) {
       info.latency ? "one call at a time, after a barrier (--latency)" : "a stream of back-to-back calls");
   fmt::print(out_, kColumns, "size", "count", "type", "redop", "root", "algo", "time(us)", "min(us)",
              "max(us)", "model(us)", "algbw", "busbw", "#wrong");
-  fmt::print(out_, "{}\n", ceiling > 0 ? fmt::format(" {:>7}", "ceil") : "");
+  const bool bound = info.memory.cores > 0;
+  fmt::print(out_, "{}{}\n", ceiling > 0 ? fmt::format(" {:>7}", "ceil") : "",
+             bound ? fmt::format(" {:>10} {:>7}", "bound(us)", "of it") : "");
   fmt::print(out_, kColumns, "(B)", "(elements)", "", "", "", "", "", "", "", "", "(GB/s)", "(GB/s)", "");
-  fmt::print(out_, "{}\n", ceiling > 0 ? fmt::format(" {:>7}", "(%)") : "");
+  fmt::print(out_, "{}{}\n", ceiling > 0 ? fmt::format(" {:>7}", "(%)") : "",
+             bound ? fmt::format(" {:>10} {:>7}", "", "(%)") : "");
   std::fflush(out_);
 }
 
@@ -53,7 +78,10 @@ void TablePrinter::row(const BenchResult& r) {
              r.bytes, r.count, to_string(r.with.dtype), to_string(r.with.op), r.with.root, r.algorithm,
              r.time_us, r.min_time_us, r.max_time_us, r.predicted_time_us, r.algbw_gbps, r.busbw_gbps,
              r.wrong);
-  fmt::print(out_, "{}\n", ceiling > 0 ? fmt::format(" {:>7.1f}", 100 * r.busbw_gbps / ceiling) : "");
+  const double bound = bound_us(info_, r);
+  fmt::print(
+      out_, "{}{}\n", ceiling > 0 ? fmt::format(" {:>7.1f}", 100 * r.busbw_gbps / ceiling) : "",
+      info_.memory.cores > 0 ? fmt::format(" {:>10.1f} {:>7.1f}", bound, 100 * bound / r.time_us) : "");
   std::fflush(out_);
   busbw_sum_ += r.busbw_gbps;
   ++rows_;
@@ -100,6 +128,13 @@ nlohmann::ordered_json to_json(const RunInfo& info, const BenchResult& r) {
       {"alpha_between_hosts_s", info.link.alpha_between_hosts_seconds},
       {"beta_between_hosts_s_per_byte", info.link.beta_between_hosts_seconds_per_byte}};
   const double ceiling = ceiling_busbw_gbps(r.with.collective, info.ranks, 2 * info.loopback_each_way_gbps);
+  if (const double bound = bound_us(info, r); bound > 0) {
+    row["memory_cores"] = info.memory.cores;
+    row["memory_copy_gbps"] = info.memory.copy_gbps;
+    row["memory_reduce_gbps"] = info.memory.reduce_gbps;
+    row["bound_time_us"] = bound;
+    row["time_of_bound"] = r.time_us / bound;
+  }
   if (ceiling > 0) {
     row["loopback_each_way_gbps"] = info.loopback_each_way_gbps;
     row["ceiling_busbw_gbps"] = ceiling;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/collectives/measurement.hpp"
+#include "bench/collectives/memory_ceiling.hpp"
 #include "bench/collectives/selection.hpp"
 #include "bench/collectives/transport_in_use.hpp"
 
@@ -21,7 +22,11 @@ struct RunInfo {
   // Measured in the same run (canopy-bench --ceiling): two processes exchanging over loopback, each
   // way. 0 = not measured; then no ceiling column and no ceiling keys.
   double loopback_each_way_gbps = 0;
-  bool latency = false;  // --latency: calls timed one at a time (the header says so)
+  // Measured instead where the ranks share one host's memory (shm+tcp): copy and reduce rates of every
+  // core at once; then each row shows the time its algorithm's copies and reduces take at those rates.
+  MemoryRates memory;
+  std::size_t chunk_bytes = 1 << 20;  // the library's default chunk (CANOPY_CHUNK_BYTES), for the bound
+  bool latency = false;               // --latency: calls timed one at a time (the header says so)
 };
 
 class TablePrinter {

@@ -10,6 +10,7 @@ std::string TransportInUse::describe() const { return requested == name ? name :
 TransportInUse transport_in_use(const Communicator& comm) {
   const char* requested = "auto";
   switch (transport::transport_kind_from(current_environment())) {
+    case transport::TransportKind::ShmTcp: requested = "shm+tcp"; break;
     case transport::TransportKind::Tcp: requested = "tcp"; break;
     case transport::TransportKind::Verbs: requested = "verbs"; break;
     case transport::TransportKind::Auto: break;

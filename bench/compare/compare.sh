@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# compare.sh: Canopy and Open MPI (forced onto TCP) on the same collectives, sizes and rank counts, on
-# this machine, in the same run; prints Canopy/MPI ratios of time and busbw, and both busbw as a
-# percentage of the loopback ceiling canopy-bench measures in the same run.
+# compare.sh: Canopy and Open MPI on the same collectives, sizes and rank counts, on this machine, in the
+# same run, both over TCP (the default) or both over shared memory (--shm); prints Canopy/MPI ratios of
+# time and busbw, and over TCP both busbw as a percentage of the loopback ceiling canopy-bench measures in
+# the same run.
 #
 #   bench/compare/compare.sh [--bin DIR] [--ranks "2 4"] [--collectives "allreduce broadcast"]
 #                            [-b 4] [-e 64M] [-f 16] [-n 20] [-w 5] [--min-time MS] [--latency] [--out DIR]
-#                            [--algo auto] [--repeat N] [--bind core|none]
+#                            [--algo auto] [--repeat N] [--bind core|none] [--shm]
 #
 # --min-time MS times every size for about MS milliseconds on both sides (-n the least; see canopy-bench
 # --help): 200 iterations of a small collective last about a millisecond, which measures how the ranks
@@ -19,7 +20,9 @@
 # run's ratio moves by up to 2x, the median of 5 much less.
 #
 # Open MPI runs with --mca pml ob1 --mca btl tcp,self (TCP even between local ranks: the same transport
-# as Canopy), --oversubscribe (ranks may outnumber cores) and --allow-run-as-root.
+# as Canopy, CANOPY_TRANSPORT=tcp), --oversubscribe (ranks may outnumber cores) and --allow-run-as-root.
+# --shm: Open MPI with --mca btl self,vader (its shared-memory transport), Canopy with
+# CANOPY_TRANSPORT=shm+tcp, and canopy-bench's --ceiling measures the memory's copy and reduce rates instead.
 #
 # By default each runs as its users run it: canopy-run leaves ranks unbound, mpirun binds them (to a core
 # each up to 2 ranks). --bind core binds both (canopy-run --bind-to core, mpirun --bind-to core), --bind
@@ -33,7 +36,7 @@ set -euo pipefail
 bin="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/bin"
 ranks="2 4"
 collectives="allreduce broadcast"
-min=4 max=64M factor=16 iters=20 warmup=5 min_time=0 algo=auto repeat=1
+min=4 max=64M factor=16 iters=20 warmup=5 min_time=0 algo=auto repeat=1 shm=0
 timing=()
 canopy_bind=() mpi_bind=()
 out=""
@@ -59,7 +62,8 @@ while [[ $# -gt 0 ]]; do
         *) echo "compare.sh: --bind takes core or none, not '$2'" >&2; exit 2 ;;
       esac
       shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    --shm) shm=1; shift ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -78,7 +82,13 @@ fi
 mkdir -p "$out"
 echo "# rows in $out; load now: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (others' work makes numbers noisy)"
 
-mpi=(mpirun --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
+if ((shm)); then
+  mpi=(mpirun --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl self,vader)
+  canopy_env=(env CANOPY_TRANSPORT=shm+tcp)
+else
+  mpi=(mpirun --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
+  canopy_env=(env CANOPY_TRANSPORT=tcp)
+fi
 # Milliseconds of canopy-bench's fixed CPU work, now.
 cpu_ms() { "$bin/canopy-bench" cpu | awk '{print $4}'; }
 # One line on the CPU's speed around the two runs, and a warning when it moved by more than 20%.
@@ -103,7 +113,7 @@ for p in $ranks; do
     same_buffers=()
     [[ "$c" == broadcast ]] && same_buffers=(--inplace)
     cpu_before=$(cpu_ms)
-    "$bin/canopy-run" --nproc "$p" --master-port 0 "${canopy_bind[@]}" "$bin/canopy-bench" "$c" --algo "$algo" -b "$min" -e "$max" \
+    "${canopy_env[@]}" "$bin/canopy-run" --nproc "$p" --master-port 0 "${canopy_bind[@]}" "$bin/canopy-bench" "$c" --algo "$algo" -b "$min" -e "$max" \
       -f "$factor" -n "$iters" -w "$warmup" --min-time "$min_time" "${timing[@]}" "${same_buffers[@]}" --ceiling --json "$out/canopy-$c-$p.json" >"$out/canopy-$c-$p.txt" 2>&1 \
       || { echo "canopy-bench failed, see $out/canopy-$c-$p.txt" >&2; status=1; continue; }
     echo "$cpu_before $(cpu_ms)" >"$out/cpu-canopy-$c-$p.txt"
@@ -112,7 +122,7 @@ for p in $ranks; do
       --json "$out/mpi-$c-$p.json" >"$out/mpi-$c-$p.txt" 2>&1 \
       || { echo "canopy-mpi-bench failed, see $out/mpi-$c-$p.txt" >&2; status=1; continue; }
     echo "$cpu_before $(cpu_ms)" >"$out/cpu-mpi-$c-$p.txt"
-    grep -m1 "ceiling, measured now" "$out/canopy-$c-$p.txt" | sed 's/^\[0\] //' || true
+    grep -m1 -E "ceiling, measured now|memory, measured now" "$out/canopy-$c-$p.txt" | sed 's/^\[0\] //' || true
     report_cpu "$out/cpu-canopy-$c-$p.txt" "$out/cpu-mpi-$c-$p.txt"
     "$bin/canopy-bench" compare "$out/canopy-$c-$p.json" "$out/mpi-$c-$p.json" --peer-name mpi || status=1
   done

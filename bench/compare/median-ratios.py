@@ -4,14 +4,15 @@
     bench/compare/median-ratios.py ROUND_DIR...      # each holding canopy-C-P.json and mpi-C-P.json
 
 One line per (collective, ranks, size): the algorithm Canopy ran most often, the median Canopy and MPI
-times, the median of the per-round ratios (each round's Canopy time over the same round's MPI time), and
-every round's ratio, so the spread stays in view. A round whose fixed CPU work (cpu-*.txt, timed by
+times, the median of the per-round ratios (each round's Canopy time over the same round's MPI time),
+every round's ratio, so the spread stays in view, and a bootstrap 95% interval of the median ratio. A round whose fixed CPU work (cpu-*.txt, timed by
 compare.sh before and after each run) moved by more than 20% around its two runs is marked '~': the
 machine changed speed under it. "steady" is the median over the other rounds.
 """
 import collections
 import json
 import pathlib
+import random
 import statistics
 import sys
 
@@ -19,6 +20,14 @@ if len(sys.argv) < 2:
     sys.exit(__doc__)
 
 STEADY = 1.2  # the most the CPU's speed may move around a round's two runs for it to count as steady
+RESAMPLES = 2000  # for the bootstrap interval of the median
+
+
+def median_interval(ratios):
+    """A bootstrap 95% interval of the median of `ratios` (seeded: the same rounds print the same)."""
+    draw = random.Random(0)
+    medians = sorted(statistics.median(draw.choices(ratios, k=len(ratios))) for _ in range(RESAMPLES))
+    return medians[int(0.025 * RESAMPLES)], medians[int(0.975 * RESAMPLES) - 1]
 
 
 def cpu_steady(directory, stem):
@@ -49,7 +58,7 @@ for directory in map(pathlib.Path, sys.argv[1:]):
 if not rounds:
     sys.exit("median-ratios.py: no canopy-*.json with a matching mpi-*.json in " + " ".join(sys.argv[1:]))
 print(f"{'collective':>10} {'ranks':>5} {'size(B)':>10} {'canopy algo':>18} {'canopy us':>10} {'mpi us':>10}"
-      f" {'median ratio':>12} {'steady':>7}  ratios per round ('~': the CPU's speed moved)")
+      f" {'median ratio':>12} {'steady':>7}  ratios per round ('~': the CPU's speed moved), 95% interval")
 unsteady = 0
 for (collective, ranks, size), runs in sorted(rounds.items()):
     algo = collections.Counter(r[0] for r in runs).most_common(1)[0][0]
@@ -59,6 +68,7 @@ for (collective, ranks, size), runs in sorted(rounds.items()):
     print(f"{collective:>10} {ranks:>5} {size:>10} {algo:>18} {statistics.median(r[1] for r in runs):>10.1f}"
           f" {statistics.median(r[2] for r in runs):>10.1f} {statistics.median(ratios):>12.2f}"
           f" {f'{statistics.median(steady):.2f}' if steady else '-':>7}  "
-          + " ".join(f"{x:.2f}{'' if s else '~'}" for x, (*_, s) in zip(ratios, runs)))
+          + " ".join(f"{x:.2f}{'' if s else '~'}" for x, (*_, s) in zip(ratios, runs))
+          + "  [{:.2f}, {:.2f}]".format(*median_interval(ratios)))
 print(f"# {len(sys.argv) - 1} rounds; ratio = Canopy time / Open MPI time (below 1: Canopy faster);"
       f" {unsteady} row-rounds met a CPU whose speed moved by more than {100 * (STEADY - 1):.0f}%")

@@ -1,6 +1,6 @@
-// canopy-p2p-bench: two processes on loopback; throughput of large messages one way and both ways, and
-// the round-trip latency of 8-byte messages, through Canopy's TCP transport and through a plain
-// blocking socket pair in the same run, side by side.
+// canopy-p2p-bench: two processes on one host; throughput of large messages one way and both ways, and
+// the round-trip latency of 8-byte messages, through Canopy's transport (TCP, or with --shm shared
+// memory) and through a plain blocking loopback socket pair in the same run, side by side.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -17,6 +17,7 @@
 #include "bench/p2p/links.hpp"
 #include "canopy/store.hpp"
 #include "common/error.hpp"
+#include "transport/shm/shm_mesh.hpp"
 #include "transport/tcp/socket.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
@@ -32,6 +33,7 @@ struct Config {
   int warmup = 1000;
   std::string ifname = "=lo";
   int spin_us = 0;
+  bool shm = false;
 };
 
 struct Result {
@@ -97,8 +99,9 @@ void print_table(const Config& config, const Result& canopy, const Result& plain
     std::printf("%-34s %12.3f %14.3f %12.2f%s\n", what, c, p, c / p,
                 higher_is_better ? "" : " (lower is better)");
   };
-  std::printf("canopy-p2p-bench: 2 processes over loopback, %zu MiB x %d messages, %d round trips of 8 B\n",
-              config.message_mib, config.messages, config.pings);
+  std::printf("canopy-p2p-bench: 2 processes, Canopy over %s, %zu MiB x %d messages, %d round trips of 8 B\n",
+              config.shm ? "shared memory" : "loopback TCP", config.message_mib, config.messages,
+              config.pings);
   std::printf("%-34s %12s %14s %12s\n", "measurement", "canopy", "plain socket", "canopy/plain");
   row("one way, GB/s", canopy.one_way_gbs, plain.one_way_gbs, true);
   row("both ways, GB/s each direction", canopy.both_ways_gbs, plain.both_ways_gbs, true);
@@ -118,7 +121,12 @@ void run_rank(int rank, const Config& config, std::uint16_t store_port, int list
   options.socket_ifname = config.ifname;
   options.connect_timeout = std::chrono::seconds(30);
   options.spin = std::chrono::microseconds(config.spin_us);
-  auto transport = transport::connect_tcp_mesh(*store, rank, 2, options);
+  transport::ShmOptions shm;
+  shm.comm_id = options.comm_id;
+  shm.job_token = options.job_token;
+  shm.host_of_rank = {0, 0};
+  auto transport = config.shm ? transport::connect_shm_tcp_mesh(*store, rank, 2, options, shm)
+                              : transport::connect_tcp_mesh(*store, rank, 2, options);
   CanopyLink canopy_link(*transport);
   Result canopy = measure(canopy_link, rank, config, out, in);
 
@@ -139,7 +147,9 @@ void run_rank(int rank, const Config& config, std::uint16_t store_port, int list
 int main(int argc, char** argv) {
   using namespace canopy;
   bench::Config config;
-  CLI::App app{"canopy-p2p-bench: Canopy's TCP transport against a plain socket, between 2 local processes"};
+  CLI::App app{
+      "canopy-p2p-bench: Canopy's transport (TCP, or shared memory) against a plain socket, between 2 local "
+      "processes"};
   app.add_option("--message-mib", config.message_mib, "size of the large messages, MiB")
       ->check(CLI::Range(1, 4096));
   app.add_option("--messages", config.messages, "large messages per throughput test")
@@ -151,6 +161,7 @@ int main(int argc, char** argv) {
   app.add_option("--spin-us", config.spin_us,
                  "Canopy busy-polls this long before blocking (TcpOptions::spin)")
       ->check(CLI::Range(0, 1000000));
+  app.add_flag("--shm", config.shm, "Canopy's messages go through shared memory (shm+tcp), not loopback TCP");
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -22,8 +22,8 @@ WHICH=${1:-all}
 # (The kernels skip target_clones under TSan: ifunc resolvers would run before its runtime.)
 # The reliability label is left out to keep CI within its time; docs/RELIABILITY.md has the command.
 TSAN_LABELS='rendezvous|transport'
-TSAN_TARGETS=(rendezvous_test transport_frame_test transport_tcp_test communicator_test liveness_monitor_test
-              point_to_point_test groups_test)
+TSAN_TARGETS=(rendezvous_test transport_frame_test transport_tcp_test transport_data_test transport_shm_test
+              communicator_test liveness_monitor_test point_to_point_test groups_test)
 
 source "$ROOT/scripts/ci/stage.sh"
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bench/collectives/cpu_speed.hpp"
+#include "bench/collectives/memory_ceiling.hpp"
 #include "canopy/error.hpp"
 #include "tests/support/child_process.hpp"
 
@@ -39,6 +40,38 @@ TEST(Ceiling, RefusesAnEmptyMeasurement) {
   CeilingOptions options;
   options.message_bytes = 0;
   EXPECT_THROW(measure_loopback_ceiling(options), Error);
+}
+
+TEST(MemoryCeiling, MeasuresEveryCpuCopyingAndReducingAtOnce) {
+  const MemoryRates rates = measure_memory_rates({0, 0}, {.bytes = 1 << 20, .repetitions = 2});
+  EXPECT_EQ(rates.cores, 2);
+  EXPECT_GT(rates.copy_gbps, 0);
+  EXPECT_GT(rates.reduce_gbps, 0);
+  EXPECT_THROW(measure_memory_rates({}), Error);
+}
+
+// The bound counts what the schedules do: a ring all-reduce of n bytes on P ranks makes each rank send
+// 2(P-1)/P n (each copied in and out of a ring) and reduce (P-1)/P n of it, 3(P-1)n copied and (P-1)n
+// reduced on the host in all.
+TEST(MemoryCeiling, TheBoundIsTheAlgorithmsCopiesAndReducesAtTheRates) {
+  const MemoryRates rates{2, 10.0, 5.0};
+  const std::uint64_t count = 1 << 20;  // float32: 4 MiB
+  const double n = 4.0 * count;
+  for (int p : {2, 4}) {
+    const double expected = 3 * (p - 1) * n / 10e9 + (p - 1) * n / 5e9;
+    EXPECT_NEAR(memory_bound_seconds(Collective::AllReduce, "ring", p, count, 4, 1 << 20, 0, true, rates),
+                expected, expected * 1e-9)
+        << p << " ranks";
+  }
+  // A broadcast's leaves each receive n once: P-1 messages, each copied in and out.
+  const double chain = 2 * 3 * n / 10e9;
+  EXPECT_NEAR(memory_bound_seconds(Collective::Broadcast, "chain", 4, count, 4, 1 << 20, 0, true, rates),
+              chain, chain * 1e-9);
+  EXPECT_EQ(
+      memory_bound_seconds(Collective::AllReduce, "no such algorithm", 2, count, 4, 1 << 20, 0, true, rates),
+      0);
+  EXPECT_EQ(memory_bound_seconds(Collective::AllReduce, "ring", 2, count, 4, 1 << 20, 0, true, MemoryRates{}),
+            0);
 }
 
 // The CPU's speed now, as compare.sh reads it: one "cpu fixed work: X ms" line per --times.

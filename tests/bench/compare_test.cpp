@@ -67,6 +67,7 @@ TEST(Compare, MedianRatiosOverRounds) {
   EXPECT_NE(result.out.find("tree       12.0       20.0         0.60    0.55  0.50 1.50~ 0.60"),
             std::string::npos)
       << result.out;
+  EXPECT_NE(result.out.find("0.60  [0.50, 1.50]"), std::string::npos) << result.out;  // the bootstrap interval
   EXPECT_NE(result.out.find("1 row-rounds met a CPU whose speed moved"), std::string::npos) << result.out;
   EXPECT_NE(testing::run_shell("python3 " CANOPY_SOURCE_DIR "/bench/compare/median-ratios.py " + dir.path())
                 .exit_code,

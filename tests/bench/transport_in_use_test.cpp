@@ -19,16 +19,18 @@ TEST(TransportInUse, NamesTheRequestOnlyWhenItWasLeftToAuto) {
 }
 
 TEST(TransportInUse, ReportsWhatTheGroupRunsOn) {
-  testing::ScopedEnv env;
-  env.set("CANOPY_TRANSPORT", "tcp");  // the forked ranks inherit it
-  testing::run_group(
-      2,
-      [](Communicator& comm) {
-        TransportInUse in_use = transport_in_use(comm);
-        testing::require(in_use.name == "tcp" && in_use.requested == "tcp", "rank {} reports '{}'",
-                         comm.rank(), in_use.describe());
-      },
-      testing::group_options("transport-in-use"));
+  for (const char* transport : {"tcp", "shm+tcp"}) {
+    testing::ScopedEnv env;
+    env.set("CANOPY_TRANSPORT", transport);  // the forked ranks inherit it
+    testing::run_group(
+        2,
+        [transport](Communicator& comm) {
+          TransportInUse in_use = transport_in_use(comm);
+          testing::require(in_use.name == transport && in_use.requested == transport, "rank {} reports '{}'",
+                           comm.rank(), in_use.describe());
+        },
+        testing::group_options("transport-in-use"));
+  }
 }
 
 }  // namespace

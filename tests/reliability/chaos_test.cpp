@@ -1,8 +1,8 @@
-// Chaos over real processes: a 4-rank job doing back-to-back all-reduces over real TCP, and one of its
-// ranks SIGKILLed or SIGSTOPped at a random moment, or its store process killed. Every survivor must
-// end with an error within its call deadline (plus slack for a loaded machine); none may hang, crash or
-// see a wrong result. CANOPY_CHAOS_TRIALS=<n> runs n trials of each scenario (the default is small so
-// that ctest stays quick); CANOPY_CHAOS_SEED picks the random sequence; every trial prints one line.
+// Chaos over real processes: a 4-rank job doing back-to-back all-reduces over shared memory (or real TCP),
+// and one of its ranks SIGKILLed or SIGSTOPped at a random moment, or its store process killed. Every
+// survivor must end with an error within its call deadline (plus slack for a loaded machine); none may hang,
+// crash or see a wrong result. CANOPY_CHAOS_TRIALS=<n> runs n trials of each scenario (the default is small
+// so that ctest stays quick); CANOPY_CHAOS_SEED picks the random sequence; every trial prints one line.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -230,16 +230,26 @@ void rank_failure_trial(int trial, int signal_number, std::mt19937& random, Tall
   EXPECT_TRUE(all_ended);
 }
 
-TEST(Chaos, SigkilledRankFailsEverySurvivorWithinTheDeadline) {
+// Over shared memory (the ranks of one host, the default) and over TCP alone.
+class ChaosOver : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ChaosOver, SigkilledRankFailsEverySurvivorWithinTheDeadline) {
   testing::ScopedEnv env;
   use_loopback_only(env);
   use_quick_heartbeat(env);
+  env.set("CANOPY_TRANSPORT", GetParam());
   auto random = trial_random();
   Tally tally;
   for (int trial = 0, n = trials_of(10); trial < n; ++trial)
     rank_failure_trial(trial, SIGKILL, random, tally);
-  tally.print("SIGKILL a rank");
+  tally.print(GetParam() == std::string("tcp") ? "SIGKILL a rank (tcp)" : "SIGKILL a rank (shm+tcp)");
 }
+
+std::string transport_name(const ::testing::TestParamInfo<const char*>& param) {
+  return param.param == std::string("tcp") ? "Tcp" : "Shm";
+}
+
+INSTANTIATE_TEST_SUITE_P(Links, ChaosOver, ::testing::Values("shm+tcp", "tcp"), transport_name);
 
 TEST(Chaos, SigstoppedRankIsFoundByItsHeartbeatAndNamedByEverySurvivor) {
   testing::ScopedEnv env;

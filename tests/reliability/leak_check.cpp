@@ -24,10 +24,18 @@ int entries(const char* directory) {
   return n;
 }
 
+// The mappings of memfds named "canopy-ring" (transport/shm/shm_ring.cpp).
+int ring_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);) n += line.find("canopy-ring") != std::string::npos;
+  return n;
+}
+
 }  // namespace
 
 Holdings current_holdings() {
-  return {entries("/proc/self/fd"), entries("/proc/self/task")};
+  return {entries("/proc/self/fd"), entries("/proc/self/task"), ring_mappings()};
 }
 
 std::string leaks_since(const Holdings& before) {
@@ -41,6 +49,7 @@ std::string leaks_since(const Holdings& before) {
   if (now.descriptors > before.descriptors)
     leaked.push_back(fmt::format("{} descriptors", now.descriptors - before.descriptors));
   if (now.threads > before.threads) leaked.push_back(fmt::format("{} threads", now.threads - before.threads));
+  if (now.rings > before.rings) leaked.push_back(fmt::format("{} rings", now.rings - before.rings));
 #if defined(__SANITIZE_ADDRESS__)
   if (__lsan_do_recoverable_leak_check() != 0) leaked.push_back("heap (see LeakSanitizer's report above)");
 #endif

@@ -30,6 +30,13 @@ TEST(SpinRule, AnExplicitSettingWinsEitherWay) {
   EXPECT_EQ(choose_spin(microseconds(200), 8, 2), microseconds(200));
 }
 
+TEST(SpinRule, ASpinOverMemoryYieldsEveryRoundOnlyWhereRanksOutnumberCores) {
+  EXPECT_EQ(looks_between_yields(2, 2), kLooksBetweenYields);
+  EXPECT_EQ(looks_between_yields(1, 16), kLooksBetweenYields);
+  EXPECT_EQ(looks_between_yields(3, 2), std::chrono::nanoseconds(0));
+  EXPECT_EQ(looks_between_yields(8, 2), std::chrono::nanoseconds(0));
+}
+
 // CANOPY_SOCKET_SPIN_US is "not set" unless it is in the environment: 0 there means "never spin".
 TEST(SpinRule, EnvironmentVariableIsOptional) {
   testing::ScopedEnv env;

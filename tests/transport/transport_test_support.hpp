@@ -1,20 +1,25 @@
 // What the transport tests share: loopback-only options, envelopes, reproducible random payloads.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "canopy/error.hpp"
 #include "common/deadline.hpp"
 #include "common/env.hpp"
 #include "tests/support/ranks.hpp"
 #include "transport/envelope.hpp"
 #include "transport/mesh_options.hpp"
+#include "transport/shm/shm_mesh.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy::testing {
@@ -34,6 +39,31 @@ inline transport::MeshOptions loopback_mesh_options(std::uint64_t comm_id,
 inline transport::TcpOptions loopback_options(std::uint64_t comm_id,
                                               std::string token = "transport-test-token") {
   return transport::TcpOptions::from(loopback_mesh_options(comm_id, std::move(token)));
+}
+
+// Shared-memory options to go with TCP's `options` (the same comm id, token and deadline): `shm`'s rings,
+// every rank on one host unless `hosts` says otherwise.
+inline transport::ShmOptions shm_options_like(const transport::TcpOptions& options, int size,
+                                              transport::ShmOptions shm = {}, std::vector<int> hosts = {}) {
+  shm.comm_id = options.comm_id;
+  shm.job_token = options.job_token;
+  shm.connect_timeout = options.connect_timeout;
+  shm.host_of_rank = hosts.empty() ? std::vector<int>(static_cast<std::size_t>(size), 0) : std::move(hosts);
+  return shm;
+}
+
+// The links a data-path test runs over: TCP between every pair, or shared memory (all ranks on one host).
+enum class LinkKind { Tcp, Shm };
+inline std::string_view to_string(LinkKind kind) {
+  return kind == LinkKind::Tcp ? "Tcp" : "Shm";
+}
+
+inline std::unique_ptr<transport::Transport> connect_loopback_mesh(LinkKind kind, Store& store, int rank,
+                                                                   int size,
+                                                                   const transport::TcpOptions& options,
+                                                                   const transport::ShmOptions& shm = {}) {
+  if (kind == LinkKind::Tcp) return transport::connect_tcp_mesh(store, rank, size, options);
+  return transport::connect_shm_tcp_mesh(store, rank, size, options, shm_options_like(options, size, shm));
 }
 
 inline transport::Envelope p2p_envelope(std::uint64_t comm_id, std::uint64_t seq, std::uint32_t step = 0,
@@ -107,6 +137,23 @@ inline void exchange_with_everyone(transport::Transport& t, std::uint64_t comm_i
   }
 }
 
+// Each forked rank must have ended well; a failure names the rank and how it ended.
+inline void expect_all_ok(const std::vector<RankExit>& exits) {
+  for (std::size_t rank = 0; rank < exits.size(); ++rank)
+    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+}
+
+// The canopy::Error that `fn` throws; std::runtime_error naming `what` when it throws none.
+template <typename Fn>
+Error error_from(Fn&& fn, const char* what) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e;
+  }
+  throw std::runtime_error(fmt::format("{}: expected a canopy::Error, none was thrown", what));
+}
+
 // Progresses until every one of `ids` is done; fails the test at the deadline.
 inline void wait_all(transport::Transport& t, std::vector<transport::OpId> ids,
                      Deadline deadline = test_deadline()) {
@@ -120,6 +167,28 @@ inline void wait_all(transport::Transport& t, std::vector<transport::OpId> ids,
 }
 inline void wait_one(transport::Transport& t, transport::OpId id, Deadline deadline = test_deadline()) {
   wait_all(t, {id}, deadline);
+}
+
+// Rank 0 sends each of `sizes` to rank 1, which checks it and sends it back; rank 0 checks what came back.
+inline void round_trip_bit_exactly(transport::Transport& t, std::uint64_t comm_id,
+                                   const std::vector<std::size_t>& sizes) {
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::size_t n = sizes[i];
+    auto envelope = p2p_envelope(comm_id, i, 0, n);
+    if (t.rank() == 0) {
+      auto original = random_bytes(n, 1000 + n);
+      wait_one(t, t.post_send(1, envelope, original));
+      std::vector<std::byte> back(n, std::byte{0x5A});
+      wait_one(t, t.post_recv(1, envelope, back));
+      require(back == original, "{} bytes did not come back bit-exactly", n);
+    } else {
+      std::vector<std::byte> received(n, std::byte{0x5A});
+      wait_one(t, t.post_recv(0, envelope, received));
+      const long long bad = first_difference(received, 1000 + n);
+      require(bad < 0, "{} bytes arrived damaged at byte {}", n, bad);
+      wait_one(t, t.post_send(0, envelope, received));
+    }
+  }
 }
 
 }  // namespace canopy::testing

@@ -369,6 +369,7 @@ TEST(Settings, VerbsOptionsFromEnvironment) {
 TEST(Settings, TransportKind) {
   EXPECT_EQ(transport_kind_from(EnvMap{}), TransportKind::Auto);
   EXPECT_EQ(transport_kind_from(EnvMap{{"CANOPY_TRANSPORT", "tcp"}}), TransportKind::Tcp);
+  EXPECT_EQ(transport_kind_from(EnvMap{{"CANOPY_TRANSPORT", "shm+tcp"}}), TransportKind::ShmTcp);
   EXPECT_EQ(transport_kind_from(EnvMap{{"CANOPY_TRANSPORT", "verbs"}}), TransportKind::Verbs);
   EXPECT_EQ(transport_kind_from(EnvMap{{"CANOPY_TRANSPORT", "auto"}}), TransportKind::Auto);
   try {

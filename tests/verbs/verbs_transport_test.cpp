@@ -21,7 +21,9 @@
 namespace canopy::transport {
 namespace {
 
+using testing::error_from;
 using testing::exchange_with_everyone;
+using testing::expect_all_ok;
 using testing::p2p_envelope;
 using testing::require;
 using testing::wait_all;
@@ -52,21 +54,6 @@ std::vector<testing::RankExit> run_mesh_processes(int size, const VerbsOptions& 
     return connect_verbs_mesh(store, rank, n, options);
   };
   return testing::run_mesh_processes(size, connect, body, timeout);
-}
-
-void expect_all_ok(const std::vector<testing::RankExit>& exits) {
-  for (std::size_t rank = 0; rank < exits.size(); ++rank)
-    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
-}
-
-template <typename Fn>
-Error error_from(Fn&& fn, const char* what) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
-  }
-  throw std::runtime_error(fmt::format("{}: expected a canopy::Error, none was thrown", what));
 }
 
 // ---- selection: runs everywhere ----
@@ -126,25 +113,8 @@ TEST(VerbsTransport, OddSizesRoundTripBitExactly) {
   VerbsOptions options = test_options(kComm);
   options.max_chunk_bytes = 4096;  // 1 MiB = 256 writes: more than the send queue holds
   const std::vector<std::size_t> sizes = {0, 1, 7, 4099, 65536, 65536 + 1, (std::size_t{1} << 20) + 3};
-  expect_all_ok(run_mesh_processes(2, options, [&](Transport& t) {
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-      const std::size_t n = sizes[i];
-      auto envelope = p2p_envelope(kComm, i, 0, n);
-      if (t.rank() == 0) {
-        auto original = testing::random_bytes(n, 1000 + n);
-        wait_one(t, t.post_send(1, envelope, original));
-        std::vector<std::byte> back(n, std::byte{0x5A});
-        wait_one(t, t.post_recv(1, envelope, back));
-        require(back == original, "{} bytes did not come back bit-exactly", n);
-      } else {
-        std::vector<std::byte> received(n, std::byte{0x5A});
-        wait_one(t, t.post_recv(0, envelope, received));
-        require(testing::first_difference(received, 1000 + n) < 0, "{} bytes arrived damaged at byte {}", n,
-                testing::first_difference(received, 1000 + n));
-        wait_one(t, t.post_send(0, envelope, received));
-      }
-    }
-  }));
+  expect_all_ok(run_mesh_processes(2, options,
+                                   [&](Transport& t) { testing::round_trip_bit_exactly(t, kComm, sizes); }));
 }
 
 // Many more messages in flight both ways than there are receive slots, staging slots or send-queue

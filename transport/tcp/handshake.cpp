@@ -25,6 +25,8 @@ std::string_view to_string(AckStatus status) {
       return "rank out of range or not expected on this side";
     case AckStatus::Duplicate:
       return "a connection from this rank already exists";
+    case AckStatus::OtherUser:
+      return "the connecting process runs as another user";
   }
   return "unknown status";
 }
@@ -80,7 +82,7 @@ Ack decode_ack(std::span<const std::byte, kAckSize> in) {
     fail(ErrorCode::Protocol, "handshake answer version {} is not supported (this build speaks {})", version,
          kHandshakeVersion);
   auto status = get<std::uint8_t>(&in[5]);
-  if (status > static_cast<std::uint8_t>(AckStatus::Duplicate))
+  if (status > static_cast<std::uint8_t>(AckStatus::OtherUser))
     fail(ErrorCode::Protocol, "handshake answer with unknown status {}", status);
   Ack ack;
   ack.status = static_cast<AckStatus>(status);

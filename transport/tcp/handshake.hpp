@@ -38,7 +38,8 @@ enum class AckStatus : std::uint8_t {
   WrongToken = 1,
   WrongComm = 2,
   BadRank = 3,
-  Duplicate = 4
+  Duplicate = 4,
+  OtherUser = 5  // the shared-memory handshake: the connecting process runs as another user
 };
 std::string_view to_string(AckStatus status);
 

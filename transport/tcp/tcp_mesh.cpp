@@ -13,11 +13,12 @@
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "transport/mesh_transport.hpp"
 #include "transport/spin_rule.hpp"
 #include "transport/tcp/handshake.hpp"
 #include "transport/tcp/interfaces.hpp"
 #include "transport/tcp/socket.hpp"
-#include "transport/tcp/tcp_socket_transport.hpp"
+#include "transport/tcp/tcp_links.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy::transport {
@@ -374,16 +375,26 @@ TcpOptions TcpOptions::from(const MeshOptions& mesh) {
   return options;
 }
 
-std::unique_ptr<Transport> connect_tcp_mesh(Store& store, int rank, int size, const TcpOptions& options) {
+std::vector<PeerLink> connect_tcp_links(Store& store, int rank, int size, const TcpOptions& options) {
   if (size < 1 || rank < 0 || rank >= size)
     fail(ErrorCode::InvalidArgument, "connect_tcp_mesh: rank {} is not in a group of size {}", rank, size);
-  MeshBuilder builder(store, rank, size, options);
+  return MeshBuilder(store, rank, size, options).build();
+}
+
+std::chrono::microseconds chosen_spin(const TcpOptions& options, int size) {
   const int local_ranks = options.local_size > 0 ? options.local_size : size;
   const int cores = options.host_cores > 0 ? options.host_cores : usable_cores();
   const auto spin = choose_spin(options.spin, local_ranks, cores);
-  log::debug("rank {}: sockets busy-poll for {} us before blocking ({}; {} local rank(s), {} usable core(s))",
-             rank, spin.count(), options.spin ? "CANOPY_SOCKET_SPIN_US" : "chosen", local_ranks, cores);
-  return std::make_unique<TcpSocketTransport>(rank, size, builder.build(), spin);
+  log::debug("links busy-poll for {} us before blocking ({}; {} local rank(s), {} usable core(s))",
+             spin.count(), options.spin ? "CANOPY_SOCKET_SPIN_US" : "chosen", local_ranks, cores);
+  return spin;
+}
+
+std::unique_ptr<Transport> connect_tcp_mesh(Store& store, int rank, int size, const TcpOptions& options) {
+  auto links = connect_tcp_links(store, rank, size, options);
+  auto mesh = std::make_unique<MeshTransport>(rank, size, "tcp", chosen_spin(options, size));
+  mesh->add_part(std::make_unique<TcpLinks>(rank, std::move(links), mesh->abort_state()));
+  return mesh;
 }
 
 }  // namespace canopy::transport

@@ -1,4 +1,5 @@
-// The data path between real processes (and threads where a test needs to reach inside one process).
+// The data path between real processes (and threads where a test needs to reach inside one process), over
+// TCP and over shared memory alike: every test runs once per kind of link (DataPath/Tcp, DataPath/Shm).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -13,73 +14,60 @@
 #include "tests/transport/memory_store.hpp"
 #include "tests/transport/transport_test_support.hpp"
 #include "transport/frame.hpp"
+#include "transport/shm/shm_mesh.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy::transport {
 namespace {
 
+using testing::error_from;
 using testing::exchange_with_everyone;
+using testing::expect_all_ok;
 using testing::loopback_options;
 using testing::p2p_envelope;
 using testing::require;
 using testing::wait_all;
 using testing::wait_one;
 
+using testing::LinkKind;
 using RankBody = std::function<void(Transport& t)>;
 
-// Forks `size` ranks that form a TCP mesh and run `body`; returns how each ended.
-std::vector<testing::RankExit> run_mesh_processes(int size, std::uint64_t comm_id, const RankBody& body) {
-  auto connect = [comm_id](Store& store, int rank, int n) {
-    return connect_tcp_mesh(store, rank, n, loopback_options(comm_id));
-  };
-  return testing::run_mesh_processes(size, connect, body, std::chrono::seconds(60));
-}
-
-void expect_all_ok(const std::vector<testing::RankExit>& exits) {
-  for (std::size_t rank = 0; rank < exits.size(); ++rank)
-    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
-}
-
-template <typename Fn>
-Error error_from(Fn&& fn, const char* what) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
+class DataPath : public ::testing::TestWithParam<LinkKind> {
+ protected:
+  LinkKind kind() const { return GetParam(); }
+  std::unique_ptr<Transport> connect(Store& store, int rank, int size, std::uint64_t comm_id,
+                                     std::optional<std::chrono::microseconds> spin = std::nullopt) const {
+    auto options = loopback_options(comm_id);
+    options.spin = spin;
+    auto mesh = testing::connect_loopback_mesh(kind(), store, rank, size, options);
+    const std::string_view expected = kind() == LinkKind::Tcp || size == 1 ? "tcp" : "shm+tcp";
+    require(mesh->name() == expected, "rank {}: the mesh is {}, not {}", rank, mesh->name(), expected);
+    return mesh;
   }
-  throw std::runtime_error(fmt::format("{}: expected a canopy::Error, none was thrown", what));
-}
+  // Forks `size` ranks that form the mesh and run `body`; returns how each ended.
+  std::vector<testing::RankExit> run_mesh_processes(int size, std::uint64_t comm_id,
+                                                    const RankBody& body) const {
+    auto connect = [this, comm_id](Store& store, int rank, int n) {
+      return this->connect(store, rank, n, comm_id);
+    };
+    return testing::run_mesh_processes(size, connect, body, std::chrono::seconds(60));
+  }
+};
 
-TEST(TcpData, MeshOfTwoToFiveRanksAsProcesses) {
+TEST_P(DataPath, MeshOfTwoToFiveRanksAsProcesses) {
   for (int size = 2; size <= 5; ++size)
     expect_all_ok(
         run_mesh_processes(size, 200 + size, [&](Transport& t) { exchange_with_everyone(t, 200 + size); }));
 }
 
-TEST(TcpData, OddSizesRoundTripBitExactly) {
+TEST_P(DataPath, OddSizesRoundTripBitExactly) {
   constexpr std::uint64_t kComm = 3;
   const std::vector<std::size_t> sizes = {0, 1, 7, 4099, 65536 + 1, (std::size_t{1} << 20) + 3};
-  expect_all_ok(run_mesh_processes(2, kComm, [&](Transport& t) {
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-      const std::size_t n = sizes[i];
-      auto envelope = p2p_envelope(kComm, i, 0, n);
-      if (t.rank() == 0) {
-        auto original = testing::random_bytes(n, 1000 + n);
-        wait_one(t, t.post_send(1, envelope, original));
-        std::vector<std::byte> back(n, std::byte{0x5A});
-        wait_one(t, t.post_recv(1, envelope, back));
-        require(back == original, "{} bytes did not come back bit-exactly", n);
-      } else {
-        std::vector<std::byte> received(n, std::byte{0x5A});
-        wait_one(t, t.post_recv(0, envelope, received));
-        require(testing::first_difference(received, 1000 + n) == -1, "{} bytes arrived corrupted", n);
-        wait_one(t, t.post_send(0, envelope, received));
-      }
-    }
-  }));
+  expect_all_ok(
+      run_mesh_processes(2, kComm, [&](Transport& t) { testing::round_trip_bit_exactly(t, kComm, sizes); }));
 }
 
-TEST(TcpData, BackToBackMessagesOfMixedSizesArriveIntact) {
+TEST_P(DataPath, BackToBackMessagesOfMixedSizesArriveIntact) {
   // Posted all at once, so frames are read ahead together and headers straddle reads: sizes around the
   // header (56 B) and the read-ahead buffer (64 KiB), large ones in between.
   constexpr std::uint64_t kComm = 12;
@@ -108,10 +96,10 @@ TEST(TcpData, BackToBackMessagesOfMixedSizesArriveIntact) {
 
 // The flags set when a message is posted reach its receiver; a message without payload brings none
 // (its sender may post it before hearing anything), and each report is taken once.
-TEST(TcpData, FrameFlagsReachTheReceiverWithThePayload) {
+TEST_P(DataPath, FrameFlagsReachTheReceiverWithThePayload) {
   constexpr std::uint64_t kComm = 13;
   expect_all_ok(run_mesh_processes(2, kComm, [&](Transport& t) {
-    require(t.carries_flags(), "TCP frames carry flags");
+    require(t.carries_flags(), "frames carry flags");
     const std::vector<std::size_t> sizes = {8, 0, 8, 8};
     const std::vector<std::uint8_t> flags = {0, kFlagRootInStream, kFlagRootInStream, 0};
     std::vector<std::byte> buffer(8);
@@ -131,7 +119,7 @@ TEST(TcpData, FrameFlagsReachTheReceiverWithThePayload) {
   }));
 }
 
-TEST(TcpData, QuarterGibibyteRoundTripsBitExactly) {
+TEST_P(DataPath, QuarterGibibyteRoundTripsBitExactly) {
   constexpr std::uint64_t kComm = 4;
   constexpr std::size_t kBytes = std::size_t{256} << 20;
   constexpr std::uint64_t kSeed = 0xC0FFEE;
@@ -155,7 +143,7 @@ TEST(TcpData, QuarterGibibyteRoundTripsBitExactly) {
   }));
 }
 
-TEST(TcpData, ThousandsOfSmallMessagesKeepTheirOrderBetweenEveryPair) {
+TEST_P(DataPath, ThousandsOfSmallMessagesKeepTheirOrderBetweenEveryPair) {
   constexpr std::uint64_t kComm = 5;
   constexpr std::uint32_t kMessages = 3000;
   expect_all_ok(run_mesh_processes(4, kComm, [&](Transport& t) {
@@ -188,7 +176,7 @@ TEST(TcpData, ThousandsOfSmallMessagesKeepTheirOrderBetweenEveryPair) {
   }));
 }
 
-TEST(TcpData, MismatchIsReportedOnTheReceiverNamingBothSidesWithTheDestinationUntouched) {
+TEST_P(DataPath, MismatchIsReportedOnTheReceiverNamingBothSidesWithTheDestinationUntouched) {
   constexpr std::uint64_t kComm = 6;
   expect_all_ok(run_mesh_processes(2, kComm, [&](Transport& t) {
     log::set_level(log::Level::Error);
@@ -224,7 +212,7 @@ TEST(TcpData, MismatchIsReportedOnTheReceiverNamingBothSidesWithTheDestinationUn
   }));
 }
 
-TEST(TcpData, KilledPeerTurnsIntoPeerFailedOnEverySurvivorAndOthersKeepWorking) {
+TEST_P(DataPath, KilledPeerTurnsIntoPeerFailedOnEverySurvivorAndOthersKeepWorking) {
   constexpr std::uint64_t kComm = 8;
   constexpr int kVictim = 2;
   auto exits = run_mesh_processes(3, kComm, [&](Transport& t) {
@@ -245,7 +233,8 @@ TEST(TcpData, KilledPeerTurnsIntoPeerFailedOnEverySurvivorAndOthersKeepWorking) 
     auto waited = Clock::now() - start;
     std::string m = e.what();
     require(e.code() == ErrorCode::PeerFailed, "rank {}: code {} ({})", t.rank(), to_string(e.code()), m);
-    require(m.find(fmt::format("rank {}: connection to rank {} (127.0.0.1:", t.rank(), kVictim)) !=
+    const char* link = kind() == LinkKind::Tcp ? "127.0.0.1:" : "shared memory on this host";
+    require(m.find(fmt::format("rank {}: connection to rank {} ({}", t.rank(), kVictim, link)) !=
                 std::string::npos,
             "rank {}: message does not name the dead rank: {}", t.rank(), m);
     require(waited < std::chrono::seconds(10), "rank {}: the failure took {} ms to surface", t.rank(),
@@ -265,12 +254,12 @@ TEST(TcpData, KilledPeerTurnsIntoPeerFailedOnEverySurvivorAndOthersKeepWorking) 
   EXPECT_EQ(exits[kVictim].signal, SIGKILL) << exits[kVictim].describe();
 }
 
-TEST(TcpData, AbortFromAnotherThreadWakesABlockedProgress) {
+TEST_P(DataPath, AbortFromAnotherThreadWakesABlockedProgress) {
   constexpr std::uint64_t kComm = 9;
   testing::MemoryStore store;
   log::set_level(log::Level::Error);
   testing::run_threads(2, [&](int rank) {
-    auto t = connect_tcp_mesh(store, rank, 2, loopback_options(kComm));
+    auto t = connect(store, rank, 2, kComm);
     std::vector<std::byte> incoming(8);
     t->post_recv(1 - rank, p2p_envelope(kComm, 1, 0, 8), incoming);
     std::thread aborter;
@@ -300,20 +289,18 @@ TEST(TcpData, AbortFromAnotherThreadWakesABlockedProgress) {
   log::set_level(log::Level::Warn);
 }
 
-TEST(TcpData, SpinningBeforeBlockingDeliversTheSameMessages) {
+TEST_P(DataPath, SpinningBeforeBlockingDeliversTheSameMessages) {
   testing::MemoryStore store;
   testing::run_threads(3, [&](int rank) {
-    auto options = loopback_options(13);
-    options.spin = std::chrono::microseconds(50);
-    auto t = connect_tcp_mesh(store, rank, 3, options);
+    auto t = connect(store, rank, 3, 13, std::chrono::microseconds(50));
     for (int round = 0; round < 20; ++round) exchange_with_everyone(*t, 13);
   });
 }
 
-TEST(TcpData, SelfMessagesAndUnknownPeersAreInvalidArguments) {
+TEST_P(DataPath, SelfMessagesAndUnknownPeersAreInvalidArguments) {
   testing::MemoryStore store;
   testing::run_threads(2, [&](int rank) {
-    auto t = connect_tcp_mesh(store, rank, 2, loopback_options(10));
+    auto t = connect(store, rank, 2, 10);
     for (int peer : {rank, -1, 2}) {
       Error e = error_from([&] { t->post_send(peer, p2p_envelope(10, 1), {}); }, "bad peer");
       require(e.code() == ErrorCode::InvalidArgument, "peer {}: {}", peer, to_string(e.code()));
@@ -322,10 +309,10 @@ TEST(TcpData, SelfMessagesAndUnknownPeersAreInvalidArguments) {
   });
 }
 
-TEST(TcpData, ProgressReturnsFalseAtTheDeadline) {
+TEST_P(DataPath, ProgressReturnsFalseAtTheDeadline) {
   testing::MemoryStore store;
   testing::run_threads(2, [&](int rank) {
-    auto t = connect_tcp_mesh(store, rank, 2, loopback_options(11));
+    auto t = connect(store, rank, 2, 11);
     std::uint64_t value = 0, go = 1;
     auto envelope = p2p_envelope(11, 1, 0, 1);
     if (rank == 1) {  // sends only when told to, so rank 0's wait below can only time out
@@ -345,6 +332,12 @@ TEST(TcpData, ProgressReturnsFalseAtTheDeadline) {
     require(value == 71u, "received {}", value);
   });
 }
+
+std::string link_name(const ::testing::TestParamInfo<LinkKind>& link) {
+  return std::string(testing::to_string(link.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Links, DataPath, ::testing::Values(LinkKind::Tcp, LinkKind::Shm), link_name);
 
 }  // namespace
 }  // namespace canopy::transport

@@ -1,10 +1,7 @@
-#include "transport/tcp/tcp_socket_transport.hpp"
+#include "transport/tcp/tcp_links.hpp"
 
-#include <sched.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -19,8 +16,6 @@ namespace {
 // One syscall moves at most this much: keeps every count far from ssize_t limits, while still letting
 // the kernel take whatever fits in the socket buffer (never Asio's 64 KiB slices).
 constexpr std::uint64_t kMaxBytesPerCall = std::uint64_t{1} << 30;
-// Payloads beyond this are refused up front, so that header + payload can never overflow a u64.
-constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 62;
 
 // While a peer is sent to and received from at once, each direction moves this much before the other's turn.
 constexpr std::uint64_t kDuplexSlice = std::uint64_t{1} << 20;
@@ -33,52 +28,37 @@ bool would_block(int error) {
 
 }  // namespace
 
-TcpSocketTransport::TcpSocketTransport(int rank, int size, std::vector<PeerLink> links,
-                                       std::chrono::microseconds spin)
-    : rank_(rank), size_(size), spin_(spin), peers_(static_cast<std::size_t>(size)) {
-  if (links.size() != static_cast<std::size_t>(size))
-    fail(ErrorCode::InvalidArgument, "TcpSocketTransport: {} links for a group of {}", links.size(), size);
-  for (int p = 0; p < size; ++p) {
+TcpLinks::TcpLinks(int rank, std::vector<PeerLink> links, const AbortFlag& abort)
+    : rank_(rank), abort_(abort), peers_(links.size()) {
+  for (std::size_t p = 0; p < links.size(); ++p) {
     peers_[p].link = std::move(links[p]);
-    if (p != rank) peers_[p].inbox.resize(kInboxBytes);
+    if (static_cast<int>(p) != rank) peers_[p].inbox.resize(kInboxBytes);
   }
-  wake_fd_ = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!wake_fd_.valid()) fail_errno("eventfd");
-  poll_fds_.reserve(static_cast<std::size_t>(size) + 1);
-  poll_peers_.reserve(static_cast<std::size_t>(size));
+  poll_peers_.reserve(links.size());
+  polled_.reserve(links.size());
 }
 
-TcpSocketTransport::~TcpSocketTransport() = default;
-
-void TcpSocketTransport::check_postable(int peer, const char* call) const {
-  abort_.throw_if_raised(rank_);
-  check_peer(rank_, size_, peer, call);
-  if (peers_[peer].failure) throw *peers_[peer].failure;
-}
-
-OpId TcpSocketTransport::post_send(int peer, const Envelope& envelope, std::span<const std::byte> payload) {
-  check_postable(peer, "post_send");
-  if (payload.size() > kMaxPayloadBytes)
-    fail(ErrorCode::InvalidArgument,
-         "rank {}: post_send of {} bytes to rank {}: at most {} bytes per message", rank_, payload.size(),
-         peer, kMaxPayloadBytes);
+void TcpLinks::post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) {
+  Peer& p = peers_[peer];
+  if (p.failure) throw *p.failure;
   SendOp op;
-  op.id = next_id_++;
-  op.header =
-      encode_frame(FrameHeader{.envelope = envelope, .payload_bytes = payload.size()});
+  op.id = id;
+  op.header = encode_frame(FrameHeader{.envelope = envelope, .payload_bytes = payload.size()});
   op.payload = payload;
-  peers_[peer].sends.push_back(op);
-  return op.id;
+  p.sends.push_back(op);
 }
 
-OpId TcpSocketTransport::post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) {
-  check_postable(peer, "post_recv");
-  RecvOp op{.id = next_id_++, .envelope = envelope, .destination = destination};
-  peers_[peer].recvs.push_back(op);
-  return op.id;
+void TcpLinks::post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) {
+  Peer& p = peers_[peer];
+  if (p.failure) throw *p.failure;
+  p.recvs.push_back(RecvOp{.id = id, .envelope = envelope, .destination = destination});
 }
 
-void TcpSocketTransport::fail_peer(int peer, ErrorCode code, const std::string& what) {
+bool TcpLinks::busy() const {
+  return std::any_of(peers_.begin(), peers_.end(), [](const Peer& p) { return p.busy(); });
+}
+
+void TcpLinks::fail_peer(int peer, ErrorCode code, const std::string& what) {
   Peer& p = peers_[peer];
   p.failure = Error(code, what);
   p.sends.clear();
@@ -90,16 +70,16 @@ void TcpSocketTransport::fail_peer(int peer, ErrorCode code, const std::string& 
   throw *p.failure;
 }
 
-void TcpSocketTransport::fail_io(int peer, int error, const char* direction) {
+void TcpLinks::fail_io(int peer, int error, const char* direction) {
   // abort() shut the sockets down under us: report the abort, not its echo.
   abort_.throw_if_raised(rank_);
   const Peer& p = peers_[peer];
   std::size_t pending = p.sends.size() + p.recvs.size();
   std::string cause = error == 0 ? std::string("the peer closed it (end of stream)") : std::strerror(error);
-  const std::string what =
-      fmt::format("rank {}: connection to rank {} ({}) closed: {}, while {}; {} operation(s) to/from rank {} "
-                  "failed (did rank {} exit or crash?)",
-                  rank_, peer, p.link.address, cause, direction, pending, peer, peer);
+  const std::string what = fmt::format(
+      "rank {}: connection to rank {} ({}) closed: {}, while {}; {} operation(s) to/from rank {} "
+      "failed (did rank {} exit or crash?)",
+      rank_, peer, p.link.address, cause, direction, pending, peer, peer);
   try {
     fail_peer(peer, ErrorCode::PeerFailed, what);
   } catch (const Error&) {
@@ -107,7 +87,7 @@ void TcpSocketTransport::fail_io(int peer, int error, const char* direction) {
   }
 }
 
-bool TcpSocketTransport::drive_sends(int peer, std::vector<OpId>& completed, std::uint64_t budget) {
+bool TcpLinks::drive_sends(int peer, Completions& done, std::uint64_t budget) {
   Peer& p = peers_[peer];
   std::uint64_t moved = 0;
   while (!p.sends.empty()) {
@@ -139,14 +119,14 @@ bool TcpSocketTransport::drive_sends(int peer, std::vector<OpId>& completed, std
     moved += static_cast<std::uint64_t>(n);
     bytes_moved_ += static_cast<std::uint64_t>(n);
     if (op.sent == total) {
-      completed.push_back(op.id);
+      done.ids.push_back(op.id);
       p.sends.pop_front();
     }
   }
   return false;
 }
 
-std::size_t TcpSocketTransport::take_from_inbox(Peer& p, std::byte* out, std::size_t wanted) {
+std::size_t TcpLinks::take_from_inbox(Peer& p, std::byte* out, std::size_t wanted) {
   std::size_t n = std::min(wanted, p.inbox_end - p.inbox_begin);
   if (n == 0) return 0;
   std::memcpy(out, p.inbox.data() + p.inbox_begin, n);
@@ -155,7 +135,7 @@ std::size_t TcpSocketTransport::take_from_inbox(Peer& p, std::byte* out, std::si
   return n;
 }
 
-bool TcpSocketTransport::refill_inbox(int peer) {
+bool TcpLinks::refill_inbox(int peer) {
   Peer& p = peers_[peer];
   for (;;) {
     ssize_t n = ::recv(p.link.fd.get(), p.inbox.data(), p.inbox.size(), MSG_DONTWAIT);
@@ -171,7 +151,7 @@ bool TcpSocketTransport::refill_inbox(int peer) {
   }
 }
 
-bool TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed, std::uint64_t budget) {
+bool TcpLinks::drive_recvs(int peer, Completions& done, std::uint64_t budget) {
   Peer& p = peers_[peer];
   std::uint64_t moved = 0;
   while (!p.recvs.empty()) {
@@ -186,7 +166,7 @@ bool TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed, std
       try {
         FrameHeader header = decode_frame(p.header_in);
         check_frame(header, op.envelope, op.destination.size(), rank_, peer);
-        if (header.payload_bytes > 0) arrived_flags_ |= header.envelope.flags;
+        if (header.payload_bytes > 0) done.arrived_flags |= header.envelope.flags;
       } catch (const Error& e) {
         // The stream is out of step with what this rank expects: nothing more can be read from it.
         fail_peer(peer, e.code(),
@@ -223,7 +203,7 @@ bool TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed, std
         fail_io(peer, errno, "receiving");
       }
     }
-    completed.push_back(op.id);
+    done.ids.push_back(op.id);
     p.recvs.pop_front();
     p.header_received = 0;
     p.header_checked = false;
@@ -232,7 +212,7 @@ bool TcpSocketTransport::drive_recvs(int peer, std::vector<OpId>& completed, std
   return false;
 }
 
-void TcpSocketTransport::drive(int peer, std::vector<OpId>& completed, bool try_reading) {
+void TcpLinks::drive(int peer, Completions& done, bool try_reading) {
   const Peer& p = peers_[peer];
   for (;;) {
     // Both directions busy: alternate in slices, so that neither side's socket buffers fill up while this
@@ -240,101 +220,54 @@ void TcpSocketTransport::drive(int peer, std::vector<OpId>& completed, bool try_
     const bool duplex = try_reading && !p.sends.empty() && !p.recvs.empty();
     const std::uint64_t budget = duplex ? kDuplexSlice : ~std::uint64_t{0};
     bool more = false;
-    if (!p.sends.empty()) more |= drive_sends(peer, completed, budget);
-    if (!p.recvs.empty() && try_reading) more |= drive_recvs(peer, completed, budget);
+    if (!p.sends.empty()) more |= drive_sends(peer, done, budget);
+    if (!p.recvs.empty() && try_reading) more |= drive_recvs(peer, done, budget);
     if (!more) return;
   }
 }
 
-// The spin ends once the sockets have been idle for spin_: while a large message streams in, it keeps
-// draining the socket instead of sleeping between the sender's bursts. Each round offers the core to any
-// other runnable process (sched_yield): the peer we wait for may be queued behind us, and a busy
-// machine's other work must not starve while we only wait.
-bool TcpSocketTransport::spin(Deadline deadline, std::vector<OpId>& completed) {
-  const std::size_t completed_before = completed.size();
-  Deadline until = Deadline::after(spin_).earlier(deadline);
-  std::uint64_t moved_before = bytes_moved_;
-  while (!until.expired() && !abort_.raised()) {
-    for (int peer = 0; peer < size_; ++peer)
-      if (peers_[peer].busy()) drive(peer, completed, true);
-    if (completed.size() > completed_before) return true;
-    if (bytes_moved_ != moved_before) {
-      moved_before = bytes_moved_;
-      until = Deadline::after(spin_).earlier(deadline);
-    }
-    ::sched_yield();
-  }
-  return false;
-}
-
-bool TcpSocketTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
-  const std::size_t completed_before = completed.size();
-  bool first_pass = true;
-  for (;;) {
-    abort_.throw_if_raised(rank_);
-    if (first_pass) {
+void TcpLinks::drive(Pass pass, Completions& done) {
+  switch (pass) {
+    case Pass::First:
       // Sends are tried at once: the socket buffer usually has room. Reads only where bytes are already
       // buffered: otherwise poll() says when data is there, and a recv() that finds nothing is saved (it
       // would cost a syscall on every small-message round trip).
-      for (int peer = 0; peer < size_; ++peer) {
+      for (std::size_t peer = 0; peer < peers_.size(); ++peer) {
         const Peer& p = peers_[peer];
-        if (p.busy()) drive(peer, completed, p.inbox_end > p.inbox_begin);
+        if (p.busy()) drive(static_cast<int>(peer), done, p.inbox_end > p.inbox_begin);
       }
-      first_pass = false;
-    } else {
+      return;
+    case Pass::Spin:
+      for (std::size_t peer = 0; peer < peers_.size(); ++peer)
+        if (peers_[peer].busy()) drive(static_cast<int>(peer), done, true);
+      return;
+    case Pass::Polled:
       for (std::size_t i = 0; i < poll_peers_.size(); ++i)
-        if (poll_fds_[i + 1].revents != 0) drive(poll_peers_[i], completed, true);
-    }
-    if (completed.size() > completed_before) return true;
-    if (deadline.expired()) return false;
-    if (spin_.count() > 0 && spin_backoff_.should_spin()) {
-      const bool completed_while_spinning = spin(deadline, completed);
-      spin_backoff_.record(completed_while_spinning);
-      if (completed_while_spinning) return true;
-    }
-
-    poll_fds_.clear();
-    poll_peers_.clear();
-    poll_fds_.push_back({wake_fd_.get(), POLLIN, 0});
-    for (int peer = 0; peer < size_; ++peer) {
-      const Peer& p = peers_[peer];
-      if (!p.busy()) continue;
-      short events = static_cast<short>((p.sends.empty() ? 0 : POLLOUT) | (p.recvs.empty() ? 0 : POLLIN));
-      poll_fds_.push_back({p.link.fd.get(), events, 0});
-      poll_peers_.push_back(peer);
-    }
-    if (poll_peers_.empty() && deadline.is_never())
-      fail(ErrorCode::InvalidArgument,
-           "rank {}: progress() without a deadline while no operation is pending would wait forever", rank_);
-    int ready = ::poll(poll_fds_.data(), poll_fds_.size(), deadline.poll_timeout_ms());
-    if (ready < 0) {
-      if (errno == EINTR) {
-        for (auto& fd : poll_fds_) fd.revents = 0;
-        continue;
-      }
-      fail_errno(fmt::format("rank {}: poll", rank_));
-    }
-    if (poll_fds_[0].revents != 0 && !abort_.raised()) {
-      // wake(): the caller has new work for this thread.
-      std::uint64_t count = 0;
-      [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof(count));
-      return completed.size() > completed_before;
-    }
+        if (polled_[i] != 0) drive(poll_peers_[i], done, true);
+      return;
   }
 }
 
-void TcpSocketTransport::abort(const std::string& reason) {
-  if (!abort_.raise(reason)) return;
-  // Peers blocked on us learn at once that nothing more will come.
-  for (const Peer& p : peers_)
-    if (p.link.fd.valid()) ::shutdown(p.link.fd.get(), SHUT_RDWR);
-  std::uint64_t one = 1;
-  [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof(one));
+bool TcpLinks::prepare_to_block(std::vector<pollfd>& fds) {
+  poll_peers_.clear();
+  for (std::size_t peer = 0; peer < peers_.size(); ++peer) {
+    const Peer& p = peers_[peer];
+    if (!p.busy()) continue;
+    short events = static_cast<short>((p.sends.empty() ? 0 : POLLOUT) | (p.recvs.empty() ? 0 : POLLIN));
+    fds.push_back({p.link.fd.get(), events, 0});
+    poll_peers_.push_back(static_cast<int>(peer));
+  }
+  polled_.assign(poll_peers_.size(), 0);
+  return true;
 }
 
-void TcpSocketTransport::wake() {
-  std::uint64_t one = 1;
-  [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof(one));
+void TcpLinks::after_poll(std::span<const pollfd> fds) {
+  for (std::size_t i = 0; i < fds.size() && i < polled_.size(); ++i) polled_[i] = fds[i].revents;
+}
+
+void TcpLinks::shut_down() {
+  for (const Peer& p : peers_)
+    if (p.link.fd.valid()) ::shutdown(p.link.fd.get(), SHUT_RDWR);
 }
 
 }  // namespace canopy::transport

@@ -1,0 +1,176 @@
+#include "transport/mesh_transport.hpp"
+
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "common/error.hpp"
+
+namespace canopy::transport {
+namespace {
+
+// Payloads beyond this are refused up front, so that header + payload can never overflow a u64.
+constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 62;
+
+}  // namespace
+
+MeshTransport::MeshTransport(int rank, int size, std::string name, std::chrono::microseconds spin,
+                             std::chrono::nanoseconds looks_between_yields)
+    : rank_(rank),
+      size_(size),
+      name_(std::move(name)),
+      spin_(spin),
+      looks_between_yields_(looks_between_yields),
+      send_route_(static_cast<std::size_t>(size), 0),
+      recv_route_(static_cast<std::size_t>(size), 0) {
+  wake_fd_ = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake_fd_.valid()) fail_errno("eventfd");
+  poll_fds_.reserve(static_cast<std::size_t>(size) * 2 + 2);
+}
+
+MeshTransport::~MeshTransport() = default;
+
+std::size_t MeshTransport::add_part(std::unique_ptr<IoPart> part) {
+  parts_.push_back(std::move(part));
+  poll_part_start_.resize(parts_.size() + 1);
+  return parts_.size() - 1;
+}
+
+void MeshTransport::check_postable(int peer, const char* call) const {
+  abort_.throw_if_raised(rank_);
+  check_peer(rank_, size_, peer, call);
+}
+
+OpId MeshTransport::post_send(int peer, const Envelope& envelope, std::span<const std::byte> payload) {
+  check_postable(peer, "post_send");
+  if (payload.size() > kMaxPayloadBytes)
+    fail(ErrorCode::InvalidArgument,
+         "rank {}: post_send of {} bytes to rank {}: at most {} bytes per message", rank_, payload.size(),
+         peer, kMaxPayloadBytes);
+  const OpId id = next_id_++;
+  parts_[send_route_[peer]]->post_send(id, peer, envelope, payload);
+  return id;
+}
+
+OpId MeshTransport::post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) {
+  check_postable(peer, "post_recv");
+  const OpId id = next_id_++;
+  parts_[recv_route_[peer]]->post_recv(id, peer, envelope, destination);
+  return id;
+}
+
+bool MeshTransport::receives_in_place(int peer) const {
+  return peer >= 0 && peer < size_ && peer != rank_ && parts_[recv_route_[peer]]->receives_in_place(peer);
+}
+
+OpId MeshTransport::post_recv_in_place(int peer, const Envelope& envelope, std::uint64_t bytes,
+                                       PieceSink& sink) {
+  check_postable(peer, "post_recv_in_place");
+  const OpId id = next_id_++;
+  parts_[recv_route_[peer]]->post_recv_in_place(id, peer, envelope, bytes, sink);
+  return id;
+}
+
+void MeshTransport::drive_all(IoPart::Pass pass, Completions& done) {
+  for (auto& part : parts_) part->drive(pass, done);
+}
+
+bool MeshTransport::any_busy() const {
+  return std::any_of(parts_.begin(), parts_.end(), [](const auto& part) { return part->busy(); });
+}
+
+std::uint64_t MeshTransport::bytes_moved() const {
+  std::uint64_t moved = 0;
+  for (const auto& part : parts_) moved += part->bytes_moved();
+  return moved;
+}
+
+// The spin ends once the links have been idle for spin_: while a large message streams in, it keeps
+// draining instead of sleeping between the sender's bursts. It offers the core to any other runnable
+// process (sched_yield) at least every looks_between_yields_: the peer we wait for may be queued behind
+// us, and a busy machine's other work must not starve while we only wait.
+bool MeshTransport::spin(Deadline deadline, Completions& done, std::size_t completed_before) {
+  Deadline until = Deadline::after(spin_).earlier(deadline);
+  Clock::time_point next_yield = Clock::now() + looks_between_yields_;
+  std::uint64_t moved_before = bytes_moved();
+  for (Clock::time_point now = Clock::now(); now < until.at() && !abort_.raised(); now = Clock::now()) {
+    drive_all(IoPart::Pass::Spin, done);
+    if (done.ids.size() > completed_before) return true;
+    if (const std::uint64_t moved = bytes_moved(); moved != moved_before) {
+      moved_before = moved;
+      until = Deadline(now + spin_).earlier(deadline);
+    }
+    if (now >= next_yield) {
+      ::sched_yield();
+      next_yield = Clock::now() + looks_between_yields_;
+    } else {
+      pause_briefly();
+    }
+  }
+  return false;
+}
+
+bool MeshTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
+  const std::size_t completed_before = completed.size();
+  Completions done{completed, arrived_flags_};
+  IoPart::Pass pass = IoPart::Pass::First;
+  for (;;) {
+    abort_.throw_if_raised(rank_);
+    drive_all(pass, done);
+    if (completed.size() > completed_before) return true;
+    if (deadline.expired()) return false;
+    if (spin_.count() > 0 && spin_backoff_.should_spin()) {
+      const bool completed_while_spinning = spin(deadline, done, completed_before);
+      spin_backoff_.record(completed_while_spinning);
+      if (completed_while_spinning) return true;
+    }
+    if (deadline.is_never() && !any_busy())
+      fail(ErrorCode::InvalidArgument,
+           "rank {}: progress() without a deadline while no operation is pending would wait forever", rank_);
+
+    poll_fds_.clear();
+    poll_fds_.push_back({wake_fd_.get(), POLLIN, 0});
+    bool can_block = true;
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      poll_part_start_[i] = poll_fds_.size();
+      can_block = parts_[i]->prepare_to_block(poll_fds_) && can_block;
+    }
+    poll_part_start_[parts_.size()] = poll_fds_.size();
+    int ready = 0;
+    if (can_block) {
+      ready = ::poll(poll_fds_.data(), poll_fds_.size(), deadline.poll_timeout_ms());
+      if (ready < 0 && errno != EINTR) fail_errno(fmt::format("rank {}: poll", rank_));
+      if (ready < 0)
+        for (auto& fd : poll_fds_) fd.revents = 0;
+    }
+    for (std::size_t i = 0; i < parts_.size(); ++i)
+      parts_[i]->after_poll(
+          std::span(poll_fds_).subspan(poll_part_start_[i], poll_part_start_[i + 1] - poll_part_start_[i]));
+    // Something became ready while a part announced it would sleep: drive everything again at once.
+    pass = can_block ? IoPart::Pass::Polled : IoPart::Pass::Spin;
+    if (poll_fds_[0].revents != 0 && !abort_.raised()) {
+      // wake(): the caller has new work for this thread.
+      std::uint64_t count = 0;
+      [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof(count));
+      return completed.size() > completed_before;
+    }
+  }
+}
+
+void MeshTransport::abort(const std::string& reason) {
+  if (!abort_.raise(reason)) return;
+  // Peers blocked on us learn at once that nothing more will come.
+  for (auto& part : parts_) part->shut_down();
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof(one));
+}
+
+void MeshTransport::wake() {
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof(one));
+}
+
+}  // namespace canopy::transport

@@ -1,0 +1,80 @@
+// A Transport over one or two IoParts: every peer's messages in each direction go through one part for the
+// mesh's whole life (TCP sockets, or shared-memory rings for peers on this host), so they stay in order.
+// progress() drives every part on the calling thread, spins while that pays (spin_rule.hpp), then waits
+// for all of them and the abort/wake eventfd in one poll().
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "transport/io_part.hpp"
+#include "transport/spin_rule.hpp"
+#include "transport/tcp/socket.hpp"
+#include "transport/transport.hpp"
+
+namespace canopy::transport {
+
+class MeshTransport final : public Transport {
+ public:
+  // `name` is what name() reports ("tcp", "shm+tcp"); `spin`: how long progress() busy-polls before it
+  // blocks (0: never; spin_rule.hpp chooses); `looks_between_yields`: how long it keeps looking between
+  // two sched_yield()s while it spins (0: it yields after every round; looks_between_yields()).
+  MeshTransport(int rank, int size, std::string name, std::chrono::microseconds spin,
+                std::chrono::nanoseconds looks_between_yields = {});
+  ~MeshTransport() override;
+  MeshTransport(const MeshTransport&) = delete;
+  MeshTransport& operator=(const MeshTransport&) = delete;
+
+  // Adds a part (the mesh owns it); its index is what route() takes. Before the first post.
+  std::size_t add_part(std::unique_ptr<IoPart> part);
+  // Sends to `peer` (receives from it) go through part `index` from now on: set up before the first post,
+  // or by a part that hands the direction, with what is pending in it, to another (shm falling back to TCP).
+  void route_sends(int peer, std::size_t index) { send_route_[peer] = index; }
+  void route_recvs(int peer, std::size_t index) { recv_route_[peer] = index; }
+  IoPart& part(std::size_t index) { return *parts_[index]; }
+  // The mesh's abort flag, for the parts to share.
+  const AbortFlag& abort_state() const { return abort_; }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string_view name() const override { return name_; }
+  OpId post_send(int peer, const Envelope& envelope, std::span<const std::byte> payload) override;
+  OpId post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) override;
+  bool receives_in_place(int peer) const override;
+  OpId post_recv_in_place(int peer, const Envelope& envelope, std::uint64_t bytes, PieceSink& sink) override;
+  bool progress(Deadline deadline, std::vector<OpId>& completed) override;
+  void abort(const std::string& reason) override;
+  void wake() override;
+  bool carries_flags() const override { return true; }
+  std::uint8_t take_arrived_flags() override { return std::exchange(arrived_flags_, 0); }
+
+ private:
+  void check_postable(int peer, const char* call) const;
+  void drive_all(IoPart::Pass pass, Completions& done);
+  bool any_busy() const;
+  std::uint64_t bytes_moved() const;
+  // Drives every part until the sockets and rings have been idle for spin_ (bounded by the deadline); true
+  // once something completed.
+  bool spin(Deadline deadline, Completions& done, std::size_t completed_before);
+
+  const int rank_;
+  const int size_;
+  const std::string name_;
+  const std::chrono::microseconds spin_;
+  const std::chrono::nanoseconds looks_between_yields_;
+  SpinBackoff spin_backoff_;
+  std::vector<std::unique_ptr<IoPart>> parts_;
+  std::vector<std::size_t> send_route_;  // peer -> part
+  std::vector<std::size_t> recv_route_;
+  std::vector<pollfd> poll_fds_;              // reused by every progress() call
+  std::vector<std::size_t> poll_part_start_;  // part -> its first entry in poll_fds_ (one more: the end)
+  UniqueFd wake_fd_;                          // eventfd written by abort() and wake()
+  OpId next_id_ = 1;
+  std::uint8_t arrived_flags_ = 0;  // ORed from messages with a payload, until take_arrived_flags()
+  AbortFlag abort_;
+};
+
+}  // namespace canopy::transport

@@ -1,0 +1,394 @@
+#include "transport/shm/shm_links.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "common/little_endian.hpp"
+#include "common/log.hpp"
+#include "transport/shm/unix_socket.hpp"
+
+namespace canopy::transport {
+namespace {
+
+// Packets on a pair's socket: u8 kind, 7 bytes 0, u64 a, u64 b, then text.
+//   'O' offer: a ring of `a` bytes with nonce `b`, its memfd alongside   'A' accepted   'R' refused (why)
+//   'T' the sender's messages go over TCP (why): it made no ring
+constexpr std::size_t kPacketHead = 24;
+constexpr std::size_t kPacketBytes = 512;
+constexpr char kOffer = 'O', kAccepted = 'A', kRefused = 'R', kOverTcp = 'T';
+
+// Where the budget is short, a ring may be smaller than asked, down to this.
+constexpr std::uint64_t kSmallestRing = 64 * 1024;
+
+}  // namespace
+
+ShmLinks::ShmLinks(int rank, std::vector<ShmPeerLink> peers, UniqueFd doorbell, const ShmOptions& options,
+                   int host_ranks, const AbortFlag& abort, IoPart& fallback, Reroute reroute)
+    : rank_(rank),
+      options_(options),
+      host_ranks_(host_ranks),
+      abort_(abort),
+      fallback_(fallback),
+      reroute_(std::move(reroute)),
+      peers_(peers.size()),
+      doorbell_(std::move(doorbell)) {
+  for (std::size_t p = 0; p < peers.size(); ++p) peers_[p].link = std::move(peers[p]);
+  poll_peers_.reserve(peers.size());
+  sleeping_.reserve(peers.size());
+}
+
+ShmLinks::~ShmLinks() {
+  for (const Peer& p : peers_) ShmBudget::release(p.reserved);
+}
+
+void ShmLinks::check_postable(const Peer& p) const {
+  if (p.failure) throw *p.failure;
+}
+
+void ShmLinks::post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) {
+  Peer& p = peers_[peer];
+  check_postable(p);
+  p.sends.push_back(SendOp{.id = id, .envelope = envelope, .payload = payload});
+}
+
+void ShmLinks::post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) {
+  Peer& p = peers_[peer];
+  check_postable(p);
+  p.recvs.push_back(
+      RecvOp{.id = id, .envelope = envelope, .destination = destination.data(), .bytes = destination.size()});
+}
+
+bool ShmLinks::receives_in_place(int peer) const {
+  return peers_[peer].in == Way::Ring;
+}
+
+void ShmLinks::post_recv_in_place(OpId id, int peer, const Envelope& envelope, std::uint64_t bytes,
+                                  PieceSink& sink) {
+  Peer& p = peers_[peer];
+  check_postable(p);
+  if (p.in != Way::Ring) IoPart::post_recv_in_place(id, peer, envelope, bytes, sink);
+  p.recvs.push_back(RecvOp{.id = id, .envelope = envelope, .sink = &sink, .bytes = bytes});
+}
+
+bool ShmLinks::busy() const {
+  return std::any_of(peers_.begin(), peers_.end(), [](const Peer& p) { return p.busy(); });
+}
+
+void ShmLinks::fail_peer(int peer, ErrorCode code, const std::string& what) {
+  Peer& p = peers_[peer];
+  p.failure = Error(code, what);
+  p.sends.clear();
+  p.recvs.clear();
+  ::shutdown(p.link.socket.get(), SHUT_RDWR);  // the peer learns at once; the descriptor stays ours
+  log::debug("{}", what);
+  throw *p.failure;
+}
+
+void ShmLinks::fail_closed(int peer, const char* direction) {
+  abort_.throw_if_raised(rank_);
+  const Peer& p = peers_[peer];
+  const std::size_t pending = p.sends.size() + p.recvs.size();
+  const std::string what = fmt::format(
+      "rank {}: connection to rank {} (shared memory on this host) closed: the peer closed it (end of "
+      "stream), while {}; {} operation(s) to/from rank {} failed (did rank {} exit or crash?)",
+      rank_, peer, direction, pending, peer, peer);
+  try {
+    fail_peer(peer, ErrorCode::PeerFailed, what);
+  } catch (const Error&) {
+    throw PeerFailedError(peer, what);
+  }
+}
+
+void ShmLinks::send_control(int peer, char kind, std::uint64_t a, std::uint64_t b, int pass,
+                            const std::string& text) {
+  std::array<std::byte, kPacketBytes> packet{};
+  packet[0] = static_cast<std::byte>(kind);
+  little_endian::put(&packet[8], a);
+  little_endian::put(&packet[16], b);
+  const std::size_t length = std::min(text.size(), kPacketBytes - kPacketHead);
+  std::memcpy(&packet[kPacketHead], text.data(), length);
+  // A pair's socket carries a handful of packets in its whole life: a full one means the peer is gone.
+  if (int error =
+          send_packet(peers_[peer].link.socket.get(), std::span(packet).first(kPacketHead + length), pass);
+      error != 0) {
+    log::debug("rank {}: to rank {}'s socket: {}", rank_, peer, std::strerror(error));
+    peers_[peer].closed = true;
+  }
+}
+
+void ShmLinks::read_socket(int peer) {
+  Peer& p = peers_[peer];
+  std::array<std::byte, kPacketBytes> packet;
+  while (!p.closed) {
+    UniqueFd passed;
+    const long n = receive_packet(p.link.socket.get(), packet, passed);
+    if (n == -EAGAIN || n == -EWOULDBLOCK) return;
+    if (n <= 0) {
+      p.closed = true;  // end of stream or reset: the peer is gone (what it wrote into its ring still counts)
+      return;
+    }
+    handle_packet(peer, std::span(packet).first(static_cast<std::size_t>(n)), std::move(passed));
+  }
+}
+
+void ShmLinks::handle_packet(int peer, std::span<const std::byte> packet, UniqueFd passed) {
+  Peer& p = peers_[peer];
+  const char kind = packet.size() >= kPacketHead ? static_cast<char>(packet[0]) : '\0';
+  const auto a = packet.size() >= kPacketHead ? little_endian::get<std::uint64_t>(&packet[8]) : 0;
+  const auto b = packet.size() >= kPacketHead ? little_endian::get<std::uint64_t>(&packet[16]) : 0;
+  const std::string text(reinterpret_cast<const char*>(packet.data()) + std::min(packet.size(), kPacketHead),
+                         packet.size() - std::min(packet.size(), kPacketHead));
+  if (kind == kOffer && p.in == Way::None) return accept_ring(peer, a, b, std::move(passed));
+  if (kind == kAccepted && p.out == Way::Offered) {
+    p.out = Way::Ring;
+    return;
+  }
+  if (kind == kRefused && p.out == Way::Offered)
+    return fall_back(peer, true, fmt::format("rank {} could not map the ring: {}", peer, text));
+  if (kind == kOverTcp && p.in == Way::None) return fall_back(peer, false, text);
+  fail_peer(
+      peer, ErrorCode::Protocol,
+      fmt::format("rank {}: from rank {} (shared memory): a control packet '{}' of {} bytes out of turn",
+                  rank_, peer, kind, packet.size()));
+}
+
+void ShmLinks::offer_ring(int peer) {
+  Peer& p = peers_[peer];
+  std::uint64_t capacity = options_.ring_bytes;
+  const std::uint64_t smallest = std::min(options_.ring_bytes, kSmallestRing);
+  while (capacity >= smallest &&
+         !ShmBudget::reserve(capacity + kRingDataOffset, options_.host_budget_bytes, host_ranks_))
+    capacity /= 2;
+  std::string why;
+  if (capacity < smallest) {
+    why = fmt::format("this host's budget for rings (CANOPY_SHM_BYTES={}, {} rank(s) sharing it) is spent",
+                      options_.host_budget_bytes, host_ranks_);
+  } else {
+    try {
+      UniqueFd memfd;
+      RingSegment segment = RingSegment::create(capacity, memfd);
+      const std::uint64_t nonce = segment.nonce();
+      p.sending.emplace(std::move(segment));
+      p.reserved = capacity + kRingDataOffset;
+      p.out = Way::Offered;
+      send_control(peer, kOffer, capacity, nonce, memfd.get());
+      return;
+    } catch (const Error& e) {
+      ShmBudget::release(capacity + kRingDataOffset);
+      why = e.what();
+    }
+  }
+  send_control(peer, kOverTcp, 0, 0, -1, why);
+  fall_back(peer, true, why);
+}
+
+void ShmLinks::accept_ring(int peer, std::uint64_t capacity, std::uint64_t nonce, UniqueFd passed) {
+  Peer& p = peers_[peer];
+  try {
+    if (!passed.valid()) fail(ErrorCode::Protocol, "no descriptor came with the offer");
+    p.receiving.emplace(RingSegment::attach(passed.get(), capacity, nonce));
+    p.in = Way::Ring;
+    send_control(peer, kAccepted);
+  } catch (const Error& e) {
+    send_control(peer, kRefused, 0, 0, -1, e.what());
+    fall_back(peer, false, e.what());
+  }
+}
+
+void ShmLinks::fall_back(int peer, bool sends, const std::string& why) {
+  Peer& p = peers_[peer];
+  log::warn("rank {}: messages {} rank {} go over TCP, not shared memory: {}", rank_, sends ? "to" : "from",
+            peer, why);
+  reroute_(peer, sends);
+  if (sends) {
+    p.out = Way::Fallback;
+    p.sending.reset();
+    ShmBudget::release(std::exchange(p.reserved, 0));
+    for (; !p.sends.empty(); p.sends.pop_front()) {
+      const SendOp& op = p.sends.front();
+      fallback_.post_send(op.id, peer, op.envelope, op.payload);
+    }
+    return;
+  }
+  p.in = Way::Fallback;
+  p.receiving.reset();
+  for (; !p.recvs.empty(); p.recvs.pop_front()) {
+    const RecvOp& op = p.recvs.front();  // none in place: those wait for a ring
+    fallback_.post_recv(op.id, peer, op.envelope, std::span(op.destination, op.bytes));
+  }
+}
+
+void ShmLinks::ring_doorbell(int peer) {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(peers_[peer].link.doorbell.get(), &one, sizeof(one));
+}
+
+void ShmLinks::write_frames(int peer, Completions& done) {
+  Peer& p = peers_[peer];
+  RingProducer& ring = *p.sending;
+  bool wrote = false;
+  while (!p.sends.empty()) {
+    SendOp& op = p.sends.front();
+    if (!op.header_written) {
+      if (ring.writable(kRingLine) < kRingLine) break;
+      const FrameBytes header =
+          encode_frame(FrameHeader{.envelope = op.envelope, .payload_bytes = op.payload.size()});
+      ring.write(header.data(), header.size(), kRingLine);
+      op.header_written = wrote = true;
+    }
+    const std::uint64_t size = op.payload.size();
+    while (op.written < size) {
+      const std::uint64_t left = size - op.written;
+      const std::uint64_t room = ring.writable(std::min(round_up_to_line(left), options_.slot_bytes));
+      if (room == 0) break;
+      // Whole lines, except the payload's last piece, whose padding is skipped.
+      const std::uint64_t n = std::min({left, room, options_.slot_bytes});
+      ring.write(op.payload.data() + op.written, n, n == left ? round_up_to_line(n) : n);
+      op.written += n;
+      bytes_moved_ += n;
+      wrote = true;
+      ring.publish();  // the consumer copies this slot while the next is written
+    }
+    if (op.written < size) break;
+    done.ids.push_back(op.id);
+    p.sends.pop_front();
+  }
+  if (!wrote) return;
+  ring.publish();
+  if (ring.consumer_to_wake()) ring_doorbell(peer);
+}
+
+void ShmLinks::read_frames(int peer, Completions& done) {
+  Peer& p = peers_[peer];
+  RingConsumer& ring = *p.receiving;
+  bool moved = false;
+  while (!p.recvs.empty()) {
+    RecvOp& op = p.recvs.front();
+    if (!op.header_checked) {
+      if (ring.readable() < kRingLine) break;
+      // The header first: no payload byte may reach the destination before it is checked.
+      FrameBytes bytes;
+      std::memcpy(bytes.data(), ring.at(ring.head()), kFrameHeaderSize);
+      try {
+        const FrameHeader header = decode_frame(bytes);
+        check_frame(header, op.envelope, op.bytes, rank_, peer);
+        if (header.payload_bytes > 0) done.arrived_flags |= header.envelope.flags;
+      } catch (const Error& e) {
+        // The ring is out of step with what this rank expects: nothing more can be read from it.
+        fail_peer(peer, e.code(),
+                  e.code() == ErrorCode::Protocol
+                      ? fmt::format("rank {}: from rank {} (shared memory): {}", rank_, peer, e.what())
+                      : std::string(e.what()));
+      }
+      ring.release(kRingLine);
+      op.header_checked = moved = true;
+    }
+    while (op.received < op.bytes) {
+      const std::uint64_t available = ring.readable();
+      if (available == 0) break;
+      const std::uint64_t n =
+          ring.contiguous(ring.head(), std::min({available, op.bytes - op.received, options_.slot_bytes}));
+      const std::byte* piece = ring.at(ring.head());
+      if (op.sink != nullptr)
+        op.sink->consume(op.received, std::span(piece, n));
+      else
+        std::memcpy(op.destination + op.received, piece, n);
+      op.received += n;
+      bytes_moved_ += n;
+      ring.release(op.received == op.bytes ? round_up_to_line(n) : n);
+      ring.publish();  // the producer may fill the slot again while this rank reads the next
+      moved = true;
+    }
+    if (op.received < op.bytes) break;
+    done.ids.push_back(op.id);
+    p.recvs.pop_front();
+  }
+  if (!moved) return;
+  ring.publish();
+  if (ring.producer_to_wake()) ring_doorbell(peer);
+}
+
+void ShmLinks::drive_peer(int peer, Completions& done) {
+  Peer& p = peers_[peer];
+  if (!p.sends.empty()) {
+    if (p.closed) fail_closed(peer, "sending");
+    if (p.out == Way::None) offer_ring(peer);
+    if (p.out == Way::Ring) write_frames(peer, done);
+  }
+  if (!p.recvs.empty() && p.in == Way::Ring) read_frames(peer, done);
+  // What a closed peer wrote before it went is read above; what is still awaited from it never comes.
+  if (p.closed && p.busy()) fail_closed(peer, p.recvs.empty() ? "sending" : "receiving");
+}
+
+void ShmLinks::drive(Pass pass, Completions& done) {
+  for (std::size_t i = 0; i < peers_.size(); ++i) {
+    Peer& p = peers_[i];
+    if (!p.reached() || p.failure) continue;
+    const int peer = static_cast<int>(i);
+    // The socket brings offers and answers (and says a peer died): read where the poll() said so, and
+    // while this rank waits on nothing but the socket (a ring offered, or the first message awaited).
+    const bool awaits_socket = p.out == Way::Offered || (p.in == Way::None && !p.recvs.empty());
+    if (pass == Pass::Polled ? p.socket_ready : awaits_socket) {
+      p.socket_ready = false;
+      read_socket(peer);
+    }
+    if (p.busy()) drive_peer(peer, done);
+  }
+}
+
+bool ShmLinks::prepare_to_block(std::vector<pollfd>& fds) {
+  sleeping_.clear();
+  poll_peers_.clear();
+  for (std::size_t i = 0; i < peers_.size(); ++i) {
+    Peer& p = peers_[i];
+    if (!p.reached() || p.failure) continue;
+    const bool awaits_data = !p.recvs.empty() && p.in == Way::Ring;
+    const bool awaits_room = !p.sends.empty() && p.out == Way::Ring;
+    if (awaits_data) p.receiving->announce_sleep(true);
+    if (awaits_room) p.sending->announce_sleep(true);
+    if (awaits_data || awaits_room) sleeping_.push_back(static_cast<int>(i));
+  }
+  // Announced, then checked: what the peer published before it could see the announcement is found here.
+  for (int peer : sleeping_) {
+    Peer& p = peers_[peer];
+    if (!p.recvs.empty() && p.in == Way::Ring && p.receiving->readable() > 0) return false;
+    if (!p.sends.empty() && p.out == Way::Ring && p.sending->writable(kRingLine) >= kRingLine) return false;
+  }
+  fds.push_back({doorbell_.get(), POLLIN, 0});
+  for (std::size_t i = 0; i < peers_.size(); ++i) {
+    const Peer& p = peers_[i];
+    if (!p.reached() || p.failure || p.closed) continue;
+    fds.push_back({p.link.socket.get(), POLLIN, 0});
+    poll_peers_.push_back(static_cast<int>(i));
+  }
+  return true;
+}
+
+void ShmLinks::after_poll(std::span<const pollfd> fds) {
+  for (int peer : sleeping_) {
+    Peer& p = peers_[peer];
+    if (p.receiving) p.receiving->announce_sleep(false);
+    if (p.sending) p.sending->announce_sleep(false);
+  }
+  sleeping_.clear();
+  if (fds.empty()) return;
+  if (fds[0].revents != 0) {
+    std::uint64_t count = 0;
+    [[maybe_unused]] auto n = ::read(doorbell_.get(), &count, sizeof(count));
+  }
+  for (std::size_t i = 1; i < fds.size() && i <= poll_peers_.size(); ++i)
+    if (fds[i].revents != 0) peers_[poll_peers_[i - 1]].socket_ready = true;
+}
+
+void ShmLinks::shut_down() {
+  for (const Peer& p : peers_)
+    if (p.link.socket.valid()) ::shutdown(p.link.socket.get(), SHUT_RDWR);
+}
+
+}  // namespace canopy::transport

@@ -1,0 +1,119 @@
+// The shared-memory data path between the ranks of one host: for each direction that carries a message, a
+// ring (shm_ring.hpp) made by the sender on its first message and handed to the receiver over the pair's
+// Unix socket, which also says at once when the peer is gone. Driven by the mesh's progress()
+// (mesh_transport.hpp) like the TCP links, and waited for in the same poll(): this rank's doorbell (an
+// eventfd its peers write when it sleeps) and every peer's socket.
+//
+// A direction whose ring cannot be made (the host's budget spent, memory short, a mapping refused) is
+// handed, with what is pending in it, to the fallback links (TCP) before its first message: the messages of
+// one direction always travel one way, in order.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "canopy/error.hpp"
+#include "transport/frame.hpp"
+#include "transport/io_part.hpp"
+#include "transport/shm/shm_options.hpp"
+#include "transport/shm/shm_ring.hpp"
+#include "transport/tcp/ring_queue.hpp"
+#include "transport/tcp/socket.hpp"
+
+namespace canopy::transport {
+
+// What set-up (shm_mesh.hpp) leaves for one peer of this host: the pair's Unix socket and the peer's
+// doorbell. Both invalid: the peer is not reached through shared memory.
+struct ShmPeerLink {
+  UniqueFd socket;
+  UniqueFd doorbell;
+};
+
+class ShmLinks final : public IoPart {
+ public:
+  // Hands the sends to (receives from) `peer` to the fallback links: the mesh routes them there from now
+  // on. Called before the direction's first message.
+  using Reroute = std::function<void(int peer, bool sends)>;
+
+  ShmLinks(int rank, std::vector<ShmPeerLink> peers, UniqueFd doorbell, const ShmOptions& options,
+           int host_ranks, const AbortFlag& abort, IoPart& fallback, Reroute reroute);
+  ~ShmLinks() override;
+
+  void post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) override;
+  void post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) override;
+  bool receives_in_place(int peer) const override;
+  void post_recv_in_place(OpId id, int peer, const Envelope& envelope, std::uint64_t bytes,
+                          PieceSink& sink) override;
+  bool busy() const override;
+  void drive(Pass pass, Completions& done) override;
+  std::uint64_t bytes_moved() const override { return bytes_moved_; }
+  bool prepare_to_block(std::vector<pollfd>& fds) override;
+  void after_poll(std::span<const pollfd> fds) override;
+  void shut_down() override;
+
+ private:
+  enum class Way { None, Offered, Ring, Fallback };  // a direction: no ring yet, offered, in use, on TCP
+  struct SendOp {
+    OpId id = 0;
+    Envelope envelope;
+    std::span<const std::byte> payload;
+    bool header_written = false;
+    std::uint64_t written = 0;  // payload bytes
+  };
+  struct RecvOp {
+    OpId id = 0;
+    Envelope envelope;
+    std::byte* destination = nullptr;  // or, when null, `sink`
+    PieceSink* sink = nullptr;
+    std::uint64_t bytes = 0;
+    bool header_checked = false;
+    std::uint64_t received = 0;
+  };
+  struct Peer {
+    ShmPeerLink link;
+    Way out = Way::None;
+    Way in = Way::None;
+    std::optional<RingProducer> sending;
+    std::optional<RingConsumer> receiving;
+    std::uint64_t reserved = 0;  // of the budget, for `sending`
+    RingQueue<SendOp> sends;
+    RingQueue<RecvOp> recvs;
+    bool socket_ready = false;  // the last poll() said the socket has something
+    bool closed = false;        // its socket reached the end of the stream
+    std::optional<Error> failure;
+    bool busy() const { return !sends.empty() || !recvs.empty(); }
+    bool reached() const { return link.socket.valid(); }
+  };
+
+  void check_postable(const Peer& p) const;
+  void drive_peer(int peer, Completions& done);
+  // What arrived on the peer's socket: offers, answers, fallbacks, or its end.
+  void read_socket(int peer);
+  void handle_packet(int peer, std::span<const std::byte> packet, UniqueFd passed);
+  void offer_ring(int peer);
+  void accept_ring(int peer, std::uint64_t capacity, std::uint64_t nonce, UniqueFd passed);
+  void fall_back(int peer, bool sends, const std::string& why);
+  void write_frames(int peer, Completions& done);
+  void read_frames(int peer, Completions& done);
+  void ring_doorbell(int peer);
+  void send_control(int peer, char kind, std::uint64_t a = 0, std::uint64_t b = 0, int pass = -1,
+                    const std::string& text = {});
+  [[noreturn]] void fail_peer(int peer, ErrorCode code, const std::string& what);
+  [[noreturn]] void fail_closed(int peer, const char* direction);
+
+  const int rank_;
+  const ShmOptions options_;
+  const int host_ranks_;
+  const AbortFlag& abort_;
+  IoPart& fallback_;
+  Reroute reroute_;
+  std::vector<Peer> peers_;
+  UniqueFd doorbell_;            // this rank's: peers write it when this rank sleeps on a ring they share
+  std::vector<int> poll_peers_;  // whose sockets prepare_to_block() asked to wait on, after the doorbell
+  std::vector<int> sleeping_;    // peers whose rings carry this rank's announced sleep
+  std::uint64_t bytes_moved_ = 0;
+};
+
+}  // namespace canopy::transport

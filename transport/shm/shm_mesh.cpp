@@ -1,0 +1,322 @@
+#include "transport/shm/shm_mesh.hpp"
+
+#include <fmt/ranges.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "common/cpu_list.hpp"
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "transport/mesh_transport.hpp"
+#include "transport/shm/unix_socket.hpp"
+#include "transport/tcp/handshake.hpp"
+#include "transport/tcp/tcp_links.hpp"
+
+namespace canopy::transport {
+namespace {
+
+constexpr const char* kNoSocket = "-";
+
+std::string socket_key(std::uint64_t comm_id, int rank) {
+  return fmt::format("shm/{}/socket/{}", comm_id, rank);
+}
+std::string reached_key(std::uint64_t comm_id, int rank) {
+  return fmt::format("shm/{}/reached/{}", comm_id, rank);
+}
+
+// Waits for `fd` to become readable; false at the deadline.
+bool wait_readable(int fd, Deadline deadline) {
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, deadline.poll_timeout_ms());
+    if (ready > 0) return true;
+    if (ready == 0 && deadline.expired()) return false;
+    if (ready < 0 && errno != EINTR) fail_errno("poll");
+  }
+}
+
+class ShmPeersBuilder {
+ public:
+  ShmPeersBuilder(Store& store, int rank, int size, const ShmOptions& options)
+      : store_(store),
+        rank_(rank),
+        size_(size),
+        options_(options),
+        deadline_(Deadline::after(options.connect_timeout)) {
+    peers_.links.resize(static_cast<std::size_t>(size));
+    const auto& hosts = options.host_of_rank;
+    if (hosts.size() != static_cast<std::size_t>(size)) return;
+    for (int peer = 0; peer < size; ++peer)
+      if (peer != rank && hosts[peer] == hosts[rank]) (peer < rank ? lower_ : higher_).push_back(peer);
+  }
+
+  ShmPeers build() {
+    if (lower_.empty() && higher_.empty()) return std::move(peers_);
+    peers_.doorbell = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (!peers_.doorbell.valid()) fail_errno("shared memory: eventfd");
+    if (!higher_.empty()) listen_and_publish();
+    std::string reached(static_cast<std::size_t>(size_), '0');
+    for (int peer : lower_)
+      if (say_hello(peer)) reached[peer] = '1';
+    store_.set(reached_key(options_.comm_id, rank_), reached);
+    accept_higher_ranks();
+    listener_ = UniqueFd();
+    for (int peer : lower_)
+      if (peers_.links[peer].socket.valid()) hear_answer(peer);
+    for (int peer = 0; peer < size_; ++peer)
+      if (peers_.links[peer].socket.valid()) peers_.reached.push_back(peer);
+    return std::move(peers_);
+  }
+
+ private:
+  void listen_and_publish() {
+    std::string name;
+    try {
+      listener_ = listen_unix(size_ + 64, name);
+    } catch (const Error& e) {
+      log::warn("rank {}: no shared memory with the ranks of this host: {}", rank_, e.what());
+      listener_ = UniqueFd();
+    }
+    store_.set(socket_key(options_.comm_id, rank_), listener_.valid() ? name : std::string(kNoSocket));
+  }
+
+  std::string get(const std::string& key) {
+    try {
+      return store_.get(key, std::chrono::duration_cast<Duration>(deadline_.remaining()));
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::Timeout) throw;
+      fail(ErrorCode::Timeout,
+           "rank {}: shared-memory set-up for comm {} timed out: store key '{}' never appeared (is that rank "
+           "running?)",
+           rank_, options_.comm_id, key);
+    }
+  }
+
+  // Connects to a lower rank's socket and says who this is; false when it cannot be reached.
+  bool say_hello(int peer) {
+    const std::string name = get(socket_key(options_.comm_id, peer));
+    int error = 0;
+    UniqueFd fd = name == kNoSocket ? UniqueFd() : connect_unix(name, error);
+    if (!fd.valid()) {
+      // Another network namespace (a container, an emulated host) or another kernel: no shared memory.
+      log::info(
+          "rank {}: rank {} is on this host by the layout, but its socket cannot be reached ({}): TCP "
+          "carries their messages",
+          rank_, peer, name == kNoSocket ? "it has none" : std::strerror(error));
+      return false;
+    }
+    Hello hello{.comm_id = options_.comm_id,
+                .rank = static_cast<std::uint32_t>(rank_),
+                .size = static_cast<std::uint32_t>(size_)};
+    if (int problem = send_packet(fd.get(), encode_hello(hello, options_.job_token), peers_.doorbell.get());
+        problem != 0) {
+      log::info("rank {}: saying hello to rank {} over its socket: {}: TCP carries their messages", rank_,
+                peer, std::strerror(problem));
+      return false;
+    }
+    peers_.links[peer].socket = std::move(fd);
+    return true;
+  }
+
+  void hear_answer(int peer) {
+    ShmPeerLink& link = peers_.links[peer];
+    std::array<std::byte, kAckSize> answer{};
+    UniqueFd doorbell;
+    long n = -EAGAIN;
+    while (n == -EAGAIN) {
+      if (!wait_readable(link.socket.get(), deadline_))
+        fail(ErrorCode::Timeout,
+             "rank {}: shared-memory set-up for comm {} timed out: rank {} never answered", rank_,
+             options_.comm_id, peer);
+      n = receive_packet(link.socket.get(), answer, doorbell);
+    }
+    if (n != static_cast<long>(kAckSize))
+      fail(ErrorCode::PeerFailed, "rank {}: rank {} closed its shared-memory socket during set-up ({})",
+           rank_, peer, n < 0 ? std::strerror(static_cast<int>(-n)) : "end of stream");
+    const Ack ack = decode_ack(answer);
+    if (ack.status != AckStatus::Accepted || !doorbell.valid() ||
+        ack.rank != static_cast<std::uint32_t>(peer)) {
+      log::warn("rank {}: rank {} refused shared memory ({}): TCP carries their messages", rank_, peer,
+                to_string(ack.status));
+      link = ShmPeerLink{};
+      return;
+    }
+    link.doorbell = std::move(doorbell);
+  }
+
+  // ---- accepting the higher ranks that reached this one ----
+  struct Inbound {
+    UniqueFd fd;
+    Clock::time_point give_up;
+  };
+
+  void accept_higher_ranks() {
+    std::set<int> expected;
+    for (int peer : higher_) {
+      const std::string reached = get(reached_key(options_.comm_id, peer));
+      if (reached.size() == static_cast<std::size_t>(size_) && reached[rank_] == '1') expected.insert(peer);
+    }
+    std::vector<Inbound> inbound;
+    std::vector<pollfd> fds;
+    while (!expected.empty()) {
+      if (deadline_.expired())
+        fail(ErrorCode::Timeout,
+             "rank {}: shared-memory set-up for comm {} timed out: ranks {} said they connected, but never "
+             "introduced themselves",
+             rank_, options_.comm_id, fmt::join(expected, ", "));
+      fds.assign(1, {listener_.get(), POLLIN, 0});
+      Deadline wake = deadline_;
+      for (const Inbound& in : inbound) {
+        fds.push_back({in.fd.get(), POLLIN, 0});
+        wake = wake.earlier(Deadline(in.give_up));
+      }
+      if (::poll(fds.data(), fds.size(), wake.poll_timeout_ms()) < 0 && errno != EINTR) fail_errno("poll");
+      for (std::size_t i = inbound.size(); i-- > 0;) {
+        bool finished = fds[i + 1].revents != 0 && judge(inbound[i].fd, expected);
+        if (!finished && Clock::now() >= inbound[i].give_up) {
+          log::warn("rank {}: dropped a shared-memory connection: no complete hello within {} ms", rank_,
+                    options_.handshake_timeout.count());
+          finished = true;
+        }
+        if (finished) inbound.erase(inbound.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      if (fds[0].revents != 0) accept_pending(inbound);
+    }
+  }
+
+  void accept_pending(std::vector<Inbound>& inbound) {
+    for (;;) {
+      int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd >= 0) {
+        inbound.push_back({UniqueFd(fd), Clock::now() + options_.handshake_timeout});
+        continue;
+      }
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        log::warn("rank {}: accept: {}", rank_, std::strerror(errno));
+      return;
+    }
+  }
+
+  // Reads a hello and answers it; true when the connection is done with (taken or dropped).
+  bool judge(UniqueFd& fd, std::set<int>& expected) {
+    std::array<std::byte, kHelloSize + kMaxTokenBytes> packet{};
+    UniqueFd doorbell;
+    const long n = receive_packet(fd.get(), packet, doorbell);
+    if (n == -EAGAIN) return false;
+    Hello hello;
+    try {
+      if (n < static_cast<long>(kHelloSize)) fail(ErrorCode::Protocol, "a packet of {} bytes", n);
+      hello = decode_hello(std::span(packet).first<kHelloSize>());
+      if (n != static_cast<long>(kHelloSize + hello.token_bytes))
+        fail(ErrorCode::Protocol, "a hello of {} bytes announcing a {}-byte token", n, hello.token_bytes);
+    } catch (const Error& e) {
+      log::warn("rank {}: dropped a shared-memory connection: {}", rank_, e.what());
+      return true;
+    }
+    const std::string_view token(reinterpret_cast<const char*>(&packet[kHelloSize]), hello.token_bytes);
+    AckStatus status = AckStatus::Accepted;
+    if (!tokens_equal(token, options_.job_token))
+      status = AckStatus::WrongToken;
+    else if (hello.comm_id != options_.comm_id)
+      status = AckStatus::WrongComm;
+    else if (hello.size != static_cast<std::uint32_t>(size_) ||
+             !expected.contains(static_cast<int>(hello.rank)))
+      status = AckStatus::BadRank;
+    else if (peer_user(fd.get()) != ::getuid())
+      status = AckStatus::OtherUser;
+    else if (!doorbell.valid())
+      status = AckStatus::BadRank;
+    const auto ack = encode_ack(
+        Ack{.status = status, .comm_id = options_.comm_id, .rank = static_cast<std::uint32_t>(rank_)});
+    const int problem =
+        send_packet(fd.get(), ack, status == AckStatus::Accepted ? peers_.doorbell.get() : -1);
+    if (status == AckStatus::OtherUser)
+      expected.erase(static_cast<int>(hello.rank));  // it said it was that rank
+    if (status != AckStatus::Accepted) {
+      log::warn("rank {}: refused a shared-memory connection claiming rank {} of comm {}: {}", rank_,
+                hello.rank, hello.comm_id, to_string(status));
+      return true;
+    }
+    const int peer = static_cast<int>(hello.rank);
+    expected.erase(peer);
+    if (problem != 0) {
+      // The peer introduced itself and left (it exited or failed): waiting on for it would only end at
+      // the deadline. TCP is its route; the TCP links say what became of it.
+      log::warn(
+          "rank {}: rank {} closed its shared-memory socket before the answer ({}): TCP carries their "
+          "messages",
+          rank_, peer, std::strerror(problem));
+      return true;
+    }
+    peers_.links[peer] = ShmPeerLink{std::move(fd), std::move(doorbell)};
+    return true;
+  }
+
+  Store& store_;
+  const int rank_;
+  const int size_;
+  const ShmOptions& options_;
+  const Deadline deadline_;
+  std::vector<int> lower_, higher_;  // the other ranks of this host, by the layout
+  UniqueFd listener_;
+  ShmPeers peers_;
+};
+
+int ranks_on_this_host(const ShmOptions& options, int rank, int size) {
+  if (options.local_size > 0) return options.local_size;
+  if (options.host_of_rank.size() != static_cast<std::size_t>(size)) return 1;
+  const int host = options.host_of_rank[rank];
+  return static_cast<int>(std::count(options.host_of_rank.begin(), options.host_of_rank.end(), host));
+}
+
+}  // namespace
+
+ShmPeers connect_shm_peers(Store& store, int rank, int size, const ShmOptions& options) {
+  return ShmPeersBuilder(store, rank, size, options).build();
+}
+
+std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
+                                                const ShmOptions& shm) {
+  std::vector<PeerLink> links = connect_tcp_links(store, rank, size, tcp);
+  ShmPeers peers = connect_shm_peers(store, rank, size, shm);
+  const int cores = shm.host_cores > 0 ? shm.host_cores : usable_cores();
+  auto mesh = std::make_unique<MeshTransport>(
+      rank, size, peers.reached.empty() ? "tcp" : "shm+tcp", chosen_spin(tcp, size),
+      peers.reached.empty() ? std::chrono::nanoseconds(0)
+                            : looks_between_yields(ranks_on_this_host(shm, rank, size), cores));
+  const std::size_t tcp_part =
+      mesh->add_part(std::make_unique<TcpLinks>(rank, std::move(links), mesh->abort_state()));
+  if (peers.reached.empty()) return mesh;
+  MeshTransport& routes = *mesh;
+  auto reroute = [&routes, tcp_part](int peer, bool sends) {
+    if (sends)
+      routes.route_sends(peer, tcp_part);
+    else
+      routes.route_recvs(peer, tcp_part);
+  };
+  const std::size_t shm_part = mesh->add_part(std::make_unique<ShmLinks>(
+      rank, std::move(peers.links), std::move(peers.doorbell), shm, ranks_on_this_host(shm, rank, size),
+      mesh->abort_state(), mesh->part(tcp_part), reroute));
+  for (int peer : peers.reached) {
+    mesh->route_sends(peer, shm_part);
+    mesh->route_recvs(peer, shm_part);
+  }
+  log::info("rank {}: comm {}: shared memory with rank(s) {} of this host, TCP with the others", rank,
+            tcp.comm_id, fmt::join(peers.reached, ", "));
+  return mesh;
+}
+
+std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size,
+                                                const MeshOptions& options) {
+  return connect_shm_tcp_mesh(store, rank, size, TcpOptions::from(options), ShmOptions::from(options));
+}
+
+}  // namespace canopy::transport

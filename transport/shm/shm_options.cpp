@@ -1,0 +1,54 @@
+#include "transport/shm/shm_options.hpp"
+
+#include <algorithm>
+#include <mutex>
+
+#include "common/error.hpp"
+#include "transport/shm/shm_ring.hpp"
+
+namespace canopy::transport {
+namespace {
+
+std::mutex budget_mutex;
+std::uint64_t bytes_held = 0;
+int most_host_ranks = 1;
+
+}  // namespace
+
+ShmOptions ShmOptions::from(const MeshOptions& mesh) {
+  const Settings& settings = mesh.settings;
+  ShmOptions options;
+  take_mesh_facts(mesh, options);
+  options.job_token = mesh.job_token;
+  options.host_of_rank = mesh.host_of_rank;
+  options.ring_bytes = settings.size("CANOPY_SHM_RING_BYTES");
+  options.slot_bytes = settings.size("CANOPY_SHM_SLOT_BYTES");
+  options.host_budget_bytes = settings.size("CANOPY_SHM_BYTES");
+  if ((options.ring_bytes & (options.ring_bytes - 1)) != 0)
+    fail(ErrorCode::Config, "CANOPY_SHM_RING_BYTES={} must be a power of two", options.ring_bytes);
+  if (options.slot_bytes % kRingLine != 0)
+    fail(ErrorCode::Config, "CANOPY_SHM_SLOT_BYTES={} must be a multiple of {} bytes", options.slot_bytes,
+         kRingLine);
+  return options;
+}
+
+bool ShmBudget::reserve(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks) {
+  std::lock_guard lock(budget_mutex);
+  most_host_ranks = std::max(most_host_ranks, host_ranks);
+  const std::uint64_t share = host_budget / static_cast<std::uint64_t>(most_host_ranks);
+  if (bytes_held + bytes > share) return false;
+  bytes_held += bytes;
+  return true;
+}
+
+void ShmBudget::release(std::uint64_t bytes) {
+  std::lock_guard lock(budget_mutex);
+  bytes_held -= std::min(bytes, bytes_held);
+}
+
+std::uint64_t ShmBudget::held() {
+  std::lock_guard lock(budget_mutex);
+  return bytes_held;
+}
+
+}  // namespace canopy::transport

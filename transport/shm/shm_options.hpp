@@ -1,0 +1,49 @@
+// The settings of the shared-memory links, and the process's share of the host's memory budget for rings.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "canopy/store.hpp"
+#include "transport/mesh_options.hpp"
+
+namespace canopy::transport {
+
+struct ShmOptions {
+  std::uint64_t comm_id = 0;  // scopes the store keys and handshakes, as for TCP
+  std::string job_token;      // presented in every handshake
+  Duration connect_timeout = std::chrono::seconds(60);
+  // A connection that has not said who it is by then is dropped.
+  Duration handshake_timeout = std::chrono::seconds(2);
+  // Each rank's host (MeshOptions::host_of_rank); this group's ranks on this host and their cores.
+  std::vector<int> host_of_rank;
+  int local_size = 0;
+  int host_cores = 0;
+  // Each direction between two ranks that talk gets a ring of this many bytes (a power of two), or less
+  // where the budget is short. CANOPY_SHM_RING_BYTES.
+  std::uint64_t ring_bytes = std::uint64_t{2} << 20;
+  // A producer publishes at most this much at a time, so that the consumer copies (or reduces) one slot
+  // while the next is written. CANOPY_SHM_SLOT_BYTES.
+  std::uint64_t slot_bytes = std::uint64_t{256} << 10;
+  // What the rings of one host may take together; a ring that does not fit leaves its pair on TCP.
+  // CANOPY_SHM_BYTES.
+  std::uint64_t host_budget_bytes = std::uint64_t{32} << 20;
+
+  // The mesh's facts, and CANOPY_SHM_RING_BYTES, CANOPY_SHM_SLOT_BYTES and CANOPY_SHM_BYTES from its
+  // settings; Error(Config) for a ring that is not a power of two or a slot that is not whole lines.
+  static ShmOptions from(const MeshOptions& mesh);
+};
+
+// The rings this process holds, against its share of the host's budget: the budget over the host's ranks
+// (the most ranks any group this process joined has on this host). Thread-safe.
+class ShmBudget {
+ public:
+  // Reserves `bytes` when they fit in this process's share; false otherwise.
+  static bool reserve(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks);
+  static void release(std::uint64_t bytes);
+  static std::uint64_t held();
+};
+
+}  // namespace canopy::transport
