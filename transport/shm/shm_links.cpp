@@ -85,7 +85,8 @@ void ShmLinks::fail_peer(int peer, ErrorCode code, const std::string& what) {
   p.failure = Error(code, what);
   p.sends.clear();
   p.recvs.clear();
-  ::shutdown(p.link.socket.get(), SHUT_RDWR);  // the peer learns at once; the descriptor stays ours
+  // As TcpLinks::fail_peer: a broken link is shut down at once, one out of step only by abort().
+  if (code == ErrorCode::PeerFailed) ::shutdown(p.link.socket.get(), SHUT_RDWR);
   log::debug("{}", what);
   throw *p.failure;
 }

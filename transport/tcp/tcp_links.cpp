@@ -63,9 +63,11 @@ void TcpLinks::fail_peer(int peer, ErrorCode code, const std::string& what) {
   p.failure = Error(code, what);
   p.sends.clear();
   p.recvs.clear();
-  // shutdown, not close: the descriptor number stays ours, so abort() on another thread can never hit a
-  // reused one.
-  ::shutdown(p.link.fd.get(), SHUT_RDWR);
+  // A broken stream is shut down at once (shutdown, not close: the descriptor number stays ours, so abort()
+  // on another thread can never hit a reused one). One out of step (a mismatch, a malformed frame) stays
+  // open until abort(): the communicator first records why for the other ranks, so the peer blames the
+  // mismatch, not the closed connection.
+  if (code == ErrorCode::PeerFailed) ::shutdown(p.link.fd.get(), SHUT_RDWR);
   log::debug("{}", what);  // the caller gets it as an exception: no second report on stderr
   throw *p.failure;
 }
