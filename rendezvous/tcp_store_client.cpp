@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -158,7 +159,7 @@ class TcpStoreClient final : public Store {
     } catch (const Error& e) {
       if (e.code() != ErrorCode::PeerFailed) throw;
       // Two servers close a hello: one that speaks another protocol, and one whose process is exiting (a
-      // killed store). Only the first still accepts connections, so one more connect tells them apart.
+      // killed store). Only the first still accepts and keeps connections: one more tells them apart.
       if (!still_listening())
         fail(ErrorCode::PeerFailed,
              "the TcpStore at {} is unreachable: it closed the connection during the Canopy store hello and "
@@ -189,13 +190,22 @@ class TcpStoreClient final : public Store {
   }
 
  private:
-  // Whether the server still accepts a connection (closed at once; a refusal within a moment is a no).
+  // Whether the server still accepts a connection and keeps it. A killed store's listener can complete one
+  // more handshake while its process exits, and then resets it: only a connection that stays open for a
+  // moment (or is answered) shows a live server that speaks another protocol.
   bool still_listening() const {
+    std::optional<ClientSocket> probe;
     try {
-      ClientSocket::connect(address_.host, address_.port, Deadline::after(kListeningProbe));
-      return true;
+      probe.emplace(ClientSocket::connect(address_.host, address_.port, Deadline::after(kListeningProbe)));
     } catch (const Error&) {
       return false;
+    }
+    try {
+      char byte = 0;
+      probe->receive_exact(&byte, 1, Deadline::after(kListeningProbe));
+      return true;
+    } catch (const Error& e) {
+      return e.code() == ErrorCode::Timeout;
     }
   }
 
