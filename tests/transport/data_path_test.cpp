@@ -337,7 +337,8 @@ std::string link_name(const ::testing::TestParamInfo<LinkKind>& link) {
   return std::string(testing::to_string(link.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(Links, DataPath, ::testing::Values(LinkKind::Tcp, LinkKind::Shm), link_name);
+INSTANTIATE_TEST_SUITE_P(Links, DataPath,
+                         ::testing::Values(LinkKind::Tcp, LinkKind::Shm, LinkKind::ShmRingsOnly), link_name);
 
 }  // namespace
 }  // namespace canopy::transport

@@ -19,6 +19,7 @@
 #include "tests/support/mesh_processes.hpp"
 #include "tests/support/ranks.hpp"
 #include "tests/transport/memory_store.hpp"
+#include "tests/transport/shm_test_support.hpp"
 #include "tests/transport/transport_test_support.hpp"
 #include "transport/shm/shm_mesh.hpp"
 #include "transport/shm/unix_socket.hpp"
@@ -35,46 +36,10 @@ using testing::p2p_envelope;
 using testing::require;
 using testing::wait_all;
 
-ShmOptions rings(std::uint64_t ring_bytes, std::uint64_t slot_bytes, std::uint64_t budget = 1ull << 30) {
-  ShmOptions options;
-  options.ring_bytes = ring_bytes;
-  options.slot_bytes = slot_bytes;
-  options.host_budget_bytes = budget;
-  return options;
-}
-
-// Forks ranks on one host (by the layout, unless `hosts` says otherwise) meeting through a store server.
-std::vector<testing::RankExit> run_shm_processes(int size, std::uint64_t comm_id, const ShmOptions& shm,
-                                                 const testing::MeshBody& body, std::vector<int> hosts = {},
-                                                 const std::function<void(int)>& before = {}) {
-  auto connect = [&](Store& store, int rank, int n) {
-    if (before) before(rank);
-    auto options = loopback_options(comm_id);
-    return connect_shm_tcp_mesh(store, rank, n, options, testing::shm_options_like(options, n, shm, hosts));
-  };
-  return testing::run_mesh_processes(size, connect, body, std::chrono::seconds(60));
-}
-
-// Every message of `sizes` both ways at once, all posted up front, each checked bit for bit.
-void exchange_sizes(Transport& t, std::uint64_t comm_id, const std::vector<std::size_t>& sizes) {
-  const int peer = 1 - t.rank();
-  std::vector<std::vector<std::byte>> out, in;
-  std::vector<OpId> ids;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    auto envelope = p2p_envelope(comm_id, 1, static_cast<std::uint32_t>(i), sizes[i]);
-    out.push_back(testing::random_bytes(sizes[i], 100 * i + t.rank()));
-    in.emplace_back(sizes[i], std::byte{0xEE});
-    ids.push_back(t.post_send(peer, envelope, out.back()));
-    ids.push_back(t.post_recv(peer, envelope, in.back()));
-  }
-  wait_all(t, ids);
-  for (std::size_t i = 0; i < sizes.size(); ++i)
-    require(testing::first_difference(in[i], 100 * i + peer) == -1,
-            "rank {}: message {} ({} bytes) corrupted", t.rank(), i, sizes[i]);
-}
-
 TEST(ShmLinks, SizesAroundLinesSlotsAndTheRingsEndArriveBitExactly) {
-  // A 4 KiB ring of 1 KiB slots (frames wrap at every turn), then the default 2 MiB ring of 256 KiB slots.
+  // A 4 KiB ring of 1 KiB slots (frames wrap at every turn), then the default 2 MiB ring of 256 KiB slots;
+  // every payload through the ring, none by single copy (shm_single_copy_test.cpp), those of up to a
+  // cell's body in their cells.
   const std::vector<std::size_t> tiny = {0,
                                          1,
                                          7,
@@ -83,6 +48,9 @@ TEST(ShmLinks, SizesAroundLinesSlotsAndTheRingsEndArriveBitExactly) {
                                          65,
                                          127,
                                          128,
+                                         kInlineBytes - 1,
+                                         kInlineBytes,
+                                         kInlineBytes + 1,
                                          1023,
                                          1024,
                                          1025,
@@ -104,7 +72,8 @@ TEST(ShmLinks, SizesAroundLinesSlotsAndTheRingsEndArriveBitExactly) {
   const std::vector<std::size_t> large = {256 * K - 1,   256 * K,  256 * K + 1,  2048 * K - 64,
                                           2048 * K - 65, 2048 * K, 2048 * K + 1, 5,
                                           4096 * K + 3,  0};
-  expect_all_ok(run_shm_processes(2, 32, ShmOptions{}, [&](Transport& t) { exchange_sizes(t, 32, large); }));
+  expect_all_ok(
+      run_shm_processes(2, 32, rings(2048 * K, 256 * K), [&](Transport& t) { exchange_sizes(t, 32, large); }));
 }
 
 // Every pair at once, both ways, through 1 KiB rings: a receive that is posted late, or a send that holds
@@ -208,11 +177,11 @@ TEST(ShmLinks, AHostBudgetTooSmallForAnyRingLeavesThePairsOnTcp) {
 TEST(ShmLinks, TheBudgetGivesRingsToTheFirstPairsThatTalkAndTcpToTheRest) {
   // Room for 1.5 rings of 64 KiB per rank: each rank's first peer gets one, its others TCP.
   constexpr std::uint64_t kRing = 64 * 1024;
-  const std::uint64_t budget = 4 * (kRing + kRingDataOffset) * 3 / 2;
+  const std::uint64_t budget = 4 * (ring_segment_bytes(kRing)) * 3 / 2;
   expect_all_ok(run_shm_processes(4, 36, rings(kRing, 4096, budget), [&](Transport& t) {
     log::set_level(log::Level::Error);
     rings_from_everyone(t, 36);
-    require(ShmBudget::held() == kRing + kRingDataOffset, "rank {} holds {} bytes of rings", t.rank(),
+    require(ShmBudget::held() == ring_segment_bytes(kRing), "rank {} holds {} bytes of rings", t.rank(),
             ShmBudget::held());
     for (int round = 0; round < 3; ++round) exchange_with_everyone(t, 36);
   }));
@@ -309,11 +278,15 @@ TEST(ShmLinks, SettingsAreCheckedWhereTheyAreRead) {
   EXPECT_EQ(defaults.ring_bytes, std::uint64_t{2} << 20);
   EXPECT_EQ(defaults.slot_bytes, std::uint64_t{256} << 10);
   EXPECT_EQ(defaults.host_budget_bytes, std::uint64_t{32} << 20);
-  const ShmOptions taken = options_of(
-      {{"CANOPY_SHM_RING_BYTES", "64K"}, {"CANOPY_SHM_SLOT_BYTES", "4K"}, {"CANOPY_SHM_BYTES", "1M"}});
+  EXPECT_EQ(defaults.single_copy_bytes, std::uint64_t{64} << 10);
+  const ShmOptions taken = options_of({{"CANOPY_SHM_RING_BYTES", "64K"},
+                                       {"CANOPY_SHM_SLOT_BYTES", "4K"},
+                                       {"CANOPY_SHM_BYTES", "1M"},
+                                       {"CANOPY_SHM_SINGLE_COPY_BYTES", "0"}});
   EXPECT_EQ(taken.ring_bytes, 64u << 10);
   EXPECT_EQ(taken.slot_bytes, 4u << 10);
   EXPECT_EQ(taken.host_budget_bytes, 1u << 20);
+  EXPECT_EQ(taken.single_copy_bytes, 0u);
   EXPECT_MENTIONS(testing::config_error_of([&] {
                     options_of({{"CANOPY_SHM_RING_BYTES", "3000"}});
                   }),

@@ -52,17 +52,20 @@ inline transport::ShmOptions shm_options_like(const transport::TcpOptions& optio
   return shm;
 }
 
-// The links a data-path test runs over: TCP between every pair, or shared memory (all ranks on one host).
-enum class LinkKind { Tcp, Shm };
+// The links a data-path test runs over: TCP between every pair, or shared memory (all ranks on one host),
+// with large messages by single copy where the kernel allows it (the default), or every payload through
+// the rings.
+enum class LinkKind { Tcp, Shm, ShmRingsOnly };
 inline std::string_view to_string(LinkKind kind) {
-  return kind == LinkKind::Tcp ? "Tcp" : "Shm";
+  return kind == LinkKind::Tcp ? "Tcp" : kind == LinkKind::Shm ? "Shm" : "ShmRingsOnly";
 }
 
 inline std::unique_ptr<transport::Transport> connect_loopback_mesh(LinkKind kind, Store& store, int rank,
                                                                    int size,
                                                                    const transport::TcpOptions& options,
-                                                                   const transport::ShmOptions& shm = {}) {
+                                                                   transport::ShmOptions shm = {}) {
   if (kind == LinkKind::Tcp) return transport::connect_tcp_mesh(store, rank, size, options);
+  if (kind == LinkKind::ShmRingsOnly) shm.single_copy_bytes = 0;
   return transport::connect_shm_tcp_mesh(store, rank, size, options, shm_options_like(options, size, shm));
 }
 

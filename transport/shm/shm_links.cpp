@@ -1,6 +1,8 @@
 #include "transport/shm/shm_links.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,15 +18,37 @@
 namespace canopy::transport {
 namespace {
 
-// Packets on a pair's socket: u8 kind, 7 bytes 0, u64 a, u64 b, then text.
-//   'O' offer: a ring of `a` bytes with nonce `b`, its memfd alongside   'A' accepted   'R' refused (why)
-//   'T' the sender's messages go over TCP (why): it made no ring
-constexpr std::size_t kPacketHead = 24;
+// Packets on a pair's socket: u8 kind, 7 bytes 0, u64 a, u64 b, u64 c, then text.
+//   'O' offer: a ring of `a` bytes with nonce `b`, its memfd alongside; the nonce also lies at address `c`
+//       of the sender's memory, for the receiver to try reading it there (single copy)
+//   'A' accepted; `a` = 1 when the receiver will read large messages from the sender's memory
+//   'R' refused (why)   'T' the sender's messages go over TCP (why): it made no ring
+constexpr std::size_t kPacketHead = 32;
 constexpr std::size_t kPacketBytes = 512;
 constexpr char kOffer = 'O', kAccepted = 'A', kRefused = 'R', kOverTcp = 'T';
 
 // Where the budget is short, a ring may be smaller than asked, down to this.
 constexpr std::uint64_t kSmallestRing = 64 * 1024;
+
+// A single copy moves at most this much per drive of its peer, so the other peers' messages move between.
+constexpr std::uint64_t kCopyPiece = std::uint64_t{1} << 20;
+
+// Whether the receiver of this message most likely reduces it (the collectives that reduce what they
+// receive): those go through the ring, where the sender copies and the receiver reduces, each on its own
+// core, where a single copy would leave both the copy and the reduce to the receiver.
+bool likely_reduced(const Envelope& envelope) {
+  return envelope.collective == Collective::AllReduce || envelope.collective == Collective::Reduce ||
+         envelope.collective == Collective::ReduceScatter;
+}
+
+template <typename T>
+T body_word(const std::byte* cell, std::size_t index) {
+  return little_endian::get<T>(cell + kCellBodyOffset + index * sizeof(std::uint64_t));
+}
+
+void put_body_word(std::byte* cell, std::size_t index, std::uint64_t value) {
+  little_endian::put(cell + kCellBodyOffset + index * sizeof(std::uint64_t), value);
+}
 
 }  // namespace
 
@@ -38,7 +62,10 @@ ShmLinks::ShmLinks(int rank, std::vector<ShmPeerLink> peers, UniqueFd doorbell, 
       reroute_(std::move(reroute)),
       peers_(peers.size()),
       doorbell_(std::move(doorbell)) {
-  for (std::size_t p = 0; p < peers.size(); ++p) peers_[p].link = std::move(peers[p]);
+  for (std::size_t p = 0; p < peers.size(); ++p) {
+    peers_[p].link = std::move(peers[p]);
+    if (peers_[p].reached()) peers_[p].process = peer_process(peers_[p].link.socket.get());
+  }
   poll_peers_.reserve(peers.size());
   sleeping_.reserve(peers.size());
 }
@@ -84,6 +111,7 @@ void ShmLinks::fail_peer(int peer, ErrorCode code, const std::string& what) {
   Peer& p = peers_[peer];
   p.failure = Error(code, what);
   p.sends.clear();
+  p.copying.clear();
   p.recvs.clear();
   // As TcpLinks::fail_peer: a broken link is shut down at once, one out of step only by abort().
   if (code == ErrorCode::PeerFailed) ::shutdown(p.link.socket.get(), SHUT_RDWR);
@@ -94,7 +122,7 @@ void ShmLinks::fail_peer(int peer, ErrorCode code, const std::string& what) {
 void ShmLinks::fail_closed(int peer, const char* direction) {
   abort_.throw_if_raised(rank_);
   const Peer& p = peers_[peer];
-  const std::size_t pending = p.sends.size() + p.recvs.size();
+  const std::size_t pending = p.sends.size() + p.copying.size() + p.recvs.size();
   const std::string what = fmt::format(
       "rank {}: connection to rank {} (shared memory on this host) closed: the peer closed it (end of "
       "stream), while {}; {} operation(s) to/from rank {} failed (did rank {} exit or crash?)",
@@ -106,12 +134,13 @@ void ShmLinks::fail_closed(int peer, const char* direction) {
   }
 }
 
-void ShmLinks::send_control(int peer, char kind, std::uint64_t a, std::uint64_t b, int pass,
+void ShmLinks::send_control(int peer, char kind, std::uint64_t a, std::uint64_t b, std::uint64_t c, int pass,
                             const std::string& text) {
   std::array<std::byte, kPacketBytes> packet{};
   packet[0] = static_cast<std::byte>(kind);
   little_endian::put(&packet[8], a);
   little_endian::put(&packet[16], b);
+  little_endian::put(&packet[24], c);
   const std::size_t length = std::min(text.size(), kPacketBytes - kPacketHead);
   std::memcpy(&packet[kPacketHead], text.data(), length);
   // A pair's socket carries a handful of packets in its whole life: a full one means the peer is gone.
@@ -143,11 +172,14 @@ void ShmLinks::handle_packet(int peer, std::span<const std::byte> packet, Unique
   const char kind = packet.size() >= kPacketHead ? static_cast<char>(packet[0]) : '\0';
   const auto a = packet.size() >= kPacketHead ? little_endian::get<std::uint64_t>(&packet[8]) : 0;
   const auto b = packet.size() >= kPacketHead ? little_endian::get<std::uint64_t>(&packet[16]) : 0;
+  const auto c = packet.size() >= kPacketHead ? little_endian::get<std::uint64_t>(&packet[24]) : 0;
   const std::string text(reinterpret_cast<const char*>(packet.data()) + std::min(packet.size(), kPacketHead),
                          packet.size() - std::min(packet.size(), kPacketHead));
-  if (kind == kOffer && p.in == Way::None) return accept_ring(peer, a, b, std::move(passed));
+  if (kind == kOffer && p.in == Way::None) return accept_ring(peer, a, b, c, std::move(passed));
   if (kind == kAccepted && p.out == Way::Offered) {
     p.out = Way::Ring;
+    p.single_copy_out = a == 1;
+    p.probe.reset();
     return;
   }
   if (kind == kRefused && p.out == Way::Offered)
@@ -164,7 +196,7 @@ void ShmLinks::offer_ring(int peer) {
   std::uint64_t capacity = options_.ring_bytes;
   const std::uint64_t smallest = std::min(options_.ring_bytes, kSmallestRing);
   while (capacity >= smallest &&
-         !ShmBudget::reserve(capacity + kRingDataOffset, options_.host_budget_bytes, host_ranks_))
+         !ShmBudget::reserve(ring_segment_bytes(capacity), options_.host_budget_bytes, host_ranks_))
     capacity /= 2;
   std::string why;
   if (capacity < smallest) {
@@ -176,30 +208,59 @@ void ShmLinks::offer_ring(int peer) {
       RingSegment segment = RingSegment::create(capacity, memfd);
       const std::uint64_t nonce = segment.nonce();
       p.sending.emplace(std::move(segment));
-      p.reserved = capacity + kRingDataOffset;
+      p.reserved = ring_segment_bytes(capacity);
       p.out = Way::Offered;
-      send_control(peer, kOffer, capacity, nonce, memfd.get());
+      std::uint64_t probe_address = 0;
+      if (options_.single_copy_bytes > 0) {
+        p.probe = std::make_unique<std::uint64_t>(nonce);
+        probe_address = reinterpret_cast<std::uintptr_t>(p.probe.get());
+      }
+      send_control(peer, kOffer, capacity, nonce, probe_address, memfd.get());
       return;
     } catch (const Error& e) {
-      ShmBudget::release(capacity + kRingDataOffset);
+      ShmBudget::release(ring_segment_bytes(capacity));
       why = e.what();
     }
   }
-  send_control(peer, kOverTcp, 0, 0, -1, why);
+  send_control(peer, kOverTcp, 0, 0, 0, -1, why);
   fall_back(peer, true, why);
 }
 
-void ShmLinks::accept_ring(int peer, std::uint64_t capacity, std::uint64_t nonce, UniqueFd passed) {
+void ShmLinks::accept_ring(int peer, std::uint64_t capacity, std::uint64_t nonce, std::uint64_t probe_address,
+                           UniqueFd passed) {
   Peer& p = peers_[peer];
   try {
     if (!passed.valid()) fail(ErrorCode::Protocol, "no descriptor came with the offer");
     p.receiving.emplace(RingSegment::attach(passed.get(), capacity, nonce));
     p.in = Way::Ring;
-    send_control(peer, kAccepted);
+    p.single_copy_in = probe_address != 0 && probe_single_copy(p, probe_address, nonce);
+    send_control(peer, kAccepted, p.single_copy_in ? 1 : 0);
   } catch (const Error& e) {
-    send_control(peer, kRefused, 0, 0, -1, e.what());
+    send_control(peer, kRefused, 0, 0, 0, -1, e.what());
     fall_back(peer, false, e.what());
   }
+}
+
+bool ShmLinks::probe_single_copy(const Peer& p, std::uint64_t address, std::uint64_t expected) const {
+  std::uint64_t value = 0;
+  iovec local{&value, sizeof(value)};
+  iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), sizeof(value)};
+  const bool read = p.process > 0 && ::process_vm_readv(p.process, &local, 1, &remote, 1, 0) == sizeof(value);
+  if (read && value == expected) return true;
+  // Said once per process: without it large messages copy through the rings, twice.
+  static std::once_flag said;
+  const int error = errno;
+  std::call_once(said, [&] {
+    log::info(
+        "rank {}: large messages within this host copy through the rings, not straight between the ranks' "
+        "buffers: {}",
+        rank_,
+        !read ? fmt::format("process_vm_readv: {} (a container without CAP_SYS_PTRACE or a seccomp profile "
+                            "that forbids it, or Yama's ptrace_scope)",
+                            p.process > 0 ? std::strerror(error) : "the peer's process id is not known here")
+              : std::string("process_vm_readv read another value than the peer's"));
+  });
+  return false;
 }
 
 void ShmLinks::fall_back(int peer, bool sends, const std::string& why) {
@@ -210,6 +271,7 @@ void ShmLinks::fall_back(int peer, bool sends, const std::string& why) {
   if (sends) {
     p.out = Way::Fallback;
     p.sending.reset();
+    p.probe.reset();
     ShmBudget::release(std::exchange(p.reserved, 0));
     for (; !p.sends.empty(); p.sends.pop_front()) {
       const SendOp& op = p.sends.front();
@@ -236,33 +298,61 @@ void ShmLinks::write_frames(int peer, Completions& done) {
   bool wrote = false;
   while (!p.sends.empty()) {
     SendOp& op = p.sends.front();
-    if (!op.header_written) {
-      if (ring.writable(kRingLine) < kRingLine) break;
-      const FrameBytes header =
-          encode_frame(FrameHeader{.envelope = op.envelope, .payload_bytes = op.payload.size()});
-      ring.write(header.data(), header.size(), kRingLine);
-      op.header_written = wrote = true;
-    }
     const std::uint64_t size = op.payload.size();
-    while (op.written < size) {
-      const std::uint64_t left = size - op.written;
-      const std::uint64_t room = ring.writable(std::min(round_up_to_line(left), options_.slot_bytes));
-      if (room == 0) break;
-      // Whole lines, except the payload's last piece, whose padding is skipped.
-      const std::uint64_t n = std::min({left, room, options_.slot_bytes});
-      ring.write(op.payload.data() + op.written, n, n == left ? round_up_to_line(n) : n);
-      op.written += n;
-      bytes_moved_ += n;
+    if (!op.header_written) {
+      if (!ring.cell_free()) break;
+      std::byte* cell = ring.next_cell();
+      const FrameBytes header = encode_frame(FrameHeader{.envelope = op.envelope, .payload_bytes = size});
+      std::memcpy(cell, header.data(), header.size());
       wrote = true;
-      ring.publish();  // the consumer copies this slot while the next is written
+      if (size <= kInlineBytes) {
+        if (size > 0) std::memcpy(cell + kCellBodyOffset, op.payload.data(), size);
+        ring.stamp(CellBody::Inline);
+        bytes_moved_ += size;
+        done.ids.push_back(op.id);
+        p.sends.pop_front();
+        continue;
+      }
+      if (p.single_copy_out && size >= options_.single_copy_bytes && !likely_reduced(op.envelope)) {
+        put_body_word(cell, 0, reinterpret_cast<std::uintptr_t>(op.payload.data()));
+        ring.stamp(CellBody::SingleCopy);
+        p.copying.push_back(CopyWait{.id = op.id, .copies = ++p.copies_posted});
+        p.sends.pop_front();
+        continue;
+      }
+      // What fits now goes before the stamp: a payload of up to a slot is whole when the receiver sees it.
+      write_piece(ring, op);
+      put_body_word(cell, 0, ring.tail());
+      ring.stamp(CellBody::InRing);
+      op.header_written = true;
+    }
+    while (op.written < size && write_piece(ring, op)) {
+      wrote = true;
+      ring.publish_tail();  // the consumer copies this slot while the next is written
     }
     if (op.written < size) break;
     done.ids.push_back(op.id);
     p.sends.pop_front();
   }
-  if (!wrote) return;
-  ring.publish();
-  if (ring.consumer_to_wake()) ring_doorbell(peer);
+  if (wrote && ring.consumer_to_wake()) ring_doorbell(peer);
+}
+
+bool ShmLinks::write_piece(RingProducer& ring, SendOp& op) {
+  const std::uint64_t left = op.payload.size() - op.written;
+  const std::uint64_t room = ring.writable(std::min(round_up_to_line(left), options_.slot_bytes));
+  if (room == 0) return false;
+  // Whole lines, except the payload's last piece, whose padding is skipped.
+  const std::uint64_t n = std::min({left, room, options_.slot_bytes});
+  ring.write(op.payload.data() + op.written, n, n == left ? round_up_to_line(n) : n);
+  op.written += n;
+  bytes_moved_ += n;
+  return true;
+}
+
+void ShmLinks::finish_copies(Peer& p, Completions& done) {
+  const std::uint64_t copied = p.sending->copied();
+  for (; !p.copying.empty() && p.copying.front().copies <= copied; p.copying.pop_front())
+    done.ids.push_back(p.copying.front().id);
 }
 
 void ShmLinks::read_frames(int peer, Completions& done) {
@@ -272,41 +362,25 @@ void ShmLinks::read_frames(int peer, Completions& done) {
   while (!p.recvs.empty()) {
     RecvOp& op = p.recvs.front();
     if (!op.header_checked) {
-      if (ring.readable() < kRingLine) break;
-      // The header first: no payload byte may reach the destination before it is checked.
-      FrameBytes bytes;
-      std::memcpy(bytes.data(), ring.at(ring.head()), kFrameHeaderSize);
-      try {
-        const FrameHeader header = decode_frame(bytes);
-        check_frame(header, op.envelope, op.bytes, rank_, peer);
-        if (header.payload_bytes > 0) done.arrived_flags |= header.envelope.flags;
-      } catch (const Error& e) {
-        // The ring is out of step with what this rank expects: nothing more can be read from it.
-        fail_peer(peer, e.code(),
-                  e.code() == ErrorCode::Protocol
-                      ? fmt::format("rank {}: from rank {} (shared memory): {}", rank_, peer, e.what())
-                      : std::string(e.what()));
-      }
-      ring.release(kRingLine);
-      op.header_checked = moved = true;
-    }
-    while (op.received < op.bytes) {
-      const std::uint64_t available = ring.readable();
-      if (available == 0) break;
-      const std::uint64_t n =
-          ring.contiguous(ring.head(), std::min({available, op.bytes - op.received, options_.slot_bytes}));
-      const std::byte* piece = ring.at(ring.head());
-      if (op.sink != nullptr)
-        op.sink->consume(op.received, std::span(piece, n));
-      else
-        std::memcpy(op.destination + op.received, piece, n);
-      op.received += n;
-      bytes_moved_ += n;
-      ring.release(op.received == op.bytes ? round_up_to_line(n) : n);
-      ring.publish();  // the producer may fill the slot again while this rank reads the next
+      CellBody body{};
+      const std::byte* cell = ring.ready_cell(body);
+      if (cell == nullptr) break;
+      const bool whole = take_cell(peer, op, cell, body, done);
+      ring.release_cell();
       moved = true;
+      if (whole) {
+        p.recvs.pop_front();
+        continue;
+      }
     }
+    const std::uint64_t before = op.received;
+    if (op.body == CellBody::InRing)
+      read_ring_payload(p, op);
+    else
+      copy_piece(peer, op);
+    moved = moved || op.received > before;
     if (op.received < op.bytes) break;
+    if (op.body == CellBody::SingleCopy) ring.count_copied();
     done.ids.push_back(op.id);
     p.recvs.pop_front();
   }
@@ -315,8 +389,102 @@ void ShmLinks::read_frames(int peer, Completions& done) {
   if (ring.producer_to_wake()) ring_doorbell(peer);
 }
 
+bool ShmLinks::take_cell(int peer, RecvOp& op, const std::byte* cell, CellBody body, Completions& done) {
+  Peer& p = peers_[peer];
+  // The header first: no payload byte may reach the destination before it is checked.
+  try {
+    const FrameHeader header =
+        decode_frame(std::span<const std::byte, kFrameHeaderSize>(cell, kFrameHeaderSize));
+    check_frame(header, op.envelope, op.bytes, rank_, peer);
+    const std::uint64_t tail = body_word<std::uint64_t>(cell, 0);
+    const bool fits = body == CellBody::Inline ? op.bytes <= kInlineBytes
+                      : body == CellBody::InRing
+                          ? op.bytes > kInlineBytes && tail >= p.receiving->head() &&
+                                tail - p.receiving->head() <= p.receiving->capacity()
+                          : body == CellBody::SingleCopy && p.single_copy_in && op.bytes > kInlineBytes;
+    if (!fits)
+      fail(ErrorCode::Protocol, "a cell of kind {} for a payload of {} bytes", static_cast<int>(body),
+           op.bytes);
+    if (header.payload_bytes > 0) done.arrived_flags |= header.envelope.flags;
+  } catch (const Error& e) {
+    // The ring is out of step with what this rank expects: nothing more can be read from it.
+    fail_peer(peer, e.code(),
+              e.code() == ErrorCode::Protocol
+                  ? fmt::format("rank {}: from rank {} (shared memory): {}", rank_, peer, e.what())
+                  : std::string(e.what()));
+  }
+  op.body = body;
+  op.header_checked = true;
+  if (body == CellBody::Inline) {
+    if (op.bytes > 0) deliver(op, 0, std::span(cell + kCellBodyOffset, op.bytes));
+    bytes_moved_ += op.bytes;
+    done.ids.push_back(op.id);
+    return true;
+  }
+  if (body == CellBody::InRing)
+    p.receiving->note_tail(body_word<std::uint64_t>(cell, 0));
+  else
+    op.source = body_word<std::uint64_t>(cell, 0);
+  return false;
+}
+
+void ShmLinks::deliver(RecvOp& op, std::uint64_t offset, std::span<const std::byte> piece) {
+  if (op.sink != nullptr)
+    op.sink->consume(offset, piece);
+  else
+    std::memcpy(op.destination + offset, piece.data(), piece.size());
+}
+
+void ShmLinks::read_ring_payload(Peer& p, RecvOp& op) {
+  RingConsumer& ring = *p.receiving;
+  while (op.received < op.bytes) {
+    const std::uint64_t available = ring.readable();
+    if (available == 0) return;
+    const std::uint64_t n =
+        ring.contiguous(ring.head(), std::min({available, op.bytes - op.received, options_.slot_bytes}));
+    deliver(op, op.received, std::span(ring.at(ring.head()), n));
+    op.received += n;
+    bytes_moved_ += n;
+    ring.release(op.received == op.bytes ? round_up_to_line(n) : n);
+    ring.publish();  // the producer may fill the slot again while this rank reads the next
+  }
+}
+
+void ShmLinks::copy_piece(int peer, RecvOp& op) {
+  Peer& p = peers_[peer];
+  std::uint64_t n = std::min(op.bytes - op.received, kCopyPiece);
+  std::byte* into = op.destination + op.received;
+  if (op.sink != nullptr) {
+    if (bounce_.empty()) bounce_.resize(options_.slot_bytes);
+    n = std::min<std::uint64_t>(n, bounce_.size());
+    into = bounce_.data();
+  }
+  iovec local{into, n};
+  iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(op.source + op.received)), n};
+  const long got = ::process_vm_readv(p.process, &local, 1, &remote, 1, 0);
+  const int error = errno;
+  // A peer that is gone may have left its process id to another process: nothing read then counts.
+  if (peer_gone(p)) {
+    p.closed = true;
+    fail_closed(peer, "receiving");
+  }
+  if (got != static_cast<long>(n))
+    fail_peer(peer, ErrorCode::Protocol,
+              fmt::format("rank {}: reading {} bytes of rank {}'s buffer (single copy, process_vm_readv): {}",
+                          rank_, n, peer, got < 0 ? std::strerror(error) : "a partial read"));
+  if (op.sink != nullptr) op.sink->consume(op.received, std::span(into, n));
+  op.received += n;
+  bytes_moved_ += n;
+}
+
+bool ShmLinks::peer_gone(const Peer& p) const {
+  pollfd socket{p.link.socket.get(), POLLRDHUP, 0};
+  return ::poll(&socket, 1, 0) > 0 && (socket.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
+}
 void ShmLinks::drive_peer(int peer, Completions& done) {
   Peer& p = peers_[peer];
+  // What a peer copied before it left counts: its copy count is read before its end is judged.
+  if (!p.copying.empty()) finish_copies(p, done);
   if (!p.sends.empty()) {
     if (p.closed) fail_closed(peer, "sending");
     if (p.out == Way::None) offer_ring(peer);
@@ -343,23 +511,44 @@ void ShmLinks::drive(Pass pass, Completions& done) {
   }
 }
 
+bool ShmLinks::awaits_ring_in(const Peer& p) {
+  return !p.recvs.empty() && p.in == Way::Ring;
+}
+
+bool ShmLinks::awaits_ring_out(const Peer& p) {
+  return (!p.sends.empty() || !p.copying.empty()) && p.out == Way::Ring;
+}
+
+bool ShmLinks::can_move_in(Peer& p) {
+  const RecvOp& op = p.recvs.front();
+  CellBody body{};
+  if (!op.header_checked) return p.receiving->ready_cell(body) != nullptr;
+  return op.body == CellBody::SingleCopy || p.receiving->readable() > 0;  // a copy needs no one
+}
+
+bool ShmLinks::can_move_out(Peer& p) {
+  RingProducer& ring = *p.sending;
+  if (!p.copying.empty() && ring.copied() >= p.copying.front().copies) return true;
+  if (p.sends.empty()) return false;
+  return p.sends.front().header_written ? ring.writable(kRingLine) >= kRingLine : ring.cell_free();
+}
+
 bool ShmLinks::prepare_to_block(std::vector<pollfd>& fds) {
   sleeping_.clear();
   poll_peers_.clear();
   for (std::size_t i = 0; i < peers_.size(); ++i) {
     Peer& p = peers_[i];
     if (!p.reached() || p.failure) continue;
-    const bool awaits_data = !p.recvs.empty() && p.in == Way::Ring;
-    const bool awaits_room = !p.sends.empty() && p.out == Way::Ring;
-    if (awaits_data) p.receiving->announce_sleep(true);
-    if (awaits_room) p.sending->announce_sleep(true);
-    if (awaits_data || awaits_room) sleeping_.push_back(static_cast<int>(i));
+    const bool awaits_in = awaits_ring_in(p);
+    const bool awaits_out = awaits_ring_out(p);
+    if (awaits_in) p.receiving->announce_sleep(true);
+    if (awaits_out) p.sending->announce_sleep(true);
+    if (awaits_in || awaits_out) sleeping_.push_back(static_cast<int>(i));
   }
   // Announced, then checked: what the peer published before it could see the announcement is found here.
   for (int peer : sleeping_) {
     Peer& p = peers_[peer];
-    if (!p.recvs.empty() && p.in == Way::Ring && p.receiving->readable() > 0) return false;
-    if (!p.sends.empty() && p.out == Way::Ring && p.sending->writable(kRingLine) >= kRingLine) return false;
+    if ((awaits_ring_in(p) && can_move_in(p)) || (awaits_ring_out(p) && can_move_out(p))) return false;
   }
   fds.push_back({doorbell_.get(), POLLIN, 0});
   for (std::size_t i = 0; i < peers_.size(); ++i) {

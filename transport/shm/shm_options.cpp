@@ -23,6 +23,7 @@ ShmOptions ShmOptions::from(const MeshOptions& mesh) {
   options.host_of_rank = mesh.host_of_rank;
   options.ring_bytes = settings.size("CANOPY_SHM_RING_BYTES");
   options.slot_bytes = settings.size("CANOPY_SHM_SLOT_BYTES");
+  options.single_copy_bytes = settings.size("CANOPY_SHM_SINGLE_COPY_BYTES");
   options.host_budget_bytes = settings.size("CANOPY_SHM_BYTES");
   if ((options.ring_bytes & (options.ring_bytes - 1)) != 0)
     fail(ErrorCode::Config, "CANOPY_SHM_RING_BYTES={} must be a power of two", options.ring_bytes);

@@ -27,6 +27,10 @@ struct ShmOptions {
   // A producer publishes at most this much at a time, so that the consumer copies (or reduces) one slot
   // while the next is written. CANOPY_SHM_SLOT_BYTES.
   std::uint64_t slot_bytes = std::uint64_t{256} << 10;
+  // Messages of at least this many bytes go straight from the sender's buffer to the receiver's, where
+  // the kernel lets ranks read each other's memory (process_vm_readv); 0: never.
+  // CANOPY_SHM_SINGLE_COPY_BYTES.
+  std::uint64_t single_copy_bytes = std::uint64_t{64} << 10;
   // What the rings of one host may take together; a ring that does not fit leaves its pair on TCP.
   // CANOPY_SHM_BYTES.
   std::uint64_t host_budget_bytes = std::uint64_t{32} << 20;

@@ -12,12 +12,24 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "transport/frame.hpp"
 
 namespace canopy::transport {
 namespace {
 
 constexpr std::uint64_t kRingMagic = 0x474E4952594E4143;  // "CANYRING"
-constexpr std::uint64_t kRingVersion = 1;
+constexpr std::uint64_t kRingVersion = 2;
+
+// A stamp names its cell's place in the queue (index + 1, never 0) and what the body holds.
+constexpr std::uint64_t stamp_for(std::uint64_t index, CellBody body) {
+  return ((index + 1) << 2) | static_cast<std::uint64_t>(body);
+}
+
+std::atomic_ref<std::uint64_t> shared(std::uint64_t* word) {
+  return std::atomic_ref<std::uint64_t>(*word);
+}
+
+}  // namespace
 
 // The control lines at the segment's start; each side writes only its own.
 struct alignas(128) IdentityLine {
@@ -25,25 +37,34 @@ struct alignas(128) IdentityLine {
   std::uint64_t version;
   std::uint64_t capacity;
   std::uint64_t nonce;
+  std::uint64_t cells;
 };
-struct alignas(128) PositionLine {
-  std::uint64_t position;
-  std::uint64_t sleep;
+struct alignas(128) ProducerLine {
+  std::uint64_t tail;
 };
-struct RingControl {
+struct alignas(128) ConsumerLine {
+  std::uint64_t cell_head;
+  std::uint64_t head;
+  std::uint64_t copied;
+};
+struct alignas(128) SleepLine {
+  std::uint64_t count;
+};
+struct RingEnd::Lines {
   IdentityLine identity;
-  PositionLine producer;
-  PositionLine consumer;
+  ProducerLine producer;
+  SleepLine producer_sleep;
+  ConsumerLine consumer;
+  SleepLine consumer_sleep;
 };
-static_assert(sizeof(RingControl) <= kRingDataOffset);
+static_assert(sizeof(RingEnd::Lines) <= kRingControlBytes);
+static_assert(kFrameHeaderSize + sizeof(std::uint64_t) == kCellBodyOffset, "the stamp follows the header");
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free, "positions are shared across processes");
 
-RingControl* control_of(std::byte* base) {
-  return reinterpret_cast<RingControl*>(base);
-}
+namespace {
 
-std::atomic_ref<std::uint64_t> shared(std::uint64_t* word) {
-  return std::atomic_ref<std::uint64_t>(*word);
+RingEnd::Lines* lines_of(std::byte* base) {
+  return reinterpret_cast<RingEnd::Lines*>(base);
 }
 
 std::byte* map_segment(int fd, std::size_t bytes) {
@@ -61,7 +82,7 @@ RingSegment RingSegment::create(std::uint64_t capacity, UniqueFd& fd) {
   if (capacity < kRingMinBytes || (capacity & (capacity - 1)) != 0)
     fail(ErrorCode::InvalidArgument, "shared memory: a ring of {} bytes (a power of two >= {} is needed)",
          capacity, kRingMinBytes);
-  const std::size_t bytes = kRingDataOffset + capacity;
+  const std::size_t bytes = ring_segment_bytes(capacity);
   fd = UniqueFd(::memfd_create("canopy-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd.valid()) fail_errno("shared memory: memfd_create");
   if (::fchmod(fd.get(), 0600) != 0) fail_errno("shared memory: fchmod 0600");
@@ -74,15 +95,14 @@ RingSegment RingSegment::create(std::uint64_t capacity, UniqueFd& fd) {
   std::byte* base = map_segment(fd.get(), bytes);
   std::random_device entropy;
   const std::uint64_t nonce = (std::uint64_t{entropy()} << 32) ^ entropy();
-  RingControl* control = control_of(base);
-  control->identity = IdentityLine{kRingMagic, kRingVersion, capacity, nonce};
+  lines_of(base)->identity = IdentityLine{kRingMagic, kRingVersion, capacity, nonce, ring_cells(capacity)};
   return RingSegment(base, capacity, nonce);
 }
 
 RingSegment RingSegment::attach(int fd, std::uint64_t capacity, std::uint64_t nonce) {
   if (capacity < kRingMinBytes || (capacity & (capacity - 1)) != 0 || capacity > (std::uint64_t{1} << 40))
     fail(ErrorCode::Protocol, "shared memory: a ring of {} bytes was offered", capacity);
-  const std::size_t bytes = kRingDataOffset + capacity;
+  const std::size_t bytes = ring_segment_bytes(capacity);
   struct stat status {};
   if (::fstat(fd, &status) != 0) fail_errno("shared memory: fstat of the offered ring");
   if (!S_ISREG(status.st_mode) || static_cast<std::uint64_t>(status.st_size) != bytes)
@@ -93,9 +113,9 @@ RingSegment RingSegment::attach(int fd, std::uint64_t capacity, std::uint64_t no
          status.st_mode & 0777);
   std::byte* base = map_segment(fd, bytes);
   RingSegment segment(base, capacity, nonce);
-  const IdentityLine& identity = control_of(base)->identity;
+  const IdentityLine& identity = lines_of(base)->identity;
   if (identity.magic != kRingMagic || identity.version != kRingVersion || identity.capacity != capacity ||
-      identity.nonce != nonce)
+      identity.nonce != nonce || identity.cells != ring_cells(capacity))
     fail(ErrorCode::Protocol,
          "shared memory: the offered ring is not the one announced (its identity differs)");
   return segment;
@@ -120,24 +140,23 @@ RingSegment::~RingSegment() {
 
 RingEnd::RingEnd(RingSegment segment)
     : segment_(std::move(segment)),
-      data_(segment_.base() + kRingDataOffset),
-      mask_(segment_.capacity() - 1) {}
+      cells_(segment_.base() + kRingControlBytes),
+      cell_count_(ring_cells(segment_.capacity())),
+      cell_mask_(cell_count_ - 1),
+      mask_(segment_.capacity() - 1) {
+  data_ = cells_ + cell_count_ * kCellBytes;
+}
 
 std::uint64_t RingEnd::contiguous(std::uint64_t position, std::uint64_t limit) const {
   return std::min(limit, capacity() - (position & mask_));
 }
 
-std::uint64_t* RingEnd::producer_position() const {
-  return &control_of(segment_.base())->producer.position;
+RingEnd::Lines& RingEnd::lines() const {
+  return *lines_of(segment_.base());
 }
-std::uint64_t* RingEnd::producer_sleep() const {
-  return &control_of(segment_.base())->producer.sleep;
-}
-std::uint64_t* RingEnd::consumer_position() const {
-  return &control_of(segment_.base())->consumer.position;
-}
-std::uint64_t* RingEnd::consumer_sleep() const {
-  return &control_of(segment_.base())->consumer.sleep;
+
+std::uint64_t* RingEnd::stamp_of(std::byte* cell) {
+  return reinterpret_cast<std::uint64_t*>(cell + kFrameHeaderSize);
 }
 
 void RingEnd::set_sleep(std::uint64_t* count, std::uint64_t& mine, bool asleep) {
@@ -154,10 +173,22 @@ bool RingEnd::sleeper_to_wake(const std::uint64_t* count, std::uint64_t& rung) {
   return true;
 }
 
+bool RingProducer::cell_free() {
+  if (next_cell_ - known_cell_head_ < cell_count_) return true;
+  known_cell_head_ = shared(&lines().consumer.cell_head).load(std::memory_order_seq_cst);
+  return next_cell_ - known_cell_head_ < cell_count_;
+}
+
+void RingProducer::stamp(CellBody body) {
+  shared(stamp_of(next_cell())).store(stamp_for(next_cell_, body), std::memory_order_seq_cst);
+  ++next_cell_;
+  published_tail_ = tail_;  // the stamp covers what was written before it
+}
+
 std::uint64_t RingProducer::writable(std::uint64_t wanted) {
   std::uint64_t free = capacity() - (tail_ - known_head_);
   if (free < wanted) {
-    known_head_ = shared(consumer_position()).load(std::memory_order_seq_cst);
+    known_head_ = shared(&lines().consumer.head).load(std::memory_order_seq_cst);
     free = capacity() - (tail_ - known_head_);
   }
   return free;
@@ -170,22 +201,67 @@ void RingProducer::write(const std::byte* source, std::uint64_t bytes, std::uint
   tail_ += advance;
 }
 
-void RingProducer::publish() {
+void RingProducer::publish_tail() {
   if (tail_ == published_tail_) return;
   published_tail_ = tail_;
-  shared(producer_position()).store(tail_, std::memory_order_seq_cst);
+  shared(&lines().producer.tail).store(tail_, std::memory_order_seq_cst);
+}
+
+std::uint64_t RingProducer::copied() const {
+  return shared(&lines().consumer.copied).load(std::memory_order_seq_cst);
+}
+
+bool RingProducer::consumer_to_wake() {
+  return sleeper_to_wake(&lines().consumer_sleep.count, rung_);
+}
+
+void RingProducer::announce_sleep(bool asleep) {
+  set_sleep(&lines().producer_sleep.count, sleep_, asleep);
+}
+
+const std::byte* RingConsumer::ready_cell(CellBody& body) const {
+  std::byte* expected = cell(cell_head_);
+  const std::uint64_t stamp = shared(stamp_of(expected)).load(std::memory_order_seq_cst);
+  if ((stamp >> 2) != cell_head_ + 1) return nullptr;
+  body = static_cast<CellBody>(stamp & 3);
+  return expected;
 }
 
 std::uint64_t RingConsumer::readable() {
-  if (known_tail_ == head_) known_tail_ = shared(producer_position()).load(std::memory_order_seq_cst);
-  return known_tail_ - head_;
+  if (known_tail_ <= head_) {
+    const std::uint64_t tail = shared(&lines().producer.tail).load(std::memory_order_seq_cst);
+    note_tail(tail);
+  }
+  return known_tail_ > head_ ? known_tail_ - head_ : 0;
 }
 
 bool RingConsumer::publish() {
-  if (head_ == published_head_) return false;
-  published_head_ = head_;
-  shared(consumer_position()).store(head_, std::memory_order_seq_cst);
-  return true;
+  bool moved = false;
+  ConsumerLine& mine = lines().consumer;
+  if (cell_head_ != published_cell_head_) {
+    published_cell_head_ = cell_head_;
+    shared(&mine.cell_head).store(cell_head_, std::memory_order_seq_cst);
+    moved = true;
+  }
+  if (head_ != published_head_) {
+    published_head_ = head_;
+    shared(&mine.head).store(head_, std::memory_order_seq_cst);
+    moved = true;
+  }
+  if (copied_ != published_copied_) {
+    published_copied_ = copied_;
+    shared(&mine.copied).store(copied_, std::memory_order_seq_cst);
+    moved = true;
+  }
+  return moved;
+}
+
+bool RingConsumer::producer_to_wake() {
+  return sleeper_to_wake(&lines().producer_sleep.count, rung_);
+}
+
+void RingConsumer::announce_sleep(bool asleep) {
+  set_sleep(&lines().consumer_sleep.count, sleep_, asleep);
 }
 
 }  // namespace canopy::transport

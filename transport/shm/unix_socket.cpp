@@ -118,11 +118,23 @@ long receive_packet(int fd, std::span<std::byte> bytes, UniqueFd& received) {
   return static_cast<long>(n);
 }
 
+namespace {
+
+bool peer_credentials(int fd, ucred& credentials) {
+  socklen_t length = sizeof(credentials);
+  return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0;
+}
+
+}  // namespace
+
 uid_t peer_user(int fd) {
   ucred credentials{};
-  socklen_t length = sizeof(credentials);
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return static_cast<uid_t>(-1);
-  return credentials.uid;
+  return peer_credentials(fd, credentials) ? credentials.uid : static_cast<uid_t>(-1);
+}
+
+pid_t peer_process(int fd) {
+  ucred credentials{};
+  return peer_credentials(fd, credentials) ? credentials.pid : 0;
 }
 
 }  // namespace canopy::transport

@@ -31,5 +31,7 @@ long receive_packet(int fd, std::span<std::byte> bytes, UniqueFd& received);
 
 // The user the process at the other end runs as (SO_PEERCRED); -1 when the kernel does not say.
 uid_t peer_user(int fd);
+// That process's id as this process's pid namespace sees it; 0 when it cannot see it.
+pid_t peer_process(int fd);
 
 }  // namespace canopy::transport
