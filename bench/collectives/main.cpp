@@ -132,7 +132,12 @@ int sweep(const Settings& s) {
   comm.all_reduce(std::span(hosts), ReduceOp::Sum, {.algorithm = "ring"});
   info.hosts = static_cast<int>(hosts[0]);
   info.transport = transport_in_use(comm);
-  info.chunk_bytes = canopy::Settings::from_environment().size("CANOPY_CHUNK_BYTES");
+  const auto settings = canopy::Settings::from_environment();
+  info.chunk_bytes = settings.size("CANOPY_CHUNK_BYTES");
+  // The bound's assumption: every pair that shares memory may read each other's (the kernel's say is per
+  // pair).
+  if (info.transport.name == "shm+tcp")
+    info.single_copy_bytes = settings.size("CANOPY_SHM_SINGLE_COPY_BYTES");
   if (s.ceiling) measure_ceilings(comm, info);
 
   int steps = 0;

@@ -18,6 +18,7 @@
 #include "collectives/kernels/reduce_kernels.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "common/error.hpp"
+#include "transport/shm/shm_options.hpp"
 
 namespace canopy::bench {
 namespace {
@@ -128,7 +129,7 @@ MemoryRates measure_memory_rates(const std::vector<int>& cpus, const MemoryRateO
 
 double memory_bound_seconds(Collective collective, std::string_view algorithm, int ranks, std::uint64_t count,
                             std::size_t element_size, std::size_t chunk_bytes, int root, bool in_place,
-                            const MemoryRates& rates) {
+                            const MemoryRates& rates, std::uint64_t single_copy_bytes) {
   const collectives::Algorithm* found = collectives::find_algorithm(collective, algorithm);
   if (found == nullptr || rates.copy_gbps <= 0 || rates.reduce_gbps <= 0) return 0;
   double copied = 0, reduced = 0;
@@ -151,6 +152,9 @@ double memory_bound_seconds(Collective collective, std::string_view algorithm, i
           (step.kind == collectives::StepKind::Send || step.kind == collectives::StepKind::Copy
                ? step.src.count
                : step.dst.count);
+      if (step.kind == collectives::StepKind::Send &&
+          transport::suits_single_copy(collective, static_cast<std::uint64_t>(bytes), single_copy_bytes))
+        continue;  // the receiver's copy is the only one
       (step.kind == collectives::StepKind::RecvReduce ? reduced : copied) += bytes;
     }
   }

@@ -30,10 +30,11 @@ MemoryRates measure_memory_rates(const std::vector<int>& cpus, const MemoryRateO
 
 // What the memory allows one call: the copies and reduces the algorithm's schedules make on every rank
 // (a send copies into the ring, a receive out of it, a received chunk to reduce is reduced where it lies, a
-// local copy copies), at the rates of all cores at once. `count`: the call's count as the communicator
-// takes it; `chunk_bytes`: its pipelining chunk. Seconds; 0 where the algorithm is unknown.
+// local copy copies; a message that goes by single copy, from `single_copy_bytes` up, is copied once, by its
+// receiver), at the rates of all cores at once. `count`: the call's count as the communicator takes it;
+// `chunk_bytes`: its pipelining chunk. Seconds; 0 where the algorithm is unknown.
 double memory_bound_seconds(Collective collective, std::string_view algorithm, int ranks, std::uint64_t count,
                             std::size_t element_size, std::size_t chunk_bytes, int root, bool in_place,
-                            const MemoryRates& rates);
+                            const MemoryRates& rates, std::uint64_t single_copy_bytes = 0);
 
 }  // namespace canopy::bench

@@ -31,7 +31,7 @@ double bound_us(const RunInfo& info, const BenchResult& r) {
   const std::uint64_t count = per_rank_block ? r.count / static_cast<std::uint64_t>(info.ranks) : r.count;
   const std::size_t chunk = r.with.chunk_bytes > 0 ? r.with.chunk_bytes : info.chunk_bytes;
   return 1e6 * memory_bound_seconds(r.with.collective, r.algorithm, info.ranks, count, size_of(r.with.dtype),
-                                    chunk, r.with.root, r.with.in_place, info.memory);
+                                    chunk, r.with.root, r.with.in_place, info.memory, info.single_copy_bytes);
 }
 
 }  // namespace
@@ -51,8 +51,11 @@ void TablePrinter::header(Collective collective, const RunInfo& info) {
         out_,
         "#\n# memory, measured now with {} cores busy: copies {:.2f} GB/s, reduces {:.2f} GB/s (all "
         "together, memory to memory); bound = the time the algorithm's copies (each message into a ring "
-        "and out of it) and reduces take at these rates (rings in cache can beat it)\n",
-        info.memory.cores, info.memory.copy_gbps, info.memory.reduce_gbps);
+        "and out of it{}) and reduces take at these rates (rings in cache can beat it)\n",
+        info.memory.cores, info.memory.copy_gbps, info.memory.reduce_gbps,
+        info.single_copy_bytes > 0
+            ? fmt::format(", or once from {} B up outside reductions: single copy", info.single_copy_bytes)
+            : "");
   fmt::print(out_, "#\n# {} on {} ranks ({} host{}), transport {}; cost model: {}\n",
              command_name(collective), info.ranks, info.hosts, info.hosts == 1 ? "" : "s",
              info.transport.describe(), info.link.description);

@@ -26,6 +26,7 @@ struct RunInfo {
   // core at once; then each row shows the time its algorithm's copies and reduces take at those rates.
   MemoryRates memory;
   std::size_t chunk_bytes = 1 << 20;  // the library's default chunk (CANOPY_CHUNK_BYTES), for the bound
+  std::uint64_t single_copy_bytes = 0;  // where messages go by single copy (CANOPY_SHM_SINGLE_COPY_BYTES)
   bool latency = false;               // --latency: calls timed one at a time (the header says so)
 };
 

@@ -67,6 +67,13 @@ TEST(MemoryCeiling, TheBoundIsTheAlgorithmsCopiesAndReducesAtTheRates) {
   const double chain = 2 * 3 * n / 10e9;
   EXPECT_NEAR(memory_bound_seconds(Collective::Broadcast, "chain", 4, count, 4, 1 << 20, 0, true, rates),
               chain, chain * 1e-9);
+  // By single copy, each of those messages is copied once, by its receiver; a reduction's are not.
+  EXPECT_NEAR(
+      memory_bound_seconds(Collective::Broadcast, "chain", 4, count, 4, 1 << 20, 0, true, rates, 64 << 10),
+      chain / 2, chain * 1e-9);
+  EXPECT_NEAR(
+      memory_bound_seconds(Collective::AllReduce, "ring", 2, count, 4, 1 << 20, 0, true, rates, 64 << 10),
+      3 * n / 10e9 + n / 5e9, n * 1e-18);
   EXPECT_EQ(
       memory_bound_seconds(Collective::AllReduce, "no such algorithm", 2, count, 4, 1 << 20, 0, true, rates),
       0);

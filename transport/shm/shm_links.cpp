@@ -33,14 +33,6 @@ constexpr std::uint64_t kSmallestRing = 64 * 1024;
 // A single copy moves at most this much per drive of its peer, so the other peers' messages move between.
 constexpr std::uint64_t kCopyPiece = std::uint64_t{1} << 20;
 
-// Whether the receiver of this message most likely reduces it (the collectives that reduce what they
-// receive): those go through the ring, where the sender copies and the receiver reduces, each on its own
-// core, where a single copy would leave both the copy and the reduce to the receiver.
-bool likely_reduced(const Envelope& envelope) {
-  return envelope.collective == Collective::AllReduce || envelope.collective == Collective::Reduce ||
-         envelope.collective == Collective::ReduceScatter;
-}
-
 template <typename T>
 T body_word(const std::byte* cell, std::size_t index) {
   return little_endian::get<T>(cell + kCellBodyOffset + index * sizeof(std::uint64_t));
@@ -313,7 +305,7 @@ void ShmLinks::write_frames(int peer, Completions& done) {
         p.sends.pop_front();
         continue;
       }
-      if (p.single_copy_out && size >= options_.single_copy_bytes && !likely_reduced(op.envelope)) {
+      if (p.single_copy_out && suits_single_copy(op.envelope.collective, size, options_.single_copy_bytes)) {
         put_body_word(cell, 0, reinterpret_cast<std::uintptr_t>(op.payload.data()));
         ring.stamp(CellBody::SingleCopy);
         p.copying.push_back(CopyWait{.id = op.id, .copies = ++p.copies_posted});

@@ -33,6 +33,12 @@ ShmOptions ShmOptions::from(const MeshOptions& mesh) {
   return options;
 }
 
+bool suits_single_copy(Collective collective, std::uint64_t bytes, std::uint64_t single_copy_bytes) {
+  const bool reduced = collective == Collective::AllReduce || collective == Collective::Reduce ||
+                       collective == Collective::ReduceScatter;
+  return single_copy_bytes > 0 && bytes >= single_copy_bytes && !reduced;
+}
+
 bool ShmBudget::reserve(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks) {
   std::lock_guard lock(budget_mutex);
   most_host_ranks = std::max(most_host_ranks, host_ranks);

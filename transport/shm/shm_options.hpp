@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "canopy/store.hpp"
+#include "canopy/types.hpp"
 #include "transport/mesh_options.hpp"
 
 namespace canopy::transport {
@@ -39,6 +40,12 @@ struct ShmOptions {
   // settings; Error(Config) for a ring that is not a power of two or a slot that is not whole lines.
   static ShmOptions from(const MeshOptions& mesh);
 };
+
+// Whether a message of `bytes` of `collective` goes straight from the sender's buffer to the receiver's
+// where the pair allows it (ShmOptions::single_copy_bytes). Not for the collectives that reduce what they
+// receive: through the ring the sender copies and the receiver reduces, each on its own core, where a single
+// copy would leave both to the receiver.
+bool suits_single_copy(Collective collective, std::uint64_t bytes, std::uint64_t single_copy_bytes);
 
 // The rings this process holds, against its share of the host's budget: the budget over the host's ranks
 // (the most ranks any group this process joined has on this host). Thread-safe.
