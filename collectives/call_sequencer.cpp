@@ -73,9 +73,12 @@ CallSequencer::~CallSequencer() {
 }
 
 std::uint64_t CallSequencer::wait_for_turn() {
+  const std::uint64_t ticket = next_ticket_.fetch_add(1);
+  if (serving_.load() == ticket) return ticket;
   std::unique_lock lock(mutex_);
-  const std::uint64_t ticket = next_ticket_++;
-  turn_changed_.wait(lock, [&] { return serving_ == ticket; });
+  ++waiters_;  // before the predicate's first look at serving_: see finish_turn()
+  turn_changed_.wait(lock, [&] { return serving_.load() == ticket; });
+  --waiters_;
   return ticket;
 }
 
@@ -83,18 +86,21 @@ Work CallSequencer::submit(Call call) {
   auto state = std::make_shared<Work::State>();
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back({next_ticket_++, std::move(call), state});
+    queue_.push_back({next_ticket_.fetch_add(1), std::move(call), state});
     if (!progress_thread_.joinable()) progress_thread_ = std::thread([this] { progress_loop(); });
   }
   turn_changed_.notify_all();
   return Work(state);
 }
 
-void CallSequencer::finish_turn() {
-  {
-    std::lock_guard lock(mutex_);
-    ++serving_;
-  }
+void CallSequencer::finish_turn(std::uint64_t ticket) {
+  // No wake-up is lost: a waiter counts itself in waiters_ before it reads serving_, this reads waiters_
+  // after storing serving_, all seq_cst, so either this sees the waiter or the waiter sees the new turn; and
+  // taking the mutex before notifying means a waiter that saw the old turn is already asleep, not on its way
+  // to sleep.
+  serving_.store(ticket + 1);
+  if (waiters_.load() == 0) return;
+  { std::lock_guard lock(mutex_); }
   turn_changed_.notify_all();
 }
 
@@ -103,10 +109,13 @@ void CallSequencer::progress_loop() {
     Queued next;
     {
       std::unique_lock lock(mutex_);
-      turn_changed_.wait(lock, [&] {
-        return (!queue_.empty() && queue_.front().ticket == serving_) || (stopping_ && queue_.empty());
-      });
+      // An empty queue waits for submit() or the destructor, which notify under the mutex; a queued call
+      // waits for its turn, counted in waiters_ as a blocking call is.
+      turn_changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });
       if (queue_.empty()) return;
+      ++waiters_;
+      turn_changed_.wait(lock, [&] { return queue_.front().ticket == serving_.load(); });
+      --waiters_;
       next = std::move(queue_.front());
       queue_.pop_front();
     }
@@ -116,7 +125,7 @@ void CallSequencer::progress_loop() {
     } catch (...) {
       error = std::current_exception();
     }
-    finish_turn();
+    finish_turn(next.ticket);
     next.state->finish(error);
   }
 }

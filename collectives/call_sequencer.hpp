@@ -4,6 +4,7 @@
 // everywhere: its ticket is its sequence number in every frame header.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -49,10 +50,10 @@ class CallSequencer {
     try {
       call(ticket);
     } catch (...) {
-      finish_turn();
+      finish_turn(ticket);
       throw;
     }
-    finish_turn();
+    finish_turn(ticket);
   }
   // Queues the call for the progress thread.
   Work submit(Call call);
@@ -66,13 +67,17 @@ class CallSequencer {
 
   void progress_loop();
   std::uint64_t wait_for_turn();  // takes the next ticket and returns once it is served
-  void finish_turn();
+  void finish_turn(std::uint64_t ticket);
 
-  std::mutex mutex_;
+  // A blocking call that finds its turn free takes and passes it with atomics alone; only a thread that must
+  // wait for its turn (a blocking call behind others, the progress thread) sleeps on the condition variable,
+  // and says so in waiters_, so that a finishing call notifies only when someone sleeps.
+  std::atomic<std::uint64_t> next_ticket_{0};
+  std::atomic<std::uint64_t> serving_{0};
+  std::atomic<int> waiters_{0};
+  std::mutex mutex_;  // guards the queue and stopping_; held to sleep on turn_changed_
   std::condition_variable turn_changed_;
-  std::uint64_t next_ticket_ = 0;
-  std::uint64_t serving_ = 0;
-  std::deque<Queued> queue_;
+  std::deque<Queued> queue_;  // in ticket order: submit() takes its ticket under the mutex
   bool stopping_ = false;
   std::thread progress_thread_;
 };
