@@ -166,6 +166,7 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
 }
 
 void Communicator::Impl::ensure_usable() {
+  if (!failed_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(failure_mutex_);
   if (!failure_.empty())
     fail(ErrorCode::Aborted, "rank {}: communicator is unusable after an earlier failure: {}", rank,
@@ -179,6 +180,7 @@ void Communicator::Impl::abort(const std::string& reason) {
   {
     std::lock_guard lock(failure_mutex_);
     if (failure_.empty()) failure_ = reason;
+    failed_.store(true, std::memory_order_release);
   }
   transport_->abort(reason);
   if (p2p_) p2p_->abort(reason);

@@ -99,6 +99,8 @@ class Communicator::Impl {
   collectives::FlightRecorder recorder_;
   std::mutex failure_mutex_;
   std::string failure_;  // set once a call failed: the communicator is then unusable
+  // Set with failure_: every call reads this, and the mutex only after a failure.
+  std::atomic<bool> failed_{false};
   std::shared_ptr<collectives::FirstFailure> first_failure_;  // tells every rank who failed first
   collectives::BroadcastStream stream_;  // whether auto chooses broadcasts for a stream's pace
 };
