@@ -2,11 +2,11 @@
 // every step, so compiled schedules are kept and reused (steady state allocates nothing).
 #pragma once
 
+#include <compare>
 #include <cstddef>
 #include <list>
 #include <map>
 #include <memory>
-#include <tuple>
 #include <vector>
 
 #include "collectives/executor.hpp"
@@ -19,36 +19,48 @@ class ScheduleCache {
   explicit ScheduleCache(std::size_t capacity = 64) : capacity_(capacity) {}
 
   const CompiledSchedule& get(const Algorithm& algorithm, const CollectiveCall& call) {
-    // all_to_all_v's counts shape its schedule as much as count does every other's (empty elsewhere).
-    Key key{&algorithm,       call.rank,     call.size,        call.count,       call.root,
-            call.chunk_count, call.in_place, call.send_counts, call.recv_counts, call.hosts};
-    if (auto it = entries_.find(key); it != entries_.end()) {
-      recent_.splice(recent_.begin(), recent_, it->second.position);
-      return *it->second.schedule;
-    }
-    if (entries_.size() >= capacity_) {
-      entries_.erase(recent_.back());
-      recent_.pop_back();
-    }
-    recent_.push_front(key);
-    auto compiled = std::make_unique<CompiledSchedule>(algorithm.build(call), call.size);
-    auto& entry = entries_[key] = Entry{std::move(compiled), recent_.begin()};
-    return *entry.schedule;
+    // Most calls repeat the one before: that entry is compared with the call field by field, without building
+    // a key (which copies the counts and the layout pointer). It is the most recently used already.
+    if (last_ != nullptr && describes(last_->first, algorithm, call)) return *last_->second.schedule;
+    return find_or_build(algorithm, call);
   }
 
  private:
-  // The layout by identity: a communicator's calls share one, and the key keeps it alive, so another
+  // The map and the least-recently-used order, for a call unlike the one before (schedule_cache.cpp).
+  const CompiledSchedule& find_or_build(const Algorithm& algorithm, const CollectiveCall& call);
+
+  // all_to_all_v's counts shape its schedule as much as count does every other's (empty elsewhere). The
+  // layout is keyed by identity: a communicator's calls share one, and the key keeps it alive, so another
   // layout can never take its address while a schedule built for it is kept.
-  using Key =
-      std::tuple<const Algorithm*, int, int, std::uint64_t, int, std::uint64_t, bool,
-                 std::vector<std::uint64_t>, std::vector<std::uint64_t>, std::shared_ptr<const HostLayout>>;
+  struct Key {
+    const Algorithm* algorithm;
+    int rank;
+    int size;
+    std::uint64_t count;
+    int root;
+    std::uint64_t chunk_count;
+    bool in_place;
+    std::vector<std::uint64_t> send_counts;
+    std::vector<std::uint64_t> recv_counts;
+    std::shared_ptr<const HostLayout> hosts;
+    auto operator<=>(const Key&) const = default;
+  };
   struct Entry {
     std::unique_ptr<CompiledSchedule> schedule;
     std::list<Key>::iterator position;
   };
+
+  static bool describes(const Key& key, const Algorithm& algorithm, const CollectiveCall& call) {
+    return key.algorithm == &algorithm && key.rank == call.rank && key.size == call.size &&
+           key.count == call.count && key.root == call.root && key.chunk_count == call.chunk_count &&
+           key.in_place == call.in_place && key.send_counts == call.send_counts &&
+           key.recv_counts == call.recv_counts && key.hosts == call.hosts;
+  }
+
   std::size_t capacity_;
   std::map<Key, Entry> entries_;
   std::list<Key> recent_;  // most recently used first
+  std::map<Key, Entry>::value_type* last_ = nullptr;  // the entry the last get() returned
 };
 
 }  // namespace canopy::collectives

@@ -1,0 +1,26 @@
+#include "collectives/schedule_cache.hpp"
+
+namespace canopy::collectives {
+
+const CompiledSchedule& ScheduleCache::find_or_build(const Algorithm& algorithm, const CollectiveCall& call) {
+  Key key{&algorithm,       call.rank,     call.size,        call.count,       call.root,
+          call.chunk_count, call.in_place, call.send_counts, call.recv_counts, call.hosts};
+  auto it = entries_.find(key);
+  if (it != entries_.end()) {
+    recent_.splice(recent_.begin(), recent_, it->second.position);
+  } else {
+    auto compiled = std::make_unique<CompiledSchedule>(algorithm.build(call), call.size);
+    if (entries_.size() >= capacity_) {
+      const auto oldest = entries_.find(recent_.back());
+      if (&*oldest == last_) last_ = nullptr;
+      entries_.erase(oldest);
+      recent_.pop_back();
+    }
+    recent_.push_front(key);
+    it = entries_.emplace(std::move(key), Entry{std::move(compiled), recent_.begin()}).first;
+  }
+  last_ = &*it;
+  return *it->second.schedule;
+}
+
+}  // namespace canopy::collectives
