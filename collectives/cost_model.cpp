@@ -48,19 +48,29 @@ std::string host_shape(const HostLayout& hosts) {
 
 }  // namespace
 
-const AlgorithmChoice& CostModel::choose(const CollectiveCall& call, std::size_t element_size, Pace pace) {
-  Key key{call.collective, call.count, call.root, call.chunk_count, element_size, pace};
-  if (auto it = choices_.find(key); it != choices_.end()) return it->second;
+const AlgorithmChoice& CostModel::look_up(const Key& key, const CollectiveCall& call,
+                                          std::size_t element_size, Pace pace) {
+  auto it = choices_.find(key);
+  if (it == choices_.end()) {
+    AlgorithmChoice choice = compute(call, element_size, pace);
+    if (choices_.size() >= kMaxCached) {
+      choices_.clear();
+      last_[0] = last_[1] = Last{};
+    }
+    it = choices_.emplace(key, std::move(choice)).first;
+  }
+  last_[pace == Pace::Stream ? 1 : 0] = Last{key, &it->second};
+  return it->second;
+}
 
+AlgorithmChoice CostModel::compute(const CollectiveCall& call, std::size_t element_size, Pace pace) const {
   const bool stream = pace == Pace::Stream;
   const std::span<const Algorithm> candidates = algorithms(call.collective);
   if (candidates.size() == 1) {
     // Nothing to choose; all-to-all-v could not be timed anyway: a rank knows only its own counts.
-    AlgorithmChoice only{&candidates[0], 0,
-                         fmt::format("{} on {} ranks: {} (the only algorithm)", to_string(call.collective),
-                                     call.size, candidates[0].name)};
-    if (choices_.size() >= kMaxCached) choices_.clear();
-    return choices_.emplace(key, std::move(only)).first->second;
+    return {&candidates[0], 0,
+            fmt::format("{} on {} ranks: {} (the only algorithm)", to_string(call.collective), call.size,
+                        candidates[0].name)};
   }
   AlgorithmChoice best;
   Prediction best_prediction;
@@ -95,8 +105,7 @@ const AlgorithmChoice& CostModel::choose(const CollectiveCall& call, std::size_t
     best.explanation +=
         fmt::format("; on {} the best two-level algorithm takes {:.2f}x the best flat one's time", shape,
                     fastest[1] / fastest[0]);
-  if (choices_.size() >= kMaxCached) choices_.clear();
-  return choices_.emplace(key, std::move(best)).first->second;
+  return best;
 }
 
 }  // namespace canopy::collectives

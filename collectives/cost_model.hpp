@@ -32,13 +32,29 @@ class CostModel {
   const LinkModel& link() const { return link_; }
   // The reference stays valid until the next call: a steady-state call copies nothing.
   const AlgorithmChoice& choose(const CollectiveCall& call, std::size_t element_size,
-                                Pace pace = Pace::OneCall);
+                                Pace pace = Pace::OneCall) {
+    const Key key{call.collective, call.count, call.root, call.chunk_count, element_size, pace};
+    const Last& last = last_[pace == Pace::Stream ? 1 : 0];
+    if (last.choice != nullptr && last.key == key) return *last.choice;
+    return look_up(key, call, element_size, pace);
+  }
 
  private:
   using Key = std::tuple<Collective, std::uint64_t, int, std::uint64_t, std::size_t, Pace>;
+  const AlgorithmChoice& look_up(const Key& key, const CollectiveCall& call, std::size_t element_size,
+                                 Pace pace);
+  AlgorithmChoice compute(const CollectiveCall& call, std::size_t element_size, Pace pace) const;
+
   LinkModel link_;
   std::map<Key, AlgorithmChoice> choices_;  // bounded: cleared when it grows past kMaxCached
   static constexpr std::size_t kMaxCached = 512;
+  // The last choice of each pace, looked at before the map: a loop asks for the same one call after call,
+  // and a broadcast in a stream asks for both paces (the stream's, and one call's to tell a stream).
+  struct Last {
+    Key key;
+    const AlgorithmChoice* choice = nullptr;  // into choices_
+  };
+  Last last_[2];
 };
 
 }  // namespace canopy::collectives
