@@ -133,10 +133,12 @@ Communicator::AlgorithmChoice Communicator::choose_algorithm(const CollectiveArg
                                                              const CollectiveOptions& options) const {
   Impl& impl = this->impl();
   AlgorithmChoice choice;
-  collectives::CollectiveCall call = impl.describe_call(args, options);
-  const collectives::Pace pace = impl.pace(impl.follows_stream(args, options));
+  collectives::CollectiveCall call;
+  impl.describe_call(args, options, call);
+  const std::string_view requested = impl.requested_algorithm(args.collective, options);
+  const collectives::Pace pace = impl.pace(impl.follows_stream(args, requested));
   const collectives::Algorithm& algorithm =
-      impl.select(call, size_of(args.dtype), options, pace, &choice.explanation);
+      impl.select(call, size_of(args.dtype), requested, pace, &choice.explanation);
   choice.name = algorithm.name;
   choice.predicted_seconds = impl.predict(algorithm, call, size_of(args.dtype), pace);
   return choice;

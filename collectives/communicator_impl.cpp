@@ -223,23 +223,25 @@ void Communicator::Impl::validate(const CollectiveArgs& args) const {
     fail(ErrorCode::InvalidArgument, "all_to_all_v: no send or receive counts");
 }
 
-CollectiveCall Communicator::Impl::describe_call(const CollectiveArgs& args,
-                                                 const CollectiveOptions& options) const {
+void Communicator::Impl::describe_call(const CollectiveArgs& args, const CollectiveOptions& options,
+                                       CollectiveCall& call) const {
   std::size_t element_size = size_of(args.dtype);
   std::size_t chunk_bytes = options.chunk_bytes > 0 ? options.chunk_bytes : chunk_bytes_;
-  CollectiveCall call;
   call.collective = args.collective;
   call.rank = rank;
   call.size = size;
   call.count = args.collective == Collective::Barrier ? 0 : args.count;
   call.root = is_rooted(args.collective) ? args.root : 0;
   call.chunk_count = std::max<std::uint64_t>(1, chunk_bytes / element_size);
-  call.hosts = hosts_;
+  call.in_place = true;  // until the call's buffers say otherwise
+  if (call.hosts != hosts_) call.hosts = hosts_;
   if (args.collective == Collective::AllToAllV) {
     call.send_counts.assign(args.send_counts, args.send_counts + size);
     call.recv_counts.assign(args.recv_counts, args.recv_counts + size);
+  } else {
+    call.send_counts.clear();
+    call.recv_counts.clear();
   }
-  return call;
 }
 
 // The algorithm asked for (the call's options, else CANOPY_ALGO); empty for auto.
@@ -251,15 +253,13 @@ std::string_view Communicator::Impl::requested_algorithm(Collective collective,
   return name == "auto" ? std::string_view{} : name;
 }
 
-bool Communicator::Impl::follows_stream(const CollectiveArgs& args, const CollectiveOptions& options) const {
-  return collectives::BroadcastStream::follows(args, !requested_algorithm(args.collective, options).empty(),
-                                               transport_->carries_flags());
+bool Communicator::Impl::follows_stream(const CollectiveArgs& args, std::string_view requested) const {
+  return collectives::BroadcastStream::follows(args, !requested.empty(), transport_->carries_flags());
 }
 
 const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::size_t element_size,
-                                            const CollectiveOptions& options, collectives::Pace pace,
+                                            std::string_view name, collectives::Pace pace,
                                             std::string* explanation) {
-  const std::string_view name = requested_algorithm(call.collective, options);
   if (!name.empty()) {
     const Algorithm* algorithm = collectives::find_algorithm(call.collective, name);
     if (algorithm == nullptr) {
@@ -289,12 +289,14 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   ensure_usable();
   validate(args);
   std::size_t element_size = size_of(args.dtype);
-  CollectiveCall call = describe_call(args, options);
-  const bool follows_stream = this->follows_stream(args, options);
+  CollectiveCall& call = call_;
+  describe_call(args, options, call);
+  const std::string_view requested = requested_algorithm(args.collective, options);
+  const bool follows_stream = this->follows_stream(args, requested);
   const collectives::Pace pace = stream_.pace(follows_stream);
   std::string explanation;
   const Algorithm& algorithm =
-      select(call, element_size, options, pace, log::level() <= log::Level::Info ? &explanation : nullptr);
+      select(call, element_size, requested, pace, log::level() <= log::Level::Info ? &explanation : nullptr);
   if (!explanation.empty()) log::info("#{} {}", seq, explanation);
   const collectives::CallBuffers buffers = collectives::prepare_call_buffers(args, rank, size, scratch_);
   call.in_place = buffers.in_place;

@@ -44,14 +44,17 @@ class Communicator::Impl {
   void run(const CollectiveArgs& args, const CollectiveOptions& options, std::uint64_t seq);
   Work send(std::span<const std::byte> data, int peer, std::uint32_t tag);
   Work recv(std::span<std::byte> data, int peer, std::uint32_t tag);
+  // `requested`: requested_algorithm(), looked up once per call.
   const collectives::Algorithm& select(const collectives::CollectiveCall& call, std::size_t element_size,
-                                       const CollectiveOptions& options, collectives::Pace pace,
+                                       std::string_view requested, collectives::Pace pace,
                                        std::string* explanation);
   std::string_view requested_algorithm(Collective collective, const CollectiveOptions& options) const;
-  bool follows_stream(const CollectiveArgs& args, const CollectiveOptions& options) const;
+  bool follows_stream(const CollectiveArgs& args, std::string_view requested) const;
   collectives::Pace pace(bool follows_stream) const { return stream_.pace(follows_stream); }
-  collectives::CollectiveCall describe_call(const CollectiveArgs& args,
-                                            const CollectiveOptions& options) const;
+  // Fills `call` for these arguments. Refilled call after call, as run() does with one of its own, it copies
+  // no layout pointer (an atomic count each way) and allocates nothing.
+  void describe_call(const CollectiveArgs& args, const CollectiveOptions& options,
+                     collectives::CollectiveCall& call) const;
   void validate(const CollectiveArgs& args) const;
   void abort(const std::string& reason);
   const collectives::LinkModel& link() const { return cost_model_.link(); }
@@ -96,6 +99,8 @@ class Communicator::Impl {
   std::size_t chunk_bytes_;
   std::vector<std::byte> staging_;  // grows to the largest call's need, then is reused
   std::vector<std::byte> scratch_;  // a working copy where the user's buffer must stay intact
+  // The call under way: only the call holding the sequencer's turn uses it.
+  collectives::CollectiveCall call_;
   collectives::FlightRecorder recorder_;
   std::mutex failure_mutex_;
   std::string failure_;  // set once a call failed: the communicator is then unusable
