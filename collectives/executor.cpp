@@ -42,15 +42,16 @@ bool touches(const Step& step, const Block& block) {
 CompiledSchedule::CompiledSchedule(Schedule s, int world_size)
     : schedule(std::move(s)),
       dependents(schedule.steps.size()),
-      start_deps(schedule.steps.size(), 0),
+      start(schedule.steps.size()),
       sends_to(static_cast<std::size_t>(world_size)),
       recvs_from(static_cast<std::size_t>(world_size)) {
   for (std::uint32_t i = 0; i < schedule.steps.size(); ++i) {
     const Step& step = schedule.steps[i];
+    start[i].waiting_to_finish = static_cast<std::uint32_t>(step.deps.size());
     for (std::uint32_t dep : step.deps) {
       bool gates_start = step.kind != StepKind::RecvReduce || touches(schedule.steps[dep], step.staging);
       dependents[dep].push_back({i, gates_start});
-      if (gates_start) ++start_deps[i];
+      if (gates_start) ++start[i].waiting_to_start;
     }
     if (step.kind == StepKind::Send) sends_to[step.peer].push_back(i);
     if (step.kind == StepKind::Recv || step.kind == StepKind::RecvReduce) recvs_from[step.peer].push_back(i);
@@ -61,14 +62,9 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
   compiled_ = &compiled;
   context_ = &context;
   const auto& steps = compiled.schedule.steps;
-  std::size_t peers = compiled.sends_to.size();
-  waiting_to_finish_.assign(steps.size(), 0);
-  waiting_to_start_.assign(compiled.start_deps.begin(), compiled.start_deps.end());
-  ready_.assign(steps.size(), false);
-  received_.assign(steps.size(), false);
-  in_place_.assign(steps.size(), ReduceInPlace{});
-  next_send_.assign(peers, 0);
-  next_recv_.assign(peers, 0);
+  steps_.assign(compiled.start.begin(), compiled.start.end());
+  if (in_place_.size() < steps.size()) in_place_.resize(steps.size());
+  next_.assign(compiled.sends_to.size(), NextToPost{});
   local_ready_.clear();
   in_flight_.clear();
   moved_while_computing_.clear();
@@ -77,9 +73,7 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
   context.transport->take_arrived_flags();  // a stale report from an earlier call
 
   for (std::uint32_t i = 0; i < steps.size(); ++i)
-    waiting_to_finish_[i] = static_cast<std::uint32_t>(steps[i].deps.size());
-  for (std::uint32_t i = 0; i < steps.size(); ++i)
-    if (waiting_to_start_[i] == 0) make_ready(i);
+    if (steps_[i].waiting_to_start == 0) make_ready(i);
 
   while (finished_ < steps.size()) {
     while (!local_ready_.empty()) {
@@ -104,7 +98,7 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
       std::uint32_t step = it->step;
       *it = in_flight_.back();
       in_flight_.pop_back();
-      if (in_place_[step].executor != nullptr)
+      if (steps_[step].reduced_on_arrival)
         complete(step);  // reduced as it arrived
       else if (steps[step].kind == StepKind::RecvReduce)
         received(step);
@@ -117,7 +111,7 @@ void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& con
 // Messages to (or from) one peer must be posted in step order, because the transport keeps them in
 // FIFO order per peer and the other side matches them in its own step order.
 void Executor::make_ready(std::uint32_t step) {
-  ready_[step] = true;
+  steps_[step].ready = true;
   const Step& s = compiled_->schedule.steps[step];
   if (s.kind == StepKind::Copy) {
     local_ready_.push_back(step);
@@ -127,10 +121,11 @@ void Executor::make_ready(std::uint32_t step) {
 }
 
 void Executor::post_ready_messages(int peer) {
+  NextToPost& next = next_[peer];
   const auto& sends = compiled_->sends_to[peer];
-  while (next_send_[peer] < sends.size() && ready_[sends[next_send_[peer]]]) start(sends[next_send_[peer]++]);
+  while (next.send < sends.size() && steps_[sends[next.send]].ready) start(sends[next.send++]);
   const auto& recvs = compiled_->recvs_from[peer];
-  while (next_recv_[peer] < recvs.size() && ready_[recvs[next_recv_[peer]]]) start(recvs[next_recv_[peer]++]);
+  while (next.recv < recvs.size() && steps_[recvs[next.recv]].ready) start(recvs[next.recv++]);
 }
 
 void Executor::start(std::uint32_t step) {
@@ -150,7 +145,8 @@ void Executor::start(std::uint32_t step) {
     case StepKind::RecvReduce:
       // Nothing else uses the destination any more: reduce each piece as it arrives, out of the transport's
       // memory where it can hand it over. Otherwise (or over sockets) receive into staging, reduce later.
-      if (waiting_to_finish_[step] == 0 && transport.receives_in_place(s.peer)) {
+      if (steps_[step].waiting_to_finish == 0 && transport.receives_in_place(s.peer)) {
+        steps_[step].reduced_on_arrival = true;
         in_place_[step].executor = this;
         in_place_[step].step = step;
         in_flight_.push_back(
@@ -175,8 +171,8 @@ void Executor::start(std::uint32_t step) {
 
 // The message of a RecvReduce is in staging; the reduce may still wait for steps that use its destination.
 void Executor::received(std::uint32_t step) {
-  received_[step] = true;
-  if (waiting_to_finish_[step] == 0) reduce_and_complete(step);
+  steps_[step].received = true;
+  if (steps_[step].waiting_to_finish == 0) reduce_and_complete(step);
 }
 
 void Executor::reduce_and_complete(std::uint32_t step) {
@@ -206,9 +202,10 @@ void Executor::complete(std::uint32_t step) {
   for (const auto& [next, gates_start] : compiled_->dependents[step]) {
     // Counted down before `next` may start: a RecvReduce that starts with nothing left to wait for
     // receives in place.
-    const bool may_finish = --waiting_to_finish_[next] == 0;
-    if (gates_start && --waiting_to_start_[next] == 0) make_ready(next);
-    if (may_finish && received_[next]) reduce_and_complete(next);
+    CompiledSchedule::StepState& state = steps_[next];
+    const bool may_finish = --state.waiting_to_finish == 0;
+    if (gates_start && --state.waiting_to_start == 0) make_ready(next);
+    if (may_finish && state.received) reduce_and_complete(next);
   }
 }
 

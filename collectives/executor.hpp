@@ -28,10 +28,19 @@ struct CompiledSchedule {
     std::uint32_t step;
     bool gates_start;  // must finish before `step` may start (for a RecvReduce: post its receive)
   };
+  // Where a step stands during a run. Every run starts from `start` below, copied in one go: a small call's
+  // schedule has a step or two, and resetting several vectors one by one cost it more than running them.
+  struct StepState {
+    std::uint32_t waiting_to_start = 0;   // unfinished deps that gate its start
+    std::uint32_t waiting_to_finish = 0;  // unfinished deps of any kind
+    bool ready = false;
+    bool received = false;            // RecvReduce: its message is in staging
+    bool reduced_on_arrival = false;  // RecvReduce: received in place (the executor's sink for it reduced it)
+  };
 
   Schedule schedule;
   std::vector<std::vector<Dependent>> dependents;   // step -> steps waiting for it
-  std::vector<std::uint32_t> start_deps;            // step -> how many of its deps gate its start
+  std::vector<StepState> start;                     // step -> its state when a run starts
   std::vector<std::vector<std::uint32_t>> sends_to;    // peer -> its Send steps, in step order
   std::vector<std::vector<std::uint32_t>> recvs_from;  // peer -> its Recv/RecvReduce steps, in step order
 
@@ -90,16 +99,17 @@ class Executor {
   const std::byte* read_address(const Block& block) const;
   [[noreturn]] void fail_timeout() const;
 
+  struct NextToPost {
+    std::size_t send = 0;  // index into sends_to[peer]
+    std::size_t recv = 0;  // index into recvs_from[peer]
+  };
+
   // Per-call state, kept between calls so that steady state allocates nothing.
   const CompiledSchedule* compiled_ = nullptr;
   const ExecutionContext* context_ = nullptr;
-  std::vector<std::uint32_t> waiting_to_start_;   // step -> unfinished deps that gate its start
-  std::vector<std::uint32_t> waiting_to_finish_;  // step -> unfinished deps of any kind
-  std::vector<bool> ready_;
-  std::vector<bool> received_;                    // RecvReduce: its message is in staging
-  std::vector<ReduceInPlace> in_place_;           // step -> its sink; `executor` set while received in place
-  std::vector<std::size_t> next_send_;     // peer -> index into sends_to[peer]
-  std::vector<std::size_t> next_recv_;
+  std::vector<CompiledSchedule::StepState> steps_;  // step -> where it stands
+  std::vector<ReduceInPlace> in_place_;     // step -> its sink, used while reduced_on_arrival (never reset)
+  std::vector<NextToPost> next_;            // peer -> its next messages to post
   std::vector<std::uint32_t> local_ready_;  // Copy steps ready to run
   std::vector<InFlight> in_flight_;
   std::vector<transport::OpId> completed_ids_;
