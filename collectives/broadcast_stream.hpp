@@ -38,8 +38,9 @@ class BroadcastStream {
   // every other call is spared).
   bool root_may_be_back_to_back(bool follows, bool is_root) const { return follows && is_root && last_end_; }
 
-  // At the end of a call: the flags it heard (Executor::heard_flags) decide the next broadcast's pace.
-  void finished(bool follows, bool is_root, std::uint8_t heard_flags, Clock::time_point ended);
+  // At the end of a call: the flags it heard (Executor::heard_flags) decide the next broadcast's pace. Reads
+  // the clock for a call that follows, the only kind whose end a later call compares with.
+  void finished(bool follows, bool is_root, std::uint8_t heard_flags);
 
  private:
   std::atomic<bool> in_stream_{false};         // read by choose_algorithm() from any thread

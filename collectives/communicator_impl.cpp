@@ -320,8 +320,9 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   context.element_size = element_size;
   context.dtype = args.dtype;
   context.op = args.op == ReduceOp::Avg ? ReduceOp::Sum : args.op;
-  // One clock read at each end of the call serves the deadline, the flight recorder and stream detection:
-  // on a small call each read is a measurable part of what this rank itself spends.
+  // One clock read at the start serves the deadline, the flight recorder and stream detection; only a
+  // broadcast that follows a stream reads one at its end too: on a small call each read is a measurable part
+  // of what this rank itself spends.
   const Clock::time_point started = Clock::now();
   context.deadline = Deadline(started + (options.timeout.count() > 0 ? options.timeout : timeout_));
   const bool is_root = rank == call.root;
@@ -335,16 +336,15 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   try {
     executor_.run(compiled, context);
   } catch (const Error& e) {
-    recorder_.finish(slot, false, Clock::now());
+    recorder_.failed(slot, Clock::now());
     Error blamed = end_with(e);
     if (blamed.code() != ErrorCode::Timeout) throw blamed;
     // A timeout says who was stuck where: this rank's recent calls, as every rank prints its own.
     throw Error(ErrorCode::Timeout,
                 fmt::format("{}\nrank {}'s last collectives:{}", blamed.what(), rank, recorder_.dump()));
   }
-  const Clock::time_point ended = Clock::now();
-  recorder_.finish(slot, true, ended);
-  stream_.finished(follows_stream, is_root, executor_.heard_flags(), ended);
+  recorder_.done(slot);
+  stream_.finished(follows_stream, is_root, executor_.heard_flags());
   collectives::finish_call_buffers(args, rank, size, buffers.data);
 }
 
