@@ -128,6 +128,9 @@ const Algorithm* find_algorithm(Collective collective, std::string_view name) {
 
 std::uint8_t algorithm_index(const Algorithm& algorithm) {
   const std::span<const Algorithm> table = algorithms(algorithm.collective);
+  // Every call passes an entry of the table itself, found by its address; a copy is found by its name.
+  for (std::size_t i = 0; i < table.size(); ++i)
+    if (&table[i] == &algorithm) return static_cast<std::uint8_t>(i);
   for (std::size_t i = 0; i < table.size(); ++i) {
     if (table[i].name == algorithm.name) return static_cast<std::uint8_t>(i);
   }
