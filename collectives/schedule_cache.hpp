@@ -2,6 +2,7 @@
 // every step, so compiled schedules are kept and reused (steady state allocates nothing).
 #pragma once
 
+#include <algorithm>
 #include <compare>
 #include <cstddef>
 #include <list>
@@ -53,8 +54,8 @@ class ScheduleCache {
   static bool describes(const Key& key, const Algorithm& algorithm, const CollectiveCall& call) {
     return key.algorithm == &algorithm && key.rank == call.rank && key.size == call.size &&
            key.count == call.count && key.root == call.root && key.chunk_count == call.chunk_count &&
-           key.in_place == call.in_place && key.send_counts == call.send_counts &&
-           key.recv_counts == call.recv_counts && key.hosts == call.hosts;
+           key.in_place == call.in_place && std::ranges::equal(key.send_counts, call.send_counts) &&
+           std::ranges::equal(key.recv_counts, call.recv_counts) && key.hosts == call.hosts;
   }
 
   std::size_t capacity_;
