@@ -138,7 +138,7 @@ Communicator::AlgorithmChoice Communicator::choose_algorithm(const CollectiveArg
   const std::string_view requested = impl.requested_algorithm(args.collective, options);
   const collectives::Pace pace = impl.pace(impl.follows_stream(args, requested));
   const collectives::Algorithm& algorithm =
-      impl.select(call, size_of(args.dtype), requested, pace, &choice.explanation);
+      impl.select(call, size_of(args.dtype), requested, pace, &choice.explanation, /*remember=*/false);
   choice.name = algorithm.name;
   choice.predicted_seconds = impl.predict(algorithm, call, size_of(args.dtype), pace);
   return choice;

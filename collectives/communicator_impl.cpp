@@ -259,7 +259,7 @@ bool Communicator::Impl::follows_stream(const CollectiveArgs& args, std::string_
 
 const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::size_t element_size,
                                             std::string_view name, collectives::Pace pace,
-                                            std::string* explanation) {
+                                            std::string* explanation, bool remember) {
   if (!name.empty()) {
     const Algorithm* algorithm = collectives::find_algorithm(call.collective, name);
     if (algorithm == nullptr) {
@@ -271,6 +271,11 @@ const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::siz
     }
     if (explanation) *explanation = fmt::format("{}: {} (asked for)", to_string(call.collective), name);
     return *algorithm;
+  }
+  if (!remember) {
+    const collectives::AlgorithmChoice choice = cost_model_.evaluate(call, element_size, pace);
+    if (explanation) *explanation = choice.explanation;
+    return *choice.algorithm;  // the tables' own entry, not the choice's
   }
   const auto& choice = cost_model_.choose(call, element_size, pace);
   if (explanation) *explanation = choice.explanation;

@@ -44,10 +44,12 @@ class Communicator::Impl {
   void run(const CollectiveArgs& args, const CollectiveOptions& options, std::uint64_t seq);
   Work send(std::span<const std::byte> data, int peer, std::uint32_t tag);
   Work recv(std::span<std::byte> data, int peer, std::uint32_t tag);
-  // `requested`: requested_algorithm(), looked up once per call.
+  // `requested`: requested_algorithm(), looked up once per call. `remember`: whether the cost model may
+  // keep the choice (only on the calls' own turn: choose_algorithm() may run beside a call on another
+  // thread).
   const collectives::Algorithm& select(const collectives::CollectiveCall& call, std::size_t element_size,
                                        std::string_view requested, collectives::Pace pace,
-                                       std::string* explanation);
+                                       std::string* explanation, bool remember = true);
   std::string_view requested_algorithm(Collective collective, const CollectiveOptions& options) const;
   bool follows_stream(const CollectiveArgs& args, std::string_view requested) const;
   collectives::Pace pace(bool follows_stream) const { return stream_.pace(follows_stream); }

@@ -38,6 +38,10 @@ class CostModel {
     if (last.choice != nullptr && last.key == key) return *last.choice;
     return look_up(key, call, element_size, pace);
   }
+  // The same choice, computed afresh and remembered nowhere: safe beside a call on another thread.
+  AlgorithmChoice evaluate(const CollectiveCall& call, std::size_t element_size, Pace pace) const {
+    return compute(call, element_size, pace);
+  }
 
  private:
   using Key = std::tuple<Collective, std::uint64_t, int, std::uint64_t, std::size_t, Pace>;
