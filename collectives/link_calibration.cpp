@@ -112,7 +112,8 @@ void exchange_around_ring(transport::Transport& t, const ProbeRing& ring, const 
 // Seconds per byte of one message of `bytes`, as this rank saw it while every rank sent and received
 // at once: the mean of the middle half of `rounds` exchanges after a first that does not count, its hop
 // latency taken off, divided by the turns its host's ranks took for the cores. The middle half, because a
-// collective meets the scheduler's typical orders, not its luckiest (docs/SCHEDULES.md, *The start-up probes*).
+// collective meets the scheduler's typical orders, not its luckiest (docs/SCHEDULES.md, *The start-up
+// probes*).
 double probe_loaded_bandwidth(transport::Transport& t, const ProbeRing& ring, std::uint64_t comm_id,
                               ProbeStep step, std::size_t bytes, int rounds, double alpha, int turns,
                               Deadline deadline) {
@@ -203,6 +204,7 @@ std::string combine(const std::vector<std::string>& measured) {
     link.beta = std::max(link.beta, theirs.link.beta);
     link.beta_eager = std::max(link.beta_eager, theirs.link.beta_eager);
     link.eager_bytes = std::max(link.eager_bytes, theirs.link.eager_bytes);
+    link.through_memory = link.through_memory && theirs.link.through_memory;
     combined.gamma = std::max(combined.gamma, theirs.gamma);
   }
   // A byte that fits the socket never costs more than one that streams (a noisy probe aside).
@@ -217,6 +219,8 @@ MeasuredLink measure_links(transport::Transport& transport, const ProbeRing& rin
   MeasuredLink mine;
   mine.gamma = gamma;
   LinkCost& link = mine.link;
+  // Whether this class's messages go through shared memory: every member of its ring must say so.
+  link.through_memory = !ring.member || transport.name() == "shm+tcp";
   link.alpha = probe_hop_latency(transport, ring, comm_id, deadline);
   const ProbePlan plan = agree_on_probe_plan(transport, ring, store, key + "/plan", comm_id, deadline);
   if (ring.member) {
@@ -264,6 +268,7 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
                                              store, "cost_model/between", comm_id, deadline);
   model.within_host = within.link;
   model.between_hosts = between.link;
+  model.between_hosts.through_memory = false;  // its ring's messages cross between hosts
   model.gamma = std::max(within.gamma, between.gamma);
   return model;
 }

@@ -34,12 +34,13 @@ std::string describe(const LinkCost& link) {
   std::string text = fmt::format("alpha {:.1f} us, beta {:.3g} GB/s", link.alpha * 1e6, 1e-9 / link.beta);
   if (link.eager_bytes > 0)
     text += fmt::format(" ({:.3g} GB/s up to {} KiB)", 1e-9 / link.beta_eager, link.eager_bytes >> 10);
+  if (link.through_memory) text += " through memory";
   return text;
 }
 
 bool same(const LinkCost& a, const LinkCost& b) {
   return a.alpha == b.alpha && a.beta == b.beta && a.beta_eager == b.beta_eager &&
-         a.eager_bytes == b.eager_bytes;
+         a.eager_bytes == b.eager_bytes && a.through_memory == b.through_memory;
 }
 
 }  // namespace
@@ -69,18 +70,21 @@ LinkModel parse_cost_model(std::string_view given) {
 
 std::string encode(const MeasuredLink& measured) {
   const LinkCost& link = measured.link;
-  return fmt::format("{:a},{:a},{:a},{:a},{}", link.alpha, link.beta, measured.gamma, link.beta_eager,
-                     link.eager_bytes);
+  return fmt::format("{:a},{:a},{:a},{:a},{},{}", link.alpha, link.beta, measured.gamma, link.beta_eager,
+                     link.eager_bytes, link.through_memory ? 1 : 0);
 }
 
 MeasuredLink decode_measured_link(const std::string& text) {
   MeasuredLink measured;
   LinkCost& link = measured.link;
   unsigned long long eager_bytes = 0;
-  if (std::sscanf(text.c_str(), "%la,%la,%la,%la,%llu", &link.alpha, &link.beta, &measured.gamma,
-                  &link.beta_eager, &eager_bytes) != 5)
+  int through_memory = 0;
+  if (std::sscanf(text.c_str(), "%la,%la,%la,%la,%llu,%d", &link.alpha, &link.beta, &measured.gamma,
+                  &link.beta_eager, &eager_bytes, &through_memory) != 6 ||
+      (through_memory != 0 && through_memory != 1))
     fail(ErrorCode::Protocol, "malformed cost model '{}' in the store", text);
   link.eager_bytes = eager_bytes;
+  link.through_memory = through_memory == 1;
   return measured;
 }
 

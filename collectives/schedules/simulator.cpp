@@ -10,8 +10,9 @@
 // each of them still moves messages inside the host. Without a layout every rank is a host of its own,
 // every message goes between hosts, and each rank has the textbook model's one link each way.
 // Ranks of one host that outnumber its cores share them: a message between two of them also needs one
-// of the host's cores for its whole time (loopback is the kernel copying), and its bytes take a second
-// core for as long again (the sender copies them into the socket and the receiver out of it, at once);
+// of the host's cores for its whole time (loopback is the kernel copying; through shared memory only for
+// its bytes' copy, LinkCost::through_memory), and its bytes take a second core for as long again (the
+// sender copies them into the socket and the receiver out of it, at once);
 // so eight such ranks on two cores move two small messages at once but only one large one, and an
 // algorithm that has every rank send in every round (recursive doubling, the all-gather half of
 // scatter-allgather) pays for it where a tree, sending less at once, does not. A message between hosts
@@ -389,7 +390,12 @@ class Engine {
         *cores.cores[1] = std::max(now, *cores.cores[1]) + link.byte_seconds(bytes, eager);
         push(*cores.cores[1], EventKind::Freed, r, 0);
       }
-      *cores.cores[0] = finish;
+      if (link.through_memory) {
+        *cores.cores[0] = std::max(now, *cores.cores[0]) + link.byte_seconds(bytes, eager);
+        push(*cores.cores[0], EventKind::Freed, r, 0);
+      } else {
+        *cores.cores[0] = finish;
+      }
     }
     // Between hosts its bytes hold both hosts' network links, which their other ranks wait for.
     if (const double freed = hosts_.occupy_network(r, step.peer, now, link.byte_seconds(bytes, eager));

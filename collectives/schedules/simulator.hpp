@@ -25,6 +25,9 @@ struct LinkCost {
   double beta = 1.0 / 1.0e9;
   double beta_eager = 1.0 / 1.0e9;
   std::uint64_t eager_bytes = 0;
+  // Messages through shared memory: where ranks outnumber cores, only the copies of a message's bytes take
+  // a core, not its alpha (over loopback TCP the kernel's send and receive paths take one for all of it).
+  bool through_memory = false;
 
   // A message whose first `eager` bytes (at most eager_bytes) fit the socket buffer.
   double message_seconds(std::uint64_t bytes, std::uint64_t eager) const {

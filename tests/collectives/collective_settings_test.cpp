@@ -7,6 +7,7 @@
 #include "canopy/error.hpp"
 #include "collectives/algorithm_overrides.hpp"
 #include "collectives/link_calibration.hpp"
+#include "collectives/link_model_text.hpp"
 #include "tests/support/config_error.hpp"
 
 namespace canopy::collectives {
@@ -76,6 +77,21 @@ TEST(CostModelSetting, ASecondGroupSetsTheLinksBetweenHosts) {
   EXPECT_DOUBLE_EQ(both.between_hosts.beta_eager, 2e-8);
   EXPECT_EQ(both.between_hosts.eager_bytes, 65536u);
   EXPECT_EQ(both.within_host.eager_bytes, 1048576u);
+}
+
+// What rank 0 shares through the store comes back exactly, whether messages go through memory included.
+TEST(CostModelSetting, TheStoresTextCarriesEveryFigureExactly) {
+  MeasuredLink measured;
+  measured.link = LinkCost{1.25e-6, 1.0 / 3e9, 1.0 / 7e9, 1 << 20, true};
+  measured.gamma = 1.0 / 11e9;
+  const MeasuredLink back = decode_measured_link(encode(measured));
+  EXPECT_EQ(back.link.alpha, measured.link.alpha);
+  EXPECT_EQ(back.link.beta, measured.link.beta);
+  EXPECT_EQ(back.link.beta_eager, measured.link.beta_eager);
+  EXPECT_EQ(back.link.eager_bytes, measured.link.eager_bytes);
+  EXPECT_TRUE(back.link.through_memory);
+  EXPECT_EQ(back.gamma, measured.gamma);
+  EXPECT_THROW(decode_measured_link("0x1p+0,0x1p+0,0x1p+0,0x1p+0,5"), Error);
 }
 
 TEST(CostModelSetting, BadValuesSayWhatIsAccepted) {
