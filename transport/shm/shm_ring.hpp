@@ -2,7 +2,7 @@
 // cells and a byte ring for the payloads that do not fit in a cell, with one writer (the producer) and one
 // reader (the consumer).
 //
-// Every message takes the next cell: its 56-byte frame header, then a stamp word, then a 192-byte body. The
+// Every message takes the next cell: its 56-byte frame header, then a stamp word, then a 64-byte body. The
 // producer writes the cell, then the stamp, last (seq_cst), which says what the body holds: the payload
 // itself (up to kInlineBytes), where its payload stands in the byte ring, or the address of the producer's
 // own buffer for the consumer to copy from (single copy, process_vm_readv). The consumer polls the stamp of
@@ -40,7 +40,7 @@ namespace canopy::transport {
 inline constexpr std::size_t kRingLine = 64;            // payloads in the byte ring are whole lines
 inline constexpr std::size_t kRingControlBytes = 4096;  // the control lines, on a page of their own
 inline constexpr std::uint64_t kRingMinBytes = 1024;
-inline constexpr std::size_t kCellBytes = 256;
+inline constexpr std::size_t kCellBytes = 128;
 inline constexpr std::size_t kCellBodyOffset = 64;  // the header's 56 bytes, then the stamp
 inline constexpr std::size_t kInlineBytes = kCellBytes - kCellBodyOffset;
 
@@ -48,11 +48,12 @@ constexpr std::uint64_t round_up_to_line(std::uint64_t bytes) {
   return (bytes + kRingLine - 1) & ~std::uint64_t{kRingLine - 1};
 }
 
-// Cells per ring: a message may be ahead of the consumer by this many. Tiny rings get few, so that tests
-// with them meet a full queue as often as a full ring.
+// Cells per ring, one per KiB: a producer may run this many messages ahead of its consumer (ranks that
+// share cores each take many calls per turn of the scheduler). Tiny rings get few, so that tests with them
+// meet a full queue as often as a full ring.
 constexpr std::uint64_t ring_cells(std::uint64_t capacity) {
   const std::uint64_t cells = capacity / 1024;
-  return cells < 2 ? 2 : cells > 64 ? 64 : cells;
+  return cells < 2 ? 2 : cells > 4096 ? 4096 : cells;
 }
 
 // What a ring of `capacity` payload bytes maps in all: control lines, cells and bytes.
