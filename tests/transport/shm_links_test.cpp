@@ -187,6 +187,20 @@ TEST(ShmLinks, TheBudgetGivesRingsToTheFirstPairsThatTalkAndTcpToTheRest) {
   }));
 }
 
+// A budget of 256 KiB rings for every direction: each rank's rings shrink to that share from the first one
+// on, so every pair gets a ring (first come, first served would give the first pairs 2 MiB and the rest TCP).
+TEST(ShmLinks, EveryDirectionGetsAnEqualShareOfTheBudget) {
+  constexpr std::uint64_t kShare = 256 * 1024;
+  const std::uint64_t budget = 4 * 3 * ring_segment_bytes(kShare);
+  expect_all_ok(run_shm_processes(4, 44, rings(2 << 20, 64 << 10, budget), [&](Transport& t) {
+    const std::string seen = rings_from_everyone(t, 44);
+    require(seen.find('t') == std::string::npos, "rank {}: rings {}", t.rank(), seen);
+    require(ShmBudget::held() == 3 * ring_segment_bytes(kShare), "rank {} holds {} bytes of rings", t.rank(),
+            ShmBudget::held());
+    exchange_with_everyone(t, 44);
+  }));
+}
+
 TEST(ShmLinks, ARingThatCannotBeAllocatedIsAMessageAndTcpNotASignal) {
   // Rank 0 may not make files beyond 64 KiB: its 1 MiB ring fails at fallocate (EFBIG), before any page.
   auto limit_rank_zero = [](int rank) {

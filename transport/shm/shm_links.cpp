@@ -185,8 +185,13 @@ void ShmLinks::handle_packet(int peer, std::span<const std::byte> packet, Unique
 
 void ShmLinks::offer_ring(int peer) {
   Peer& p = peers_[peer];
+  // No larger than an equal share would give every direction from this rank: the pairs that talk first
+  // must not leave the rest to the smallest rings, or to TCP.
+  const std::uint64_t fair = options_.host_budget_bytes / static_cast<std::uint64_t>(host_ranks_) /
+                             static_cast<std::uint64_t>(std::max(1, host_ranks_ - 1));
   std::uint64_t capacity = options_.ring_bytes;
   const std::uint64_t smallest = std::min(options_.ring_bytes, kSmallestRing);
+  while (capacity > smallest && ring_segment_bytes(capacity) > fair) capacity /= 2;
   while (capacity >= smallest &&
          !ShmBudget::reserve(ring_segment_bytes(capacity), options_.host_budget_bytes, host_ranks_))
     capacity /= 2;
