@@ -107,8 +107,10 @@ void check_bit_identical_all_reduces(Communicator& comm) {
 }
 
 // The links every algorithm is checked over: shared memory between the ranks of one host (the default),
-// TCP alone, and shared memory through 4 KiB rings of 1 KiB slots (a schedule that needed a message to fit
-// in a buffer before the receiver posts its receive would deadlock there).
+// TCP alone, shared memory through 4 KiB rings of 1 KiB slots with every payload in them (a schedule that
+// needed a message to fit in a buffer before the receiver posts its receive would deadlock there), and the
+// same tiny rings with every message beyond 256 bytes outside reductions by single copy (a send then waits
+// for its receiver).
 struct Links {
   std::string name;
   std::string transport;
@@ -119,7 +121,16 @@ const Links kLinks[] = {
     {"Tcp", "tcp", {{"CANOPY_TRANSPORT", "tcp"}}},
     {"TinyRings",
      "shm+tcp",
-     {{"CANOPY_TRANSPORT", "shm+tcp"}, {"CANOPY_SHM_RING_BYTES", "4096"}, {"CANOPY_SHM_SLOT_BYTES", "1024"}}}};
+     {{"CANOPY_TRANSPORT", "shm+tcp"},
+      {"CANOPY_SHM_RING_BYTES", "4096"},
+      {"CANOPY_SHM_SLOT_BYTES", "1024"},
+      {"CANOPY_SHM_SINGLE_COPY_BYTES", "0"}}},
+    {"SingleCopy",
+     "shm+tcp",
+     {{"CANOPY_TRANSPORT", "shm+tcp"},
+      {"CANOPY_SHM_RING_BYTES", "4096"},
+      {"CANOPY_SHM_SLOT_BYTES", "1024"},
+      {"CANOPY_SHM_SINGLE_COPY_BYTES", "256"}}}};
 
 class EveryAlgorithm : public ::testing::TestWithParam<std::tuple<int, Links>> {};
 
