@@ -72,8 +72,8 @@ TEST(ShmLinks, SizesAroundLinesSlotsAndTheRingsEndArriveBitExactly) {
   const std::vector<std::size_t> large = {256 * K - 1,   256 * K,  256 * K + 1,  2048 * K - 64,
                                           2048 * K - 65, 2048 * K, 2048 * K + 1, 5,
                                           4096 * K + 3,  0};
-  expect_all_ok(
-      run_shm_processes(2, 32, rings(2048 * K, 256 * K), [&](Transport& t) { exchange_sizes(t, 32, large); }));
+  expect_all_ok(run_shm_processes(2, 32, rings(2048 * K, 256 * K),
+                                  [&](Transport& t) { exchange_sizes(t, 32, large); }));
 }
 
 // Every pair at once, both ways, through 1 KiB rings: a receive that is posted late, or a send that holds
@@ -104,20 +104,6 @@ TEST(ShmLinks, TinyRingsCarryEveryPairsTrafficAtOnceInOrder) {
   }));
 }
 
-// Pieces in order, each a whole number of elements, at the ring's memory; the header is checked before.
-class RecordingSink final : public PieceSink {
- public:
-  void consume(std::uint64_t offset, std::span<const std::byte> piece) override {
-    require(offset == bytes.size(), "a piece at {} after {} bytes", offset, bytes.size());
-    require(piece.size() % 4 == 0 || offset + piece.size() == expected, "a piece of {} bytes", piece.size());
-    bytes.insert(bytes.end(), piece.begin(), piece.end());
-    ++pieces;
-  }
-  std::vector<std::byte> bytes;
-  std::uint64_t expected = 0;
-  int pieces = 0;
-};
-
 TEST(ShmLinks, InPlaceReceivesHandOverWholeElementsInOrder) {
   constexpr std::uint64_t kComm = 34;
   constexpr std::size_t kBytes = (std::size_t{1} << 20) + 12;
@@ -133,12 +119,7 @@ TEST(ShmLinks, InPlaceReceivesHandOverWholeElementsInOrder) {
     }
     require(!t.receives_in_place(0), "in place before any ring exists");
     wait_all(t, {t.post_recv(0, envelope, first)});
-    require(t.receives_in_place(0), "no in-place receive over shared memory");
-    RecordingSink sink;
-    sink.expected = kBytes;
-    wait_all(t, {t.post_recv_in_place(0, envelope, kBytes, sink)});
-    require(sink.bytes.size() == kBytes && testing::first_difference(sink.bytes, 7) == -1,
-            "{} bytes came in place, not the {} sent", sink.bytes.size(), kBytes);
+    const RecordingSink sink = receive_in_place_exactly(t, 0, envelope, kBytes, 7);
     require(sink.pieces >= static_cast<int>(kBytes / 1024), "{} pieces through 1 KiB slots", sink.pieces);
     RecordingSink untouched;
     auto other = envelope;

@@ -96,19 +96,6 @@ TEST(SingleCopy, ASendIsDoneOnlyOnceTheReceiverHasReadIt) {
   expect_all_ok(time_a_send_received_late(54, 0, false));  // through the ring: done once written
 }
 
-// Pieces in order, as the receiver's reduce would take them.
-class CollectingSink final : public PieceSink {
- public:
-  void consume(std::uint64_t offset, std::span<const std::byte> piece) override {
-    require(offset == bytes.size(), "a piece at {} after {} bytes", offset, bytes.size());
-    require(piece.size() % kRingLine == 0 || offset + piece.size() == expected, "a piece of {} bytes",
-            piece.size());
-    bytes.insert(bytes.end(), piece.begin(), piece.end());
-  }
-  std::vector<std::byte> bytes;
-  std::uint64_t expected = 0;
-};
-
 TEST(SingleCopy, AnInPlaceReceiveTakesTheCopyPieceByPiece) {
   SKIP_WITHOUT_SINGLE_COPY();
   constexpr std::size_t kBytes = (5u << 20) + 36;
@@ -120,12 +107,7 @@ TEST(SingleCopy, AnInPlaceReceiveTakesTheCopyPieceByPiece) {
       wait_all(t, {t.post_send(1, envelope, payload)});
       return;
     }
-    require(t.receives_in_place(0), "no in-place receive over shared memory");
-    CollectingSink sink;
-    sink.expected = kBytes;
-    wait_all(t, {t.post_recv_in_place(0, envelope, kBytes, sink)});
-    require(sink.bytes.size() == kBytes && testing::first_difference(sink.bytes, 9) == -1,
-            "{} bytes came in place, not the {} sent", sink.bytes.size(), kBytes);
+    receive_in_place_exactly(t, 0, envelope, kBytes, 9);
   }));
 }
 

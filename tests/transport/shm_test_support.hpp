@@ -54,4 +54,31 @@ inline void exchange_sizes(Transport& t, std::uint64_t comm_id, const std::vecto
                      "rank {}: message {} ({} bytes) corrupted", t.rank(), i, sizes[i]);
 }
 
+// Pieces in order, each a whole number of elements, at the ring's memory; the header is checked before.
+class RecordingSink final : public PieceSink {
+ public:
+  void consume(std::uint64_t offset, std::span<const std::byte> piece) override {
+    testing::require(offset == bytes.size(), "a piece at {} after {} bytes", offset, bytes.size());
+    testing::require(piece.size() % 4 == 0 || offset + piece.size() == expected, "a piece of {} bytes",
+                     piece.size());
+    bytes.insert(bytes.end(), piece.begin(), piece.end());
+    ++pieces;
+  }
+  std::vector<std::byte> bytes;
+  std::uint64_t expected = 0;
+  int pieces = 0;
+};
+
+// Receives `bytes` from `peer` in place, and checks that they are random_bytes(bytes, seed).
+inline RecordingSink receive_in_place_exactly(Transport& t, int peer, const Envelope& envelope,
+                                              std::uint64_t bytes, std::uint64_t seed) {
+  testing::require(t.receives_in_place(peer), "no in-place receive over shared memory");
+  RecordingSink sink;
+  sink.expected = bytes;
+  testing::wait_all(t, {t.post_recv_in_place(peer, envelope, bytes, sink)});
+  testing::require(sink.bytes.size() == bytes && testing::first_difference(sink.bytes, seed) == -1,
+                   "{} bytes came in place, not the {} sent", sink.bytes.size(), bytes);
+  return sink;
+}
+
 }  // namespace canopy::transport
