@@ -52,7 +52,7 @@ const AlgorithmChoice& CostModel::look_up(const Key& key, const CollectiveCall& 
                                           std::size_t element_size, Pace pace) {
   auto it = choices_.find(key);
   if (it == choices_.end()) {
-    AlgorithmChoice choice = compute(call, element_size, pace);
+    AlgorithmChoice choice = evaluate(call, element_size, pace);
     if (choices_.size() >= kMaxCached) {
       choices_.clear();
       last_[0] = last_[1] = Last{};
@@ -63,7 +63,7 @@ const AlgorithmChoice& CostModel::look_up(const Key& key, const CollectiveCall& 
   return it->second;
 }
 
-AlgorithmChoice CostModel::compute(const CollectiveCall& call, std::size_t element_size, Pace pace) const {
+AlgorithmChoice CostModel::evaluate(const CollectiveCall& call, std::size_t element_size, Pace pace) const {
   const bool stream = pace == Pace::Stream;
   const std::span<const Algorithm> candidates = algorithms(call.collective);
   if (candidates.size() == 1) {

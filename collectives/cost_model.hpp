@@ -22,7 +22,7 @@ enum class Pace : std::uint8_t { OneCall, Stream };
 struct AlgorithmChoice {
   const Algorithm* algorithm = nullptr;
   double predicted_seconds = 0;  // per call, at the pace asked for
-  std::string explanation;  // every candidate's predicted time, for CANOPY_DEBUG=INFO
+  std::string explanation;       // every candidate's predicted time, for CANOPY_DEBUG=INFO
 };
 
 class CostModel {
@@ -39,15 +39,12 @@ class CostModel {
     return look_up(key, call, element_size, pace);
   }
   // The same choice, computed afresh and remembered nowhere: safe beside a call on another thread.
-  AlgorithmChoice evaluate(const CollectiveCall& call, std::size_t element_size, Pace pace) const {
-    return compute(call, element_size, pace);
-  }
+  AlgorithmChoice evaluate(const CollectiveCall& call, std::size_t element_size, Pace pace) const;
 
  private:
   using Key = std::tuple<Collective, std::uint64_t, int, std::uint64_t, std::size_t, Pace>;
   const AlgorithmChoice& look_up(const Key& key, const CollectiveCall& call, std::size_t element_size,
                                  Pace pace);
-  AlgorithmChoice compute(const CollectiveCall& call, std::size_t element_size, Pace pace) const;
 
   LinkModel link_;
   std::map<Key, AlgorithmChoice> choices_;  // bounded: cleared when it grows past kMaxCached

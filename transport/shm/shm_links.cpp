@@ -33,13 +33,13 @@ constexpr std::uint64_t kSmallestRing = 64 * 1024;
 // A single copy moves at most this much per drive of its peer, so the other peers' messages move between.
 constexpr std::uint64_t kCopyPiece = std::uint64_t{1} << 20;
 
-template <typename T>
-T body_word(const std::byte* cell, std::size_t index) {
-  return little_endian::get<T>(cell + kCellBodyOffset + index * sizeof(std::uint64_t));
+// An InRing or SingleCopy cell's body: one word (a tail, an address).
+std::uint64_t body_word(const std::byte* cell) {
+  return little_endian::get<std::uint64_t>(cell + kCellBodyOffset);
 }
 
-void put_body_word(std::byte* cell, std::size_t index, std::uint64_t value) {
-  little_endian::put(cell + kCellBodyOffset + index * sizeof(std::uint64_t), value);
+void put_body_word(std::byte* cell, std::uint64_t value) {
+  little_endian::put(cell + kCellBodyOffset, value);
 }
 
 }  // namespace
@@ -311,7 +311,7 @@ void ShmLinks::write_frames(int peer, Completions& done) {
         continue;
       }
       if (p.single_copy_out && suits_single_copy(op.envelope.collective, size, options_.single_copy_bytes)) {
-        put_body_word(cell, 0, reinterpret_cast<std::uintptr_t>(op.payload.data()));
+        put_body_word(cell, reinterpret_cast<std::uintptr_t>(op.payload.data()));
         ring.stamp(CellBody::SingleCopy);
         p.copying.push_back(CopyWait{.id = op.id, .copies = ++p.copies_posted});
         p.sends.pop_front();
@@ -319,7 +319,7 @@ void ShmLinks::write_frames(int peer, Completions& done) {
       }
       // What fits now goes before the stamp: a payload of up to a slot is whole when the receiver sees it.
       write_piece(ring, op);
-      put_body_word(cell, 0, ring.tail());
+      put_body_word(cell, ring.tail());
       ring.stamp(CellBody::InRing);
       op.header_written = true;
     }
@@ -388,18 +388,13 @@ void ShmLinks::read_frames(int peer, Completions& done) {
 
 bool ShmLinks::take_cell(int peer, RecvOp& op, const std::byte* cell, CellBody body, Completions& done) {
   Peer& p = peers_[peer];
+  const std::uint64_t word = body_word(cell);
   // The header first: no payload byte may reach the destination before it is checked.
   try {
     const FrameHeader header =
         decode_frame(std::span<const std::byte, kFrameHeaderSize>(cell, kFrameHeaderSize));
     check_frame(header, op.envelope, op.bytes, rank_, peer);
-    const std::uint64_t tail = body_word<std::uint64_t>(cell, 0);
-    const bool fits = body == CellBody::Inline ? op.bytes <= kInlineBytes
-                      : body == CellBody::InRing
-                          ? op.bytes > kInlineBytes && tail >= p.receiving->head() &&
-                                tail - p.receiving->head() <= p.receiving->capacity()
-                          : body == CellBody::SingleCopy && p.single_copy_in && op.bytes > kInlineBytes;
-    if (!fits)
+    if (!body_fits(p, body, op.bytes, word))
       fail(ErrorCode::Protocol, "a cell of kind {} for a payload of {} bytes", static_cast<int>(body),
            op.bytes);
     if (header.payload_bytes > 0) done.arrived_flags |= header.envelope.flags;
@@ -419,9 +414,22 @@ bool ShmLinks::take_cell(int peer, RecvOp& op, const std::byte* cell, CellBody b
     return true;
   }
   if (body == CellBody::InRing)
-    p.receiving->note_tail(body_word<std::uint64_t>(cell, 0));
+    p.receiving->note_tail(word);
   else
-    op.source = body_word<std::uint64_t>(cell, 0);
+    op.source = word;
+  return false;
+}
+
+bool ShmLinks::body_fits(Peer& p, CellBody body, std::uint64_t bytes, std::uint64_t word) {
+  switch (body) {
+    case CellBody::Inline:
+      return bytes <= kInlineBytes;
+    case CellBody::InRing:  // the tail it gives lies within one ring ahead of what was read
+      return bytes > kInlineBytes && word >= p.receiving->head() &&
+             word - p.receiving->head() <= p.receiving->capacity();
+    case CellBody::SingleCopy:
+      return bytes > kInlineBytes && p.single_copy_in;
+  }
   return false;
 }
 

@@ -124,6 +124,8 @@ class ShmLinks final : public IoPart {
   // Takes the cell the op's message starts with: checks its header; true when it held the whole payload
   // (then delivered, and the op done).
   bool take_cell(int peer, RecvOp& op, const std::byte* cell, CellBody body, Completions& done);
+  // Whether a cell's body suits a payload of `bytes` (`word`: the body's tail or address).
+  static bool body_fits(Peer& p, CellBody body, std::uint64_t bytes, std::uint64_t word);
   void deliver(RecvOp& op, std::uint64_t offset, std::span<const std::byte> piece);
   void read_ring_payload(Peer& p, RecvOp& op);
   // Copies the op's next piece straight from the sender's buffer (single copy).
