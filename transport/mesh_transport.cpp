@@ -17,12 +17,11 @@ constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 62;
 
 }  // namespace
 
-MeshTransport::MeshTransport(int rank, int size, std::string name, std::chrono::microseconds spin,
+MeshTransport::MeshTransport(int rank, int size, std::string name,
                              std::chrono::nanoseconds looks_between_yields)
     : rank_(rank),
       size_(size),
       name_(std::move(name)),
-      spin_(spin),
       looks_between_yields_(looks_between_yields),
       send_route_(static_cast<std::size_t>(size), 0),
       recv_route_(static_cast<std::size_t>(size), 0) {
@@ -33,8 +32,9 @@ MeshTransport::MeshTransport(int rank, int size, std::string name, std::chrono::
 
 MeshTransport::~MeshTransport() = default;
 
-std::size_t MeshTransport::add_part(std::unique_ptr<IoPart> part) {
+std::size_t MeshTransport::add_part(std::unique_ptr<IoPart> part, std::chrono::microseconds spin) {
   parts_.push_back(std::move(part));
+  part_spin_.push_back(spin);
   poll_part_start_.resize(parts_.size() + 1);
   return parts_.size() - 1;
 }
@@ -88,12 +88,20 @@ std::uint64_t MeshTransport::bytes_moved() const {
   return moved;
 }
 
-// The spin ends once the links have been idle for spin_: while a large message streams in, it keeps
+std::chrono::microseconds MeshTransport::spin_for_busy_parts() const {
+  std::chrono::microseconds longest{0};
+  for (std::size_t i = 0; i < parts_.size(); ++i)
+    if (parts_[i]->busy()) longest = std::max(longest, part_spin_[i]);
+  return longest;
+}
+
+// The spin ends once the links have been idle for `spin`: while a large message streams in, it keeps
 // draining instead of sleeping between the sender's bursts. It offers the core to any other runnable
 // process (sched_yield) at least every looks_between_yields_: the peer we wait for may be queued behind
 // us, and a busy machine's other work must not starve while we only wait.
-bool MeshTransport::spin(Deadline deadline, Completions& done, std::size_t completed_before) {
-  Deadline until = Deadline::after(spin_).earlier(deadline);
+bool MeshTransport::spin(std::chrono::microseconds spin, Deadline deadline, Completions& done,
+                         std::size_t completed_before) {
+  Deadline until = Deadline::after(spin).earlier(deadline);
   Clock::time_point next_yield = Clock::now() + looks_between_yields_;
   std::uint64_t moved_before = bytes_moved();
   for (Clock::time_point now = Clock::now(); now < until.at() && !abort_.raised(); now = Clock::now()) {
@@ -101,7 +109,7 @@ bool MeshTransport::spin(Deadline deadline, Completions& done, std::size_t compl
     if (done.ids.size() > completed_before) return true;
     if (const std::uint64_t moved = bytes_moved(); moved != moved_before) {
       moved_before = moved;
-      until = Deadline(now + spin_).earlier(deadline);
+      until = Deadline(now + spin).earlier(deadline);
     }
     if (now >= next_yield) {
       ::sched_yield();
@@ -122,8 +130,8 @@ bool MeshTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
     drive_all(pass, done);
     if (completed.size() > completed_before) return true;
     if (deadline.expired()) return false;
-    if (spin_.count() > 0 && spin_backoff_.should_spin()) {
-      const bool completed_while_spinning = spin(deadline, done, completed_before);
+    if (const auto spin_now = spin_for_busy_parts(); spin_now.count() > 0 && spin_backoff_.should_spin()) {
+      const bool completed_while_spinning = spin(spin_now, deadline, done, completed_before);
       spin_backoff_.record(completed_while_spinning);
       if (completed_while_spinning) return true;
     }

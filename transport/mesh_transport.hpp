@@ -19,17 +19,18 @@ namespace canopy::transport {
 
 class MeshTransport final : public Transport {
  public:
-  // `name` is what name() reports ("tcp", "shm+tcp"); `spin`: how long progress() busy-polls before it
-  // blocks (0: never; spin_rule.hpp chooses); `looks_between_yields`: how long it keeps looking between
-  // two sched_yield()s while it spins (0: it yields after every round; looks_between_yields()).
-  MeshTransport(int rank, int size, std::string name, std::chrono::microseconds spin,
-                std::chrono::nanoseconds looks_between_yields = {});
+  // `name` is what name() reports ("tcp", "shm+tcp"); `looks_between_yields`: how long progress() keeps
+  // looking between two sched_yield()s while it spins (0: it yields after every round;
+  // looks_between_yields()).
+  MeshTransport(int rank, int size, std::string name, std::chrono::nanoseconds looks_between_yields = {});
   ~MeshTransport() override;
   MeshTransport(const MeshTransport&) = delete;
   MeshTransport& operator=(const MeshTransport&) = delete;
 
-  // Adds a part (the mesh owns it); its index is what route() takes. Before the first post.
-  std::size_t add_part(std::unique_ptr<IoPart> part);
+  // Adds a part (the mesh owns it); its index is what route() takes. Before the first post. `spin`: how
+  // long progress() busy-polls, while this part has work, before it blocks (0: never; spin_rule.hpp
+  // chooses). Waiting on several parts, it spins as long as the longest of theirs.
+  std::size_t add_part(std::unique_ptr<IoPart> part, std::chrono::microseconds spin);
   // Sends to `peer` (receives from it) go through part `index` from now on: set up before the first post,
   // or by a part that hands the direction, with what is pending in it, to another (shm falling back to TCP).
   void route_sends(int peer, std::size_t index) { send_route_[peer] = index; }
@@ -56,18 +57,21 @@ class MeshTransport final : public Transport {
   void drive_all(IoPart::Pass pass, Completions& done);
   bool any_busy() const;
   std::uint64_t bytes_moved() const;
-  // Drives every part until the sockets and rings have been idle for spin_ (bounded by the deadline); true
-  // once something completed.
-  bool spin(Deadline deadline, Completions& done, std::size_t completed_before);
+  // The longest spin of the parts that have work.
+  std::chrono::microseconds spin_for_busy_parts() const;
+  // Drives every part until the sockets and rings have been idle for `spin` (bounded by the deadline);
+  // true once something completed.
+  bool spin(std::chrono::microseconds spin, Deadline deadline, Completions& done,
+            std::size_t completed_before);
 
   const int rank_;
   const int size_;
   const std::string name_;
-  const std::chrono::microseconds spin_;
   const std::chrono::nanoseconds looks_between_yields_;
   SpinBackoff spin_backoff_;
   std::vector<std::unique_ptr<IoPart>> parts_;
-  std::vector<std::size_t> send_route_;  // peer -> part
+  std::vector<std::chrono::microseconds> part_spin_;  // part -> its spin
+  std::vector<std::size_t> send_route_;               // peer -> part
   std::vector<std::size_t> recv_route_;
   std::vector<pollfd> poll_fds_;              // reused by every progress() call
   std::vector<std::size_t> poll_part_start_;  // part -> its first entry in poll_fds_ (one more: the end)

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 namespace canopy::transport {
 
@@ -21,11 +22,21 @@ inline constexpr int kMostRanksPerCoreToSpin = 4;
 // soon gives its core back.
 inline constexpr std::chrono::microseconds kDefaultSpin{50};
 
-// The spin to use: `requested` (CANOPY_SOCKET_SPIN_US, CANOPY_IB_SPIN_US) when given; otherwise
-// `default_spin` when `local_ranks` (this group's ranks on this host) are at most kMostRanksPerCoreToSpin
-// per core, and none beyond.
+// How long a rank spins on its shared-memory rings by default. A look into a ring costs no syscall, and
+// where ranks share cores the awaited peer often needs several turns of its core's run queue (other
+// ranks' copies) before it writes: a 50 us spin runs out there, and every miss then costs a wake-up.
+inline constexpr std::chrono::microseconds kDefaultMemorySpin{500};
+
+// The spin to use: `requested` (CANOPY_SOCKET_SPIN_US, CANOPY_SHM_SPIN_US, CANOPY_IB_SPIN_US) when given;
+// otherwise `default_spin` when `local_ranks` (this group's ranks on this host) are at most
+// kMostRanksPerCoreToSpin per core, and none beyond.
 std::chrono::microseconds choose_spin(std::optional<std::chrono::microseconds> requested, int local_ranks,
                                       int cores, std::chrono::microseconds default_spin = kDefaultSpin);
+
+// choose_spin(), said at DEBUG: "`links` busy-poll for N us before blocking (`setting` or chosen; ...)".
+std::chrono::microseconds announce_spin(std::string_view links, std::string_view setting,
+                                        std::optional<std::chrono::microseconds> requested, int local_ranks,
+                                        int cores, std::chrono::microseconds default_spin);
 
 // How long a spin over memory (shared-memory rings: a look costs no syscall) keeps looking between two
 // sched_yield()s: a yield is a syscall that costs more than a small message through a ring, and where every

@@ -274,14 +274,21 @@ TEST(ShmLinks, SettingsAreCheckedWhereTheyAreRead) {
   EXPECT_EQ(defaults.slot_bytes, std::uint64_t{256} << 10);
   EXPECT_EQ(defaults.host_budget_bytes, std::uint64_t{32} << 20);
   EXPECT_EQ(defaults.single_copy_bytes, std::uint64_t{64} << 10);
+  EXPECT_FALSE(defaults.spin.has_value());  // the spin rule decides
   const ShmOptions taken = options_of({{"CANOPY_SHM_RING_BYTES", "64K"},
                                        {"CANOPY_SHM_SLOT_BYTES", "4K"},
                                        {"CANOPY_SHM_BYTES", "1M"},
-                                       {"CANOPY_SHM_SINGLE_COPY_BYTES", "0"}});
+                                       {"CANOPY_SHM_SINGLE_COPY_BYTES", "0"},
+                                       {"CANOPY_SHM_SPIN_US", "0"}});
   EXPECT_EQ(taken.ring_bytes, 64u << 10);
   EXPECT_EQ(taken.slot_bytes, 4u << 10);
   EXPECT_EQ(taken.host_budget_bytes, 1u << 20);
   EXPECT_EQ(taken.single_copy_bytes, 0u);
+  EXPECT_EQ(taken.spin, std::chrono::microseconds(0));
+  MeshOptions driven_by_a_thread =
+      MeshOptions::from_settings(Settings::parse({{"CANOPY_SHM_SPIN_US", "75"}}), 1);
+  driven_by_a_thread.spin = false;
+  EXPECT_EQ(ShmOptions::from(driven_by_a_thread).spin, std::chrono::microseconds(0));
   EXPECT_MENTIONS(testing::config_error_of([&] {
                     options_of({{"CANOPY_SHM_RING_BYTES", "3000"}});
                   }),

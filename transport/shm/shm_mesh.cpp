@@ -16,6 +16,7 @@
 #include "common/log.hpp"
 #include "transport/mesh_transport.hpp"
 #include "transport/shm/unix_socket.hpp"
+#include "transport/spin_rule.hpp"
 #include "transport/tcp/handshake.hpp"
 #include "transport/tcp/tcp_links.hpp"
 
@@ -288,12 +289,12 @@ std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size
   std::vector<PeerLink> links = connect_tcp_links(store, rank, size, tcp);
   ShmPeers peers = connect_shm_peers(store, rank, size, shm);
   const int cores = shm.host_cores > 0 ? shm.host_cores : usable_cores();
+  const int host_ranks = ranks_on_this_host(shm, rank, size);
   auto mesh = std::make_unique<MeshTransport>(
-      rank, size, peers.reached.empty() ? "tcp" : "shm+tcp", chosen_spin(tcp, size),
-      peers.reached.empty() ? std::chrono::nanoseconds(0)
-                            : looks_between_yields(ranks_on_this_host(shm, rank, size), cores));
-  const std::size_t tcp_part =
-      mesh->add_part(std::make_unique<TcpLinks>(rank, std::move(links), mesh->abort_state()));
+      rank, size, peers.reached.empty() ? "tcp" : "shm+tcp",
+      peers.reached.empty() ? std::chrono::nanoseconds(0) : looks_between_yields(host_ranks, cores));
+  const std::size_t tcp_part = mesh->add_part(
+      std::make_unique<TcpLinks>(rank, std::move(links), mesh->abort_state()), chosen_spin(tcp, size));
   if (peers.reached.empty()) return mesh;
   MeshTransport& routes = *mesh;
   auto reroute = [&routes, tcp_part](int peer, bool sends) {
@@ -302,9 +303,10 @@ std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size
     else
       routes.route_recvs(peer, tcp_part);
   };
-  const std::size_t shm_part = mesh->add_part(std::make_unique<ShmLinks>(
-      rank, std::move(peers.links), std::move(peers.doorbell), shm, ranks_on_this_host(shm, rank, size),
-      mesh->abort_state(), mesh->part(tcp_part), reroute));
+  const std::size_t shm_part = mesh->add_part(
+      std::make_unique<ShmLinks>(rank, std::move(peers.links), std::move(peers.doorbell), shm, host_ranks,
+                                 mesh->abort_state(), mesh->part(tcp_part), reroute),
+      announce_spin("rings", "CANOPY_SHM_SPIN_US", shm.spin, host_ranks, cores, kDefaultMemorySpin));
   for (int peer : peers.reached) {
     mesh->route_sends(peer, shm_part);
     mesh->route_recvs(peer, shm_part);

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,9 +36,13 @@ struct ShmOptions {
   // What the rings of one host may take together; a ring that does not fit leaves its pair on TCP.
   // CANOPY_SHM_BYTES.
   std::uint64_t host_budget_bytes = std::uint64_t{32} << 20;
+  // How long a rank busy-polls its rings before it blocks; unset, the spin rule decides (spin_rule.hpp:
+  // kDefaultMemorySpin unless ranks outnumber cores 4 to 1). CANOPY_SHM_SPIN_US (0: never spins).
+  std::optional<std::chrono::microseconds> spin;
 
-  // The mesh's facts, and CANOPY_SHM_RING_BYTES, CANOPY_SHM_SLOT_BYTES and CANOPY_SHM_BYTES from its
-  // settings; Error(Config) for a ring that is not a power of two or a slot that is not whole lines.
+  // The mesh's facts, and CANOPY_SHM_RING_BYTES, CANOPY_SHM_SLOT_BYTES, CANOPY_SHM_SINGLE_COPY_BYTES,
+  // CANOPY_SHM_BYTES and CANOPY_SHM_SPIN_US from its settings; Error(Config) for a ring that is not a power
+  // of two or a slot that is not whole lines.
   static ShmOptions from(const MeshOptions& mesh);
 };
 

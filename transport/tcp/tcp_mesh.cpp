@@ -384,16 +384,14 @@ std::vector<PeerLink> connect_tcp_links(Store& store, int rank, int size, const 
 std::chrono::microseconds chosen_spin(const TcpOptions& options, int size) {
   const int local_ranks = options.local_size > 0 ? options.local_size : size;
   const int cores = options.host_cores > 0 ? options.host_cores : usable_cores();
-  const auto spin = choose_spin(options.spin, local_ranks, cores);
-  log::debug("links busy-poll for {} us before blocking ({}; {} local rank(s), {} usable core(s))",
-             spin.count(), options.spin ? "CANOPY_SOCKET_SPIN_US" : "chosen", local_ranks, cores);
-  return spin;
+  return announce_spin("sockets", "CANOPY_SOCKET_SPIN_US", options.spin, local_ranks, cores, kDefaultSpin);
 }
 
 std::unique_ptr<Transport> connect_tcp_mesh(Store& store, int rank, int size, const TcpOptions& options) {
   auto links = connect_tcp_links(store, rank, size, options);
-  auto mesh = std::make_unique<MeshTransport>(rank, size, "tcp", chosen_spin(options, size));
-  mesh->add_part(std::make_unique<TcpLinks>(rank, std::move(links), mesh->abort_state()));
+  auto mesh = std::make_unique<MeshTransport>(rank, size, "tcp");
+  mesh->add_part(std::make_unique<TcpLinks>(rank, std::move(links), mesh->abort_state()),
+                 chosen_spin(options, size));
   return mesh;
 }
 
