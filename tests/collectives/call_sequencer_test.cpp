@@ -32,6 +32,20 @@ class TurnChecker {
   std::atomic<bool> out_of_order_{false};
 };
 
+// Runs body(t) on `count` threads at once and waits for all of them.
+template <typename Body>
+void on_threads(int count, Body body) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < count; ++t) threads.emplace_back([&body, t] { body(t); });
+  for (auto& thread : threads) thread.join();
+}
+
+void expect_every_call_in_its_turn(const TurnChecker& checker, std::uint64_t calls) {
+  EXPECT_EQ(checker.ran(), calls);
+  EXPECT_FALSE(checker.overlapped());
+  EXPECT_FALSE(checker.out_of_order());
+}
+
 TEST(CallSequencer, BlockingCallsOnOneThreadTakeTheFastPathInOrder) {
   CallSequencer sequencer;
   TurnChecker checker;
@@ -45,15 +59,10 @@ TEST(CallSequencer, BlockingCallsFromManyThreadsRunOneAtATimeInTicketOrder) {
   TurnChecker checker;
   constexpr int kThreads = 4;
   constexpr int kCalls = 5000;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&] {
-      for (int i = 0; i < kCalls; ++i) sequencer.run([&](std::uint64_t ticket) { checker.run(ticket); });
-    });
-  for (auto& thread : threads) thread.join();
-  EXPECT_EQ(checker.ran(), std::uint64_t{kThreads} * kCalls);
-  EXPECT_FALSE(checker.overlapped());
-  EXPECT_FALSE(checker.out_of_order());
+  on_threads(kThreads, [&](int) {
+    for (int i = 0; i < kCalls; ++i) sequencer.run([&](std::uint64_t ticket) { checker.run(ticket); });
+  });
+  expect_every_call_in_its_turn(checker, std::uint64_t{kThreads} * kCalls);
 }
 
 // The progress thread and blocking callers hand the turn to each other: a lost wake-up would hang this.
@@ -62,27 +71,22 @@ TEST(CallSequencer, BlockingAndAsynchronousCallsInterleavedKeepTheirOrder) {
   TurnChecker checker;
   constexpr int kThreads = 3;
   constexpr int kRounds = 2000;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      std::vector<Work> pending;
-      for (int i = 0; i < kRounds; ++i) {
-        if ((i + t) % 3 == 0) {
-          sequencer.run([&](std::uint64_t ticket) { checker.run(ticket); });
-        } else {
-          pending.push_back(sequencer.submit([&](std::uint64_t ticket) { checker.run(ticket); }));
-        }
-        if (pending.size() > 8) {
-          pending.front().wait();
-          pending.erase(pending.begin());
-        }
+  on_threads(kThreads, [&](int t) {
+    std::vector<Work> pending;
+    for (int i = 0; i < kRounds; ++i) {
+      if ((i + t) % 3 == 0) {
+        sequencer.run([&](std::uint64_t ticket) { checker.run(ticket); });
+      } else {
+        pending.push_back(sequencer.submit([&](std::uint64_t ticket) { checker.run(ticket); }));
       }
-      for (auto& work : pending) work.wait();
-    });
-  for (auto& thread : threads) thread.join();
-  EXPECT_EQ(checker.ran(), std::uint64_t{kThreads} * kRounds);
-  EXPECT_FALSE(checker.overlapped());
-  EXPECT_FALSE(checker.out_of_order());
+      if (pending.size() > 8) {
+        pending.front().wait();
+        pending.erase(pending.begin());
+      }
+    }
+    for (auto& work : pending) work.wait();
+  });
+  expect_every_call_in_its_turn(checker, std::uint64_t{kThreads} * kRounds);
 }
 
 TEST(CallSequencer, ABlockingCallThatThrowsPassesTheTurnOn) {
