@@ -42,6 +42,13 @@ void put_body_word(std::byte* cell, std::uint64_t value) {
   little_endian::put(cell + kCellBodyOffset, value);
 }
 
+// Reads `bytes` at `address` of process `process` into `into` (process_vm_readv): the bytes read, or -1.
+long read_process_memory(pid_t process, std::uint64_t address, void* into, std::uint64_t bytes) {
+  iovec local{into, bytes};
+  iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), bytes};
+  return ::process_vm_readv(process, &local, 1, &remote, 1, 0);
+}
+
 }  // namespace
 
 ShmLinks::ShmLinks(int rank, std::vector<ShmPeerLink> peers, UniqueFd doorbell, const ShmOptions& options,
@@ -240,9 +247,8 @@ void ShmLinks::accept_ring(int peer, std::uint64_t capacity, std::uint64_t nonce
 
 bool ShmLinks::probe_single_copy(const Peer& p, std::uint64_t address, std::uint64_t expected) const {
   std::uint64_t value = 0;
-  iovec local{&value, sizeof(value)};
-  iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), sizeof(value)};
-  const bool read = p.process > 0 && ::process_vm_readv(p.process, &local, 1, &remote, 1, 0) == sizeof(value);
+  const bool read =
+      p.process > 0 && read_process_memory(p.process, address, &value, sizeof(value)) == sizeof(value);
   if (read && value == expected) return true;
   // Said once per process: without it large messages copy through the rings, twice.
   static std::once_flag said;
@@ -464,9 +470,7 @@ void ShmLinks::copy_piece(int peer, RecvOp& op) {
     n = std::min<std::uint64_t>(n, bounce_.size());
     into = bounce_.data();
   }
-  iovec local{into, n};
-  iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(op.source + op.received)), n};
-  const long got = ::process_vm_readv(p.process, &local, 1, &remote, 1, 0);
+  const long got = read_process_memory(p.process, op.source + op.received, into, n);
   const int error = errno;
   // A peer that is gone may have left its process id to another process: nothing read then counts.
   if (peer_gone(p)) {

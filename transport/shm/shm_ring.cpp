@@ -166,6 +166,13 @@ void RingEnd::set_sleep(std::uint64_t* count, std::uint64_t& mine, bool asleep) 
   shared(count).store(++mine, asleep ? std::memory_order_seq_cst : std::memory_order_relaxed);
 }
 
+bool RingEnd::publish_word(std::uint64_t* word, std::uint64_t value, std::uint64_t& published) {
+  if (value == published) return false;
+  published = value;
+  shared(word).store(value, std::memory_order_seq_cst);
+  return true;
+}
+
 bool RingEnd::sleeper_to_wake(const std::uint64_t* count, std::uint64_t& rung) {
   const std::uint64_t sleep = shared(const_cast<std::uint64_t*>(count)).load(std::memory_order_seq_cst);
   if ((sleep & 1) == 0 || sleep == rung) return false;
@@ -202,9 +209,7 @@ void RingProducer::write(const std::byte* source, std::uint64_t bytes, std::uint
 }
 
 void RingProducer::publish_tail() {
-  if (tail_ == published_tail_) return;
-  published_tail_ = tail_;
-  shared(&lines().producer.tail).store(tail_, std::memory_order_seq_cst);
+  publish_word(&lines().producer.tail, tail_, published_tail_);
 }
 
 std::uint64_t RingProducer::copied() const {
@@ -236,24 +241,11 @@ std::uint64_t RingConsumer::readable() {
 }
 
 bool RingConsumer::publish() {
-  bool moved = false;
   ConsumerLine& mine = lines().consumer;
-  if (cell_head_ != published_cell_head_) {
-    published_cell_head_ = cell_head_;
-    shared(&mine.cell_head).store(cell_head_, std::memory_order_seq_cst);
-    moved = true;
-  }
-  if (head_ != published_head_) {
-    published_head_ = head_;
-    shared(&mine.head).store(head_, std::memory_order_seq_cst);
-    moved = true;
-  }
-  if (copied_ != published_copied_) {
-    published_copied_ = copied_;
-    shared(&mine.copied).store(copied_, std::memory_order_seq_cst);
-    moved = true;
-  }
-  return moved;
+  const bool cells = publish_word(&mine.cell_head, cell_head_, published_cell_head_);
+  const bool bytes = publish_word(&mine.head, head_, published_head_);
+  const bool copies = publish_word(&mine.copied, copied_, published_copied_);
+  return cells || bytes || copies;
 }
 
 bool RingConsumer::producer_to_wake() {

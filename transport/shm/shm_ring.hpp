@@ -118,6 +118,8 @@ class RingEnd {
   static std::uint64_t* stamp_of(std::byte* cell);
   // Announces (odd) or ends (even) a sleep on this side's count; announcing is a seq_cst store.
   static void set_sleep(std::uint64_t* count, std::uint64_t& mine, bool asleep);
+  // Stores `value` into the shared `word` (seq_cst) unless it is what was published last; true when stored.
+  static bool publish_word(std::uint64_t* word, std::uint64_t value, std::uint64_t& published);
   // After publishing: whether the other side announced a sleep not yet rung for (then the caller rings).
   static bool sleeper_to_wake(const std::uint64_t* count, std::uint64_t& rung);
 
