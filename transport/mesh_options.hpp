@@ -30,6 +30,9 @@ struct MeshOptions {
   // false: never busy-poll, whatever the spin rule and settings say (a mesh driven by a thread of its
   // own, which may wait in poll() at no one's expense).
   bool spin = true;
+  // Whether the group's collectives may go through cells shared by the whole host (shm/host_cells.hpp),
+  // where every rank is on one host: a mesh that carries only point-to-point messages needs none.
+  bool host_cells = true;
   // The communicator's settings, parsed once: CANOPY_TRANSPORT, and each transport's own.
   Settings settings = Settings::parse({});
 

@@ -176,6 +176,10 @@ void MeshTransport::abort(const std::string& reason) {
   [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof(one));
 }
 
+void MeshTransport::set_host_cells(std::unique_ptr<HostCells> cells) {
+  host_cells_ = std::move(cells);
+}
+
 void MeshTransport::wake() {
   std::uint64_t one = 1;
   [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof(one));

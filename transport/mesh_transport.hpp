@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "transport/io_part.hpp"
+#include "transport/shm/host_cells.hpp"
 #include "transport/spin_rule.hpp"
 #include "transport/tcp/socket.hpp"
 #include "transport/transport.hpp"
@@ -36,8 +37,11 @@ class MeshTransport final : public Transport {
   void route_sends(int peer, std::size_t index) { send_route_[peer] = index; }
   void route_recvs(int peer, std::size_t index) { recv_route_[peer] = index; }
   IoPart& part(std::size_t index) { return *parts_[index]; }
-  // The mesh's abort flag, for the parts to share.
+  // The mesh's abort flag, for the parts to share, and the eventfd abort() writes.
   const AbortFlag& abort_state() const { return abort_; }
+  int abort_fd() const { return wake_fd_.get(); }
+  // The group's host cells (before the first post); the mesh owns them.
+  void set_host_cells(std::unique_ptr<HostCells> cells);
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -51,6 +55,7 @@ class MeshTransport final : public Transport {
   void wake() override;
   bool carries_flags() const override { return true; }
   std::uint8_t take_arrived_flags() override { return std::exchange(arrived_flags_, 0); }
+  HostCells* host_cells() override { return host_cells_.get(); }
 
  private:
   void check_postable(int peer, const char* call) const;
@@ -79,6 +84,7 @@ class MeshTransport final : public Transport {
   OpId next_id_ = 1;
   std::uint8_t arrived_flags_ = 0;  // ORed from messages with a payload, until take_arrived_flags()
   AbortFlag abort_;
+  std::unique_ptr<HostCells> host_cells_;  // after abort_: they hold a reference to it
 };
 
 }  // namespace canopy::transport

@@ -21,6 +21,7 @@
 namespace canopy::transport {
 
 using OpId = std::uint64_t;
+class HostCells;
 
 // Where an in-place receive hands its payload (Transport::post_recv_in_place): consume() once per piece,
 // in order, from within progress(); a piece's bytes are valid only during the call.
@@ -80,6 +81,10 @@ class Transport {
   // so, and reports none.
   virtual bool carries_flags() const { return false; }
   virtual std::uint8_t take_arrived_flags() { return 0; }
+
+  // Cells every rank of the group maps, where they all share one host (shm/host_cells.hpp): the one-shot
+  // collectives run on them. Null where there are none; used by the thread that drives the transport.
+  virtual HostCells* host_cells() { return nullptr; }
 };
 
 // What progress() throws when the connection to one peer closed, reset or went silent: an

@@ -334,6 +334,7 @@ struct Traces {
   int dev_shm_files = 0;
   int descriptors = 0;
   int ring_mappings = 0;
+  int cell_mappings = 0;  // the host's cells (host_cells.hpp)
 };
 
 Traces traces() {
@@ -347,8 +348,10 @@ Traces traces() {
     ::closedir(dir);
   }
   std::ifstream maps("/proc/self/maps");
-  for (std::string line; std::getline(maps, line);)
+  for (std::string line; std::getline(maps, line);) {
     t.ring_mappings += line.find("canopy-ring") != std::string::npos;
+    t.cell_mappings += line.find("canopy-cells") != std::string::npos;
+  }
   return t;
 }
 
@@ -363,9 +366,11 @@ TEST(ShmLinks, NothingIsLeftInDevShmOrTheProcessAfterAMeshOrAKilledPeer) {
     });
     require(traces().ring_mappings == 4, "{} ring mappings for two directions seen from both ends",
             traces().ring_mappings);
+    require(traces().cell_mappings == 2, "{} mappings of the host's cells by two ranks", traces().cell_mappings);
   }
   const Traces after = traces();
   EXPECT_EQ(after.ring_mappings, 0);
+  EXPECT_EQ(after.cell_mappings, 0);
   EXPECT_EQ(after.descriptors, before.descriptors);
   EXPECT_EQ(after.dev_shm_files, before.dev_shm_files);
   // A rank killed with its rings mapped: the memory goes with the processes, no name was ever made.

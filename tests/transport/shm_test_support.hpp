@@ -12,10 +12,11 @@
 
 namespace canopy::transport {
 
-// `single_copy_bytes` 0: every payload through the ring.
+// `single_copy_bytes` 0: every payload through the ring. No host cells: the budget is the rings' alone.
 inline ShmOptions rings(std::uint64_t ring_bytes, std::uint64_t slot_bytes, std::uint64_t budget = 1ull << 30,
                         std::uint64_t single_copy_bytes = 0) {
   ShmOptions options;
+  options.cell_bytes = 0;
   options.single_copy_bytes = single_copy_bytes;
   options.ring_bytes = ring_bytes;
   options.slot_bytes = slot_bytes;

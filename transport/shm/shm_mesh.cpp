@@ -32,17 +32,6 @@ std::string reached_key(std::uint64_t comm_id, int rank) {
   return fmt::format("shm/{}/reached/{}", comm_id, rank);
 }
 
-// Waits for `fd` to become readable; false at the deadline.
-bool wait_readable(int fd, Deadline deadline) {
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, deadline.poll_timeout_ms());
-    if (ready > 0) return true;
-    if (ready == 0 && deadline.expired()) return false;
-    if (ready < 0 && errno != EINTR) fail_errno("poll");
-  }
-}
-
 class ShmPeersBuilder {
  public:
   ShmPeersBuilder(Store& store, int rank, int size, const ShmOptions& options)
@@ -303,10 +292,16 @@ std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size
     else
       routes.route_recvs(peer, tcp_part);
   };
+  const auto ring_spin =
+      announce_spin("rings", "CANOPY_SHM_SPIN_US", shm.spin, host_ranks, cores, kDefaultMemorySpin);
+  // Before the links take the sockets: the cells come over them.
+  mesh->set_host_cells(share_host_cells(store, rank, size, peers, shm,
+                                        {ring_spin, looks_between_yields(host_ranks, cores)},
+                                        mesh->abort_state(), mesh->abort_fd()));
   const std::size_t shm_part = mesh->add_part(
       std::make_unique<ShmLinks>(rank, std::move(peers.links), std::move(peers.doorbell), shm, host_ranks,
                                  mesh->abort_state(), mesh->part(tcp_part), reroute),
-      announce_spin("rings", "CANOPY_SHM_SPIN_US", shm.spin, host_ranks, cores, kDefaultMemorySpin));
+      ring_spin);
   for (int peer : peers.reached) {
     mesh->route_sends(peer, shm_part);
     mesh->route_recvs(peer, shm_part);

@@ -25,6 +25,7 @@ ShmOptions ShmOptions::from(const MeshOptions& mesh) {
   options.slot_bytes = settings.size("CANOPY_SHM_SLOT_BYTES");
   options.single_copy_bytes = settings.size("CANOPY_SHM_SINGLE_COPY_BYTES");
   options.host_budget_bytes = settings.size("CANOPY_SHM_BYTES");
+  options.cell_bytes = mesh.host_cells ? settings.size("CANOPY_SHM_CELL_BYTES") : 0;
   if (settings.has("CANOPY_SHM_SPIN_US")) options.spin = settings.duration("CANOPY_SHM_SPIN_US");
   if (!mesh.spin) options.spin = std::chrono::microseconds(0);
   if ((options.ring_bytes & (options.ring_bytes - 1)) != 0)

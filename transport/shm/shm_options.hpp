@@ -36,6 +36,9 @@ struct ShmOptions {
   // What the rings of one host may take together; a ring that does not fit leaves its pair on TCP.
   // CANOPY_SHM_BYTES.
   std::uint64_t host_budget_bytes = std::uint64_t{32} << 20;
+  // Each rank's cell where every rank of the group is on this host (host_cells.hpp); 0: none.
+  // CANOPY_SHM_CELL_BYTES.
+  std::uint64_t cell_bytes = 2048;
   // How long a rank busy-polls its rings before it blocks; unset, the spin rule decides (spin_rule.hpp:
   // kDefaultMemorySpin unless ranks outnumber cores 4 to 1). CANOPY_SHM_SPIN_US (0: never spins).
   std::optional<std::chrono::microseconds> spin;

@@ -13,6 +13,7 @@
 
 #include "common/error.hpp"
 #include "transport/frame.hpp"
+#include "transport/shm/shared_memory_file.hpp"
 
 namespace canopy::transport {
 namespace {
@@ -67,15 +68,6 @@ RingEnd::Lines* lines_of(std::byte* base) {
   return reinterpret_cast<RingEnd::Lines*>(base);
 }
 
-std::byte* map_segment(int fd, std::size_t bytes) {
-  // MAP_POPULATE: every page is faulted in now, not at the first message (a fresh page costs ~12 us here).
-  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  if (base == MAP_FAILED) fail_errno(fmt::format("shared memory: mmap of {} bytes", bytes));
-  // A fork() of this process (a trainer's data loader) must not inherit the ring.
-  ::madvise(base, bytes, MADV_DONTFORK);
-  return static_cast<std::byte*>(base);
-}
-
 }  // namespace
 
 RingSegment RingSegment::create(std::uint64_t capacity, UniqueFd& fd) {
@@ -83,16 +75,8 @@ RingSegment RingSegment::create(std::uint64_t capacity, UniqueFd& fd) {
     fail(ErrorCode::InvalidArgument, "shared memory: a ring of {} bytes (a power of two >= {} is needed)",
          capacity, kRingMinBytes);
   const std::size_t bytes = ring_segment_bytes(capacity);
-  fd = UniqueFd(::memfd_create("canopy-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd.valid()) fail_errno("shared memory: memfd_create");
-  if (::fchmod(fd.get(), 0600) != 0) fail_errno("shared memory: fchmod 0600");
-  // fallocate, not ftruncate: a ring the kernel cannot back fails here, with a message, rather than with
-  // SIGBUS at the first write into an unbacked page.
-  if (int error = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes)); error != 0)
-    fail(ErrorCode::System, "shared memory: allocating a {}-byte ring: {}", bytes, std::strerror(error));
-  // The size is fixed from now on: a consumer never maps more than there is.
-  ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
-  std::byte* base = map_segment(fd.get(), bytes);
+  fd = create_shared_memory("canopy-ring", bytes, "a ring");
+  std::byte* base = map_shared_memory(fd.get(), bytes);
   std::random_device entropy;
   const std::uint64_t nonce = (std::uint64_t{entropy()} << 32) ^ entropy();
   lines_of(base)->identity = IdentityLine{kRingMagic, kRingVersion, capacity, nonce, ring_cells(capacity)};
@@ -103,15 +87,8 @@ RingSegment RingSegment::attach(int fd, std::uint64_t capacity, std::uint64_t no
   if (capacity < kRingMinBytes || (capacity & (capacity - 1)) != 0 || capacity > (std::uint64_t{1} << 40))
     fail(ErrorCode::Protocol, "shared memory: a ring of {} bytes was offered", capacity);
   const std::size_t bytes = ring_segment_bytes(capacity);
-  struct stat status {};
-  if (::fstat(fd, &status) != 0) fail_errno("shared memory: fstat of the offered ring");
-  if (!S_ISREG(status.st_mode) || static_cast<std::uint64_t>(status.st_size) != bytes)
-    fail(ErrorCode::Protocol, "shared memory: the offered ring has {} bytes, not {}", status.st_size, bytes);
-  if (status.st_uid != ::getuid() || (status.st_mode & 077) != 0)
-    fail(ErrorCode::Protocol,
-         "shared memory: the offered ring is not private to this user (owner {}, mode {:o})", status.st_uid,
-         status.st_mode & 0777);
-  std::byte* base = map_segment(fd, bytes);
+  check_offered_memory(fd, bytes, "ring");
+  std::byte* base = map_shared_memory(fd, bytes);
   RingSegment segment(base, capacity, nonce);
   const IdentityLine& identity = lines_of(base)->identity;
   if (identity.magic != kRingMagic || identity.version != kRingVersion || identity.capacity != capacity ||

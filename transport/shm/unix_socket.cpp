@@ -1,6 +1,7 @@
 #include "transport/shm/unix_socket.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -135,6 +136,16 @@ uid_t peer_user(int fd) {
 pid_t peer_process(int fd) {
   ucred credentials{};
   return peer_credentials(fd, credentials) ? credentials.pid : 0;
+}
+
+bool wait_readable(int fd, Deadline deadline) {
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, deadline.poll_timeout_ms());
+    if (ready > 0) return true;
+    if (ready == 0 && deadline.expired()) return false;
+    if (ready < 0 && errno != EINTR) fail_errno("poll");
+  }
 }
 
 }  // namespace canopy::transport

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 
+#include "common/deadline.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace canopy::transport {
@@ -28,6 +29,9 @@ int send_packet(int fd, std::span<const std::byte> bytes, int pass = -1);
 // Receives one packet into `bytes` without waiting: its length, 0 at the end of the stream, or -errno
 // (-EAGAIN when none is there). A descriptor that came with it lands in `received` (close-on-exec).
 long receive_packet(int fd, std::span<std::byte> bytes, UniqueFd& received);
+
+// Waits for `fd` to become readable; false at the deadline.
+bool wait_readable(int fd, Deadline deadline);
 
 // The user the process at the other end runs as (SO_PEERCRED); -1 when the kernel does not say.
 uid_t peer_user(int fd);

@@ -1,0 +1,399 @@
+#include "transport/shm/host_cells.hpp"
+
+#include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <sched.h>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "transport/frame.hpp"
+#include "transport/shm/shared_memory_file.hpp"
+#include "transport/shm/shm_mesh.hpp"
+#include "transport/shm/shm_options.hpp"
+#include "transport/shm/unix_socket.hpp"
+#include "transport/spin_rule.hpp"
+#include "transport/transport.hpp"
+
+namespace canopy::transport {
+namespace {
+
+constexpr std::uint64_t kCellsMagic = 0x534C4C4543594E43;  // "CNYCELLS"
+constexpr std::uint64_t kCellsVersion = 1;
+constexpr std::size_t kLine = 128;  // a line per word: no false sharing, even with the adjacent-line prefetcher
+constexpr std::size_t kStampOffset = kFrameHeaderSize;
+constexpr std::size_t kPayloadOffset = 64;
+constexpr int kLooksPerClockRead = 16;
+constexpr std::uint64_t kLeastCellBytes = 64;
+static_assert(kStampOffset + sizeof(std::uint64_t) == kPayloadOffset);
+static_assert(std::tuple_size_v<FrameBytes> == kFrameHeaderSize);
+
+struct Identity {
+  std::uint64_t magic;
+  std::uint64_t version;
+  std::uint64_t size;
+  std::uint64_t cell_bytes;
+  std::uint64_t nonce;
+};
+
+// What rank 0 sends each rank with the segment's memfd (or, with bytes 0, to say there is none).
+struct Offer {
+  std::uint64_t magic;
+  std::uint64_t cell_bytes;
+  std::uint64_t bytes;
+  std::uint64_t nonce;
+};
+
+constexpr std::size_t round_up(std::size_t bytes, std::size_t to) {
+  return (bytes + to - 1) / to * to;
+}
+std::size_t cell_stride(std::uint64_t cell_bytes) {
+  return round_up(kPayloadOffset + cell_bytes, kLine);
+}
+// The identity line, then each rank's done line and sleep line, then the cells.
+std::size_t control_bytes(int size) {
+  return kLine * (1 + 2 * static_cast<std::size_t>(size));
+}
+
+// A stamp: the call's number in the low 56 bits, the envelope's flags in the top 8 (said about the call,
+// never matched: a broadcast's root tells its readers that it calls back to back).
+constexpr std::uint64_t kCallBits = 0x00FFFFFFFFFFFFFF;
+constexpr std::uint64_t stamp_for(std::uint64_t call, std::uint8_t flags) {
+  return call | (std::uint64_t{flags} << 56);
+}
+
+std::uint64_t load(const std::uint64_t* word) {
+  return std::atomic_ref<const std::uint64_t>(*word).load(std::memory_order_seq_cst);
+}
+void store(std::uint64_t* word, std::uint64_t value) {
+  std::atomic_ref<std::uint64_t>(*word).store(value, std::memory_order_seq_cst);
+}
+
+}  // namespace
+
+std::size_t HostCells::segment_bytes(int size, std::uint64_t cell_bytes) {
+  return control_bytes(size) + kCellSlots * static_cast<std::size_t>(size) * cell_stride(cell_bytes);
+}
+
+HostCells::HostCells(int rank, int size, std::uint64_t cell_bytes, std::byte* base, std::size_t mapped_bytes,
+                     Links links, Waiting waiting, const AbortFlag& abort, int wake_fd,
+                     std::uint64_t reserved_bytes)
+    : rank_(rank),
+      size_(size),
+      cell_bytes_(cell_bytes),
+      base_(base),
+      mapped_bytes_(mapped_bytes),
+      cell_stride_(cell_stride(cell_bytes)),
+      cells_(base + control_bytes(size)),
+      links_(std::move(links)),
+      waiting_(waiting),
+      abort_(abort),
+      wake_fd_(wake_fd),
+      reserved_bytes_(reserved_bytes),
+      rung_(static_cast<std::size_t>(size), 0) {}
+
+HostCells::~HostCells() {
+  ::munmap(base_, mapped_bytes_);
+  if (reserved_bytes_ > 0) ShmBudget::release(reserved_bytes_);
+}
+
+std::byte* HostCells::cell(std::uint64_t call, int rank) const {
+  const std::uint64_t slot = call % kCellSlots;
+  return cells_ + (slot * static_cast<std::uint64_t>(size_) + static_cast<std::uint64_t>(rank)) * cell_stride_;
+}
+std::uint64_t* HostCells::stamp_of(std::uint64_t call, int rank) const {
+  return reinterpret_cast<std::uint64_t*>(cell(call, rank) + kStampOffset);
+}
+std::uint64_t* HostCells::done_of(int rank) const {
+  return reinterpret_cast<std::uint64_t*>(base_ + kLine * (1 + 2 * static_cast<std::size_t>(rank)));
+}
+std::uint64_t* HostCells::sleep_of(int rank) const {
+  return reinterpret_cast<std::uint64_t*>(base_ + kLine * (2 + 2 * static_cast<std::size_t>(rank)));
+}
+
+void HostCells::start(const Envelope& envelope, std::uint64_t payload_bytes) {
+  if (payload_bytes > cell_bytes_)
+    fail(ErrorCode::InvalidArgument, "rank {}: {} bytes do not fit a host cell of {}", rank_, payload_bytes,
+         cell_bytes_);
+  ++call_;
+  heard_flags_ = 0;
+  envelope_ = envelope;
+  flags_ = envelope.flags;
+  envelope_.flags = 0;  // the stamp carries them
+  payload_bytes_ = payload_bytes;
+  header_ = encode_frame(FrameHeader{.envelope = envelope_, .payload_bytes = payload_bytes_});
+}
+
+std::byte* HostCells::claim(Deadline deadline) {
+  // Call c reuses the slot of call c - kCellSlots; the last time every rank was seen done is remembered.
+  if (call_ > kCellSlots && everyone_done_ < call_ - kCellSlots) {
+    const std::uint64_t needed = call_ - kCellSlots;
+    // The slowest rank's last finished call: ranks that keep up are not looked at again for a while.
+    auto all_done = [&] {
+      std::uint64_t slowest = call_;
+      for (int peer = 0; peer < size_; ++peer)
+        if (peer != rank_) slowest = std::min(slowest, load(done_of(peer)));
+      everyone_done_ = slowest;
+      return slowest >= needed;
+    };
+    wait_until(all_done, -1, "end of the call whose slot this one reuses", deadline);
+  }
+  std::byte* mine = cell(call_, rank_);
+  std::memcpy(mine, header_.data(), header_.size());
+  return mine + kPayloadOffset;
+}
+
+void HostCells::publish() {
+  store(stamp_of(call_, rank_), stamp_for(call_, flags_));
+  wake_sleepers();
+}
+
+const std::byte* HostCells::wait_for(int peer, Deadline deadline) {
+  const std::uint64_t* stamp = stamp_of(call_, peer);
+  wait_until([&] { return (load(stamp) & kCallBits) == call_; }, peer, "cell", deadline);
+  heard_flags_ |= static_cast<std::uint8_t>(load(stamp) >> 56);
+  const std::byte* theirs = cell(call_, peer);
+  if (std::memcmp(theirs, header_.data(), header_.size()) != 0) {
+    const FrameHeader header = decode_frame(std::span<const std::byte, kFrameHeaderSize>(theirs, kFrameHeaderSize));
+    check_frame(header, envelope_, payload_bytes_, rank_, peer);  // throws: the two differ
+  }
+  return theirs + kPayloadOffset;
+}
+
+void HostCells::finish() {
+  store(done_of(rank_), call_);
+  wake_sleepers();
+}
+
+void HostCells::wake_sleepers() {
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    const std::uint64_t sleep = load(sleep_of(peer));
+    if ((sleep & 1) == 0 || sleep == rung_[static_cast<std::size_t>(peer)]) continue;
+    rung_[static_cast<std::size_t>(peer)] = sleep;
+    const std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(links_.peer_doorbells[static_cast<std::size_t>(peer)].get(), &one, sizeof(one));
+  }
+}
+
+template <typename Ready>
+void HostCells::wait_until(const Ready& ready, int awaited, const char* what, Deadline deadline) {
+  if (ready()) return;
+  if (waiting_.spin.count() > 0 && spin(ready, deadline)) return;
+  for (;;) {
+    store(sleep_of(rank_), ++sleep_count_);  // odd: asleep
+    const bool came = ready();
+    const int gone = came ? -1 : block_once(awaited, what, deadline);
+    store(sleep_of(rank_), ++sleep_count_);
+    if (came || ready()) return;  // a peer that published and then left is no failure
+    if (gone >= 0)
+      throw PeerFailedError(gone, fmt::format("rank {}: rank {} closed its shared-memory socket (it exited or "
+                                              "failed) while this rank waited for its {} in {}",
+                                              rank_, gone, what, describe(envelope_)));
+  }
+}
+
+bool HostCells::spin(const auto& ready, Deadline deadline) {
+  const Deadline until = Deadline::after(waiting_.spin).earlier(deadline);
+  const bool shared_cores = waiting_.looks_between_yields.count() == 0;
+  Clock::time_point next_yield = Clock::now() + waiting_.looks_between_yields;
+  for (;;) {
+    // A look is a load of a line that stays in this core's cache until its writer stores: several looks
+    // cost less than the clock read between them.
+    for (int look = 0; look < kLooksPerClockRead; ++look) {
+      if (ready()) return true;
+      if (!shared_cores) pause_briefly();
+    }
+    const Clock::time_point now = Clock::now();
+    if (now >= until.at() || abort_.raised()) return false;
+    if (now >= next_yield) {
+      ::sched_yield();
+      next_yield = Clock::now() + waiting_.looks_between_yields;
+    }
+  }
+}
+
+// One poll(): returns when woken (a peer whose socket ended, or -1), or throws what ended the wait (abort,
+// the deadline).
+int HostCells::block_once(int awaited, const char* what, Deadline deadline) {
+  abort_.throw_if_raised(rank_);
+  poll_fds_.clear();
+  poll_fds_.push_back({links_.doorbell.get(), POLLIN, 0});
+  poll_fds_.push_back({wake_fd_, POLLIN, 0});
+  for (int peer = 0; peer < size_; ++peer)
+    if (peer != rank_ && (awaited < 0 || awaited == peer))
+      poll_fds_.push_back({links_.peer_sockets[static_cast<std::size_t>(peer)].get(), POLLRDHUP, 0});
+  const int ready = ::poll(poll_fds_.data(), poll_fds_.size(), deadline.poll_timeout_ms());
+  if (ready < 0 && errno != EINTR) fail_errno(fmt::format("rank {}: poll", rank_));
+  if (ready <= 0) {
+    if (deadline.expired())
+      fail(ErrorCode::Timeout, "rank {}: timed out in {} through the host's cells, waiting for {} {}", rank_,
+           describe(envelope_), awaited < 0 ? "every rank's" : fmt::format("rank {}'s", awaited), what);
+    return -1;
+  }
+  std::uint64_t count = 0;
+  if (poll_fds_[0].revents != 0) [[maybe_unused]] auto n = ::read(links_.doorbell.get(), &count, sizeof(count));
+  if (poll_fds_[1].revents != 0) {
+    abort_.throw_if_raised(rank_);
+    [[maybe_unused]] auto n = ::read(wake_fd_, &count, sizeof(count));
+  }
+  for (std::size_t i = 2; i < poll_fds_.size(); ++i) {
+    if ((poll_fds_[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
+    int peer = 0;
+    while (links_.peer_sockets[static_cast<std::size_t>(peer)].get() != poll_fds_[i].fd) ++peer;
+    return peer;
+  }
+  return -1;
+}
+
+namespace {
+
+// Every rank's answer to `key_of(rank)` (set by each rank for itself) equals `mine`.
+bool everyone_says(Store& store, int rank, int size, const std::string& prefix, const std::string& mine,
+                   Deadline deadline) {
+  store.set(fmt::format("{}/{}", prefix, rank), mine);
+  bool same = true;
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    const std::string theirs =
+        store.get(fmt::format("{}/{}", prefix, peer), std::chrono::duration_cast<Duration>(deadline.remaining()));
+    same = same && theirs == mine;
+  }
+  return same;
+}
+
+// Rank 0: the segment, mapped, offered to every peer; null (every peer told) where it cannot be made. Its
+// cells are the size asked for, or halved until the segment fits this rank's share of the host's budget.
+std::byte* make_and_offer(int size, const ShmPeers& peers, const ShmOptions& options, std::uint64_t& cell_bytes,
+                          std::uint64_t& reserved) {
+  std::byte* base = nullptr;
+  UniqueFd fd;
+  Offer offer{kCellsMagic, 0, 0, 0};
+  for (cell_bytes = options.cell_bytes; cell_bytes >= kLeastCellBytes; cell_bytes /= 2)
+    if (ShmBudget::reserve(HostCells::segment_bytes(size, cell_bytes), options.host_budget_bytes, size)) break;
+  if (cell_bytes < kLeastCellBytes) {
+    log::info("rank 0: no host cells: even {}-byte cells for {} ranks exceed this rank's share of CANOPY_SHM_BYTES",
+              kLeastCellBytes, size);
+  } else {
+    const std::size_t bytes = HostCells::segment_bytes(size, cell_bytes);
+    reserved = bytes;
+    try {
+      fd = create_shared_memory("canopy-cells", bytes, "the host's cells");
+      base = map_shared_memory(fd.get(), bytes);
+      std::random_device entropy;
+      offer = Offer{kCellsMagic, cell_bytes, bytes, (std::uint64_t{entropy()} << 32) ^ entropy()};
+      *reinterpret_cast<Identity*>(base) =
+          Identity{kCellsMagic, kCellsVersion, static_cast<std::uint64_t>(size), cell_bytes, offer.nonce};
+    } catch (const Error& e) {
+      log::info("rank 0: no host cells: {}", e.what());
+      base = nullptr;
+    }
+  }
+  for (int peer = 1; peer < size; ++peer)
+    if (int problem = send_packet(peers.links[peer].socket.get(), std::as_bytes(std::span(&offer, 1)),
+                                  offer.bytes > 0 ? fd.get() : -1);
+        problem != 0)
+      log::info("rank 0: offering the host's cells to rank {}: {}", peer, std::strerror(problem));
+  return base;
+}
+
+// The others: rank 0's offer, mapped and checked; null where there is none or it is not what it says.
+std::byte* take_offer(int rank, int size, const ShmPeers& peers, const ShmOptions& options,
+                      std::uint64_t& cell_bytes, Deadline deadline) {
+  const int socket = peers.links[0].socket.get();
+  Offer offer{};
+  UniqueFd fd;
+  long n = -EAGAIN;
+  while (n == -EAGAIN) {
+    if (!wait_readable(socket, deadline))
+      fail(ErrorCode::Timeout, "rank {}: shared-memory set-up for comm {} timed out: rank 0 never offered its cells",
+           rank, options.comm_id);
+    n = receive_packet(socket, std::as_writable_bytes(std::span(&offer, 1)), fd);
+  }
+  if (n != static_cast<long>(sizeof(Offer)) || offer.magic != kCellsMagic) {
+    log::info("rank {}: no host cells: rank 0 sent {} bytes, not its offer", rank, n);
+    return nullptr;
+  }
+  if (offer.bytes == 0) return nullptr;  // rank 0 said why
+  try {
+    if (!fd.valid() || offer.cell_bytes < kLeastCellBytes || offer.cell_bytes > options.cell_bytes ||
+        offer.bytes != HostCells::segment_bytes(size, offer.cell_bytes))
+      fail(ErrorCode::Protocol, "shared memory: rank 0 offered {}-byte cells in {} bytes (at most {}-byte cells asked)",
+           offer.cell_bytes, offer.bytes, options.cell_bytes);
+    check_offered_memory(fd.get(), offer.bytes, "host cells");
+    std::byte* base = map_shared_memory(fd.get(), offer.bytes);
+    const Identity& identity = *reinterpret_cast<const Identity*>(base);
+    if (identity.magic == kCellsMagic && identity.version == kCellsVersion &&
+        identity.size == static_cast<std::uint64_t>(size) && identity.cell_bytes == offer.cell_bytes &&
+        identity.nonce == offer.nonce) {
+      cell_bytes = offer.cell_bytes;
+      return base;
+    }
+    ::munmap(base, offer.bytes);
+    fail(ErrorCode::Protocol, "shared memory: the offered cells are not the ones announced (their identity differs)");
+  } catch (const Error& e) {
+    log::info("rank {}: no host cells: {}", rank, e.what());
+    return nullptr;
+  }
+}
+
+UniqueFd duplicate(const UniqueFd& fd) {
+  if (!fd.valid()) return UniqueFd();
+  UniqueFd copy(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+  if (!copy.valid()) fail_errno("shared memory: dup");
+  return copy;
+}
+
+}  // namespace
+
+std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, const ShmPeers& peers,
+                                            const ShmOptions& options, HostCells::Waiting waiting,
+                                            const AbortFlag& abort, int wake_fd) {
+  const auto& hosts = options.host_of_rank;
+  if (size < 2 || hosts.size() != static_cast<std::size_t>(size) ||
+      std::count(hosts.begin(), hosts.end(), hosts[0]) != size)
+    return nullptr;
+  const Deadline deadline = Deadline::after(options.connect_timeout);
+  const std::string prefix = fmt::format("shm/{}/cells", options.comm_id);
+  const bool reached_all = peers.reached.size() == static_cast<std::size_t>(size - 1);
+  const std::string wish = reached_all && options.cell_bytes > 0 ? std::to_string(options.cell_bytes) : "none";
+  if (!everyone_says(store, rank, size, prefix + "/wish", wish, deadline)) {
+    log::info("rank {}: comm {}: no host cells: not every rank reached every other through shared memory with "
+              "the same CANOPY_SHM_CELL_BYTES (this rank: {})", rank, options.comm_id, wish);
+    return nullptr;
+  }
+  if (wish == "none") return nullptr;
+  std::uint64_t reserved = 0;
+  std::uint64_t cell_bytes = 0;
+  std::byte* base = rank == 0 ? make_and_offer(size, peers, options, cell_bytes, reserved)
+                              : take_offer(rank, size, peers, options, cell_bytes, deadline);
+  const std::size_t bytes = HostCells::segment_bytes(size, cell_bytes);
+  HostCells::Links links;
+  links.doorbell = duplicate(peers.doorbell);
+  for (int peer = 0; peer < size; ++peer) {
+    links.peer_doorbells.push_back(duplicate(peers.links[peer].doorbell));
+    links.peer_sockets.push_back(duplicate(peers.links[peer].socket));
+  }
+  auto cells = base == nullptr ? nullptr
+                               : std::make_unique<HostCells>(rank, size, cell_bytes, base, bytes,
+                                                             std::move(links), waiting, abort, wake_fd, reserved);
+  if (base == nullptr && reserved > 0) ShmBudget::release(reserved);
+  if (!everyone_says(store, rank, size, prefix + "/mapped", cells ? "1" : "0", deadline)) {
+    if (cells) log::info("rank {}: comm {}: no host cells: a rank could not map them", rank, options.comm_id);
+    return nullptr;
+  }
+  if (cells)
+    log::debug("rank {}: comm {}: host cells of {} bytes for {} ranks ({} bytes in all)", rank, options.comm_id,
+               cell_bytes, size, bytes);
+  return cells;
+}
+
+}  // namespace canopy::transport

@@ -1,0 +1,134 @@
+// The cells of a group whose ranks all share one host, in one segment every rank maps: what the one-shot
+// collectives (collectives/one_shot.hpp) run on. A rank writes its contribution to a call into its own
+// cell and reads the others' where they lie: one round whatever the number of ranks, where a schedule
+// through the rings takes lg p rounds or more, each a wait for a process that may not have a core.
+//
+// Calls go through kCellSlots slots in turn. A cell holds a frame header (the call's envelope, checked by
+// every reader as a message's is), a stamp (the call's number among this group's calls through the cells,
+// from 1), then the payload. Each rank also has a line saying the last call it finished reading, and one
+// announcing that it sleeps, each on its own 128-byte line. A rank writes its cell of call c only once every
+// rank finished reading call c - kCellSlots: a broadcast's root runs up to kCellSlots - 1 calls ahead of its
+// slowest reader, and never overwrites what one still reads.
+//
+// Waiting spins as the rings do (their spin, yielding between looks where ranks share cores), then announces
+// a sleep, looks again, and blocks in poll() on this rank's doorbell, the peers' Unix sockets (whose end
+// says at once that a peer died) and the mesh's abort eventfd. After it publishes (a stamp, a finished
+// call), a rank reads the sleep lines and rings each new sleeper's doorbell: announcing and publishing are
+// seq_cst stores, each followed by a seq_cst load of the other side's word, so no wake-up is lost.
+#pragma once
+
+#include <poll.h>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "canopy/store.hpp"
+#include "common/deadline.hpp"
+#include "transport/abort_flag.hpp"
+#include "transport/envelope.hpp"
+#include "transport/tcp/socket.hpp"
+
+namespace canopy::transport {
+
+struct ShmPeers;
+struct ShmOptions;
+
+inline constexpr std::uint64_t kCellSlots = 8;
+
+class HostCells {
+ public:
+  // How a rank waits: spin this long (0: block at once), yielding the core at least this often.
+  struct Waiting {
+    std::chrono::microseconds spin{0};
+    std::chrono::nanoseconds looks_between_yields{0};
+  };
+  // The fds this rank waits on: its doorbell, and each peer's doorbell and socket (by rank; invalid for
+  // itself), all its own copies.
+  struct Links {
+    UniqueFd doorbell;
+    std::vector<UniqueFd> peer_doorbells;
+    std::vector<UniqueFd> peer_sockets;
+  };
+
+  // Takes a mapping of `mapped_bytes` at `base` (unmapped on destruction) whose layout is this group's.
+  HostCells(int rank, int size, std::uint64_t cell_bytes, std::byte* base, std::size_t mapped_bytes, Links links,
+            Waiting waiting, const AbortFlag& abort, int wake_fd, std::uint64_t reserved_bytes);
+  ~HostCells();
+  HostCells(const HostCells&) = delete;
+  HostCells& operator=(const HostCells&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // The most payload a cell holds.
+  std::uint64_t cell_bytes() const { return cell_bytes_; }
+  // The segment's size for a group of `size` ranks with cells of `cell_bytes`.
+  static std::size_t segment_bytes(int size, std::uint64_t cell_bytes);
+
+  // Starts this rank's next call through the cells: every rank makes the same calls in the same order, and
+  // every cell of it must carry `envelope` and `payload_bytes` (at most cell_bytes()).
+  void start(const Envelope& envelope, std::uint64_t payload_bytes);
+  // Where this rank's payload goes, once no rank still reads the call that last used the slot. Then
+  // publish() makes the cell visible.
+  std::byte* claim(Deadline deadline);
+  void publish();
+  // `peer`'s payload of this call once it published it. Error(Mismatch) naming both calls when its envelope
+  // or size differ from this rank's; PeerFailedError when it died first; Timeout at the deadline; Aborted.
+  const std::byte* wait_for(int peer, Deadline deadline);
+  // This rank read everything of the call it needs: the slot may be reused.
+  void finish();
+  // The flags (Envelope::flags) of the cells this call read, ORed: what Transport::take_arrived_flags()
+  // says of messages.
+  std::uint8_t heard_flags() const { return heard_flags_; }
+
+  struct Control;  // the identity and per-rank lines (host_cells.cpp)
+
+ private:
+  std::byte* cell(std::uint64_t call, int rank) const;
+  std::uint64_t* stamp_of(std::uint64_t call, int rank) const;
+  std::uint64_t* done_of(int rank) const;
+  std::uint64_t* sleep_of(int rank) const;
+  void wake_sleepers();
+  // Waits until `ready()`; `awaited` is the peer it waits for (-1: every peer), `what` what it waits for.
+  template <typename Ready>
+  void wait_until(const Ready& ready, int awaited, const char* what, Deadline deadline);
+  bool spin(const auto& ready, Deadline deadline);
+  int block_once(int awaited, const char* what, Deadline deadline);
+
+  const int rank_;
+  const int size_;
+  const std::uint64_t cell_bytes_;
+  std::byte* const base_;
+  const std::size_t mapped_bytes_;
+  const std::size_t cell_stride_;
+  std::byte* const cells_;
+  Links links_;
+  const Waiting waiting_;
+  const AbortFlag& abort_;
+  const int wake_fd_;
+  const std::uint64_t reserved_bytes_;  // of the host's budget, held by the rank that made the segment
+  std::uint64_t call_ = 0;               // this rank's current call through the cells (1, 2, ...)
+  Envelope envelope_;                    // and what every cell of it must carry
+  std::uint64_t payload_bytes_ = 0;
+  std::uint8_t flags_ = 0;               // this rank's, in its stamp
+  std::uint8_t heard_flags_ = 0;
+  std::array<std::byte, 56> header_{};   // the two encoded: a cell's header matches when its bytes do
+  std::uint64_t everyone_done_ = 0;      // every rank was seen to have finished this call
+  std::uint64_t sleep_count_ = 0;        // this rank's sleep announcements (odd: asleep)
+  std::vector<std::uint64_t> rung_;      // per peer: the sleep it was last woken from
+  std::vector<pollfd> poll_fds_;
+};
+
+// Every rank of a group calls this after connect_shm_peers(), before the links use the sockets. Where the
+// whole group is on this host, every pair of its ranks reached each other and every rank wants cells of
+// the same size (ShmOptions::cell_bytes, CANOPY_SHM_CELL_BYTES), rank 0 makes the segment (within its
+// share of the host's budget) and passes it to each rank over their socket; null elsewhere, or when any
+// rank could not map it (said at INFO): every rank of the group gets cells, or none.
+std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, const ShmPeers& peers,
+                                            const ShmOptions& options, HostCells::Waiting waiting,
+                                            const AbortFlag& abort, int wake_fd);
+
+}  // namespace canopy::transport
