@@ -10,6 +10,7 @@
 #include "collectives/host_layout_exchange.hpp"
 #include "collectives/link_calibration.hpp"
 #include "collectives/link_model_text.hpp"
+#include "collectives/one_shot.hpp"
 #include "collectives/liveness_monitor.hpp"
 #include "common/cpu_list.hpp"
 #include "collectives/algorithm_overrides.hpp"
@@ -157,6 +158,7 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   // collective runs, in an order of their own (docs/GROUPS.md says why not the collectives' sockets).
   auto p2p_store = std::make_shared<PrefixStore>(store_, "p2p");
   mesh.spin = false;  // its thread waits in poll(): no core spent on waiting
+  mesh.host_cells = false;  // collectives only
   collectives::PointToPoint::Settings settings;
   settings.comm_id = comm_id_;
   settings.timeout = timeout_;
@@ -235,6 +237,8 @@ void Communicator::Impl::describe_call(const CollectiveArgs& args, const Collect
   call.chunk_count = std::max<std::uint64_t>(1, chunk_bytes / element_size);
   call.in_place = true;  // until the call's buffers say otherwise
   if (call.hosts != hosts_) call.hosts = hosts_;
+  const transport::HostCells* cells = transport_->host_cells();
+  call.cell_bytes = cells != nullptr ? cells->cell_bytes() : 0;
   if (args.collective == Collective::AllToAllV) {
     call.send_counts.assign(args.send_counts, args.send_counts + size);
     call.recv_counts.assign(args.recv_counts, args.recv_counts + size);
@@ -305,8 +309,10 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   if (!explanation.empty()) log::info("#{} {}", seq, explanation);
   const collectives::CallBuffers buffers = collectives::prepare_call_buffers(args, rank, size, scratch_);
   call.in_place = buffers.in_place;
-  const collectives::CompiledSchedule& compiled = schedules_.get(algorithm, call);
-  grow(staging_, compiled.schedule.staging_count * element_size);
+  // A one-shot call that fits the host's cells goes through them; every other call runs its schedule.
+  const bool through_cells = algorithm.one_shot && call.through_cells(element_size);
+  const collectives::CompiledSchedule* compiled = through_cells ? nullptr : &schedules_.get(algorithm, call);
+  if (compiled != nullptr) grow(staging_, compiled->schedule.staging_count * element_size);
 
   collectives::ExecutionContext context;
   context.transport = transport_.get();
@@ -338,8 +344,14 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   context.envelope.flags = stream_.flags_at_start(follows_stream, is_root, started, one_call_seconds);
   std::size_t slot = recorder_.start(
       {seq, args.collective, algorithm.name, args.count, args.dtype, args.op, call.root, {}, {}, 0}, started);
+  std::uint8_t heard_flags = 0;
   try {
-    executor_.run(compiled, context);
+    if (through_cells) {
+      heard_flags = collectives::run_through_cells(*transport_->host_cells(), call, context);
+    } else {
+      executor_.run(*compiled, context);
+      heard_flags = executor_.heard_flags();
+    }
   } catch (const Error& e) {
     recorder_.failed(slot, Clock::now());
     Error blamed = end_with(e);
@@ -349,7 +361,7 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
                 fmt::format("{}\nrank {}'s last collectives:{}", blamed.what(), rank, recorder_.dump()));
   }
   recorder_.done(slot);
-  stream_.finished(follows_stream, is_root, executor_.heard_flags());
+  stream_.finished(follows_stream, is_root, heard_flags);
   collectives::finish_call_buffers(args, rank, size, buffers.data);
 }
 

@@ -24,6 +24,9 @@ constexpr std::array kBroadcast{
               "van de Geijn: binomial scatter, then ring all-gather", broadcast_scatter_allgather},
     Algorithm{Collective::Broadcast, "two-level",
               "binomial tree among one rank per host, then inside each host", broadcast_two_level, true},
+    Algorithm{Collective::Broadcast, "one-shot",
+              "through the host's cells: the root writes the buffer once, every rank reads it", broadcast_flat,
+              false, true},
 };
 constexpr std::array kReduce{
     Algorithm{Collective::Reduce, "binomial", "binomial tree towards the root", reduce_binomial},
@@ -31,6 +34,9 @@ constexpr std::array kReduce{
               reduce_tree},
     Algorithm{Collective::Reduce, "two-level",
               "binomial reduce inside each host, then among one rank per host", reduce_two_level, true},
+    Algorithm{Collective::Reduce, "one-shot",
+              "through the host's cells: every rank writes its buffer once, the root reduces them in rank order",
+              reduce_one_shot, false, true},
 };
 constexpr std::array kAllReduce{
     Algorithm{Collective::AllReduce, "reduce-broadcast", "binomial reduce to rank 0, then binomial broadcast",
@@ -50,6 +56,9 @@ constexpr std::array kAllReduce{
         Collective::AllReduce, "two-level",
         "reduce-scatter inside each host, ring all-reduce of each slice across hosts, all-gather inside",
         all_reduce_two_level, true},
+    Algorithm{Collective::AllReduce, "one-shot",
+              "through the host's cells: every rank writes its buffer once, then reduces all of them in rank order",
+              all_reduce_one_shot, false, true},
 };
 constexpr std::array kAllGather{
     Algorithm{Collective::AllGather, "ring", "p-1 rounds passing blocks to the next rank", all_gather_ring},

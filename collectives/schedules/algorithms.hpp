@@ -19,6 +19,10 @@ struct Algorithm {
   // Built of a level inside each host and a level between hosts (from CollectiveCall::hosts); with one
   // host, or one rank per host, it is a flat algorithm by another name.
   bool two_level = false;
+  // Goes through the host's cells where the call fits them (CollectiveCall::through_cells): every rank
+  // writes its part once and reads the others' where they lie (one_shot_schedules.cpp). Elsewhere its
+  // schedule computes the same bits with messages.
+  bool one_shot = false;
 };
 
 // The algorithms of one collective, in a fixed order (an algorithm's index travels in frame headers).

@@ -56,6 +56,10 @@ Schedule all_reduce_two_level(const CollectiveCall& call);
 Schedule broadcast_two_level(const CollectiveCall& call);
 Schedule reduce_two_level(const CollectiveCall& call);
 
+// one_shot_schedules.cpp: where no host cells carry them, the one-shot algorithms' bits by messages.
+Schedule all_reduce_one_shot(const CollectiveCall& call);
+Schedule reduce_one_shot(const CollectiveCall& call);
+
 // Pieces the builders compose. The binomial ones act on the whole Data buffer among `members` (ranks;
 // the tree's virtual rank 0 is members[root_index]) and tag their messages with round `round`.
 void write_binomial_broadcast(StepWriter& writer, const std::vector<int>& members, int root_index,

@@ -87,6 +87,9 @@ struct CollectiveCall {
   // chains by it, two-level ones build their levels from it, and the simulator times messages within
   // and between hosts by it.
   std::shared_ptr<const HostLayout> hosts{};
+  // The payload of each rank's cell where the group's transport has host cells (transport/shm/host_cells.hpp);
+  // 0: none. A one-shot algorithm's call that fits runs through them instead of its schedule.
+  std::uint64_t cell_bytes = 0;
 
   const HostLayout& layout() const {
     static const HostLayout kEveryRankAlone;
@@ -100,6 +103,13 @@ struct CollectiveCall {
   bool rooted() const {
     return collective == Collective::Broadcast || collective == Collective::Reduce ||
            collective == Collective::Gather || collective == Collective::Scatter;
+  }
+
+  // Whether a one-shot algorithm's call goes through the host's cells: its payload fits one.
+  bool through_cells(std::size_t element_size) const {
+    return count > 0 && cell_bytes > 0 && count <= cell_bytes / element_size &&
+           (collective == Collective::AllReduce || collective == Collective::Broadcast ||
+            collective == Collective::Reduce);
   }
 
   // Elements of the Data buffer the schedule works on.

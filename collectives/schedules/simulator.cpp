@@ -533,6 +533,8 @@ Simulation simulate(const Algorithm& algorithm, std::vector<CollectiveCall> call
 
 Prediction predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
                    const LinkModel& model) {
+  if (algorithm.one_shot && call.through_cells(element_size))
+    return predict_through_cells(call, element_size, model);
   Engine engine(algorithm, every_rank(call), element_size, model, std::nullopt);
   Prediction prediction;
   prediction.seconds = engine.run(nullptr);

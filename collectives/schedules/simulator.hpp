@@ -119,8 +119,10 @@ struct Prediction {
   std::size_t messages = 0;
   double stream_seconds = 0;
 };
+// A one-shot algorithm's call through the host's cells is timed by predict_through_cells() instead.
 Prediction predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
                    const LinkModel& model);
+Prediction predict_through_cells(const CollectiveCall& call, std::size_t element_size, const LinkModel& model);
 
 // The predicted seconds alone.
 double predict_seconds(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,

@@ -11,6 +11,7 @@
 
 #include "canopy/canopy.hpp"
 #include "collectives/schedules/algorithms.hpp"
+#include "collectives/schedules/simulator.hpp"
 #include "common/cpu_list.hpp"
 #include "tests/support/group.hpp"
 #include "tests/support/oracle.hpp"
@@ -185,6 +186,59 @@ TEST(Communicator, EveryOpAndTypeIsExact) {
 
 TEST(Communicator, AllReduceLeavesBitIdenticalFloatsOnEveryRank) {
   run_group(5, check_bit_identical_all_reduces);
+}
+
+// The one-shot algorithms through the host's cells leave the bits their schedules leave (the simulator runs
+// those on plain memory): random floats, every root, in and out of place, sums and maxima. Auto takes
+// one-shot for a small all-reduce where the cells carry it, and over TCP there are none.
+TEST(Communicator, OneShotThroughTheCellsLeavesItsSchedulesBits) {
+  constexpr int kRanks = 4;
+  constexpr std::uint64_t kCount = 300;  // 1200 bytes: within the default 2 KiB cells
+  auto inputs_of = [](int rank, std::uint64_t salt) {
+    std::mt19937 random(static_cast<unsigned>(1000 * rank + salt));
+    std::uniform_real_distribution<float> value(-1e3f, 1e3f);
+    std::vector<float> data(kCount);
+    for (float& x : data) x = value(random);
+    return data;
+  };
+  run_group(kRanks, [&](Communicator& comm) {
+    require(comm.transport_name() == "shm+tcp", "over {}", comm.transport_name());
+    std::vector<float> probe(kCount);
+    const auto choice = comm.choose_algorithm({Collective::AllReduce, probe.data(), probe.data(), kCount,
+                                               DataType::Float32, ReduceOp::Sum, 0});
+    require(choice.name == "one-shot", "auto chose {}: {}", choice.name, choice.explanation);
+    std::uint64_t salt = 0;
+    for (Collective kind : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce}) {
+      const collectives::Algorithm& one_shot = *collectives::find_algorithm(kind, "one-shot");
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
+        for (int root = 0; root < (kind == Collective::AllReduce ? 1 : kRanks); ++root) {
+          for (bool in_place : {false, true}) {
+            ++salt;
+            std::vector<float> input = inputs_of(comm.rank(), salt), output(kCount, -7.0f);
+            float* out = in_place ? input.data() : output.data();
+            comm.run({kind, input.data(), out, kCount, DataType::Float32, op, root}, {.algorithm = "one-shot"});
+            collectives::CollectiveCall call;
+            call.collective = kind;
+            call.size = kRanks;
+            call.count = kCount;
+            call.root = root;
+            std::vector<std::vector<std::byte>> every_input;
+            for (int r = 0; r < kRanks; ++r) {
+              const std::vector<float> theirs = inputs_of(r, salt);
+              const auto* bytes = reinterpret_cast<const std::byte*>(theirs.data());
+              every_input.emplace_back(bytes, bytes + kCount * sizeof(float));
+            }
+            const auto expected =
+                collectives::simulate(one_shot, call, DataType::Float32, op, std::move(every_input)).data;
+            if (kind == Collective::Reduce && comm.rank() != root) continue;
+            require(std::memcmp(out, expected[static_cast<std::size_t>(comm.rank())].data(), kCount * sizeof(float)) == 0,
+                    "{} {} root {}{}: rank {} differs from the schedule's bits", to_string(kind), to_string(op), root,
+                    in_place ? " in place" : "", comm.rank());
+          }
+        }
+      }
+    }
+  });
 }
 
 // Ranks on emulated hosts (CANOPY_HOST_ID): dealt round-robin, or uneven. The host-aware rings and

@@ -45,10 +45,10 @@ TEST(AlgorithmTable, HasEveryAlgorithmInItsOrder) {
   };
   using Names = std::vector<std::string_view>;
   EXPECT_EQ(names(Collective::Broadcast),
-            (Names{"flat", "binomial", "chain", "binary-tree", "scatter-allgather", "two-level"}));
-  EXPECT_EQ(names(Collective::Reduce), (Names{"binomial", "tree", "two-level"}));
-  EXPECT_EQ(names(Collective::AllReduce), (Names{"reduce-broadcast", "tree", "double-tree",
-                                                 "recursive-doubling", "rabenseifner", "ring", "two-level"}));
+            (Names{"flat", "binomial", "chain", "binary-tree", "scatter-allgather", "two-level", "one-shot"}));
+  EXPECT_EQ(names(Collective::Reduce), (Names{"binomial", "tree", "two-level", "one-shot"}));
+  EXPECT_EQ(names(Collective::AllReduce), (Names{"reduce-broadcast", "tree", "double-tree", "recursive-doubling",
+                                                 "rabenseifner", "ring", "two-level", "one-shot"}));
   EXPECT_EQ(names(Collective::AllGather), (Names{"ring", "recursive-doubling"}));
   EXPECT_EQ(names(Collective::ReduceScatter), (Names{"ring", "recursive-halving"}));
   EXPECT_EQ(names(Collective::Barrier), (Names{"dissemination"}));
