@@ -130,6 +130,9 @@ done
 done
 if ((repeat > 1)); then
   echo
-  python3 "$(dirname "${BASH_SOURCE[0]}")/median-ratios.py" "$top"/round-* || status=1
+  # This run's rounds only: an --out folder used before may hold more.
+  rounds=()
+  for ((round = 1; round <= repeat; round++)); do rounds+=("$top/round-$round"); done
+  python3 "$(dirname "${BASH_SOURCE[0]}")/median-ratios.py" "${rounds[@]}" || status=1
 fi
 exit "$status"
