@@ -335,6 +335,36 @@ TEST(Communicator, MismatchedCollectivesFailOnEveryRankNamingBothSides) {
   for (const auto& exit : exits) EXPECT_TRUE(exit.ok()) << exit.describe();
 }
 
+// Through the host's cells: a size that differs is a Mismatch naming both calls (or, on a rank that reads no
+// differing cell, the failure the first rank reported); a rank that runs another algorithm meets an error at
+// the deadline at worst, never a hang.
+TEST(Communicator, MismatchedCallsThroughTheCellsFailOnEveryRank) {
+  for (const bool other_algorithm : {false, true}) {
+    testing::TempDir dir;
+    auto exits = testing::run_processes(3, [&](int rank) {
+      CommunicatorOptions options = test_options();
+      options.timeout = std::chrono::seconds(3);
+      Communicator comm(open_file_store(dir.path()), rank, 3, options);
+      std::vector<float> data(rank == 1 && !other_algorithm ? 200 : 100, 1.0f);
+      const std::string algorithm = rank == 1 && other_algorithm ? "ring" : "one-shot";
+      try {
+        comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = algorithm});
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        require(e.code() == ErrorCode::Mismatch || e.code() == ErrorCode::PeerFailed ||
+                    e.code() == ErrorCode::Aborted || (other_algorithm && e.code() == ErrorCode::Timeout),
+                "unexpected error code: {}", what);
+        if (!other_algorithm)
+          require(what.find("100 elements") != std::string::npos && what.find("200 elements") != std::string::npos,
+                  "rank {}: the message does not name both calls: {}", rank, what);
+        return;
+      }
+      throw std::runtime_error("no error");
+    });
+    for (const auto& exit : exits) EXPECT_TRUE(exit.ok()) << exit.describe();
+  }
+}
+
 TEST(Communicator, TimeoutNamesTheSilentRankAndPrintsTheFlightRecorder) {
   testing::TempDir dir;
   auto exits = testing::run_processes(2, [&](int rank) {
