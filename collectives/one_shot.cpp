@@ -33,7 +33,8 @@ std::uint8_t run_through_cells(transport::HostCells& cells, const CollectiveCall
   const bool contributes = call.collective != Collective::Broadcast || call.rank == call.root;
   cells.start(context.envelope, bytes);
   if (contributes) {
-    std::memcpy(cells.claim(context.deadline), input, bytes);
+    std::byte* mine = cells.claim(context.deadline);
+    if (bytes > 0) std::memcpy(mine, input, bytes);
     cells.publish();
   }
   if (call.collective == Collective::Broadcast) {
@@ -42,6 +43,8 @@ std::uint8_t run_through_cells(transport::HostCells& cells, const CollectiveCall
     } else {
       std::memcpy(context.data, cells.wait_for(call.root, context.deadline), bytes);
     }
+  } else if (call.collective == Collective::Barrier) {
+    for (int rank = 0; rank < call.size; ++rank) cells.wait_for(rank, context.deadline);
   } else if (call.collective == Collective::AllReduce || call.rank == call.root) {
     // Every cell is there and checked before the output is written.
     thread_local std::vector<const std::byte*> everyone;

@@ -1,6 +1,6 @@
 // Runs a one-shot algorithm's call through the host's cells (transport/shm/host_cells.hpp): each rank
-// that contributes writes its buffer into its cell once; each rank that needs the result reads the cells
-// where they lie and reduces them in the algorithm's order (collectives/schedules/one_shot_schedules.cpp),
+// that contributes writes its buffer into its cell once (a barrier's, nothing but the stamp); each rank
+// that needs the result reads the cells where they lie and reduces them in the algorithm's order (collectives/schedules/one_shot_schedules.cpp),
 // after checking every cell's envelope, so that a mismatched call leaves the output untouched.
 #pragma once
 

@@ -74,6 +74,8 @@ constexpr std::array kReduceScatter{
 constexpr std::array kBarrier{
     Algorithm{Collective::Barrier, "dissemination", "ceil(lg p) rounds of zero-byte signals to r + 2^k",
               barrier_dissemination},
+    Algorithm{Collective::Barrier, "one-shot", "through the host's cells: every rank stamps its cell, then waits for all",
+              barrier_one_shot, false, true},
 };
 
 constexpr std::array kAllToAll{

@@ -59,6 +59,7 @@ Schedule reduce_two_level(const CollectiveCall& call);
 // one_shot_schedules.cpp: where no host cells carry them, the one-shot algorithms' bits by messages.
 Schedule all_reduce_one_shot(const CollectiveCall& call);
 Schedule reduce_one_shot(const CollectiveCall& call);
+Schedule barrier_one_shot(const CollectiveCall& call);
 
 // Pieces the builders compose. The binomial ones act on the whole Data buffer among `members` (ranks;
 // the tree's virtual rank 0 is members[root_index]) and tag their messages with round `round`.

@@ -4,7 +4,9 @@
 // reduced left to right: x_root (op) x_0 (op) x_1 ..., with rank 0 as an all-reduce's root, the same bits on
 // every rank. Where no cells carry a call (another transport, a payload larger than a cell), the schedules
 // below compute those bits with messages: a flat reduce in that order, and for an all-reduce a flat
-// broadcast of the result.
+// broadcast of the result, the barrier a flat fan-in to rank 0 and fan-out.
+#include <optional>
+
 #include "collectives/schedules/builders.hpp"
 #include "collectives/schedules/simulator.hpp"
 
@@ -41,6 +43,23 @@ Schedule reduce_one_shot(const CollectiveCall& call) {
   return std::move(writer).finish();
 }
 
+// Everyone tells rank 0 it arrived; rank 0, once all have, tells everyone (zero-byte messages: the waits
+// are written out, one after the other).
+Schedule barrier_one_shot(const CollectiveCall& call) {
+  StepWriter writer(call);
+  const Block nothing = data_block(0, 0);
+  if (call.rank != 0) {
+    const StepIndex arrived = writer.send(0, nothing, message_tag(1, 0));
+    writer.recv(0, nothing, message_tag(2, 0), {arrived});
+    return std::move(writer).finish();
+  }
+  std::optional<StepIndex> heard;
+  for (int peer = 1; peer < call.size; ++peer)
+    heard = heard ? writer.recv(peer, nothing, message_tag(1, 0), {*heard}) : writer.recv(peer, nothing, message_tag(1, 0));
+  for (int peer = 1; peer < call.size; ++peer) writer.send(peer, nothing, message_tag(2, 0), {*heard});
+  return std::move(writer).finish();
+}
+
 // One publication's alpha, then the bytes every rank copies and reduces (a rank writes its cell and reads
 // the cells it needs), on as many cores as the host lends its ranks.
 Prediction predict_through_cells(const CollectiveCall& call, std::size_t element_size, const LinkModel& model) {
@@ -52,6 +71,8 @@ Prediction predict_through_cells(const CollectiveCall& call, std::size_t element
   double work = 0;
   std::size_t publications = static_cast<std::size_t>(call.size);
   switch (call.collective) {
+    case Collective::Barrier:
+      break;  // a stamp and nothing else
     case Collective::Broadcast:
       work = 2 * copy;  // the root's copy in, each reader's copy out
       // Each reader takes the root's cell as it would take a message: the same work at both ends (the

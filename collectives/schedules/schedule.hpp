@@ -107,7 +107,9 @@ struct CollectiveCall {
 
   // Whether a one-shot algorithm's call goes through the host's cells: its payload fits one.
   bool through_cells(std::size_t element_size) const {
-    return count > 0 && cell_bytes > 0 && count <= cell_bytes / element_size &&
+    if (cell_bytes == 0) return false;
+    if (collective == Collective::Barrier) return true;
+    return count > 0 && count <= cell_bytes / element_size &&
            (collective == Collective::AllReduce || collective == Collective::Broadcast ||
             collective == Collective::Reduce);
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <thread>
 #include <vector>
@@ -333,6 +334,23 @@ TEST(Communicator, MismatchedCollectivesFailOnEveryRankNamingBothSides) {
     throw std::runtime_error("no error");
   });
   for (const auto& exit : exits) EXPECT_TRUE(exit.ok()) << exit.describe();
+}
+
+// Nobody leaves a barrier before everybody arrived, whatever the algorithm (one-shot's through the cells):
+// each rank leaves a file when it arrives, late by its rank, and looks for everyone's once it leaves.
+TEST(Communicator, EveryBarrierWaitsForTheLastRank) {
+  testing::TempDir arrivals;
+  run_group(4, [&](Communicator& comm) {
+    for (const auto& algorithm : collectives::algorithms(Collective::Barrier)) {
+      const std::string name(algorithm.name);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 * comm.rank()));
+      std::ofstream(fmt::format("{}/{}-{}", arrivals.path(), name, comm.rank())).put('x');
+      comm.run({Collective::Barrier, nullptr, nullptr, 0, DataType::UInt8, ReduceOp::Sum, 0}, {.algorithm = name});
+      for (int r = 0; r < comm.size(); ++r)
+        require(std::ifstream(fmt::format("{}/{}-{}", arrivals.path(), name, r)).good(),
+                "{}: rank {} left before rank {} arrived", name, comm.rank(), r);
+    }
+  });
 }
 
 // Through the host's cells: a size that differs is a Mismatch naming both calls (or, on a rank that reads no
