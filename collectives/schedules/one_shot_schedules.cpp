@@ -89,10 +89,7 @@ Prediction predict_through_cells(const CollectiveCall& call, std::size_t element
       std::max(1.0, static_cast<double>(layout.ranks_on(host)) / static_cast<double>(layout.cores_of(host)));
   Prediction prediction;
   prediction.seconds = memory.alpha + work * ranks_per_core;
-  // In a stream a broadcast's root waits for its slowest reader at every turn of the slots, where a ring
-  // holds thousands of calls: measured, small one-shot broadcasts in a stream took up to twice the time per
-  // call of the rings' flat or binomial ones (docs/SHARED_MEMORY.md, *Host cells*).
-  prediction.stream_seconds = call.collective == Collective::Broadcast ? 2 * prediction.seconds : prediction.seconds;
+  prediction.stream_seconds = prediction.seconds;
   prediction.messages = publications;
   return prediction;
 }

@@ -530,6 +530,9 @@ TEST(Communicator, BroadcastsBackToBackChooseForTheStreamOnEveryRankAlike) {
   auto exits = testing::run_processes(kRanks, [&](int rank) {
     testing::ScopedEnv env;  // in the forked rank
     env.set("CANOPY_COST_MODEL", "5e-3,1e-9,1e-10");
+    // Through the host's cells one-shot wins both paces; the rule is about the choices that differ (the
+    // flags reach the readers through the cells too: host_cells_test.cpp).
+    env.set("CANOPY_SHM_CELL_BYTES", "0");
     Communicator comm(open_file_store(dir.path()), rank, kRanks, options);
     std::vector<float> data(16), token(1);
     auto broadcast_args = [&](int root) {

@@ -69,11 +69,19 @@ TEST(HostCells, EveryRankOfAGroupOnOneHostGetsThemAndNoneElsewhere) {
   }));
 }
 
-TEST(HostCells, ABudgetTooSmallHalvesTheCellsOrLeavesNone) {
-  // 4 ranks share the budget: rank 0's share fits 512-byte cells, not 2 KiB ones.
-  const std::uint64_t budget = 4 * HostCells::segment_bytes(4, 512);
-  expect_all_ok(run_shm_processes(4, 63, cells_of(2048, budget), [](Transport& t) {
-    require(cells_of(t).cell_bytes() == 512, "rank {}: cells of {}", t.rank(), cells_of(t).cell_bytes());
+// Each rank's cells take at most an eighth of its share of the budget: smaller cells first, then fewer slots.
+TEST(HostCells, ABudgetTooSmallShrinksTheCellsThenTheSlotsOrLeavesNone) {
+  EXPECT_EQ(CellShape::for_group(8, 2048, 32 << 20), (CellShape{64, 2048}));
+  // 4 ranks, 512-byte cells: 64 slots of 640-byte strides fit an eighth of a quarter of 1280 KiB.
+  EXPECT_EQ(CellShape::for_group(4, 2048, 4 * 8 * 64 * 640), (CellShape{64, 512}));
+  EXPECT_EQ(CellShape::for_group(4, 256, 4 * 8 * 32 * 384), (CellShape{32, 256}));
+  EXPECT_EQ(CellShape::for_group(4, 2048, 4 * 8 * 8 * 128), (CellShape{8, 64}));
+  EXPECT_EQ(CellShape::for_group(4, 2048, 4096).slots, 0u);
+  // 64 ranks on the default budget still get cells.
+  EXPECT_GT(CellShape::for_group(64, 2048, 32 << 20).slots, 0u);
+  expect_all_ok(run_shm_processes(4, 63, cells_of(2048, 4 * 8 * 64 * 640), [](Transport& t) {
+    require(cells_of(t).cell_bytes() == 512 && cells_of(t).slots() == 64, "rank {}: {} slots of {} bytes", t.rank(),
+            cells_of(t).slots(), cells_of(t).cell_bytes());
   }));
   expect_all_ok(run_shm_processes(4, 64, cells_of(2048, 4096), [](Transport& t) {
     log::set_level(log::Level::Error);
@@ -81,7 +89,7 @@ TEST(HostCells, ABudgetTooSmallHalvesTheCellsOrLeavesNone) {
   }));
 }
 
-// Every rank writes and reads every cell of 600 calls (the slots reused 75 times), some ranks late now and
+// Every rank writes and reads every cell of 600 calls (64 slots, each reused 9 times), some ranks late now and
 // then, sizes from 1 byte to the whole cell: every byte arrives.
 TEST(HostCells, ManyCallsReuseTheSlotsAndEveryByteArrives) {
   constexpr std::uint64_t kCell = 1024;
@@ -104,7 +112,7 @@ TEST(HostCells, ManyCallsReuseTheSlotsAndEveryByteArrives) {
   }));
 }
 
-// The root publishes 300 calls as fast as it can; the readers dawdle. Each still reads its call's bytes:
+// The root publishes 300 calls as fast as it can (its 64 slots reused 4 times); the readers dawdle. Each still reads its call's bytes:
 // the root waits for the slowest reader before it reuses a slot. The root's flags reach every reader.
 TEST(HostCells, ABroadcastsRootRunsAheadButNeverOverwritesWhatAReaderStillReads) {
   constexpr std::size_t kBytes = 512;

@@ -40,17 +40,20 @@ struct Identity {
   std::uint64_t magic;
   std::uint64_t version;
   std::uint64_t size;
-  std::uint64_t cell_bytes;
+  CellShape shape;
   std::uint64_t nonce;
 };
 
 // What rank 0 sends each rank with the segment's memfd (or, with bytes 0, to say there is none).
 struct Offer {
   std::uint64_t magic;
-  std::uint64_t cell_bytes;
+  CellShape shape;
   std::uint64_t bytes;
   std::uint64_t nonce;
 };
+constexpr std::uint64_t kMostSlots = 64;
+constexpr std::uint64_t kLeastSlots = 8;
+constexpr std::uint64_t kCellsBeforeFewerSlots = 256;
 
 constexpr std::size_t round_up(std::size_t bytes, std::size_t to) {
   return (bytes + to - 1) / to * to;
@@ -79,34 +82,48 @@ void store(std::uint64_t* word, std::uint64_t value) {
 
 }  // namespace
 
-std::size_t HostCells::segment_bytes(int size, std::uint64_t cell_bytes) {
-  return control_bytes(size) + kCellSlots * static_cast<std::size_t>(size) * cell_stride(cell_bytes);
+CellShape CellShape::for_group(int size, std::uint64_t cell_bytes, std::uint64_t host_budget_bytes) {
+  const std::uint64_t ranks = static_cast<std::uint64_t>(std::max(1, size));
+  const std::uint64_t most_per_rank = host_budget_bytes / ranks / 8;
+  CellShape shape{kMostSlots, cell_bytes};
+  while (shape.slots * cell_stride(shape.cell_bytes) > most_per_rank) {
+    if (shape.cell_bytes > kCellsBeforeFewerSlots)
+      shape.cell_bytes /= 2;
+    else if (shape.slots > kLeastSlots)
+      shape.slots /= 2;
+    else if (shape.cell_bytes > kLeastCellBytes)
+      shape.cell_bytes /= 2;
+    else
+      return CellShape{};
+  }
+  return shape;
 }
 
-HostCells::HostCells(int rank, int size, std::uint64_t cell_bytes, std::byte* base, std::size_t mapped_bytes,
-                     Links links, Waiting waiting, const AbortFlag& abort, int wake_fd,
-                     std::uint64_t reserved_bytes)
+std::size_t CellShape::segment_bytes(int size) const {
+  return control_bytes(size) + slots * static_cast<std::size_t>(size) * cell_stride(cell_bytes);
+}
+
+HostCells::HostCells(int rank, int size, CellShape shape, std::byte* base, Links links, Waiting waiting,
+                     const AbortFlag& abort, int wake_fd)
     : rank_(rank),
       size_(size),
-      cell_bytes_(cell_bytes),
+      shape_(shape),
       base_(base),
-      mapped_bytes_(mapped_bytes),
-      cell_stride_(cell_stride(cell_bytes)),
+      mapped_bytes_(shape.segment_bytes(size)),
+      cell_stride_(cell_stride(shape.cell_bytes)),
       cells_(base + control_bytes(size)),
       links_(std::move(links)),
       waiting_(waiting),
       abort_(abort),
       wake_fd_(wake_fd),
-      reserved_bytes_(reserved_bytes),
       rung_(static_cast<std::size_t>(size), 0) {}
 
 HostCells::~HostCells() {
   ::munmap(base_, mapped_bytes_);
-  if (reserved_bytes_ > 0) ShmBudget::release(reserved_bytes_);
 }
 
 std::byte* HostCells::cell(std::uint64_t call, int rank) const {
-  const std::uint64_t slot = call % kCellSlots;
+  const std::uint64_t slot = call % shape_.slots;
   return cells_ + (slot * static_cast<std::uint64_t>(size_) + static_cast<std::uint64_t>(rank)) * cell_stride_;
 }
 std::uint64_t* HostCells::stamp_of(std::uint64_t call, int rank) const {
@@ -120,9 +137,9 @@ std::uint64_t* HostCells::sleep_of(int rank) const {
 }
 
 void HostCells::start(const Envelope& envelope, std::uint64_t payload_bytes) {
-  if (payload_bytes > cell_bytes_)
+  if (payload_bytes > shape_.cell_bytes)
     fail(ErrorCode::InvalidArgument, "rank {}: {} bytes do not fit a host cell of {}", rank_, payload_bytes,
-         cell_bytes_);
+         shape_.cell_bytes);
   ++call_;
   heard_flags_ = 0;
   envelope_ = envelope;
@@ -133,9 +150,9 @@ void HostCells::start(const Envelope& envelope, std::uint64_t payload_bytes) {
 }
 
 std::byte* HostCells::claim(Deadline deadline) {
-  // Call c reuses the slot of call c - kCellSlots; the last time every rank was seen done is remembered.
-  if (call_ > kCellSlots && everyone_done_ < call_ - kCellSlots) {
-    const std::uint64_t needed = call_ - kCellSlots;
+  // Call c reuses the slot of call c - slots; the last time every rank was seen done is remembered.
+  if (call_ > shape_.slots && everyone_done_ < call_ - shape_.slots) {
+    const std::uint64_t needed = call_ - shape_.slots;
     // The slowest rank's last finished call: ranks that keep up are not looked at again for a while.
     auto all_done = [&] {
       std::uint64_t slowest = call_;
@@ -270,32 +287,22 @@ bool everyone_says(Store& store, int rank, int size, const std::string& prefix, 
   return same;
 }
 
-// Rank 0: the segment, mapped, offered to every peer; null (every peer told) where it cannot be made. Its
-// cells are the size asked for, or halved until the segment fits this rank's share of the host's budget.
-std::byte* make_and_offer(int size, const ShmPeers& peers, const ShmOptions& options, std::uint64_t& cell_bytes,
-                          std::uint64_t& reserved) {
+// Rank 0: the segment, mapped, offered to every peer; null (every peer told) where it cannot be made.
+std::byte* make_and_offer(int size, const ShmPeers& peers, CellShape shape) {
   std::byte* base = nullptr;
   UniqueFd fd;
-  Offer offer{kCellsMagic, 0, 0, 0};
-  for (cell_bytes = options.cell_bytes; cell_bytes >= kLeastCellBytes; cell_bytes /= 2)
-    if (ShmBudget::reserve(HostCells::segment_bytes(size, cell_bytes), options.host_budget_bytes, size)) break;
-  if (cell_bytes < kLeastCellBytes) {
-    log::info("rank 0: no host cells: even {}-byte cells for {} ranks exceed this rank's share of CANOPY_SHM_BYTES",
-              kLeastCellBytes, size);
-  } else {
-    const std::size_t bytes = HostCells::segment_bytes(size, cell_bytes);
-    reserved = bytes;
-    try {
-      fd = create_shared_memory("canopy-cells", bytes, "the host's cells");
-      base = map_shared_memory(fd.get(), bytes);
-      std::random_device entropy;
-      offer = Offer{kCellsMagic, cell_bytes, bytes, (std::uint64_t{entropy()} << 32) ^ entropy()};
-      *reinterpret_cast<Identity*>(base) =
-          Identity{kCellsMagic, kCellsVersion, static_cast<std::uint64_t>(size), cell_bytes, offer.nonce};
-    } catch (const Error& e) {
-      log::info("rank 0: no host cells: {}", e.what());
-      base = nullptr;
-    }
+  Offer offer{kCellsMagic, shape, 0, 0};
+  const std::size_t bytes = shape.segment_bytes(size);
+  try {
+    fd = create_shared_memory("canopy-cells", bytes, "the host's cells");
+    base = map_shared_memory(fd.get(), bytes);
+    std::random_device entropy;
+    offer = Offer{kCellsMagic, shape, bytes, (std::uint64_t{entropy()} << 32) ^ entropy()};
+    *reinterpret_cast<Identity*>(base) =
+        Identity{kCellsMagic, kCellsVersion, static_cast<std::uint64_t>(size), shape, offer.nonce};
+  } catch (const Error& e) {
+    log::info("rank 0: no host cells: {}", e.what());
+    base = nullptr;
   }
   for (int peer = 1; peer < size; ++peer)
     if (int problem = send_packet(peers.links[peer].socket.get(), std::as_bytes(std::span(&offer, 1)),
@@ -306,8 +313,8 @@ std::byte* make_and_offer(int size, const ShmPeers& peers, const ShmOptions& opt
 }
 
 // The others: rank 0's offer, mapped and checked; null where there is none or it is not what it says.
-std::byte* take_offer(int rank, int size, const ShmPeers& peers, const ShmOptions& options,
-                      std::uint64_t& cell_bytes, Deadline deadline) {
+std::byte* take_offer(int rank, int size, const ShmPeers& peers, const ShmOptions& options, CellShape shape,
+                      Deadline deadline) {
   const int socket = peers.links[0].socket.get();
   Offer offer{};
   UniqueFd fd;
@@ -323,21 +330,18 @@ std::byte* take_offer(int rank, int size, const ShmPeers& peers, const ShmOption
     return nullptr;
   }
   if (offer.bytes == 0) return nullptr;  // rank 0 said why
+  const std::size_t bytes = shape.segment_bytes(size);
   try {
-    if (!fd.valid() || offer.cell_bytes < kLeastCellBytes || offer.cell_bytes > options.cell_bytes ||
-        offer.bytes != HostCells::segment_bytes(size, offer.cell_bytes))
-      fail(ErrorCode::Protocol, "shared memory: rank 0 offered {}-byte cells in {} bytes (at most {}-byte cells asked)",
-           offer.cell_bytes, offer.bytes, options.cell_bytes);
-    check_offered_memory(fd.get(), offer.bytes, "host cells");
-    std::byte* base = map_shared_memory(fd.get(), offer.bytes);
+    if (!fd.valid() || offer.shape != shape || offer.bytes != bytes)
+      fail(ErrorCode::Protocol, "shared memory: rank 0 offered {} slots of {}-byte cells in {} bytes, not {} of {} in {}",
+           offer.shape.slots, offer.shape.cell_bytes, offer.bytes, shape.slots, shape.cell_bytes, bytes);
+    check_offered_memory(fd.get(), bytes, "host cells");
+    std::byte* base = map_shared_memory(fd.get(), bytes);
     const Identity& identity = *reinterpret_cast<const Identity*>(base);
     if (identity.magic == kCellsMagic && identity.version == kCellsVersion &&
-        identity.size == static_cast<std::uint64_t>(size) && identity.cell_bytes == offer.cell_bytes &&
-        identity.nonce == offer.nonce) {
-      cell_bytes = offer.cell_bytes;
+        identity.size == static_cast<std::uint64_t>(size) && identity.shape == shape && identity.nonce == offer.nonce)
       return base;
-    }
-    ::munmap(base, offer.bytes);
+    ::munmap(base, bytes);
     fail(ErrorCode::Protocol, "shared memory: the offered cells are not the ones announced (their identity differs)");
   } catch (const Error& e) {
     log::info("rank {}: no host cells: {}", rank, e.what());
@@ -364,35 +368,33 @@ std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, co
   const Deadline deadline = Deadline::after(options.connect_timeout);
   const std::string prefix = fmt::format("shm/{}/cells", options.comm_id);
   const bool reached_all = peers.reached.size() == static_cast<std::size_t>(size - 1);
-  const std::string wish = reached_all && options.cell_bytes > 0 ? std::to_string(options.cell_bytes) : "none";
+  const CellShape shape = CellShape::for_group(size, options.cell_bytes, options.host_budget_bytes);
+  const std::string wish = reached_all && shape.slots > 0
+                               ? fmt::format("{} slots of {} bytes", shape.slots, shape.cell_bytes)
+                               : "none";
   if (!everyone_says(store, rank, size, prefix + "/wish", wish, deadline)) {
     log::info("rank {}: comm {}: no host cells: not every rank reached every other through shared memory with "
-              "the same CANOPY_SHM_CELL_BYTES (this rank: {})", rank, options.comm_id, wish);
+              "the same CANOPY_SHM_CELL_BYTES and CANOPY_SHM_BYTES (this rank: {})", rank, options.comm_id, wish);
     return nullptr;
   }
   if (wish == "none") return nullptr;
-  std::uint64_t reserved = 0;
-  std::uint64_t cell_bytes = 0;
-  std::byte* base = rank == 0 ? make_and_offer(size, peers, options, cell_bytes, reserved)
-                              : take_offer(rank, size, peers, options, cell_bytes, deadline);
-  const std::size_t bytes = HostCells::segment_bytes(size, cell_bytes);
+  std::byte* base = rank == 0 ? make_and_offer(size, peers, shape) : take_offer(rank, size, peers, options, shape, deadline);
   HostCells::Links links;
   links.doorbell = duplicate(peers.doorbell);
   for (int peer = 0; peer < size; ++peer) {
     links.peer_doorbells.push_back(duplicate(peers.links[peer].doorbell));
     links.peer_sockets.push_back(duplicate(peers.links[peer].socket));
   }
-  auto cells = base == nullptr ? nullptr
-                               : std::make_unique<HostCells>(rank, size, cell_bytes, base, bytes,
-                                                             std::move(links), waiting, abort, wake_fd, reserved);
-  if (base == nullptr && reserved > 0) ShmBudget::release(reserved);
+  auto cells = base == nullptr
+                   ? nullptr
+                   : std::make_unique<HostCells>(rank, size, shape, base, std::move(links), waiting, abort, wake_fd);
   if (!everyone_says(store, rank, size, prefix + "/mapped", cells ? "1" : "0", deadline)) {
     if (cells) log::info("rank {}: comm {}: no host cells: a rank could not map them", rank, options.comm_id);
     return nullptr;
   }
   if (cells)
-    log::debug("rank {}: comm {}: host cells of {} bytes for {} ranks ({} bytes in all)", rank, options.comm_id,
-               cell_bytes, size, bytes);
+    log::debug("rank {}: comm {}: host cells: {} for {} ranks ({} bytes in all)", rank, options.comm_id, wish,
+               size, shape.segment_bytes(size));
   return cells;
 }
 

@@ -3,12 +3,13 @@
 // cell and reads the others' where they lie: one round whatever the number of ranks, where a schedule
 // through the rings takes lg p rounds or more, each a wait for a process that may not have a core.
 //
-// Calls go through kCellSlots slots in turn. A cell holds a frame header (the call's envelope, checked by
-// every reader as a message's is), a stamp (the call's number among this group's calls through the cells,
-// from 1), then the payload. Each rank also has a line saying the last call it finished reading, and one
-// announcing that it sleeps, each on its own 128-byte line. A rank writes its cell of call c only once every
-// rank finished reading call c - kCellSlots: a broadcast's root runs up to kCellSlots - 1 calls ahead of its
-// slowest reader, and never overwrites what one still reads.
+// Calls go through the slots in turn (64, fewer where the host's budget is short: CellShape). A cell holds a
+// frame header (the call's envelope, checked by every reader as a message's is), a stamp (the call's number
+// among this group's calls through the cells, from 1, and the envelope's flags), then the payload. Each rank
+// also has a line saying the last call it finished reading, and one announcing that it sleeps, each on its
+// own 128-byte line. A rank writes its cell of call c only once every rank finished reading call c - slots:
+// a broadcast's root runs up to slots - 1 calls ahead of its slowest reader, and never overwrites what one
+// still reads.
 //
 // Waiting spins as the rings do (their spin, yielding between looks where ranks share cores), then announces
 // a sleep, looks again, and blocks in poll() on this rank's doorbell, the peers' Unix sockets (whose end
@@ -37,7 +38,19 @@ namespace canopy::transport {
 struct ShmPeers;
 struct ShmOptions;
 
-inline constexpr std::uint64_t kCellSlots = 8;
+// How many slots, and how much payload a cell holds.
+struct CellShape {
+  std::uint64_t slots = 0;
+  std::uint64_t cell_bytes = 0;
+  // The shape for `size` ranks asking for cells of `cell_bytes`: 64 slots of such cells where each rank's
+  // share of them takes at most an eighth of its share of the host's budget (CANOPY_SHM_BYTES); beyond
+  // that, smaller cells down to 256 bytes, then fewer slots down to 8, then cells down to 64 bytes; none
+  // (slots 0) where even those do not fit. Every rank computes the same.
+  static CellShape for_group(int size, std::uint64_t cell_bytes, std::uint64_t host_budget_bytes);
+  // The segment's size for a group of `size` ranks.
+  std::size_t segment_bytes(int size) const;
+  bool operator==(const CellShape&) const = default;
+};
 
 class HostCells {
  public:
@@ -55,18 +68,17 @@ class HostCells {
   };
 
   // Takes a mapping of `mapped_bytes` at `base` (unmapped on destruction) whose layout is this group's.
-  HostCells(int rank, int size, std::uint64_t cell_bytes, std::byte* base, std::size_t mapped_bytes, Links links,
-            Waiting waiting, const AbortFlag& abort, int wake_fd, std::uint64_t reserved_bytes);
+  HostCells(int rank, int size, CellShape shape, std::byte* base, Links links, Waiting waiting,
+            const AbortFlag& abort, int wake_fd);
   ~HostCells();
   HostCells(const HostCells&) = delete;
   HostCells& operator=(const HostCells&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  // The most payload a cell holds.
-  std::uint64_t cell_bytes() const { return cell_bytes_; }
-  // The segment's size for a group of `size` ranks with cells of `cell_bytes`.
-  static std::size_t segment_bytes(int size, std::uint64_t cell_bytes);
+  // The most payload a cell holds, and how many calls' cells there are.
+  std::uint64_t cell_bytes() const { return shape_.cell_bytes; }
+  std::uint64_t slots() const { return shape_.slots; }
 
   // Starts this rank's next call through the cells: every rank makes the same calls in the same order, and
   // every cell of it must carry `envelope` and `payload_bytes` (at most cell_bytes()).
@@ -100,7 +112,7 @@ class HostCells {
 
   const int rank_;
   const int size_;
-  const std::uint64_t cell_bytes_;
+  const CellShape shape_;
   std::byte* const base_;
   const std::size_t mapped_bytes_;
   const std::size_t cell_stride_;
@@ -109,7 +121,6 @@ class HostCells {
   const Waiting waiting_;
   const AbortFlag& abort_;
   const int wake_fd_;
-  const std::uint64_t reserved_bytes_;  // of the host's budget, held by the rank that made the segment
   std::uint64_t call_ = 0;               // this rank's current call through the cells (1, 2, ...)
   Envelope envelope_;                    // and what every cell of it must carry
   std::uint64_t payload_bytes_ = 0;
@@ -123,10 +134,10 @@ class HostCells {
 };
 
 // Every rank of a group calls this after connect_shm_peers(), before the links use the sockets. Where the
-// whole group is on this host, every pair of its ranks reached each other and every rank wants cells of
-// the same size (ShmOptions::cell_bytes, CANOPY_SHM_CELL_BYTES), rank 0 makes the segment (within its
-// share of the host's budget) and passes it to each rank over their socket; null elsewhere, or when any
-// rank could not map it (said at INFO): every rank of the group gets cells, or none.
+// whole group is on this host, every pair of its ranks reached each other and every rank wants the same
+// cells (ShmOptions::cell_bytes, CANOPY_SHM_CELL_BYTES, and the same budget), rank 0 makes the segment
+// (CellShape::for_group) and passes it to each rank over their socket; null elsewhere, or when any rank
+// could not map it (said at INFO): every rank of the group gets cells, or none.
 std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, const ShmPeers& peers,
                                             const ShmOptions& options, HostCells::Waiting waiting,
                                             const AbortFlag& abort, int wake_fd);
