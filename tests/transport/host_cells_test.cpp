@@ -72,16 +72,24 @@ TEST(HostCells, EveryRankOfAGroupOnOneHostGetsThemAndNoneElsewhere) {
 // Each rank's cells take at most an eighth of its share of the budget: smaller cells first, then fewer slots.
 TEST(HostCells, ABudgetTooSmallShrinksTheCellsThenTheSlotsOrLeavesNone) {
   EXPECT_EQ(CellShape::for_group(8, 2048, 32 << 20), (CellShape{64, 2048}));
-  // 4 ranks, 512-byte cells: 64 slots of 640-byte strides fit an eighth of a quarter of 1280 KiB.
-  EXPECT_EQ(CellShape::for_group(4, 2048, 4 * 8 * 64 * 640), (CellShape{64, 512}));
-  EXPECT_EQ(CellShape::for_group(4, 256, 4 * 8 * 32 * 384), (CellShape{32, 256}));
-  EXPECT_EQ(CellShape::for_group(4, 2048, 4 * 8 * 8 * 128), (CellShape{8, 64}));
-  EXPECT_EQ(CellShape::for_group(4, 2048, 4096).slots, 0u);
+  // The budget whose eighth of a rank's share is exactly that shape's part.
+  auto budget_for = [](CellShape shape) { return 4 * 8 * shape.part_per_rank(4); };
+  EXPECT_EQ(CellShape::for_group(4, 2048, budget_for({64, 512})), (CellShape{64, 512}));
+  EXPECT_EQ(CellShape::for_group(4, 256, budget_for({32, 256})), (CellShape{32, 256}));
+  EXPECT_EQ(CellShape::for_group(4, 2048, budget_for({8, 64})), (CellShape{8, 64}));
+  EXPECT_EQ(CellShape::for_group(4, 2048, budget_for({8, 64}) - 32).slots, 0u);
   // 64 ranks on the default budget still get cells.
   EXPECT_GT(CellShape::for_group(64, 2048, 32 << 20).slots, 0u);
-  expect_all_ok(run_shm_processes(4, 63, cells_of(2048, 4 * 8 * 64 * 640), [](Transport& t) {
+  // A process's groups hold their cells together against that eighth: the next group gets none.
+  constexpr std::uint64_t kBudget = 8 << 20, kEighthOfShare = kBudget / 4 / 8;
+  EXPECT_TRUE(ShmBudget::reserve_cells(kEighthOfShare - 100, kBudget, 4));
+  EXPECT_FALSE(ShmBudget::reserve_cells(200, kBudget, 4));
+  ShmBudget::release_cells(kEighthOfShare - 100);
+  EXPECT_EQ(ShmBudget::cells_held(), 0u);
+  expect_all_ok(run_shm_processes(4, 63, cells_of(2048, budget_for({64, 512})), [](Transport& t) {
     require(cells_of(t).cell_bytes() == 512 && cells_of(t).slots() == 64, "rank {}: {} slots of {} bytes", t.rank(),
             cells_of(t).slots(), cells_of(t).cell_bytes());
+    require(ShmBudget::cells_held() > 0, "rank {}: its part of the cells is not accounted", t.rank());
   }));
   expect_all_ok(run_shm_processes(4, 64, cells_of(2048, 4096), [](Transport& t) {
     log::set_level(log::Level::Error);

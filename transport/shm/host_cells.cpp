@@ -86,7 +86,7 @@ CellShape CellShape::for_group(int size, std::uint64_t cell_bytes, std::uint64_t
   const std::uint64_t ranks = static_cast<std::uint64_t>(std::max(1, size));
   const std::uint64_t most_per_rank = host_budget_bytes / ranks / 8;
   CellShape shape{kMostSlots, cell_bytes};
-  while (shape.slots * cell_stride(shape.cell_bytes) > most_per_rank) {
+  while (shape.part_per_rank(size) > most_per_rank) {
     if (shape.cell_bytes > kCellsBeforeFewerSlots)
       shape.cell_bytes /= 2;
     else if (shape.slots > kLeastSlots)
@@ -103,8 +103,13 @@ std::size_t CellShape::segment_bytes(int size) const {
   return control_bytes(size) + slots * static_cast<std::size_t>(size) * cell_stride(cell_bytes);
 }
 
+std::uint64_t CellShape::part_per_rank(int size) const {
+  const auto ranks = static_cast<std::uint64_t>(std::max(1, size));
+  return (segment_bytes(size) + ranks - 1) / ranks;
+}
+
 HostCells::HostCells(int rank, int size, CellShape shape, std::byte* base, Links links, Waiting waiting,
-                     const AbortFlag& abort, int wake_fd)
+                     const AbortFlag& abort, int wake_fd, std::uint64_t reserved_bytes)
     : rank_(rank),
       size_(size),
       shape_(shape),
@@ -116,10 +121,12 @@ HostCells::HostCells(int rank, int size, CellShape shape, std::byte* base, Links
       waiting_(waiting),
       abort_(abort),
       wake_fd_(wake_fd),
+      reserved_bytes_(reserved_bytes),
       rung_(static_cast<std::size_t>(size), 0) {}
 
 HostCells::~HostCells() {
   ::munmap(base_, mapped_bytes_);
+  ShmBudget::release_cells(reserved_bytes_);
 }
 
 std::byte* HostCells::cell(std::uint64_t call, int rank) const {
@@ -287,22 +294,25 @@ bool everyone_says(Store& store, int rank, int size, const std::string& prefix, 
   return same;
 }
 
-// Rank 0: the segment, mapped, offered to every peer; null (every peer told) where it cannot be made.
-std::byte* make_and_offer(int size, const ShmPeers& peers, CellShape shape) {
+// Rank 0: the segment, mapped, offered to every peer; null (every peer told) where it cannot be made or
+// is not `wanted`.
+std::byte* make_and_offer(int size, const ShmPeers& peers, CellShape shape, bool wanted) {
   std::byte* base = nullptr;
   UniqueFd fd;
   Offer offer{kCellsMagic, shape, 0, 0};
   const std::size_t bytes = shape.segment_bytes(size);
-  try {
-    fd = create_shared_memory("canopy-cells", bytes, "the host's cells");
-    base = map_shared_memory(fd.get(), bytes);
-    std::random_device entropy;
-    offer = Offer{kCellsMagic, shape, bytes, (std::uint64_t{entropy()} << 32) ^ entropy()};
-    *reinterpret_cast<Identity*>(base) =
-        Identity{kCellsMagic, kCellsVersion, static_cast<std::uint64_t>(size), shape, offer.nonce};
-  } catch (const Error& e) {
-    log::info("rank 0: no host cells: {}", e.what());
-    base = nullptr;
+  if (wanted) {
+    try {
+      std::random_device entropy;
+      const std::uint64_t nonce = (std::uint64_t{entropy()} << 32) ^ entropy();
+      fd = create_shared_memory("canopy-cells", bytes, "the host's cells");
+      base = map_shared_memory(fd.get(), bytes);
+      *reinterpret_cast<Identity*>(base) =
+          Identity{kCellsMagic, kCellsVersion, static_cast<std::uint64_t>(size), shape, nonce};
+      offer = Offer{kCellsMagic, shape, bytes, nonce};
+    } catch (const std::exception& e) {
+      log::info("rank 0: no host cells: {}", e.what());
+    }
   }
   for (int peer = 1; peer < size; ++peer)
     if (int problem = send_packet(peers.links[peer].socket.get(), std::as_bytes(std::span(&offer, 1)),
@@ -312,9 +322,10 @@ std::byte* make_and_offer(int size, const ShmPeers& peers, CellShape shape) {
   return base;
 }
 
-// The others: rank 0's offer, mapped and checked; null where there is none or it is not what it says.
+// The others: rank 0's offer (always read: the links take the socket next), mapped and checked; null where
+// there is none, it is not `wanted` or it is not what it says.
 std::byte* take_offer(int rank, int size, const ShmPeers& peers, const ShmOptions& options, CellShape shape,
-                      Deadline deadline) {
+                      bool wanted, Deadline deadline) {
   const int socket = peers.links[0].socket.get();
   Offer offer{};
   UniqueFd fd;
@@ -329,7 +340,7 @@ std::byte* take_offer(int rank, int size, const ShmPeers& peers, const ShmOption
     log::info("rank {}: no host cells: rank 0 sent {} bytes, not its offer", rank, n);
     return nullptr;
   }
-  if (offer.bytes == 0) return nullptr;  // rank 0 said why
+  if (offer.bytes == 0 || !wanted) return nullptr;  // rank 0, or this rank, said why
   const std::size_t bytes = shape.segment_bytes(size);
   try {
     if (!fd.valid() || offer.shape != shape || offer.bytes != bytes)
@@ -378,7 +389,16 @@ std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, co
     return nullptr;
   }
   if (wish == "none") return nullptr;
-  std::byte* base = rank == 0 ? make_and_offer(size, peers, shape) : take_offer(rank, size, peers, options, shape, deadline);
+  // Each rank holds its part of the segment against an eighth of its share of the budget, all its groups'
+  // cells together: a job that makes many groups runs out of cells, not of memory.
+  const std::uint64_t part = shape.part_per_rank(size);
+  const bool reserved = ShmBudget::reserve_cells(part, options.host_budget_bytes, size);
+  if (!reserved)
+    log::info("rank {}: comm {}: no host cells: this rank's groups hold an eighth of its share of CANOPY_SHM_BYTES "
+              "in cells already", rank, options.comm_id);
+  std::byte* base = rank == 0 ? make_and_offer(size, peers, shape, reserved)
+                              : take_offer(rank, size, peers, options, shape, reserved, deadline);
+  if (base == nullptr && reserved) ShmBudget::release_cells(part);
   HostCells::Links links;
   links.doorbell = duplicate(peers.doorbell);
   for (int peer = 0; peer < size; ++peer) {
@@ -387,7 +407,7 @@ std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, co
   }
   auto cells = base == nullptr
                    ? nullptr
-                   : std::make_unique<HostCells>(rank, size, shape, base, std::move(links), waiting, abort, wake_fd);
+                   : std::make_unique<HostCells>(rank, size, shape, base, std::move(links), waiting, abort, wake_fd, part);
   if (!everyone_says(store, rank, size, prefix + "/mapped", cells ? "1" : "0", deadline)) {
     if (cells) log::info("rank {}: comm {}: no host cells: a rank could not map them", rank, options.comm_id);
     return nullptr;

@@ -47,8 +47,9 @@ struct CellShape {
   // that, smaller cells down to 256 bytes, then fewer slots down to 8, then cells down to 64 bytes; none
   // (slots 0) where even those do not fit. Every rank computes the same.
   static CellShape for_group(int size, std::uint64_t cell_bytes, std::uint64_t host_budget_bytes);
-  // The segment's size for a group of `size` ranks.
+  // The segment's size for a group of `size` ranks, and each rank's part of it.
   std::size_t segment_bytes(int size) const;
+  std::uint64_t part_per_rank(int size) const;
   bool operator==(const CellShape&) const = default;
 };
 
@@ -68,8 +69,9 @@ class HostCells {
   };
 
   // Takes a mapping of `mapped_bytes` at `base` (unmapped on destruction) whose layout is this group's.
+  // `reserved_bytes`: this rank's part of the segment, held in ShmBudget's account of cells until then.
   HostCells(int rank, int size, CellShape shape, std::byte* base, Links links, Waiting waiting,
-            const AbortFlag& abort, int wake_fd);
+            const AbortFlag& abort, int wake_fd, std::uint64_t reserved_bytes);
   ~HostCells();
   HostCells(const HostCells&) = delete;
   HostCells& operator=(const HostCells&) = delete;
@@ -121,6 +123,7 @@ class HostCells {
   const Waiting waiting_;
   const AbortFlag& abort_;
   const int wake_fd_;
+  const std::uint64_t reserved_bytes_;
   std::uint64_t call_ = 0;               // this rank's current call through the cells (1, 2, ...)
   Envelope envelope_;                    // and what every cell of it must carry
   std::uint64_t payload_bytes_ = 0;

@@ -10,8 +10,29 @@ namespace canopy::transport {
 namespace {
 
 std::mutex budget_mutex;
-std::uint64_t bytes_held = 0;
+std::uint64_t bytes_held = 0;       // rings
+std::uint64_t cell_bytes_held = 0;  // host cells
 int most_host_ranks = 1;
+
+// Reserves `bytes` of `held` against this process's share of the host's budget, over `part`.
+bool reserve_within(std::uint64_t& held, std::uint64_t bytes, std::uint64_t host_budget, int host_ranks,
+                    std::uint64_t part) {
+  std::lock_guard lock(budget_mutex);
+  most_host_ranks = std::max(most_host_ranks, host_ranks);
+  if (held + bytes > host_budget / static_cast<std::uint64_t>(most_host_ranks) / part) return false;
+  held += bytes;
+  return true;
+}
+
+void release_from(std::uint64_t& held, std::uint64_t bytes) {
+  std::lock_guard lock(budget_mutex);
+  held -= std::min(bytes, held);
+}
+
+std::uint64_t read_held(const std::uint64_t& held) {
+  std::lock_guard lock(budget_mutex);
+  return held;
+}
 
 }  // namespace
 
@@ -43,22 +64,15 @@ bool suits_single_copy(Collective collective, std::uint64_t bytes, std::uint64_t
 }
 
 bool ShmBudget::reserve(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks) {
-  std::lock_guard lock(budget_mutex);
-  most_host_ranks = std::max(most_host_ranks, host_ranks);
-  const std::uint64_t share = host_budget / static_cast<std::uint64_t>(most_host_ranks);
-  if (bytes_held + bytes > share) return false;
-  bytes_held += bytes;
-  return true;
+  return reserve_within(bytes_held, bytes, host_budget, host_ranks, 1);
 }
+void ShmBudget::release(std::uint64_t bytes) { release_from(bytes_held, bytes); }
+std::uint64_t ShmBudget::held() { return read_held(bytes_held); }
 
-void ShmBudget::release(std::uint64_t bytes) {
-  std::lock_guard lock(budget_mutex);
-  bytes_held -= std::min(bytes, bytes_held);
+bool ShmBudget::reserve_cells(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks) {
+  return reserve_within(cell_bytes_held, bytes, host_budget, host_ranks, 8);
 }
-
-std::uint64_t ShmBudget::held() {
-  std::lock_guard lock(budget_mutex);
-  return bytes_held;
-}
+void ShmBudget::release_cells(std::uint64_t bytes) { release_from(cell_bytes_held, bytes); }
+std::uint64_t ShmBudget::cells_held() { return read_held(cell_bytes_held); }
 
 }  // namespace canopy::transport

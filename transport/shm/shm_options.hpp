@@ -56,13 +56,17 @@ struct ShmOptions {
 bool suits_single_copy(Collective collective, std::uint64_t bytes, std::uint64_t single_copy_bytes);
 
 // The rings this process holds, against its share of the host's budget: the budget over the host's ranks
-// (the most ranks any group this process joined has on this host). Thread-safe.
+// (the most ranks any group this process joined has on this host). Beside it, its part of its groups' host
+// cells, against an eighth of that share (host_cells.hpp). Thread-safe.
 class ShmBudget {
  public:
   // Reserves `bytes` when they fit in this process's share; false otherwise.
   static bool reserve(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks);
   static void release(std::uint64_t bytes);
   static std::uint64_t held();
+  static bool reserve_cells(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks);
+  static void release_cells(std::uint64_t bytes);
+  static std::uint64_t cells_held();
 };
 
 }  // namespace canopy::transport
