@@ -170,16 +170,18 @@ TEST(Communicator, EveryAlgorithmIsExactOnTwoHostsOfThreeRanks) {
   for (int rank = 0; rank < 6; ++rank) EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
 }
 
+// Auto's choice for 1001 elements, and one-shot through the host's cells for 100.
 TEST(Communicator, EveryOpAndTypeIsExact) {
   run_group(3, [](Communicator& comm) {
     for (DataType type : kAllDataTypes) {
       for (ReduceOp op : kAllReduceOps) {
-        std::uint64_t count = 1001;
-        std::vector<std::byte> data(count * size_of(type));
-        testing::fill_inputs(type, op, comm.rank(), 0, data.data(), count);
-        comm.run({Collective::AllReduce, data.data(), data.data(), count, type, op, 0});
-        std::uint64_t wrong = testing::count_wrong(type, op, comm.size(), -1, 0, data.data(), count);
-        require(wrong == 0, "all_reduce {} {}: {} wrong", to_string(type), to_string(op), wrong);
+        for (const auto& [count, algorithm] : {std::pair<std::uint64_t, std::string>{1001, ""}, {100, "one-shot"}}) {
+          std::vector<std::byte> data(count * size_of(type));
+          testing::fill_inputs(type, op, comm.rank(), 0, data.data(), count);
+          comm.run({Collective::AllReduce, data.data(), data.data(), count, type, op, 0}, {.algorithm = algorithm});
+          std::uint64_t wrong = testing::count_wrong(type, op, comm.size(), -1, 0, data.data(), count);
+          require(wrong == 0, "all_reduce {} {} {}: {} wrong", to_string(type), to_string(op), algorithm, wrong);
+        }
       }
     }
   });

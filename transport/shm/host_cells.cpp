@@ -34,7 +34,6 @@ constexpr std::size_t kPayloadOffset = 64;
 constexpr int kLooksPerClockRead = 16;
 constexpr std::uint64_t kLeastCellBytes = 64;
 static_assert(kStampOffset + sizeof(std::uint64_t) == kPayloadOffset);
-static_assert(std::tuple_size_v<FrameBytes> == kFrameHeaderSize);
 
 struct Identity {
   std::uint64_t magic;

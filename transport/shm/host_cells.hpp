@@ -20,7 +20,6 @@
 
 #include <poll.h>
 
-#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +30,7 @@
 #include "common/deadline.hpp"
 #include "transport/abort_flag.hpp"
 #include "transport/envelope.hpp"
+#include "transport/frame.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace canopy::transport {
@@ -68,7 +68,7 @@ class HostCells {
     std::vector<UniqueFd> peer_sockets;
   };
 
-  // Takes a mapping of `mapped_bytes` at `base` (unmapped on destruction) whose layout is this group's.
+  // Takes the mapping at `base` of shape.segment_bytes(size) (unmapped on destruction), laid out for this group.
   // `reserved_bytes`: this rank's part of the segment, held in ShmBudget's account of cells until then.
   HostCells(int rank, int size, CellShape shape, std::byte* base, Links links, Waiting waiting,
             const AbortFlag& abort, int wake_fd, std::uint64_t reserved_bytes);
@@ -129,7 +129,7 @@ class HostCells {
   std::uint64_t payload_bytes_ = 0;
   std::uint8_t flags_ = 0;               // this rank's, in its stamp
   std::uint8_t heard_flags_ = 0;
-  std::array<std::byte, 56> header_{};   // the two encoded: a cell's header matches when its bytes do
+  FrameBytes header_{};                  // the two encoded: a cell's header matches when its bytes do
   std::uint64_t everyone_done_ = 0;      // every rank was seen to have finished this call
   std::uint64_t sleep_count_ = 0;        // this rank's sleep announcements (odd: asleep)
   std::vector<std::uint64_t> rung_;      // per peer: the sleep it was last woken from
