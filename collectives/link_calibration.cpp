@@ -128,17 +128,20 @@ double probe_loaded_bandwidth(transport::Transport& t, const ProbeRing& ring, st
   return std::max(interquartile_mean(times) / turns - alpha, 1e-9) / static_cast<double>(bytes);
 }
 
-double probe_reduce() {
-  constexpr std::size_t kCount = 1 << 20;  // 4 MiB of float32
-  std::vector<float> dst(kCount, 1.0f), src(kCount, 2.0f);
+// Seconds per byte of a float32 sum of `count` elements, the fastest of three timings of `repeats` in a row.
+double probe_reduce(std::size_t count, int repeats) {
+  std::vector<float> dst(count, 1.0f), src(count, 2.0f);
   double best = 1e9;
   for (int i = 0; i < 3; ++i) {
     auto begin = Clock::now();
-    reduce_into(DataType::Float32, ReduceOp::Sum, dst.data(), src.data(), kCount);
+    for (int r = 0; r < repeats; ++r) reduce_into(DataType::Float32, ReduceOp::Sum, dst.data(), src.data(), count);
     best = std::min(best, Seconds(Clock::now() - begin).count());
   }
-  return best / (kCount * sizeof(float));
+  return best / (static_cast<double>(repeats) * static_cast<double>(count * sizeof(float)));
 }
+// Memory to memory (4 MiB), and within the cache (2 KiB, a host cell's size: the one-shot algorithms').
+double probe_reduce() { return probe_reduce(1 << 20, 1); }
+double probe_reduce_in_cache() { return probe_reduce(512, 2000); }
 
 // What a loopback socket takes without waiting for its reader, once the stream probe grew its buffers: a
 // message up to this size moves at the eager rate (docs/SCHEDULES.md, *Eager bytes*, says why 1 MiB).
@@ -194,7 +197,7 @@ ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, St
 }
 
 // alpha is the largest of the rings' (the first member of each ring times its token, the others say 0);
-// beta, beta_eager and gamma the slowest rank's (a rank outside the ring says 0).
+// beta, beta_eager and both gammas the slowest rank's (a rank outside the ring says 0).
 std::string combine(const std::vector<std::string>& measured) {
   MeasuredLink combined = decode_measured_link(measured.front());
   LinkCost& link = combined.link;
@@ -206,6 +209,7 @@ std::string combine(const std::vector<std::string>& measured) {
     link.eager_bytes = std::max(link.eager_bytes, theirs.link.eager_bytes);
     link.through_memory = link.through_memory && theirs.link.through_memory;
     combined.gamma = std::max(combined.gamma, theirs.gamma);
+    combined.gamma_in_cache = std::max(combined.gamma_in_cache, theirs.gamma_in_cache);
   }
   // A byte that fits the socket never costs more than one that streams (a noisy probe aside).
   link.beta_eager = std::min(link.beta_eager, link.beta);
@@ -215,9 +219,11 @@ std::string combine(const std::vector<std::string>& measured) {
 // One class of links, measured around `ring` with every member at once; `turns` is how many turns this
 // rank's host takes for its cores when all of its members move a message (1 where they fit).
 MeasuredLink measure_links(transport::Transport& transport, const ProbeRing& ring, int turns, double gamma,
-                           Store& store, const std::string& key, std::uint64_t comm_id, Deadline deadline) {
+                           double gamma_in_cache, Store& store, const std::string& key, std::uint64_t comm_id,
+                           Deadline deadline) {
   MeasuredLink mine;
   mine.gamma = gamma;
+  mine.gamma_in_cache = gamma_in_cache;
   LinkCost& link = mine.link;
   // Whether this class's messages go through shared memory: every member of its ring must say so.
   link.through_memory = !ring.member || transport.name() == "shm+tcp";
@@ -243,6 +249,7 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
                   const HostLayout& hosts, Deadline deadline) {
   const int rank = transport.rank();
   const double gamma = probe_reduce();
+  const double gamma_in_cache = probe_reduce_in_cache();
   std::vector<int> everyone(static_cast<std::size_t>(transport.size()));
   std::iota(everyone.begin(), everyone.end(), 0);
   const int turns = hosts.turns_when_all_busy(hosts.host_of(rank));
@@ -256,20 +263,22 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
 
   LinkModel model;
   if (!several_hosts || !shared_hosts) {
-    const MeasuredLink every = measure_links(transport, ring_among(everyone, rank), turns, gamma, store,
-                                             "cost_model", comm_id, deadline);
+    const MeasuredLink every = measure_links(transport, ring_among(everyone, rank), turns, gamma, gamma_in_cache,
+                                             store, "cost_model", comm_id, deadline);
     model.set_every_link(every.link);
     model.gamma = every.gamma;
+    model.gamma_in_cache = every.gamma_in_cache;
     return model;
   }
-  const MeasuredLink within = measure_links(transport, ring_among(my_host, rank), turns, gamma, store,
-                                            "cost_model/within", comm_id, deadline);
+  const MeasuredLink within = measure_links(transport, ring_among(my_host, rank), turns, gamma, gamma_in_cache,
+                                            store, "cost_model/within", comm_id, deadline);
   const MeasuredLink between = measure_links(transport, ring_among(first_of_host, rank), /*turns=*/1, gamma,
-                                             store, "cost_model/between", comm_id, deadline);
+                                             gamma_in_cache, store, "cost_model/between", comm_id, deadline);
   model.within_host = within.link;
   model.between_hosts = between.link;
   model.between_hosts.through_memory = false;  // its ring's messages cross between hosts
   model.gamma = std::max(within.gamma, between.gamma);
+  model.gamma_in_cache = std::max(within.gamma_in_cache, between.gamma_in_cache);
   return model;
 }
 

@@ -70,8 +70,8 @@ LinkModel parse_cost_model(std::string_view given) {
 
 std::string encode(const MeasuredLink& measured) {
   const LinkCost& link = measured.link;
-  return fmt::format("{:a},{:a},{:a},{:a},{},{}", link.alpha, link.beta, measured.gamma, link.beta_eager,
-                     link.eager_bytes, link.through_memory ? 1 : 0);
+  return fmt::format("{:a},{:a},{:a},{:a},{},{},{:a}", link.alpha, link.beta, measured.gamma, link.beta_eager,
+                     link.eager_bytes, link.through_memory ? 1 : 0, measured.gamma_in_cache);
 }
 
 MeasuredLink decode_measured_link(const std::string& text) {
@@ -79,8 +79,8 @@ MeasuredLink decode_measured_link(const std::string& text) {
   LinkCost& link = measured.link;
   unsigned long long eager_bytes = 0;
   int through_memory = 0;
-  if (std::sscanf(text.c_str(), "%la,%la,%la,%la,%llu,%d", &link.alpha, &link.beta, &measured.gamma,
-                  &link.beta_eager, &eager_bytes, &through_memory) != 6 ||
+  if (std::sscanf(text.c_str(), "%la,%la,%la,%la,%llu,%d,%la", &link.alpha, &link.beta, &measured.gamma,
+                  &link.beta_eager, &eager_bytes, &through_memory, &measured.gamma_in_cache) != 7 ||
       (through_memory != 0 && through_memory != 1))
     fail(ErrorCode::Protocol, "malformed cost model '{}' in the store", text);
   link.eager_bytes = eager_bytes;
@@ -94,6 +94,7 @@ std::string describe(const LinkModel& link, const HostLayout& hosts) {
                          : fmt::format("within hosts {}; between hosts {}", describe(link.within_host),
                                        describe(link.between_hosts));
   text += fmt::format(", gamma {:.2f} GB/s", 1e-9 / link.gamma);
+  if (link.gamma_in_cache > 0) text += fmt::format(" ({:.1f} GB/s in cache)", 1e-9 / link.gamma_in_cache);
   for (int host = 0; host < static_cast<int>(hosts.cores_of_host.size()); ++host) {
     if (hosts.shares_cores(host))
       text +=

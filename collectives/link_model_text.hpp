@@ -21,6 +21,7 @@ LinkModel parse_cost_model(std::string_view text);
 struct MeasuredLink {
   LinkCost link;
   double gamma = 0;
+  double gamma_in_cache = 0;  // LinkModel::gamma_in_cache
 };
 std::string encode(const MeasuredLink& measured);
 MeasuredLink decode_measured_link(const std::string& text);

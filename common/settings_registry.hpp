@@ -86,7 +86,7 @@ inline constexpr Spec kRegistry[] = {
   size("CANOPY_SHM_RING_BYTES", "2M", 1024, kGiB, "the ring of each direction between two ranks of a host that talk (a power of two; smaller where the budget is short)"),
   size("CANOPY_SHM_SLOT_BYTES", "256K", 64, kGiB, "the most a sender writes into a ring before the receiver may take it (a multiple of 64)"),
   size("CANOPY_SHM_SINGLE_COPY_BYTES", "64K", 0, 1024 * kGiB, "messages of at least this size go straight from the sender's buffer into the receiver's (process_vm_readv, where the kernel allows it) instead of through the ring; 0 turns it off"),
-  size("CANOPY_SHM_CELL_BYTES", "2K", 64, 64 * 1024, "the payload of each rank's cell where a group's ranks all share one host: barriers, and all-reduce, broadcast and reduce calls that fit, go through the cells in one round (the one-shot algorithms)", "no cells"),
+  size("CANOPY_SHM_CELL_BYTES", "4K", 64, 64 * 1024, "the payload of each rank's cell where a group's ranks all share one host: barriers, and all-reduce, broadcast and reduce calls that fit, go through the cells in one round (the one-shot algorithms)", "no cells"),
   microseconds("CANOPY_SHM_SPIN_US", "", 1e-6, 1, "how long a rank busy-polls its shared-memory rings before it blocks (default: 500 us unless ranks outnumber cores 4 to 1)", "never spin"),
   text("CANOPY_IB_HCA", "RDMA devices and ports, NCCL_IB_HCA syntax: `mlx5_0:1,mlx5_1`, `^mlx5_2`, `=mlx5_0` (default: any active port)"),
   integer("CANOPY_IB_GID_INDEX", "", 0, 255, "a fixed GID table index (default: RoCE v2 IPv4 first)"),

@@ -58,6 +58,9 @@ struct LinkModel {
   LinkCost within_host;
   LinkCost between_hosts;
   double gamma = 1.0 / 10.0e9;
+  // Seconds per byte reduced where both operands are in the cache (a host cell's few KiB: the one-shot
+  // algorithms' copies and reduces); 0: unknown, gamma stands for it.
+  double gamma_in_cache = 0;
 
   const LinkCost& link(bool same_host) const { return same_host ? within_host : between_hosts; }
   // The larger alpha of the two: what a message costs at worst before its bytes.

@@ -84,6 +84,7 @@ TEST(CostModelSetting, TheStoresTextCarriesEveryFigureExactly) {
   MeasuredLink measured;
   measured.link = LinkCost{1.25e-6, 1.0 / 3e9, 1.0 / 7e9, 1 << 20, true};
   measured.gamma = 1.0 / 11e9;
+  measured.gamma_in_cache = 1.0 / 47e9;
   const MeasuredLink back = decode_measured_link(encode(measured));
   EXPECT_EQ(back.link.alpha, measured.link.alpha);
   EXPECT_EQ(back.link.beta, measured.link.beta);
@@ -91,6 +92,7 @@ TEST(CostModelSetting, TheStoresTextCarriesEveryFigureExactly) {
   EXPECT_EQ(back.link.eager_bytes, measured.link.eager_bytes);
   EXPECT_TRUE(back.link.through_memory);
   EXPECT_EQ(back.gamma, measured.gamma);
+  EXPECT_EQ(back.gamma_in_cache, measured.gamma_in_cache);
   EXPECT_THROW(decode_measured_link("0x1p+0,0x1p+0,0x1p+0,0x1p+0,5"), Error);
 }
 

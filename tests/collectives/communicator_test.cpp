@@ -196,7 +196,7 @@ TEST(Communicator, AllReduceLeavesBitIdenticalFloatsOnEveryRank) {
 // one-shot for a small all-reduce where the cells carry it, and over TCP there are none.
 TEST(Communicator, OneShotThroughTheCellsLeavesItsSchedulesBits) {
   constexpr int kRanks = 4;
-  constexpr std::uint64_t kCount = 300;  // 1200 bytes: within the default 2 KiB cells
+  constexpr std::uint64_t kCount = 300;  // 1200 bytes: within the default 4 KiB cells
   auto inputs_of = [](int rank, std::uint64_t salt) {
     std::mt19937 random(static_cast<unsigned>(1000 * rank + salt));
     std::uniform_real_distribution<float> value(-1e3f, 1e3f);

@@ -38,7 +38,7 @@ struct ShmOptions {
   std::uint64_t host_budget_bytes = std::uint64_t{32} << 20;
   // Each rank's cell where every rank of the group is on this host (host_cells.hpp); 0: none.
   // CANOPY_SHM_CELL_BYTES.
-  std::uint64_t cell_bytes = 2048;
+  std::uint64_t cell_bytes = 4096;
   // How long a rank busy-polls its rings before it blocks; unset, the spin rule decides (spin_rule.hpp:
   // kDefaultMemorySpin unless ranks outnumber cores 4 to 1). CANOPY_SHM_SPIN_US (0: never spins).
   std::optional<std::chrono::microseconds> spin;
