@@ -134,14 +134,19 @@ double probe_reduce(std::size_t count, int repeats) {
   double best = 1e9;
   for (int i = 0; i < 3; ++i) {
     auto begin = Clock::now();
-    for (int r = 0; r < repeats; ++r) reduce_into(DataType::Float32, ReduceOp::Sum, dst.data(), src.data(), count);
+    for (int r = 0; r < repeats; ++r)
+      reduce_into(DataType::Float32, ReduceOp::Sum, dst.data(), src.data(), count);
     best = std::min(best, Seconds(Clock::now() - begin).count());
   }
   return best / (static_cast<double>(repeats) * static_cast<double>(count * sizeof(float)));
 }
 // Memory to memory (4 MiB), and within the cache (2 KiB, a host cell's size: the one-shot algorithms').
-double probe_reduce() { return probe_reduce(1 << 20, 1); }
-double probe_reduce_in_cache() { return probe_reduce(512, 2000); }
+double probe_reduce() {
+  return probe_reduce(1 << 20, 1);
+}
+double probe_reduce_in_cache() {
+  return probe_reduce(512, 2000);
+}
 
 // What a loopback socket takes without waiting for its reader, once the stream probe grew its buffers: a
 // message up to this size moves at the eager rate (docs/SCHEDULES.md, *Eager bytes*, says why 1 MiB).
@@ -263,15 +268,15 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
 
   LinkModel model;
   if (!several_hosts || !shared_hosts) {
-    const MeasuredLink every = measure_links(transport, ring_among(everyone, rank), turns, gamma, gamma_in_cache,
-                                             store, "cost_model", comm_id, deadline);
+    const MeasuredLink every = measure_links(transport, ring_among(everyone, rank), turns, gamma,
+                                             gamma_in_cache, store, "cost_model", comm_id, deadline);
     model.set_every_link(every.link);
     model.gamma = every.gamma;
     model.gamma_in_cache = every.gamma_in_cache;
     return model;
   }
-  const MeasuredLink within = measure_links(transport, ring_among(my_host, rank), turns, gamma, gamma_in_cache,
-                                            store, "cost_model/within", comm_id, deadline);
+  const MeasuredLink within = measure_links(transport, ring_among(my_host, rank), turns, gamma,
+                                            gamma_in_cache, store, "cost_model/within", comm_id, deadline);
   const MeasuredLink between = measure_links(transport, ring_among(first_of_host, rank), /*turns=*/1, gamma,
                                              gamma_in_cache, store, "cost_model/between", comm_id, deadline);
   model.within_host = within.link;

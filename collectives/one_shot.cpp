@@ -27,7 +27,8 @@ void reduce_cells(const std::vector<const std::byte*>& cells, int root, const Ex
 
 }  // namespace
 
-std::uint8_t run_through_cells(transport::HostCells& cells, const CollectiveCall& call, const ExecutionContext& context) {
+std::uint8_t run_through_cells(transport::HostCells& cells, const CollectiveCall& call,
+                               const ExecutionContext& context) {
   const std::uint64_t bytes = call.count * context.element_size;
   const std::byte* input = context.input != nullptr ? context.input : context.data;
   const bool contributes = call.collective != Collective::Broadcast || call.rank == call.root;
@@ -49,7 +50,8 @@ std::uint8_t run_through_cells(transport::HostCells& cells, const CollectiveCall
     // Every cell is there and checked before the output is written.
     thread_local std::vector<const std::byte*> everyone;
     everyone.resize(static_cast<std::size_t>(call.size));
-    for (int rank = 0; rank < call.size; ++rank) everyone[static_cast<std::size_t>(rank)] = cells.wait_for(rank, context.deadline);
+    for (int rank = 0; rank < call.size; ++rank)
+      everyone[static_cast<std::size_t>(rank)] = cells.wait_for(rank, context.deadline);
     reduce_cells(everyone, call.collective == Collective::AllReduce ? 0 : call.root, context, call.count);
   }
   cells.finish();

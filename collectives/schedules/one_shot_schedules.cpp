@@ -55,7 +55,8 @@ Schedule barrier_one_shot(const CollectiveCall& call) {
   }
   std::optional<StepIndex> heard;
   for (int peer = 1; peer < call.size; ++peer)
-    heard = heard ? writer.recv(peer, nothing, message_tag(1, 0), {*heard}) : writer.recv(peer, nothing, message_tag(1, 0));
+    heard = heard ? writer.recv(peer, nothing, message_tag(1, 0), {*heard})
+                  : writer.recv(peer, nothing, message_tag(1, 0));
   for (int peer = 1; peer < call.size; ++peer) writer.send(peer, nothing, message_tag(2, 0), {*heard});
   return std::move(writer).finish();
 }
@@ -63,7 +64,8 @@ Schedule barrier_one_shot(const CollectiveCall& call) {
 // One publication's alpha, then the bytes every rank copies and reduces (a rank writes its cell and reads
 // the cells it needs), on as many cores as the host lends its ranks. A cell's few KiB are in the caches:
 // copying and reducing them each cost the in-cache reduce rate (gamma where that was not measured).
-Prediction predict_through_cells(const CollectiveCall& call, std::size_t element_size, const LinkModel& model) {
+Prediction predict_through_cells(const CollectiveCall& call, std::size_t element_size,
+                                 const LinkModel& model) {
   const auto bytes = call.count * element_size;
   const auto p = static_cast<double>(call.size);
   const LinkCost& memory = model.within_host;
@@ -97,7 +99,8 @@ Prediction predict_through_cells(const CollectiveCall& call, std::size_t element
   // one writer and one reader, as the flat broadcast's one message is, which measured as fast or faster
   // (0.16-0.18 us a call at 64 B against 0.19): the stream is then timed by its latency.
   if (call.collective == Collective::Broadcast && call.size > 2)
-    prediction.stream_seconds = std::max(copy, p * copy / std::min(p, static_cast<double>(layout.cores_of(host))));
+    prediction.stream_seconds =
+        std::max(copy, p * copy / std::min(p, static_cast<double>(layout.cores_of(host))));
   prediction.messages = publications;
   return prediction;
 }

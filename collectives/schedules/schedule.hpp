@@ -87,8 +87,9 @@ struct CollectiveCall {
   // chains by it, two-level ones build their levels from it, and the simulator times messages within
   // and between hosts by it.
   std::shared_ptr<const HostLayout> hosts{};
-  // The payload of each rank's cell where the group's transport has host cells (transport/shm/host_cells.hpp);
-  // 0: none. A one-shot algorithm's call that fits runs through them instead of its schedule.
+  // The payload of each rank's cell where the group's transport has host cells
+  // (transport/shm/host_cells.hpp); 0: none. A one-shot algorithm's call that fits runs through them instead
+  // of its schedule.
   std::uint64_t cell_bytes = 0;
 
   const HostLayout& layout() const {

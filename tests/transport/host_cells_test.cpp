@@ -2,6 +2,8 @@
 // of many calls through the reused slots, a broadcast's root running ahead without overwriting what a reader
 // still reads, and the failures: a mismatched call, a peer that dies, an abort, the deadline. The one-shot
 // collectives on top are checked with every other algorithm in communicator_test.cpp.
+#include "transport/shm/host_cells.hpp"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -15,7 +17,6 @@
 #include "tests/support/mesh_processes.hpp"
 #include "tests/transport/shm_test_support.hpp"
 #include "tests/transport/transport_test_support.hpp"
-#include "transport/shm/host_cells.hpp"
 #include "transport/shm/shm_mesh.hpp"
 
 namespace canopy::transport {
@@ -57,7 +58,8 @@ TEST(HostCells, EveryRankOfAGroupOnOneHostGetsThemAndNoneElsewhere) {
   // Two hosts by the layout: no rank gets cells, and the mesh forms as before.
   expect_all_ok(run_shm_processes(
       3, 61, cells_of(256),
-      [](Transport& t) { require(t.host_cells() == nullptr, "rank {}: cells across hosts", t.rank()); }, {0, 0, 1}));
+      [](Transport& t) { require(t.host_cells() == nullptr, "rank {}: cells across hosts", t.rank()); },
+      {0, 0, 1}));
   // One rank wants none: no rank gets any, and nobody waits for an offer that never comes.
   auto connect = [](Store& store, int rank, int n) {
     auto options = testing::loopback_options(62);
@@ -87,8 +89,8 @@ TEST(HostCells, ABudgetTooSmallShrinksTheCellsThenTheSlotsOrLeavesNone) {
   ShmBudget::release_cells(kEighthOfShare - 100);
   EXPECT_EQ(ShmBudget::cells_held(), 0u);
   expect_all_ok(run_shm_processes(4, 63, cells_of(2048, budget_for({64, 512})), [](Transport& t) {
-    require(cells_of(t).cell_bytes() == 512 && cells_of(t).slots() == 64, "rank {}: {} slots of {} bytes", t.rank(),
-            cells_of(t).slots(), cells_of(t).cell_bytes());
+    require(cells_of(t).cell_bytes() == 512 && cells_of(t).slots() == 64, "rank {}: {} slots of {} bytes",
+            t.rank(), cells_of(t).slots(), cells_of(t).cell_bytes());
     require(ShmBudget::cells_held() > 0, "rank {}: its part of the cells is not accounted", t.rank());
   }));
   expect_all_ok(run_shm_processes(4, 64, cells_of(2048, 4096), [](Transport& t) {
@@ -97,15 +99,16 @@ TEST(HostCells, ABudgetTooSmallShrinksTheCellsThenTheSlotsOrLeavesNone) {
   }));
 }
 
-// Every rank writes and reads every cell of 600 calls (64 slots, each reused 9 times), some ranks late now and
-// then, sizes from 1 byte to the whole cell: every byte arrives.
+// Every rank writes and reads every cell of 600 calls (64 slots, each reused 9 times), some ranks late now
+// and then, sizes from 1 byte to the whole cell: every byte arrives.
 TEST(HostCells, ManyCallsReuseTheSlotsAndEveryByteArrives) {
   constexpr std::uint64_t kCell = 1024;
   expect_all_ok(run_shm_processes(4, 65, cells_of(kCell), [](Transport& t) {
     HostCells& cells = cells_of(t);
     for (std::uint64_t call = 1; call <= 600; ++call) {
       const std::size_t bytes = 1 + (call * 37) % kCell;
-      if (call % 53 == static_cast<std::uint64_t>(t.rank())) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (call % 53 == static_cast<std::uint64_t>(t.rank()))
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
       cells.start(call_envelope(call, bytes), bytes);
       std::byte* mine = cells.claim(test_deadline());
       for (std::size_t i = 0; i < bytes; ++i) mine[i] = pattern(call, t.rank(), i);
@@ -113,15 +116,17 @@ TEST(HostCells, ManyCallsReuseTheSlotsAndEveryByteArrives) {
       for (int peer = 0; peer < t.size(); ++peer) {
         const std::byte* theirs = cells.wait_for(peer, test_deadline());
         for (std::size_t i = 0; i < bytes; ++i)
-          require(theirs[i] == pattern(call, peer, i), "rank {}: call {}: byte {} of rank {}", t.rank(), call, i, peer);
+          require(theirs[i] == pattern(call, peer, i), "rank {}: call {}: byte {} of rank {}", t.rank(), call,
+                  i, peer);
       }
       cells.finish();
     }
   }));
 }
 
-// The root publishes 300 calls as fast as it can (its 64 slots reused 4 times); the readers dawdle. Each still reads its call's bytes:
-// the root waits for the slowest reader before it reuses a slot. The root's flags reach every reader.
+// The root publishes 300 calls as fast as it can (its 64 slots reused 4 times); the readers dawdle. Each
+// still reads its call's bytes: the root waits for the slowest reader before it reuses a slot. The root's
+// flags reach every reader.
 TEST(HostCells, ABroadcastsRootRunsAheadButNeverOverwritesWhatAReaderStillReads) {
   constexpr std::size_t kBytes = 512;
   expect_all_ok(run_shm_processes(3, 66, cells_of(kBytes), [](Transport& t) {
@@ -139,7 +144,8 @@ TEST(HostCells, ABroadcastsRootRunsAheadButNeverOverwritesWhatAReaderStillReads)
         const std::byte* theirs = cells.wait_for(0, test_deadline());
         std::this_thread::yield();  // reading slowly
         for (std::size_t i = 0; i < kBytes; ++i)
-          require(theirs[i] == pattern(call, 0, i), "rank {}: call {}: byte {} overwritten", t.rank(), call, i);
+          require(theirs[i] == pattern(call, 0, i), "rank {}: call {}: byte {} overwritten", t.rank(), call,
+                  i);
         require(cells.heard_flags() == envelope.flags, "rank {}: call {}: heard flags {}", t.rank(), call,
                 cells.heard_flags());
       }
@@ -162,7 +168,8 @@ TEST(HostCells, AMismatchedCallIsAnErrorOnEveryRankThatReadsIt) {
           for (int peer = 0; peer < t.size(); ++peer) cells.wait_for(peer, test_deadline());
         },
         "reading a mismatched call");
-    require(error.code() == ErrorCode::Mismatch && std::string(error.what()).find("expected from rank") != std::string::npos,
+    require(error.code() == ErrorCode::Mismatch &&
+                std::string(error.what()).find("expected from rank") != std::string::npos,
             "rank {}: {}", t.rank(), error.what());
   }));
 }
@@ -181,7 +188,8 @@ TEST(HostCells, ADeadPeerIsPeerFailedAtOnceAndASilentOneATimeout) {
     } catch (const PeerFailedError& e) {
       require(e.peer() == 1, "{}", e.what());
     }
-    require(std::chrono::steady_clock::now() - started < std::chrono::seconds(5), "learned of the death late");
+    require(std::chrono::steady_clock::now() - started < std::chrono::seconds(5),
+            "learned of the death late");
   });
   EXPECT_TRUE(exits[0].ok()) << exits[0].describe();
   EXPECT_EQ(exits[1].signal, SIGKILL) << exits[1].describe();
@@ -190,9 +198,11 @@ TEST(HostCells, ADeadPeerIsPeerFailedAtOnceAndASilentOneATimeout) {
     HostCells& cells = cells_of(t);
     cells.start(call_envelope(1, 8), 8);
     if (t.rank() == 0) {
-      const Error error = testing::error_from([&] { cells.wait_for(1, Deadline::after(std::chrono::milliseconds(200))); },
-                                              "waiting past the deadline");
-      require(error.code() == ErrorCode::Timeout && std::string(error.what()).find("rank 1's cell") != std::string::npos,
+      const Error error =
+          testing::error_from([&] { cells.wait_for(1, Deadline::after(std::chrono::milliseconds(200))); },
+                              "waiting past the deadline");
+      require(error.code() == ErrorCode::Timeout &&
+                  std::string(error.what()).find("rank 1's cell") != std::string::npos,
               "{}", error.what());
     }
     testing::exchange_with_everyone(t, 69);  // rank 1 stays until then
@@ -211,9 +221,11 @@ TEST(HostCells, AnAbortWakesARankWaitingForACell) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       t.abort("the test aborts");
     });
-    const Error error = testing::error_from([&] { cells.wait_for(1, test_deadline()); }, "waiting through an abort");
+    const Error error =
+        testing::error_from([&] { cells.wait_for(1, test_deadline()); }, "waiting through an abort");
     aborter.join();
-    require(error.code() == ErrorCode::Aborted && std::string(error.what()).find("the test aborts") != std::string::npos,
+    require(error.code() == ErrorCode::Aborted &&
+                std::string(error.what()).find("the test aborts") != std::string::npos,
             "{}", error.what());
   }));
 }

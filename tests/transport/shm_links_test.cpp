@@ -366,7 +366,8 @@ TEST(ShmLinks, NothingIsLeftInDevShmOrTheProcessAfterAMeshOrAKilledPeer) {
     });
     require(traces().ring_mappings == 4, "{} ring mappings for two directions seen from both ends",
             traces().ring_mappings);
-    require(traces().cell_mappings == 2, "{} mappings of the host's cells by two ranks", traces().cell_mappings);
+    require(traces().cell_mappings == 2, "{} mappings of the host's cells by two ranks",
+            traces().cell_mappings);
   }
   const Traces after = traces();
   EXPECT_EQ(after.ring_mappings, 0);

@@ -1,7 +1,8 @@
 #include "transport/shm/host_cells.hpp"
 
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -11,7 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
-#include <sched.h>
 
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -28,7 +28,8 @@ namespace {
 
 constexpr std::uint64_t kCellsMagic = 0x534C4C4543594E43;  // "CNYCELLS"
 constexpr std::uint64_t kCellsVersion = 1;
-constexpr std::size_t kLine = 128;  // a line per word: no false sharing, even with the adjacent-line prefetcher
+constexpr std::size_t kLine =
+    128;  // a line per word: no false sharing, even with the adjacent-line prefetcher
 constexpr std::size_t kStampOffset = kFrameHeaderSize;
 constexpr std::size_t kPayloadOffset = 64;
 constexpr int kLooksPerClockRead = 16;
@@ -130,7 +131,8 @@ HostCells::~HostCells() {
 
 std::byte* HostCells::cell(std::uint64_t call, int rank) const {
   const std::uint64_t slot = call % shape_.slots;
-  return cells_ + (slot * static_cast<std::uint64_t>(size_) + static_cast<std::uint64_t>(rank)) * cell_stride_;
+  return cells_ +
+         (slot * static_cast<std::uint64_t>(size_) + static_cast<std::uint64_t>(rank)) * cell_stride_;
 }
 std::uint64_t* HostCells::stamp_of(std::uint64_t call, int rank) const {
   return reinterpret_cast<std::uint64_t*>(cell(call, rank) + kStampOffset);
@@ -185,7 +187,8 @@ const std::byte* HostCells::wait_for(int peer, Deadline deadline) {
   heard_flags_ |= static_cast<std::uint8_t>(load(stamp) >> 56);
   const std::byte* theirs = cell(call_, peer);
   if (std::memcmp(theirs, header_.data(), header_.size()) != 0) {
-    const FrameHeader header = decode_frame(std::span<const std::byte, kFrameHeaderSize>(theirs, kFrameHeaderSize));
+    const FrameHeader header =
+        decode_frame(std::span<const std::byte, kFrameHeaderSize>(theirs, kFrameHeaderSize));
     check_frame(header, envelope_, payload_bytes_, rank_, peer);  // throws: the two differ
   }
   return theirs + kPayloadOffset;
@@ -203,7 +206,8 @@ void HostCells::wake_sleepers() {
     if ((sleep & 1) == 0 || sleep == rung_[static_cast<std::size_t>(peer)]) continue;
     rung_[static_cast<std::size_t>(peer)] = sleep;
     const std::uint64_t one = 1;
-    [[maybe_unused]] auto n = ::write(links_.peer_doorbells[static_cast<std::size_t>(peer)].get(), &one, sizeof(one));
+    [[maybe_unused]] auto n =
+        ::write(links_.peer_doorbells[static_cast<std::size_t>(peer)].get(), &one, sizeof(one));
   }
 }
 
@@ -218,9 +222,10 @@ void HostCells::wait_until(const Ready& ready, int awaited, const char* what, De
     store(sleep_of(rank_), ++sleep_count_);
     if (came || ready()) return;  // a peer that published and then left is no failure
     if (gone >= 0)
-      throw PeerFailedError(gone, fmt::format("rank {}: rank {} closed its shared-memory socket (it exited or "
-                                              "failed) while this rank waited for its {} in {}",
-                                              rank_, gone, what, describe(envelope_)));
+      throw PeerFailedError(gone,
+                            fmt::format("rank {}: rank {} closed its shared-memory socket (it exited or "
+                                        "failed) while this rank waited for its {} in {}",
+                                        rank_, gone, what, describe(envelope_)));
   }
 }
 
@@ -263,7 +268,8 @@ int HostCells::block_once(int awaited, const char* what, Deadline deadline) {
     return -1;
   }
   std::uint64_t count = 0;
-  if (poll_fds_[0].revents != 0) [[maybe_unused]] auto n = ::read(links_.doorbell.get(), &count, sizeof(count));
+  if (poll_fds_[0].revents != 0) [[maybe_unused]]
+    auto n = ::read(links_.doorbell.get(), &count, sizeof(count));
   if (poll_fds_[1].revents != 0) {
     abort_.throw_if_raised(rank_);
     [[maybe_unused]] auto n = ::read(wake_fd_, &count, sizeof(count));
@@ -286,8 +292,8 @@ bool everyone_says(Store& store, int rank, int size, const std::string& prefix, 
   bool same = true;
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
-    const std::string theirs =
-        store.get(fmt::format("{}/{}", prefix, peer), std::chrono::duration_cast<Duration>(deadline.remaining()));
+    const std::string theirs = store.get(fmt::format("{}/{}", prefix, peer),
+                                         std::chrono::duration_cast<Duration>(deadline.remaining()));
     same = same && theirs == mine;
   }
   return same;
@@ -331,8 +337,9 @@ std::byte* take_offer(int rank, int size, const ShmPeers& peers, const ShmOption
   long n = -EAGAIN;
   while (n == -EAGAIN) {
     if (!wait_readable(socket, deadline))
-      fail(ErrorCode::Timeout, "rank {}: shared-memory set-up for comm {} timed out: rank 0 never offered its cells",
-           rank, options.comm_id);
+      fail(ErrorCode::Timeout,
+           "rank {}: shared-memory set-up for comm {} timed out: rank 0 never offered its cells", rank,
+           options.comm_id);
     n = receive_packet(socket, std::as_writable_bytes(std::span(&offer, 1)), fd);
   }
   if (n != static_cast<long>(sizeof(Offer)) || offer.magic != kCellsMagic) {
@@ -343,16 +350,19 @@ std::byte* take_offer(int rank, int size, const ShmPeers& peers, const ShmOption
   const std::size_t bytes = shape.segment_bytes(size);
   try {
     if (!fd.valid() || offer.shape != shape || offer.bytes != bytes)
-      fail(ErrorCode::Protocol, "shared memory: rank 0 offered {} slots of {}-byte cells in {} bytes, not {} of {} in {}",
+      fail(ErrorCode::Protocol,
+           "shared memory: rank 0 offered {} slots of {}-byte cells in {} bytes, not {} of {} in {}",
            offer.shape.slots, offer.shape.cell_bytes, offer.bytes, shape.slots, shape.cell_bytes, bytes);
     check_offered_memory(fd.get(), bytes, "host cells");
     std::byte* base = map_shared_memory(fd.get(), bytes);
     const Identity& identity = *reinterpret_cast<const Identity*>(base);
     if (identity.magic == kCellsMagic && identity.version == kCellsVersion &&
-        identity.size == static_cast<std::uint64_t>(size) && identity.shape == shape && identity.nonce == offer.nonce)
+        identity.size == static_cast<std::uint64_t>(size) && identity.shape == shape &&
+        identity.nonce == offer.nonce)
       return base;
     ::munmap(base, bytes);
-    fail(ErrorCode::Protocol, "shared memory: the offered cells are not the ones announced (their identity differs)");
+    fail(ErrorCode::Protocol,
+         "shared memory: the offered cells are not the ones announced (their identity differs)");
   } catch (const Error& e) {
     log::info("rank {}: no host cells: {}", rank, e.what());
     return nullptr;
@@ -383,8 +393,10 @@ std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, co
                                ? fmt::format("{} slots of {} bytes", shape.slots, shape.cell_bytes)
                                : "none";
   if (!everyone_says(store, rank, size, prefix + "/wish", wish, deadline)) {
-    log::info("rank {}: comm {}: no host cells: not every rank reached every other through shared memory with "
-              "the same CANOPY_SHM_CELL_BYTES and CANOPY_SHM_BYTES (this rank: {})", rank, options.comm_id, wish);
+    log::info(
+        "rank {}: comm {}: no host cells: not every rank reached every other through shared memory with "
+        "the same CANOPY_SHM_CELL_BYTES and CANOPY_SHM_BYTES (this rank: {})",
+        rank, options.comm_id, wish);
     return nullptr;
   }
   if (wish == "none") return nullptr;
@@ -393,8 +405,10 @@ std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, co
   const std::uint64_t part = shape.part_per_rank(size);
   const bool reserved = ShmBudget::reserve_cells(part, options.host_budget_bytes, size);
   if (!reserved)
-    log::info("rank {}: comm {}: no host cells: this rank's groups hold an eighth of its share of CANOPY_SHM_BYTES "
-              "in cells already", rank, options.comm_id);
+    log::info(
+        "rank {}: comm {}: no host cells: this rank's groups hold an eighth of its share of CANOPY_SHM_BYTES "
+        "in cells already",
+        rank, options.comm_id);
   std::byte* base = rank == 0 ? make_and_offer(size, peers, shape, reserved)
                               : take_offer(rank, size, peers, options, shape, reserved, deadline);
   if (base == nullptr && reserved) ShmBudget::release_cells(part);
@@ -404,9 +418,9 @@ std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, co
     links.peer_doorbells.push_back(duplicate(peers.links[peer].doorbell));
     links.peer_sockets.push_back(duplicate(peers.links[peer].socket));
   }
-  auto cells = base == nullptr
-                   ? nullptr
-                   : std::make_unique<HostCells>(rank, size, shape, base, std::move(links), waiting, abort, wake_fd, part);
+  auto cells = base == nullptr ? nullptr
+                               : std::make_unique<HostCells>(rank, size, shape, base, std::move(links),
+                                                             waiting, abort, wake_fd, part);
   if (!everyone_says(store, rank, size, prefix + "/mapped", cells ? "1" : "0", deadline)) {
     if (cells) log::info("rank {}: comm {}: no host cells: a rank could not map them", rank, options.comm_id);
     return nullptr;

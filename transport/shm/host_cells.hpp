@@ -68,8 +68,9 @@ class HostCells {
     std::vector<UniqueFd> peer_sockets;
   };
 
-  // Takes the mapping at `base` of shape.segment_bytes(size) (unmapped on destruction), laid out for this group.
-  // `reserved_bytes`: this rank's part of the segment, held in ShmBudget's account of cells until then.
+  // Takes the mapping at `base` of shape.segment_bytes(size) (unmapped on destruction), laid out for this
+  // group. `reserved_bytes`: this rank's part of the segment, held in ShmBudget's account of cells until
+  // then.
   HostCells(int rank, int size, CellShape shape, std::byte* base, Links links, Waiting waiting,
             const AbortFlag& abort, int wake_fd, std::uint64_t reserved_bytes);
   ~HostCells();
@@ -124,15 +125,15 @@ class HostCells {
   const AbortFlag& abort_;
   const int wake_fd_;
   const std::uint64_t reserved_bytes_;
-  std::uint64_t call_ = 0;               // this rank's current call through the cells (1, 2, ...)
-  Envelope envelope_;                    // and what every cell of it must carry
+  std::uint64_t call_ = 0;  // this rank's current call through the cells (1, 2, ...)
+  Envelope envelope_;       // and what every cell of it must carry
   std::uint64_t payload_bytes_ = 0;
-  std::uint8_t flags_ = 0;               // this rank's, in its stamp
+  std::uint8_t flags_ = 0;  // this rank's, in its stamp
   std::uint8_t heard_flags_ = 0;
-  FrameBytes header_{};                  // the two encoded: a cell's header matches when its bytes do
-  std::uint64_t everyone_done_ = 0;      // every rank was seen to have finished this call
-  std::uint64_t sleep_count_ = 0;        // this rank's sleep announcements (odd: asleep)
-  std::vector<std::uint64_t> rung_;      // per peer: the sleep it was last woken from
+  FrameBytes header_{};              // the two encoded: a cell's header matches when its bytes do
+  std::uint64_t everyone_done_ = 0;  // every rank was seen to have finished this call
+  std::uint64_t sleep_count_ = 0;    // this rank's sleep announcements (odd: asleep)
+  std::vector<std::uint64_t> rung_;  // per peer: the sleep it was last woken from
   std::vector<pollfd> poll_fds_;
 };
 

@@ -26,10 +26,12 @@ void check_offered_memory(int fd, std::size_t bytes, const std::string& what) {
   struct stat status {};
   if (::fstat(fd, &status) != 0) fail_errno(fmt::format("shared memory: fstat of the offered {}", what));
   if (!S_ISREG(status.st_mode) || static_cast<std::uint64_t>(status.st_size) != bytes)
-    fail(ErrorCode::Protocol, "shared memory: the offered {} has {} bytes, not {}", what, status.st_size, bytes);
+    fail(ErrorCode::Protocol, "shared memory: the offered {} has {} bytes, not {}", what, status.st_size,
+         bytes);
   if (status.st_uid != ::getuid() || (status.st_mode & 077) != 0)
-    fail(ErrorCode::Protocol, "shared memory: the offered {} is not private to this user (owner {}, mode {:o})",
-         what, status.st_uid, status.st_mode & 0777);
+    fail(ErrorCode::Protocol,
+         "shared memory: the offered {} is not private to this user (owner {}, mode {:o})", what,
+         status.st_uid, status.st_mode & 0777);
 }
 
 std::byte* map_shared_memory(int fd, std::size_t bytes) {

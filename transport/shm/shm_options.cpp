@@ -66,13 +66,21 @@ bool suits_single_copy(Collective collective, std::uint64_t bytes, std::uint64_t
 bool ShmBudget::reserve(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks) {
   return reserve_within(bytes_held, bytes, host_budget, host_ranks, 1);
 }
-void ShmBudget::release(std::uint64_t bytes) { release_from(bytes_held, bytes); }
-std::uint64_t ShmBudget::held() { return read_held(bytes_held); }
+void ShmBudget::release(std::uint64_t bytes) {
+  release_from(bytes_held, bytes);
+}
+std::uint64_t ShmBudget::held() {
+  return read_held(bytes_held);
+}
 
 bool ShmBudget::reserve_cells(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks) {
   return reserve_within(cell_bytes_held, bytes, host_budget, host_ranks, 8);
 }
-void ShmBudget::release_cells(std::uint64_t bytes) { release_from(cell_bytes_held, bytes); }
-std::uint64_t ShmBudget::cells_held() { return read_held(cell_bytes_held); }
+void ShmBudget::release_cells(std::uint64_t bytes) {
+  release_from(cell_bytes_held, bytes);
+}
+std::uint64_t ShmBudget::cells_held() {
+  return read_held(cell_bytes_held);
+}
 
 }  // namespace canopy::transport
