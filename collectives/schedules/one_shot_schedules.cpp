@@ -70,8 +70,7 @@ Prediction predict_through_cells(const CollectiveCall& call, std::size_t element
   const auto p = static_cast<double>(call.size);
   const LinkCost& memory = model.within_host;
   const double per_byte = model.gamma_in_cache > 0 ? model.gamma_in_cache : model.gamma;
-  const double copy = static_cast<double>(bytes) * per_byte;
-  const double reduce = copy;
+  const double copy = static_cast<double>(bytes) * per_byte;  // a copy or a reduce of one cell
   double work = 0;
   std::size_t publications = static_cast<std::size_t>(call.size);
   switch (call.collective) {
@@ -84,7 +83,7 @@ Prediction predict_through_cells(const CollectiveCall& call, std::size_t element
       publications = static_cast<std::size_t>(call.size - 1);
       break;
     default:  // all-reduce and reduce: each rank's copy in, then every cell read and all but one reduced
-      work = (1 + p) * copy + (p - 1) * reduce;
+      work = (1 + p) * copy + (p - 1) * copy;
       break;
   }
   const HostLayout& layout = call.layout();

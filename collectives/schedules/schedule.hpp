@@ -106,13 +106,11 @@ struct CollectiveCall {
            collective == Collective::Gather || collective == Collective::Scatter;
   }
 
-  // Whether a one-shot algorithm's call goes through the host's cells: its payload fits one.
+  // Whether a one-shot algorithm's call goes through the host's cells: its payload fits one (a barrier's is
+  // none).
   bool through_cells(std::size_t element_size) const {
     if (cell_bytes == 0) return false;
-    if (collective == Collective::Barrier) return true;
-    return count > 0 && count <= cell_bytes / element_size &&
-           (collective == Collective::AllReduce || collective == Collective::Broadcast ||
-            collective == Collective::Reduce);
+    return collective == Collective::Barrier || (count > 0 && count <= cell_bytes / element_size);
   }
 
   // Elements of the Data buffer the schedule works on.

@@ -84,14 +84,14 @@ TEST(HostCells, ABudgetTooSmallShrinksTheCellsThenTheSlotsOrLeavesNone) {
   EXPECT_GT(CellShape::for_group(64, 2048, 32 << 20).slots, 0u);
   // A process's groups hold their cells together against that eighth: the next group gets none.
   constexpr std::uint64_t kBudget = 8 << 20, kEighthOfShare = kBudget / 4 / 8;
-  EXPECT_TRUE(ShmBudget::reserve_cells(kEighthOfShare - 100, kBudget, 4));
-  EXPECT_FALSE(ShmBudget::reserve_cells(200, kBudget, 4));
-  ShmBudget::release_cells(kEighthOfShare - 100);
-  EXPECT_EQ(ShmBudget::cells_held(), 0u);
+  EXPECT_TRUE(ShmBudget::cells.reserve(kEighthOfShare - 100, kBudget, 4));
+  EXPECT_FALSE(ShmBudget::cells.reserve(200, kBudget, 4));
+  ShmBudget::cells.release(kEighthOfShare - 100);
+  EXPECT_EQ(ShmBudget::cells.held(), 0u);
   expect_all_ok(run_shm_processes(4, 63, cells_of(2048, budget_for({64, 512})), [](Transport& t) {
     require(cells_of(t).cell_bytes() == 512 && cells_of(t).slots() == 64, "rank {}: {} slots of {} bytes",
             t.rank(), cells_of(t).slots(), cells_of(t).cell_bytes());
-    require(ShmBudget::cells_held() > 0, "rank {}: its part of the cells is not accounted", t.rank());
+    require(ShmBudget::cells.held() > 0, "rank {}: its part of the cells is not accounted", t.rank());
   }));
   expect_all_ok(run_shm_processes(4, 64, cells_of(2048, 4096), [](Transport& t) {
     log::set_level(log::Level::Error);

@@ -150,7 +150,7 @@ TEST(ShmLinks, AHostBudgetTooSmallForAnyRingLeavesThePairsOnTcp) {
     const std::string seen = rings_from_everyone(t, 35);
     require(seen.find('s') == std::string::npos, "rank {}: rings {} within a 1000-byte budget", t.rank(),
             seen);
-    require(ShmBudget::held() == 0, "rank {} holds {} bytes of rings", t.rank(), ShmBudget::held());
+    require(ShmBudget::rings.held() == 0, "rank {} holds {} bytes of rings", t.rank(), ShmBudget::rings.held());
     for (int i = 0; i < 5; ++i) exchange_with_everyone(t, 35);
   }));
 }
@@ -162,8 +162,8 @@ TEST(ShmLinks, TheBudgetGivesRingsToTheFirstPairsThatTalkAndTcpToTheRest) {
   expect_all_ok(run_shm_processes(4, 36, rings(kRing, 4096, budget), [&](Transport& t) {
     log::set_level(log::Level::Error);
     rings_from_everyone(t, 36);
-    require(ShmBudget::held() == ring_segment_bytes(kRing), "rank {} holds {} bytes of rings", t.rank(),
-            ShmBudget::held());
+    require(ShmBudget::rings.held() == ring_segment_bytes(kRing), "rank {} holds {} bytes of rings", t.rank(),
+            ShmBudget::rings.held());
     for (int round = 0; round < 3; ++round) exchange_with_everyone(t, 36);
   }));
 }
@@ -176,8 +176,8 @@ TEST(ShmLinks, EveryDirectionGetsAnEqualShareOfTheBudget) {
   expect_all_ok(run_shm_processes(4, 44, rings(2 << 20, 64 << 10, budget), [&](Transport& t) {
     const std::string seen = rings_from_everyone(t, 44);
     require(seen.find('t') == std::string::npos, "rank {}: rings {}", t.rank(), seen);
-    require(ShmBudget::held() == 3 * ring_segment_bytes(kShare), "rank {} holds {} bytes of rings", t.rank(),
-            ShmBudget::held());
+    require(ShmBudget::rings.held() == 3 * ring_segment_bytes(kShare), "rank {} holds {} bytes of rings", t.rank(),
+            ShmBudget::rings.held());
     exchange_with_everyone(t, 44);
   }));
 }

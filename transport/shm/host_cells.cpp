@@ -126,7 +126,7 @@ HostCells::HostCells(int rank, int size, CellShape shape, std::byte* base, Links
 
 HostCells::~HostCells() {
   ::munmap(base_, mapped_bytes_);
-  ShmBudget::release_cells(reserved_bytes_);
+  ShmBudget::cells.release(reserved_bytes_);
 }
 
 std::byte* HostCells::cell(std::uint64_t call, int rank) const {
@@ -376,6 +376,17 @@ UniqueFd duplicate(const UniqueFd& fd) {
   return copy;
 }
 
+// The cells' copies of the descriptors the links keep: this rank's doorbell, each peer's and its socket.
+HostCells::Links own_copies(const ShmPeers& peers) {
+  HostCells::Links links;
+  links.doorbell = duplicate(peers.doorbell);
+  for (const ShmPeerLink& peer : peers.links) {
+    links.peer_doorbells.push_back(duplicate(peer.doorbell));
+    links.peer_sockets.push_back(duplicate(peer.socket));
+  }
+  return links;
+}
+
 }  // namespace
 
 std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, const ShmPeers& peers,
@@ -403,7 +414,7 @@ std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, co
   // Each rank holds its part of the segment against an eighth of its share of the budget, all its groups'
   // cells together: a job that makes many groups runs out of cells, not of memory.
   const std::uint64_t part = shape.part_per_rank(size);
-  const bool reserved = ShmBudget::reserve_cells(part, options.host_budget_bytes, size);
+  const bool reserved = ShmBudget::cells.reserve(part, options.host_budget_bytes, size);
   if (!reserved)
     log::info(
         "rank {}: comm {}: no host cells: this rank's groups hold an eighth of its share of CANOPY_SHM_BYTES "
@@ -411,15 +422,9 @@ std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, co
         rank, options.comm_id);
   std::byte* base = rank == 0 ? make_and_offer(size, peers, shape, reserved)
                               : take_offer(rank, size, peers, options, shape, reserved, deadline);
-  if (base == nullptr && reserved) ShmBudget::release_cells(part);
-  HostCells::Links links;
-  links.doorbell = duplicate(peers.doorbell);
-  for (int peer = 0; peer < size; ++peer) {
-    links.peer_doorbells.push_back(duplicate(peers.links[peer].doorbell));
-    links.peer_sockets.push_back(duplicate(peers.links[peer].socket));
-  }
+  if (base == nullptr && reserved) ShmBudget::cells.release(part);
   auto cells = base == nullptr ? nullptr
-                               : std::make_unique<HostCells>(rank, size, shape, base, std::move(links),
+                               : std::make_unique<HostCells>(rank, size, shape, base, own_copies(peers),
                                                              waiting, abort, wake_fd, part);
   if (!everyone_says(store, rank, size, prefix + "/mapped", cells ? "1" : "0", deadline)) {
     if (cells) log::info("rank {}: comm {}: no host cells: a rank could not map them", rank, options.comm_id);

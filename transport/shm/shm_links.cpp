@@ -70,7 +70,7 @@ ShmLinks::ShmLinks(int rank, std::vector<ShmPeerLink> peers, UniqueFd doorbell, 
 }
 
 ShmLinks::~ShmLinks() {
-  for (const Peer& p : peers_) ShmBudget::release(p.reserved);
+  for (const Peer& p : peers_) ShmBudget::rings.release(p.reserved);
 }
 
 void ShmLinks::check_postable(const Peer& p) const {
@@ -200,7 +200,7 @@ void ShmLinks::offer_ring(int peer) {
   const std::uint64_t smallest = std::min(options_.ring_bytes, kSmallestRing);
   while (capacity > smallest && ring_segment_bytes(capacity) > fair) capacity /= 2;
   while (capacity >= smallest &&
-         !ShmBudget::reserve(ring_segment_bytes(capacity), options_.host_budget_bytes, host_ranks_))
+         !ShmBudget::rings.reserve(ring_segment_bytes(capacity), options_.host_budget_bytes, host_ranks_))
     capacity /= 2;
   std::string why;
   if (capacity < smallest) {
@@ -222,7 +222,7 @@ void ShmLinks::offer_ring(int peer) {
       send_control(peer, kOffer, capacity, nonce, probe_address, memfd.get());
       return;
     } catch (const Error& e) {
-      ShmBudget::release(ring_segment_bytes(capacity));
+      ShmBudget::rings.release(ring_segment_bytes(capacity));
       why = e.what();
     }
   }
@@ -275,7 +275,7 @@ void ShmLinks::fall_back(int peer, bool sends, const std::string& why) {
     p.out = Way::Fallback;
     p.sending.reset();
     p.probe.reset();
-    ShmBudget::release(std::exchange(p.reserved, 0));
+    ShmBudget::rings.release(std::exchange(p.reserved, 0));
     for (; !p.sends.empty(); p.sends.pop_front()) {
       const SendOp& op = p.sends.front();
       fallback_.post_send(op.id, peer, op.envelope, op.payload);

@@ -9,30 +9,8 @@
 namespace canopy::transport {
 namespace {
 
-std::mutex budget_mutex;
-std::uint64_t bytes_held = 0;       // rings
-std::uint64_t cell_bytes_held = 0;  // host cells
+std::mutex budget_mutex;  // both accounts, and the share they take part of
 int most_host_ranks = 1;
-
-// Reserves `bytes` of `held` against this process's share of the host's budget, over `part`.
-bool reserve_within(std::uint64_t& held, std::uint64_t bytes, std::uint64_t host_budget, int host_ranks,
-                    std::uint64_t part) {
-  std::lock_guard lock(budget_mutex);
-  most_host_ranks = std::max(most_host_ranks, host_ranks);
-  if (held + bytes > host_budget / static_cast<std::uint64_t>(most_host_ranks) / part) return false;
-  held += bytes;
-  return true;
-}
-
-void release_from(std::uint64_t& held, std::uint64_t bytes) {
-  std::lock_guard lock(budget_mutex);
-  held -= std::min(bytes, held);
-}
-
-std::uint64_t read_held(const std::uint64_t& held) {
-  std::lock_guard lock(budget_mutex);
-  return held;
-}
 
 }  // namespace
 
@@ -63,24 +41,25 @@ bool suits_single_copy(Collective collective, std::uint64_t bytes, std::uint64_t
   return single_copy_bytes > 0 && bytes >= single_copy_bytes && !reduced;
 }
 
+ShmBudget ShmBudget::rings{1};
+ShmBudget ShmBudget::cells{8};
+
 bool ShmBudget::reserve(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks) {
-  return reserve_within(bytes_held, bytes, host_budget, host_ranks, 1);
-}
-void ShmBudget::release(std::uint64_t bytes) {
-  release_from(bytes_held, bytes);
-}
-std::uint64_t ShmBudget::held() {
-  return read_held(bytes_held);
+  std::lock_guard lock(budget_mutex);
+  most_host_ranks = std::max(most_host_ranks, host_ranks);
+  if (held_ + bytes > host_budget / static_cast<std::uint64_t>(most_host_ranks) / part_) return false;
+  held_ += bytes;
+  return true;
 }
 
-bool ShmBudget::reserve_cells(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks) {
-  return reserve_within(cell_bytes_held, bytes, host_budget, host_ranks, 8);
+void ShmBudget::release(std::uint64_t bytes) {
+  std::lock_guard lock(budget_mutex);
+  held_ -= std::min(bytes, held_);
 }
-void ShmBudget::release_cells(std::uint64_t bytes) {
-  release_from(cell_bytes_held, bytes);
-}
-std::uint64_t ShmBudget::cells_held() {
-  return read_held(cell_bytes_held);
+
+std::uint64_t ShmBudget::held() const {
+  std::lock_guard lock(budget_mutex);
+  return held_;
 }
 
 }  // namespace canopy::transport

@@ -55,18 +55,24 @@ struct ShmOptions {
 // copy would leave both to the receiver.
 bool suits_single_copy(Collective collective, std::uint64_t bytes, std::uint64_t single_copy_bytes);
 
-// The rings this process holds, against its share of the host's budget: the budget over the host's ranks
-// (the most ranks any group this process joined has on this host). Beside it, its part of its groups' host
-// cells, against an eighth of that share (host_cells.hpp). Thread-safe.
+// What this process holds of the host's shared memory, against its share of the host's budget: the budget
+// over the host's ranks (the most ranks any group this process joined has on this host). Two accounts: the
+// rings, against the whole share, and its part of its groups' host cells (host_cells.hpp), against an eighth
+// of it. Thread-safe.
 class ShmBudget {
  public:
-  // Reserves `bytes` when they fit in this process's share; false otherwise.
-  static bool reserve(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks);
-  static void release(std::uint64_t bytes);
-  static std::uint64_t held();
-  static bool reserve_cells(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks);
-  static void release_cells(std::uint64_t bytes);
-  static std::uint64_t cells_held();
+  // Reserves `bytes` when they fit in this account's part of this process's share; false otherwise.
+  bool reserve(std::uint64_t bytes, std::uint64_t host_budget, int host_ranks);
+  void release(std::uint64_t bytes);
+  std::uint64_t held() const;
+
+  static ShmBudget rings;
+  static ShmBudget cells;
+
+ private:
+  explicit constexpr ShmBudget(std::uint64_t part) : part_(part) {}
+  const std::uint64_t part_;  // the account may hold 1/part of the share
+  std::uint64_t held_ = 0;
 };
 
 }  // namespace canopy::transport
