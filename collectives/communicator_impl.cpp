@@ -154,7 +154,7 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   mesh.local_size = local_size;  // whether its ranks fit on this host's cores decides if the transport spins
   mesh.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
   transport_ = transport::connect_mesh(*store_, rank, size, mesh);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
-  if (const transport::HostCells* cells = transport_->host_cells()) cell_bytes_ = cells->cell_bytes();
+  host_cells_ = transport_->host_cells();
   // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
   // collective runs, in an order of their own (docs/GROUPS.md says why not the collectives' sockets).
   auto p2p_store = std::make_shared<PrefixStore>(store_, "p2p");
@@ -238,7 +238,7 @@ void Communicator::Impl::describe_call(const CollectiveArgs& args, const Collect
   call.chunk_count = std::max<std::uint64_t>(1, chunk_bytes / element_size);
   call.in_place = true;  // until the call's buffers say otherwise
   if (call.hosts != hosts_) call.hosts = hosts_;
-  call.cell_bytes = cell_bytes_;
+  call.cell_bytes = host_cells_ != nullptr ? host_cells_->cell_bytes() : 0;
   if (args.collective == Collective::AllToAllV) {
     call.send_counts.assign(args.send_counts, args.send_counts + size);
     call.recv_counts.assign(args.recv_counts, args.recv_counts + size);
@@ -325,6 +325,9 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
                       static_cast<std::uint32_t>(call.root),
                       call.count,
                       0};
+  // Before anything can block: a peer that runs this call another way (one through the cells, the other with
+  // messages) learns it from this, where no frame header would ever reach it.
+  if (host_cells_ != nullptr) host_cells_->declare(context.envelope);
   context.data = buffers.data;
   context.input = buffers.input;
   context.staging = staging_.data();
@@ -347,7 +350,7 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   std::uint8_t heard_flags = 0;
   try {
     if (through_cells) {
-      heard_flags = collectives::run_through_cells(*transport_->host_cells(), call, context);
+      heard_flags = collectives::run_through_cells(*host_cells_, call, context);
     } else {
       executor_.run(*compiled, context);
       heard_flags = executor_.heard_flags();

@@ -93,7 +93,7 @@ class Communicator::Impl {
   std::vector<int> world_ranks_;  // this group's ranks as ranks of its family's first communicator
   std::string path_;              // its store keys' prefix below the family's first communicator's ("" there)
   std::unique_ptr<transport::Transport> transport_;
-  std::uint64_t cell_bytes_ = 0;  // its host cells' (CollectiveCall::cell_bytes); 0: none
+  transport::HostCells* host_cells_ = nullptr;  // the transport's, read once; null: none
   std::unique_ptr<collectives::PointToPoint> p2p_;
   collectives::CostModel cost_model_;
   collectives::ScheduleCache schedules_;

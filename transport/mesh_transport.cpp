@@ -149,7 +149,7 @@ bool MeshTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
     poll_part_start_[parts_.size()] = poll_fds_.size();
     int ready = 0;
     if (can_block) {
-      ready = ::poll(poll_fds_.data(), poll_fds_.size(), deadline.poll_timeout_ms());
+      ready = block(deadline);
       if (ready < 0 && errno != EINTR) fail_errno(fmt::format("rank {}: poll", rank_));
       if (ready < 0)
         for (auto& fd : poll_fds_) fd.revents = 0;
@@ -165,6 +165,18 @@ bool MeshTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
       [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof(count));
       return completed.size() > completed_before;
     }
+  }
+}
+
+int MeshTransport::block(Deadline deadline) {
+  if (!host_cells_) return ::poll(poll_fds_.data(), poll_fds_.size(), deadline.poll_timeout_ms());
+  // A peer may run this call through the host's cells while this rank waits for its messages: what the
+  // peers declared says so, now and every kLookAgain while nothing arrives.
+  for (;;) {
+    host_cells_->check_peers_run_this_call();
+    const Deadline look_again = Deadline::after(HostCells::kLookAgain).earlier(deadline);
+    const int ready = ::poll(poll_fds_.data(), poll_fds_.size(), look_again.poll_timeout_ms());
+    if (ready != 0 || deadline.expired()) return ready;
   }
 }
 

@@ -68,6 +68,8 @@ class MeshTransport final : public Transport {
   // true once something completed.
   bool spin(std::chrono::microseconds spin, Deadline deadline, Completions& done,
             std::size_t completed_before);
+  // poll() on poll_fds_ until something is ready or the deadline passes; its result.
+  int block(Deadline deadline);
 
   const int rank_;
   const int size_;

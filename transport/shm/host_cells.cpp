@@ -27,7 +27,7 @@ namespace canopy::transport {
 namespace {
 
 constexpr std::uint64_t kCellsMagic = 0x534C4C4543594E43;  // "CNYCELLS"
-constexpr std::uint64_t kCellsVersion = 1;
+constexpr std::uint64_t kCellsVersion = 2;
 constexpr std::size_t kLine =
     128;  // a line per word: no false sharing, even with the adjacent-line prefetcher
 constexpr std::size_t kStampOffset = kFrameHeaderSize;
@@ -61,10 +61,14 @@ constexpr std::size_t round_up(std::size_t bytes, std::size_t to) {
 std::size_t cell_stride(std::uint64_t cell_bytes) {
   return round_up(kPayloadOffset + cell_bytes, kLine);
 }
-// The identity line, then each rank's done line and sleep line, then the cells.
+// The identity line, then each rank's done line and sleep line, then each rank's declared call, then the
+// cells.
 std::size_t control_bytes(int size) {
-  return kLine * (1 + 2 * static_cast<std::size_t>(size));
+  return kLine * (1 + 3 * static_cast<std::size_t>(size));
 }
+// A declared call: a seqlock word (odd while it is written), then the call's frame header.
+constexpr std::size_t kHeaderWords = kFrameHeaderSize / sizeof(std::uint64_t);
+static_assert(kHeaderWords * sizeof(std::uint64_t) == kFrameHeaderSize && (1 + kHeaderWords) * 8 <= kLine);
 
 // A stamp: the call's number in the low 56 bits, the envelope's flags in the top 8 (said about the call,
 // never matched: a broadcast's root tells its readers that it calls back to back).
@@ -143,6 +147,82 @@ std::uint64_t* HostCells::done_of(int rank) const {
 std::uint64_t* HostCells::sleep_of(int rank) const {
   return reinterpret_cast<std::uint64_t*>(base_ + kLine * (2 + 2 * static_cast<std::size_t>(rank)));
 }
+std::uint64_t* HostCells::declared_of(int rank) const {
+  return reinterpret_cast<std::uint64_t*>(
+      base_ + kLine * (1 + 2 * static_cast<std::size_t>(size_) + static_cast<std::size_t>(rank)));
+}
+
+void HostCells::declare(const Envelope& call) {
+  declared_ = call;
+  declared_.step = 0;
+  declared_.flags = 0;
+  std::array<std::uint64_t, kHeaderWords> words;
+  const FrameBytes header = encode_frame(FrameHeader{.envelope = declared_});
+  std::memcpy(words.data(), header.data(), header.size());
+  // Plain stores on the hot path: only a blocked peer reads the line, and the seqlock tells it a torn read.
+  std::uint64_t* line = declared_of(rank_);
+  std::atomic_ref<std::uint64_t>(line[0]).store(++declare_count_, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  for (std::size_t i = 0; i < kHeaderWords; ++i)
+    std::atomic_ref<std::uint64_t>(line[1 + i]).store(words[i], std::memory_order_relaxed);
+  std::atomic_ref<std::uint64_t>(line[0]).store(++declare_count_, std::memory_order_release);
+}
+
+std::optional<Envelope> HostCells::declared_by(int peer) const {
+  std::uint64_t* line = declared_of(peer);
+  const std::uint64_t before = std::atomic_ref<std::uint64_t>(line[0]).load(std::memory_order_acquire);
+  if (before == 0 || before % 2 == 1) return std::nullopt;
+  std::array<std::uint64_t, kHeaderWords> words;
+  for (std::size_t i = 0; i < kHeaderWords; ++i)
+    words[i] = std::atomic_ref<std::uint64_t>(line[1 + i]).load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (std::atomic_ref<std::uint64_t>(line[0]).load(std::memory_order_relaxed) != before) return std::nullopt;
+  FrameBytes header;
+  std::memcpy(header.data(), words.data(), header.size());
+  return decode_frame(header).envelope;
+}
+
+bool HostCells::declared_later(int peer) const {
+  const std::optional<Envelope> theirs = declared_by(peer);
+  if (!theirs || theirs->seq < declared_.seq) return false;
+  if (theirs->seq == declared_.seq && !same_message(*theirs, declared_))
+    fail(ErrorCode::Mismatch, "collective mismatch: rank {} runs {}; rank {} runs {}", rank_,
+         describe(declared_), peer, describe(*theirs));
+  return theirs->seq > declared_.seq;
+}
+
+template <typename Ready>
+void HostCells::check_declarations(const Ready& ready, int awaited) const {
+  if (declare_count_ == 0) return;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_ || (awaited >= 0 && peer != awaited)) continue;
+    // Its cell comes before its next declaration: one that went on without it will never write it.
+    if (declared_later(peer) && awaited >= 0 && !ready())
+      fail(ErrorCode::Mismatch,
+           "collective mismatch: rank {} runs {} through the host's cells, but rank {} went on to its next "
+           "call without writing its cell: it ran this call otherwise (another algorithm asked for?)",
+           rank_, describe(declared_), peer);
+  }
+}
+
+void HostCells::check_peers_run_this_call() const {
+  if (declare_count_ == 0) return;
+  // A peer that ran a call through the cells which this rank runs (or ran) with messages stamped the cell
+  // this rank's next call through them would read.
+  const std::uint64_t next = call_ + 1;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    declared_later(peer);
+    if ((load(stamp_of(next, peer)) & kCallBits) != next) continue;
+    const Envelope theirs =
+        decode_frame(std::span<const std::byte, kFrameHeaderSize>(cell(next, peer), kFrameHeaderSize))
+            .envelope;
+    if (theirs.seq <= declared_.seq)
+      fail(ErrorCode::Mismatch,
+           "collective mismatch: rank {} runs {} with messages; rank {} ran {} through the host's cells",
+           rank_, describe(declared_), peer, describe(theirs));
+  }
+}
 
 void HostCells::start(const Envelope& envelope, std::uint64_t payload_bytes) {
   if (payload_bytes > shape_.cell_bytes)
@@ -218,6 +298,7 @@ void HostCells::wait_until(const Ready& ready, int awaited, const char* what, De
   for (;;) {
     store(sleep_of(rank_), ++sleep_count_);  // odd: asleep
     const bool came = ready();
+    if (!came) check_declarations(ready, awaited);
     const int gone = came ? -1 : block_once(awaited, what, deadline);
     store(sleep_of(rank_), ++sleep_count_);
     if (came || ready()) return;  // a peer that published and then left is no failure
@@ -249,8 +330,8 @@ bool HostCells::spin(const auto& ready, Deadline deadline) {
   }
 }
 
-// One poll(): returns when woken (a peer whose socket ended, or -1), or throws what ended the wait (abort,
-// the deadline).
+// One poll(), of kLookAgain at most: returns when woken or it ends (a peer whose socket ended, or -1), or
+// throws what ended the wait (abort, the deadline).
 int HostCells::block_once(int awaited, const char* what, Deadline deadline) {
   abort_.throw_if_raised(rank_);
   poll_fds_.clear();
@@ -259,7 +340,8 @@ int HostCells::block_once(int awaited, const char* what, Deadline deadline) {
   for (int peer = 0; peer < size_; ++peer)
     if (peer != rank_ && (awaited < 0 || awaited == peer))
       poll_fds_.push_back({links_.peer_sockets[static_cast<std::size_t>(peer)].get(), POLLRDHUP, 0});
-  const int ready = ::poll(poll_fds_.data(), poll_fds_.size(), deadline.poll_timeout_ms());
+  const int ready = ::poll(poll_fds_.data(), poll_fds_.size(),
+                           Deadline::after(kLookAgain).earlier(deadline).poll_timeout_ms());
   if (ready < 0 && errno != EINTR) fail_errno(fmt::format("rank {}: poll", rank_));
   if (ready <= 0) {
     if (deadline.expired())

@@ -6,10 +6,10 @@
 // Calls go through the slots in turn (64, fewer where the host's budget is short: CellShape). A cell holds a
 // frame header (the call's envelope, checked by every reader as a message's is), a stamp (the call's number
 // among this group's calls through the cells, from 1, and the envelope's flags), then the payload. Each rank
-// also has a line saying the last call it finished reading, and one announcing that it sleeps, each on its
-// own 128-byte line. A rank writes its cell of call c only once every rank finished reading call c - slots:
-// a broadcast's root runs up to slots - 1 calls ahead of its slowest reader, and never overwrites what one
-// still reads.
+// also has a line saying the last call it finished reading, one announcing that it sleeps, and one declaring
+// the call it runs, through the cells or not, each on its own 128-byte line. A rank writes its cell of call c
+// only once every rank finished reading call c - slots: a broadcast's root runs up to slots - 1 calls ahead
+// of its slowest reader, and never overwrites what one still reads.
 //
 // Waiting spins as the rings do (their spin, yielding between looks where ranks share cores), then announces
 // a sleep, looks again, and blocks in poll() on this rank's doorbell, the peers' Unix sockets (whose end
@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "canopy/store.hpp"
@@ -99,6 +100,16 @@ class HostCells {
   // says of messages.
   std::uint8_t heard_flags() const { return heard_flags_; }
 
+  // Every call of the group, through the cells or through messages, says what it is before it runs (its
+  // envelope; step and flags are left out). A rank that runs a call through the cells and one that runs it
+  // with messages never read each other's headers: a waiter that blocks looks at these instead.
+  void declare(const Envelope& call);
+  // How long a blocked waiter sleeps before it looks at the peers' declarations again.
+  static constexpr std::chrono::milliseconds kLookAgain{20};
+  // For a rank blocked in a call through messages: Error(Mismatch) naming both calls where a peer declared
+  // this call otherwise, or ran it through the cells. The cells' own waits look the same way.
+  void check_peers_run_this_call() const;
+
   struct Control;  // the identity and per-rank lines (host_cells.cpp)
 
  private:
@@ -106,6 +117,15 @@ class HostCells {
   std::uint64_t* stamp_of(std::uint64_t call, int rank) const;
   std::uint64_t* done_of(int rank) const;
   std::uint64_t* sleep_of(int rank) const;
+  std::uint64_t* declared_of(int rank) const;
+  // `peer`'s last declared call, or nothing while it is being written or none was.
+  std::optional<Envelope> declared_by(int peer) const;
+  // Error(Mismatch) where `peer` declared this rank's call otherwise; true where it declared a later one.
+  bool declared_later(int peer) const;
+  // Where this rank waits for `awaited`'s cell (every peer's done line for -1): Error(Mismatch) when a
+  // peer declared this call otherwise, or went on to a later call while its cell is still not `ready()`.
+  template <typename Ready>
+  void check_declarations(const Ready& ready, int awaited) const;
   void wake_sleepers();
   // Waits until `ready()`; `awaited` is the peer it waits for (-1: every peer), `what` what it waits for.
   template <typename Ready>
@@ -135,6 +155,8 @@ class HostCells {
   std::uint64_t sleep_count_ = 0;    // this rank's sleep announcements (odd: asleep)
   std::vector<std::uint64_t> rung_;  // per peer: the sleep it was last woken from
   std::vector<pollfd> poll_fds_;
+  Envelope declared_;                // this rank's call under way, as declare() published it
+  std::uint64_t declare_count_ = 0;  // its declarations' seqlock, even between them (0: none yet)
 };
 
 // Every rank of a group calls this after connect_shm_peers(), before the links use the sockets. Where the
