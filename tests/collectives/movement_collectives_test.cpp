@@ -3,6 +3,7 @@
 // both sides.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -168,6 +169,21 @@ TEST(MovementMismatch, GatherWithDifferentRoots) {
         comm.gather(std::span<const float>(mine), std::span(all), root, {.algorithm = "flat"});
       },
       "root");
+}
+
+// The binomial gather sends nothing that would tell two believed roots apart; on one host each call's
+// declaration in the host's cells does, long before the deadline.
+TEST(MovementMismatch, BinomialGatherWithDifferentRootsOnOneHost) {
+  const auto started = std::chrono::steady_clock::now();
+  expect_mismatch(
+      3,
+      [](Communicator& comm) {
+        const int root = comm.rank() == 1 ? 1 : 0;
+        std::vector<float> mine(4), all(12);
+        comm.gather(std::span<const float>(mine), std::span(all), root, {.algorithm = "binomial"});
+      },
+      "root 1");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
 }
 
 TEST(MovementMismatch, ScatterWithDifferentTypes) {
