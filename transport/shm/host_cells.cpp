@@ -153,23 +153,26 @@ std::uint64_t* HostCells::declared_of(int rank) const {
 }
 
 void HostCells::declare(const Envelope& call) {
-  declared_ = call;
-  declared_.step = 0;
-  declared_.flags = 0;
+  Envelope declared = call;
+  declared.step = 0;
+  declared.flags = 0;
+  const FrameBytes header = encode_frame(FrameHeader{.envelope = declared});
   std::array<std::uint64_t, kHeaderWords> words;
-  const FrameBytes header = encode_frame(FrameHeader{.envelope = declared_});
   std::memcpy(words.data(), header.data(), header.size());
-  // Plain stores on the hot path: only a blocked peer reads the line, and the seqlock tells it a torn read.
+  // Plain stores into this rank's own line and nothing else: with more ranks than cores every line a call
+  // touches is a cache miss after a switch. Only a blocked peer reads it; the seqlock tells it a torn read.
   std::uint64_t* line = declared_of(rank_);
-  std::atomic_ref<std::uint64_t>(line[0]).store(++declare_count_, std::memory_order_relaxed);
+  std::atomic_ref<std::uint64_t> count(line[0]);
+  const std::uint64_t before = count.load(std::memory_order_relaxed);
+  count.store(before + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   for (std::size_t i = 0; i < kHeaderWords; ++i)
     std::atomic_ref<std::uint64_t>(line[1 + i]).store(words[i], std::memory_order_relaxed);
-  std::atomic_ref<std::uint64_t>(line[0]).store(++declare_count_, std::memory_order_release);
+  count.store(before + 2, std::memory_order_release);
 }
 
-std::optional<Envelope> HostCells::declared_by(int peer) const {
-  std::uint64_t* line = declared_of(peer);
+std::optional<Envelope> HostCells::declared_by(int rank) const {
+  std::uint64_t* line = declared_of(rank);
   const std::uint64_t before = std::atomic_ref<std::uint64_t>(line[0]).load(std::memory_order_acquire);
   if (before == 0 || before % 2 == 1) return std::nullopt;
   std::array<std::uint64_t, kHeaderWords> words;
@@ -182,45 +185,47 @@ std::optional<Envelope> HostCells::declared_by(int peer) const {
   return decode_frame(header).envelope;
 }
 
-bool HostCells::declared_later(int peer) const {
+bool HostCells::declared_later(int peer, const Envelope& mine) const {
   const std::optional<Envelope> theirs = declared_by(peer);
-  if (!theirs || theirs->seq < declared_.seq) return false;
-  if (theirs->seq == declared_.seq && !same_message(*theirs, declared_))
-    fail(ErrorCode::Mismatch, "collective mismatch: rank {} runs {}; rank {} runs {}", rank_,
-         describe(declared_), peer, describe(*theirs));
-  return theirs->seq > declared_.seq;
+  if (!theirs || theirs->seq < mine.seq) return false;
+  if (theirs->seq == mine.seq && !same_message(*theirs, mine))
+    fail(ErrorCode::Mismatch, "collective mismatch: rank {} runs {}; rank {} runs {}", rank_, describe(mine),
+         peer, describe(*theirs));
+  return theirs->seq > mine.seq;
 }
 
 template <typename Ready>
 void HostCells::check_declarations(const Ready& ready, int awaited) const {
-  if (declare_count_ == 0) return;
+  const std::optional<Envelope> mine = declared_by(rank_);
+  if (!mine) return;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_ || (awaited >= 0 && peer != awaited)) continue;
     // Its cell comes before its next declaration: one that went on without it will never write it.
-    if (declared_later(peer) && awaited >= 0 && !ready())
+    if (declared_later(peer, *mine) && awaited >= 0 && !ready())
       fail(ErrorCode::Mismatch,
            "collective mismatch: rank {} runs {} through the host's cells, but rank {} went on to its next "
            "call without writing its cell: it ran this call otherwise (another algorithm asked for?)",
-           rank_, describe(declared_), peer);
+           rank_, describe(*mine), peer);
   }
 }
 
 void HostCells::check_peers_run_this_call() const {
-  if (declare_count_ == 0) return;
+  const std::optional<Envelope> mine = declared_by(rank_);
+  if (!mine) return;
   // A peer that ran a call through the cells which this rank runs (or ran) with messages stamped the cell
   // this rank's next call through them would read.
   const std::uint64_t next = call_ + 1;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
-    declared_later(peer);
+    declared_later(peer, *mine);
     if ((load(stamp_of(next, peer)) & kCallBits) != next) continue;
     const Envelope theirs =
         decode_frame(std::span<const std::byte, kFrameHeaderSize>(cell(next, peer), kFrameHeaderSize))
             .envelope;
-    if (theirs.seq <= declared_.seq)
+    if (theirs.seq <= mine->seq)
       fail(ErrorCode::Mismatch,
            "collective mismatch: rank {} runs {} with messages; rank {} ran {} through the host's cells",
-           rank_, describe(declared_), peer, describe(theirs));
+           rank_, describe(*mine), peer, describe(theirs));
   }
 }
 

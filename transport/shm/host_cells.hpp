@@ -118,10 +118,10 @@ class HostCells {
   std::uint64_t* done_of(int rank) const;
   std::uint64_t* sleep_of(int rank) const;
   std::uint64_t* declared_of(int rank) const;
-  // `peer`'s last declared call, or nothing while it is being written or none was.
-  std::optional<Envelope> declared_by(int peer) const;
-  // Error(Mismatch) where `peer` declared this rank's call otherwise; true where it declared a later one.
-  bool declared_later(int peer) const;
+  // `rank`'s last declared call, or nothing while it is being written or none was.
+  std::optional<Envelope> declared_by(int rank) const;
+  // Error(Mismatch) where `peer` declared `mine` otherwise; true where it declared a later call.
+  bool declared_later(int peer, const Envelope& mine) const;
   // Where this rank waits for `awaited`'s cell (every peer's done line for -1): Error(Mismatch) when a
   // peer declared this call otherwise, or went on to a later call while its cell is still not `ready()`.
   template <typename Ready>
@@ -155,8 +155,6 @@ class HostCells {
   std::uint64_t sleep_count_ = 0;    // this rank's sleep announcements (odd: asleep)
   std::vector<std::uint64_t> rung_;  // per peer: the sleep it was last woken from
   std::vector<pollfd> poll_fds_;
-  Envelope declared_;                // this rank's call under way, as declare() published it
-  std::uint64_t declare_count_ = 0;  // its declarations' seqlock, even between them (0: none yet)
 };
 
 // Every rank of a group calls this after connect_shm_peers(), before the links use the sockets. Where the
