@@ -316,29 +316,6 @@ TEST(Communicator, AutoChoosesTwoLevelsWhereHostsAreFarApartAndSaysWhy) {
     EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
 }
 
-TEST(Communicator, MismatchedCollectivesFailOnEveryRankNamingBothSides) {
-  testing::TempDir dir;
-  auto exits = testing::run_processes(2, [&](int rank) {
-    CommunicatorOptions options = test_options();
-    options.timeout = std::chrono::seconds(5);
-    Communicator comm(open_file_store(dir.path()), rank, 2, options);
-    std::vector<float> data(rank == 0 ? 100 : 200, 1.0f);
-    try {
-      comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
-    } catch (const Error& e) {
-      std::string what = e.what();
-      require(e.code() == ErrorCode::Mismatch || e.code() == ErrorCode::PeerFailed || e.code() == ErrorCode::Aborted,
-              "unexpected error code: {}", what);
-      if (e.code() == ErrorCode::Mismatch)
-        require(what.find("100") != std::string::npos && what.find("200") != std::string::npos,
-                "the message does not name both sides: {}", what);
-      return;
-    }
-    throw std::runtime_error("no error");
-  });
-  for (const auto& exit : exits) EXPECT_TRUE(exit.ok()) << exit.describe();
-}
-
 // Nobody leaves a barrier before everybody arrived, whatever the algorithm (one-shot's through the cells):
 // each rank leaves a file when it arrives, late by its rank, and looks for everyone's once it leaves.
 TEST(Communicator, EveryBarrierWaitsForTheLastRank) {
@@ -356,28 +333,32 @@ TEST(Communicator, EveryBarrierWaitsForTheLastRank) {
   });
 }
 
-// Through the host's cells: a size that differs is a Mismatch naming both calls (or, on a rank that reads no
-// differing cell, the failure the first rank reported).
-TEST(Communicator, MismatchedCallsThroughTheCellsFailOnEveryRank) {
-  testing::TempDir dir;
-  auto exits = testing::run_processes(3, [&](int rank) {
-    CommunicatorOptions options = test_options();
-    options.timeout = std::chrono::seconds(3);
-    Communicator comm(open_file_store(dir.path()), rank, 3, options);
-    std::vector<float> data(rank == 1 ? 200 : 100, 1.0f);
-    try {
-      comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "one-shot"});
-    } catch (const Error& e) {
-      const std::string what = e.what();
-      require(e.code() == ErrorCode::Mismatch || e.code() == ErrorCode::PeerFailed || e.code() == ErrorCode::Aborted,
-              "unexpected error code: {}", what);
-      require(what.find("100 elements") != std::string::npos && what.find("200 elements") != std::string::npos,
-              "rank {}: the message does not name both calls: {}", rank, what);
-      return;
-    }
-    throw std::runtime_error("no error");
-  });
-  for (const auto& exit : exits) EXPECT_TRUE(exit.ok()) << exit.describe();
+// A size that differs is a Mismatch naming both calls, through messages (ring) and through the host's cells
+// (one-shot); a rank that read no differing message or cell reports the failure the first rank reported.
+TEST(Communicator, MismatchedCollectivesFailOnEveryRankNamingBothSides) {
+  for (const std::string algorithm : {"ring", "one-shot"}) {
+    SCOPED_TRACE(algorithm);
+    testing::TempDir dir;
+    auto exits = testing::run_processes(3, [&](int rank) {
+      CommunicatorOptions options = test_options();
+      options.timeout = std::chrono::seconds(5);
+      Communicator comm(open_file_store(dir.path()), rank, 3, options);
+      std::vector<float> data(rank == 1 ? 200 : 100, 1.0f);
+      try {
+        comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = algorithm});
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        require(e.code() == ErrorCode::Mismatch || e.code() == ErrorCode::PeerFailed ||
+                    e.code() == ErrorCode::Aborted,
+                "unexpected error code: {}", what);
+        require(what.find("100 elements") != std::string::npos && what.find("200 elements") != std::string::npos,
+                "rank {}: the message does not name both calls: {}", rank, what);
+        return;
+      }
+      throw std::runtime_error("no error");
+    });
+    for (const auto& exit : exits) EXPECT_TRUE(exit.ok()) << exit.describe();
+  }
 }
 
 // One rank runs a call with messages where the others run it through the host's cells (or the reverse): no
