@@ -218,7 +218,7 @@ void HostCells::check_peers_run_this_call() const {
   const std::uint64_t next = call_ + 1;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
-    declared_later(peer, *mine);
+    declared_later(peer, *mine);  // for its throw alone: whether the peer went on says nothing here
     if ((load(stamp_of(next, peer)) & kCallBits) != next) continue;
     const Envelope theirs =
         decode_frame(std::span<const std::byte, kFrameHeaderSize>(cell(next, peer), kFrameHeaderSize))

@@ -110,8 +110,6 @@ class HostCells {
   // this call otherwise, or ran it through the cells. The cells' own waits look the same way.
   void check_peers_run_this_call() const;
 
-  struct Control;  // the identity and per-rank lines (host_cells.cpp)
-
  private:
   std::byte* cell(std::uint64_t call, int rank) const;
   std::uint64_t* stamp_of(std::uint64_t call, int rank) const;
