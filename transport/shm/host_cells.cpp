@@ -364,6 +364,8 @@ int HostCells::block_once(int awaited, const char* what, Deadline deadline) {
   }
   for (std::size_t i = 2; i < poll_fds_.size(); ++i) {
     if ((poll_fds_[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
+    // An abort shuts this rank's own sockets down before it rings the eventfd: that ended, it is no peer's.
+    abort_.throw_if_raised(rank_);
     int peer = 0;
     while (links_.peer_sockets[static_cast<std::size_t>(peer)].get() != poll_fds_[i].fd) ++peer;
     return peer;
