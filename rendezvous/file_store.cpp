@@ -25,6 +25,7 @@
 #include "common/log.hpp"
 #include "rendezvous/key_value_table.hpp"
 #include "rendezvous/printable.hpp"
+#include "rendezvous/store_wait.hpp"
 
 namespace canopy {
 namespace {
@@ -40,7 +41,6 @@ constexpr auto kMaxLockRetry = std::chrono::milliseconds(5);
 constexpr auto kStaleLockAge = std::chrono::seconds(60);
 // File names stay under NAME_MAX (255) with room for the temporary-file suffix.
 constexpr std::size_t kMaxEncodedName = 180;
-constexpr auto kLongestWait = std::chrono::hours(24 * 365);
 
 // Bytes outside [A-Za-z0-9._-] become %XX, so any key is one safe file name component.
 std::string encode_key(std::string_view key) {
@@ -79,10 +79,6 @@ std::string unique_suffix() {
   return fmt::format("{:x}.{:x}.{:x}", process_nonce, static_cast<unsigned>(::getpid()), counter++);
 }
 
-Duration clamp_wait(Duration timeout) {
-  return std::clamp(timeout, Duration::zero(), Duration(kLongestWait));
-}
-
 // Sleeps before the next poll and lengthens the pause; false when the deadline has passed.
 template <typename Pause>
 bool pause_before_retry(Deadline deadline, Pause& pause, Pause longest) {
@@ -99,14 +95,14 @@ class FileStore final : public Store {
   void set(std::string_view key, std::string_view value) override { write_atomically(key, value); }
 
   std::string get(std::string_view key, Duration timeout) override {
-    auto deadline = Deadline::after(clamp_wait(timeout));
+    auto deadline = Deadline::after(rendezvous::clamp_store_wait(timeout));
     auto pause = Duration(kFirstPoll);
     for (;;) {
       if (auto value = read_value(key)) return *value;
       if (!pause_before_retry(deadline, pause, Duration(kMaxPoll)))
         fail(ErrorCode::Timeout,
              "get({}) on the FileStore in {} timed out after {} ms: the key was never set", printable(key),
-             directory_, clamp_wait(timeout).count());
+             directory_, rendezvous::clamp_store_wait(timeout).count());
     }
   }
 
@@ -140,7 +136,7 @@ class FileStore final : public Store {
   }
 
   void wait(const std::vector<std::string>& keys, Duration timeout) override {
-    auto deadline = Deadline::after(clamp_wait(timeout));
+    auto deadline = Deadline::after(rendezvous::clamp_store_wait(timeout));
     auto pause = Duration(kFirstPoll);
     std::size_t ready = 0;  // keys before this one exist: a key once set is not looked at again
     for (;;) {
@@ -151,7 +147,7 @@ class FileStore final : public Store {
         for (std::size_t i = ready; i < keys.size(); ++i)
           if (!exists(keys[i])) missing.push_back(keys[i]);
         fail(ErrorCode::Timeout, "wait() on the FileStore in {} timed out after {} ms; still missing: {}",
-             directory_, clamp_wait(timeout).count(), rendezvous::printable_list(missing));
+             directory_, rendezvous::clamp_store_wait(timeout).count(), rendezvous::printable_list(missing));
       }
     }
   }
@@ -238,7 +234,7 @@ class FileStore final : public Store {
 
   KeyLock lock_key(std::string_view key, std::string_view call) {
     std::string path = lock_path(key);
-    auto deadline = Deadline::after(clamp_wait(timeout()));
+    auto deadline = Deadline::after(rendezvous::clamp_store_wait(timeout()));
     auto pause = std::chrono::duration_cast<Clock::duration>(kFirstLockRetry);
     for (;;) {
       int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -255,7 +251,7 @@ class FileStore final : public Store {
              "{}({}) on the FileStore timed out after {} ms waiting for the lock '{}' (remove it by hand if "
              "no rank "
              "of this job is alive)",
-             call, printable(key), clamp_wait(timeout()).count(), path);
+             call, printable(key), rendezvous::clamp_store_wait(timeout()).count(), path);
     }
   }
 

@@ -15,6 +15,7 @@
 #include "common/log.hpp"
 #include "rendezvous/client_socket.hpp"
 #include "rendezvous/printable.hpp"
+#include "rendezvous/store_wait.hpp"
 #include "rendezvous/store_protocol.hpp"
 
 namespace canopy {
@@ -29,13 +30,6 @@ using rendezvous::printable;
 constexpr Duration kReplyGrace = std::chrono::seconds(5);
 // How long a server that closed our hello gets to accept a second connection (a live one does at once).
 constexpr Duration kListeningProbe = std::chrono::milliseconds(300);
-// Longer waits are treated as this long: the clock must not overflow.
-constexpr Duration kLongestWait = std::chrono::hours(24 * 365);
-
-Duration clamp_wait(Duration timeout) {
-  return std::clamp(timeout, Duration::zero(), kLongestWait);
-}
-
 // A reply the server sent on purpose (TIMEOUT, ERROR): the connection stays usable.
 class ServerAnswered : public Error {
  public:
@@ -75,7 +69,7 @@ class TcpStoreClient final : public Store {
 
   std::string get(std::string_view key, Duration timeout) override {
     check_key(key, "get");
-    timeout = clamp_wait(timeout);
+    timeout = rendezvous::clamp_store_wait(timeout);
     proto::Request request;
     request.command = proto::Command::Get;
     request.keys.emplace_back(key);
@@ -127,7 +121,7 @@ class TcpStoreClient final : public Store {
 
   void wait(const std::vector<std::string>& keys, Duration timeout) override {
     for (const auto& key : keys) check_key(key, "wait");
-    timeout = clamp_wait(timeout);
+    timeout = rendezvous::clamp_store_wait(timeout);
     auto deadline = Deadline::after(timeout);
     // More keys than one request may carry: wait for them a batch at a time, within the one deadline.
     for (std::size_t first = 0; first < keys.size(); first += proto::kMaxKeysPerRequest) {
@@ -227,7 +221,7 @@ class TcpStoreClient final : public Store {
            what, value.size(), proto::kMaxValueBytes);
   }
 
-  Deadline operation_deadline() const { return Deadline::after(clamp_wait(timeout())); }
+  Deadline operation_deadline() const { return Deadline::after(rendezvous::clamp_store_wait(timeout())); }
 
   // Sends the request and reads the reply; `read_ok` reads the fields of an OK reply. A failure of the
   // connection itself leaves it unusable: a reply may be half read, and requests are not idempotent.
@@ -293,7 +287,7 @@ class TcpStoreClient final : public Store {
 };
 
 std::shared_ptr<Store> connect_client(const ServerAddress& address, Duration connect_timeout) {
-  auto deadline = Deadline::after(clamp_wait(connect_timeout));
+  auto deadline = Deadline::after(rendezvous::clamp_store_wait(connect_timeout));
   auto client =
       std::make_shared<TcpStoreClient>(ClientSocket::connect(address.host, address.port, deadline), address);
   // The hello gets a few seconds even when connecting used up the deadline: the server is there.
