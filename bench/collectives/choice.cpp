@@ -10,9 +10,9 @@
 namespace canopy::bench {
 namespace {
 
-using Key = std::tuple<std::string, int, std::uint64_t, bool>;  // collective, ranks, bytes, in place
+using ContestKey = std::tuple<std::string, int, std::uint64_t, bool>;  // collective, ranks, bytes, in place
 
-Key key_of(const nlohmann::ordered_json& row) {
+ContestKey contest_key(const nlohmann::ordered_json& row) {
   return {row.at("collective").get<std::string>(), row.at("ranks").get<int>(), row.at("bytes").get<std::uint64_t>(),
           row.value("in_place", false)};
 }
@@ -27,9 +27,9 @@ struct Contest {
 }  // namespace
 
 std::string choice_table(const nlohmann::ordered_json& rows) {
-  std::map<Key, Contest> contests;
+  std::map<ContestKey, Contest> contests;
   for (const auto& row : rows) {
-    Contest& contest = contests[key_of(row)];
+    Contest& contest = contests[contest_key(row)];
     if (row.value("requested_algo", row.at("algo").get<std::string>()) == "auto")
       contest.chosen = &row;
     else if (contest.fastest == nullptr || time_of(row) < time_of(*contest.fastest))

@@ -12,18 +12,18 @@
 namespace canopy::bench {
 namespace {
 
-using Key = std::tuple<std::string, int, std::uint64_t>;  // collective, ranks, bytes
+using SizeKey = std::tuple<std::string, int, std::uint64_t>;  // collective, ranks, bytes
 
-Key key_of(const nlohmann::ordered_json& row) {
+SizeKey size_key(const nlohmann::ordered_json& row) {
   return {row.at("collective").get<std::string>(), row.at("ranks").get<int>(),
           row.at("bytes").get<std::uint64_t>()};
 }
 
 // The fastest row per key: Canopy runs several algorithms per size; the comparison takes its best.
-std::map<Key, nlohmann::ordered_json> fastest(const nlohmann::ordered_json& rows) {
-  std::map<Key, nlohmann::ordered_json> best;
+std::map<SizeKey, nlohmann::ordered_json> fastest(const nlohmann::ordered_json& rows) {
+  std::map<SizeKey, nlohmann::ordered_json> best;
   for (const auto& row : rows) {
-    auto [it, fresh] = best.emplace(key_of(row), row);
+    auto [it, fresh] = best.emplace(size_key(row), row);
     if (!fresh && row.at("time_us").get<double>() < it->second.at("time_us").get<double>()) it->second = row;
   }
   return best;
