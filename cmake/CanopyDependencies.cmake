@@ -56,16 +56,23 @@ if(NOT CANOPY_SANITIZE AND NOT "$ENV{CANOPY_NO_TORCH}" STREQUAL "1")
 endif()
 # canopy_torch_option(NAME DOC MISSING): an option, ON by default when MISSING (what is lacking, in words)
 # is empty; ON while something is missing is an error naming it. CANOPY_NO_TORCH=1 in the environment turns
-# it OFF even where a cache holds ON: asked for in this configure, it wins.
+# it OFF even where a cache holds ON: asked for in this configure, it wins. Until someone sets the option by
+# hand it follows what each configure finds, so a build configured before libtorch was installed (the
+# README's first command) builds the PyTorch parts once the second command has installed it.
 function(canopy_torch_option name doc missing)
   if("$ENV{CANOPY_NO_TORCH}" STREQUAL "1")
     set(${name} OFF CACHE BOOL "${doc}" FORCE)
   endif()
   if(missing)
-    option(${name} "${doc}" OFF)
+    set(_found OFF)
   else()
-    option(${name} "${doc}" ON)
+    set(_found ON)
   endif()
+  # A cached value equal to the one the last configure found is that configure's, not a person's.
+  if(NOT DEFINED CACHE{${name}} OR "$CACHE{${name}}" STREQUAL "$CACHE{_${name}_FOUND}")
+    set(${name} ${_found} CACHE BOOL "${doc}" FORCE)
+  endif()
+  set(_${name}_FOUND ${_found} CACHE INTERNAL "What the last configure found for ${name}")
   if(${name} AND missing)
     message(FATAL_ERROR "${name} is ON but ${missing}")
   endif()

@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Canopy builds with, from Debian 12's archive. Run as root (or with sudo).
+#
+#   scripts/install-deps.sh         # everything the whole build and its tests use
+#   scripts/install-deps.sh bench   # what canopy-run and canopy-bench need: no PyTorch (the README's first command)
+#
 # Optional extras are detected at configure time: libibverbs-dev (RDMA) and libpmix-dev (ranks that mpirun
 # spreads over hosts find the store through PMIx) are installed here so that both are always compiled; the
 # CUDA toolkit is used when present but never installed here. SLURM and Open MPI themselves, which only the
@@ -20,7 +24,11 @@ packages=(
   python3  # bench scripts' tables: compare.sh --repeat (and its test), record-figures.sh
   gnuplot-nox  # canopy-bench --plot and canopy-bench plot (SVG and PNG, no X)
 )
-[ "${CANOPY_NO_TORCH:-0}" = 1 ] || packages+=(libtorch-dev python3-torch pybind11-dev python3-dev)
+case "${1:-all}" in
+  all) [ "${CANOPY_NO_TORCH:-0}" = 1 ] || packages+=(libtorch-dev python3-torch pybind11-dev python3-dev) ;;
+  bench) ;;
+  *) echo "usage: $0 [all|bench]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
