@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite under the sanitizers (docs/RELIABILITY.md).
 #
-#   scripts/ci/sanitizers.sh asan   # whole project, -fsanitize=address,undefined, in build-asan, all of ctest
+#   scripts/ci/sanitizers.sh asan   # -fsanitize=address,undefined in build-asan: the layers' tests (below)
 #   scripts/ci/sanitizers.sh tsan   # -fsanitize=thread in build-tsan: the layers with threads and sockets
 #   scripts/ci/sanitizers.sh        # both
 #
@@ -25,6 +25,22 @@ TSAN_LABELS='rendezvous|transport'
 TSAN_TARGETS=(rendezvous_test transport_frame_test transport_tcp_test transport_data_test transport_shm_test
               communicator_test liveness_monitor_test point_to_point_test groups_test)
 
+# The AddressSanitizer + UBSan subset: every test binary of the layers that own buffers, frames, parsers
+# and failure paths (common, rendezvous, transport, kernels, schedules, collectives, gradsync, the launcher's
+# units, the store under hostile input, chaos). Left out, each run unsanitized by the README's command:
+# the soak (10,000 collectives repeating what the collectives' tests call once), bench_tools_test and
+# canopy_run_test (programs driving the same library calls end to end), the example trainers and
+# slurm_mpi (whole jobs under daemons), verbs_transport_test (no RDMA device; the soft-RoCE guest runs it)
+# and canopy_torch (libtorch is not instrumented).
+ASAN_TARGETS=(common_test rendezvous_test transport_frame_test transport_tcp_test transport_data_test
+              transport_shm_test verbs_parts_test kernels_test schedules_test communicator_test executor_test
+              liveness_monitor_test host_layout_exchange_test point_to_point_test groups_test
+              movement_collectives_test collective_settings_test call_sequencer_test per_call_state_test
+              gradsync_unit_test gradsync_synchronizer_test gradsync_checkpoint_test launcher_unit_test
+              hostile_store_test chaos_test)
+# ctest runs what was built: each test binary left unbuilt stands in ctest as one <target>_NOT_BUILT test.
+ASAN_LEFT_OUT='_NOT_BUILT$'
+
 source "$ROOT/scripts/ci/stage.sh"
 
 # Sanitizer reports stop the process with an error status, with a stack a person can read.
@@ -39,11 +55,11 @@ run_asan() {
   local build="$ROOT/build-asan"
   stage "asan: configure" 300 cmake -S "$ROOT" -B "$build" -G Ninja -DCANOPY_SANITIZE=address,undefined \
     -DCANOPY_WERROR="$WERROR"
-  stage "asan: build everything" 3600 cmake --build "$build" -j "$JOBS"
+  stage "asan: build ${#ASAN_TARGETS[@]} test binaries" 3600 cmake --build "$build" -j "$JOBS" --target "${ASAN_TARGETS[@]}"
   # Tests that fork ranks run their store server as a process of its own (tests/support/
   # store_server_process.hpp): a server thread in the forking process could hold an allocator lock that
   # a child inherits held forever (seen under ASan with the TcpData tests before that change).
-  stage "asan: ctest" 2400 ctest --test-dir "$build" --output-on-failure -j "$JOBS"
+  stage "asan: ctest" 2400 ctest --test-dir "$build" --output-on-failure -j "$JOBS" -E "$ASAN_LEFT_OUT"
 }
 
 run_tsan() {
