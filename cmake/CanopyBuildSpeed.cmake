@@ -1,4 +1,16 @@
 # What makes a fresh build cheaper on a small machine (docs/BUILDING.md has the measurements).
+
+# canopy_option_if_found(NAME DOC VARIABLE...): an option, ON by default when every VARIABLE is true (a
+# path or program that was found), else OFF.
+function(canopy_option_if_found name doc)
+  set(found ON)
+  foreach(variable IN LISTS ARGN)
+    if(NOT ${variable})
+      set(found OFF)
+    endif()
+  endforeach()
+  option(${name} "${doc}" ${found})
+endfunction()
 #
 # Unity builds for the libraries and programs: each batch of up to 8 sources parses the headers they share
 # (fmt, CLI11, nlohmann-json, libtorch) once. The test directory turns them off again (tests/CMakeLists.txt):
@@ -16,12 +28,7 @@ endif()
 # ccache, where installed, for every compiler (it pays from the second build of a configuration on; CI
 # keeps its cache between runs). CANOPY_CCACHE=OFF, or a launcher of one's own, leaves it out.
 find_program(CANOPY_CCACHE_PROGRAM ccache)
-if(CANOPY_CCACHE_PROGRAM)
-  set(_canopy_ccache_default ON)
-else()
-  set(_canopy_ccache_default OFF)
-endif()
-option(CANOPY_CCACHE "Compile through ccache" ${_canopy_ccache_default})
+canopy_option_if_found(CANOPY_CCACHE "Compile through ccache" CANOPY_CCACHE_PROGRAM)
 if(CANOPY_CCACHE AND CANOPY_CCACHE_PROGRAM)
   foreach(_canopy_language CXX CUDA)
     if(NOT CMAKE_${_canopy_language}_COMPILER_LAUNCHER)

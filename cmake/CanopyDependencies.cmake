@@ -10,12 +10,8 @@ find_path(CANOPY_ASIO_INCLUDE_DIR asio.hpp REQUIRED)
 # Optional: RDMA verbs. ON when libibverbs-dev is installed.
 find_library(CANOPY_IBVERBS_LIBRARY ibverbs)
 find_path(CANOPY_IBVERBS_INCLUDE_DIR infiniband/verbs.h)
-if(CANOPY_IBVERBS_LIBRARY AND CANOPY_IBVERBS_INCLUDE_DIR)
-  set(_canopy_verbs_found ON)
-else()
-  set(_canopy_verbs_found OFF)
-endif()
-option(CANOPY_WITH_VERBS "Build the RDMA verbs transport" ${_canopy_verbs_found})
+canopy_option_if_found(CANOPY_WITH_VERBS "Build the RDMA verbs transport"
+  CANOPY_IBVERBS_LIBRARY CANOPY_IBVERBS_INCLUDE_DIR)
 
 # Optional: PMIx (Debian: libpmix-dev), the process-management interface of Open MPI's mpirun and of
 # srun --mpi=pmix, through which ranks spread over hosts find the store without being given its address.
@@ -27,26 +23,16 @@ endif()
 find_library(CANOPY_PMIX_LIBRARY pmix HINTS ${CANOPY_PC_PMIX_LIBRARY_DIRS})
 find_path(CANOPY_PMIX_INCLUDE_DIR pmix.h HINTS ${CANOPY_PC_PMIX_INCLUDE_DIRS}
   /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/pmix2/include)
-if(CANOPY_PMIX_LIBRARY AND CANOPY_PMIX_INCLUDE_DIR)
-  set(_canopy_pmix_found ON)
-else()
-  set(_canopy_pmix_found OFF)
-endif()
-option(CANOPY_WITH_PMIX "Find the store through the launcher's PMIx server (mpirun, srun --mpi=pmix)"
-  ${_canopy_pmix_found})
-if(CANOPY_WITH_PMIX AND NOT _canopy_pmix_found)
+canopy_option_if_found(CANOPY_WITH_PMIX "Find the store through the launcher's PMIx server (mpirun, srun --mpi=pmix)"
+  CANOPY_PMIX_LIBRARY CANOPY_PMIX_INCLUDE_DIR)
+if(CANOPY_WITH_PMIX AND NOT (CANOPY_PMIX_LIBRARY AND CANOPY_PMIX_INCLUDE_DIR))
   message(FATAL_ERROR "CANOPY_WITH_PMIX is ON but PMIx was not found (Debian: apt-get install libpmix-dev)")
 endif()
 
 # Optional: CUDA. ON when a CUDA compiler is found (no GPU is needed to build).
 include(CheckLanguage)
 check_language(CUDA)
-if(CMAKE_CUDA_COMPILER)
-  set(_canopy_cuda_found ON)
-else()
-  set(_canopy_cuda_found OFF)
-endif()
-option(CANOPY_WITH_CUDA "Build CUDA gradient staging" ${_canopy_cuda_found})
+canopy_option_if_found(CANOPY_WITH_CUDA "Build CUDA gradient staging" CMAKE_CUDA_COMPILER)
 
 # Optional: libtorch (Debian: libtorch-dev), for examples/torch_trainer and its test, and for canopy_torch
 # (below). Off under sanitizers: libtorch itself is not instrumented, and its process-lifetime allocations
