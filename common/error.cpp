@@ -12,6 +12,7 @@ std::string_view to_string(ErrorCode code) {
     case ErrorCode::Protocol: return "protocol error";
     case ErrorCode::Aborted: return "aborted";
     case ErrorCode::System: return "system error";
+    case ErrorCode::Resource: return "resource limit";
   }
   return "unknown error";
 }

@@ -17,6 +17,9 @@ enum class ErrorCode {
   Protocol,         // a malformed frame or request
   Aborted,          // abort() was called on the communicator
   System,           // an operating-system call failed (errno in the message)
+  // A limit of the machine or process was reached (file descriptors, memory, /dev/shm); the message names it.
+  Resource,
+  // New codes go last: a failure record in the store carries the number (collectives/first_failure.cpp).
 };
 
 std::string_view to_string(ErrorCode code);

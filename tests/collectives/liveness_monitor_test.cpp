@@ -206,6 +206,14 @@ TEST(FirstFailure, ARecordFromElsewhereIsReportedAsItIs) {
   EXPECT_EQ(round_trip.message, "a\nb");
 }
 
+TEST(FirstFailure, EveryCodeSurvivesTheStore) {
+  // The newest code is the last the decoder accepts: a rank out of descriptors is blamed as one.
+  auto round_trip =
+      FailureRecord::decode(FailureRecord{ErrorCode::Resource, 3, "out of descriptors"}.encode());
+  EXPECT_EQ(round_trip.code, ErrorCode::Resource);
+  EXPECT_EQ(round_trip.reporter, 3);
+}
+
 TEST(LivenessSettings, DefaultsOffAndBadValues) {
   auto defaults = LivenessSettings::from_environment({});
   EXPECT_EQ(defaults.interval, 1s);
