@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/fd_limit.hpp"
 #include "common/log.hpp"
 
 namespace canopy::rendezvous {
@@ -36,7 +37,9 @@ int try_connect(const addrinfo& address, Deadline deadline, std::string& error) 
   int fd =
       ::socket(address.ai_family, address.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, address.ai_protocol);
   if (fd < 0) {
-    error = fmt::format("socket(): {}", std::strerror(errno));
+    const int err = errno;
+    if (out_of_descriptors(err)) fail_descriptor_call("TcpStore client: socket() to reach the store", err);
+    error = fmt::format("socket(): {}", std::strerror(err));
     return -1;
   }
   int rc = ::connect(fd, address.ai_addr, address.ai_addrlen);

@@ -22,6 +22,7 @@
 #include "canopy/store.hpp"
 #include "common/deadline.hpp"
 #include "common/error.hpp"
+#include "common/fd_limit.hpp"
 #include "common/log.hpp"
 #include "rendezvous/key_value_table.hpp"
 #include "rendezvous/printable.hpp"
@@ -186,8 +187,9 @@ class FileStore final : public Store {
     std::string path = value_path(key);
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      if (errno == ENOENT) return std::nullopt;
-      fail_errno(fmt::format("FileStore: open('{}') for key {}", path, printable(key)));
+      const int err = errno;
+      if (err == ENOENT) return std::nullopt;
+      fail_descriptor_call(fmt::format("FileStore: open('{}') for key {}", path, printable(key)), err);
     }
     std::string value;
     char buffer[64 * 1024];
@@ -211,7 +213,11 @@ class FileStore final : public Store {
     std::string final_path = value_path(key);
     std::string temp_path = directory_ + "/t." + encode_key(key).substr(0, 40) + "." + unique_suffix();
     int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) fail_errno(fmt::format("FileStore: creating '{}' for key {}", temp_path, printable(key)));
+    if (fd < 0) {
+      const int err = errno;
+      fail_descriptor_call(fmt::format("FileStore: creating '{}' for key {}", temp_path, printable(key)),
+                           err);
+    }
     std::string_view rest = value;
     while (!rest.empty()) {
       ssize_t n = ::write(fd, rest.data(), rest.size());
@@ -242,9 +248,9 @@ class FileStore final : public Store {
         ::close(fd);
         return KeyLock(path);
       }
-      if (errno != EEXIST)
-        fail_errno(
-            fmt::format("{}({}) on the FileStore: creating the lock '{}'", call, printable(key), path));
+      if (const int err = errno; err != EEXIST)
+        fail_descriptor_call(
+            fmt::format("{}({}) on the FileStore: creating the lock '{}'", call, printable(key), path), err);
       break_if_stale(path);
       if (!pause_before_retry(deadline, pause, std::chrono::duration_cast<Clock::duration>(kMaxLockRetry)))
         fail(ErrorCode::Timeout,

@@ -15,6 +15,7 @@
 
 #include "canopy/store.hpp"
 #include "common/error.hpp"
+#include "common/fd_limit.hpp"
 #include "common/log.hpp"
 #include "common/token.hpp"
 #include "rendezvous/key_value_table.hpp"
@@ -349,6 +350,8 @@ tcp::acceptor open_acceptor(asio::io_context& io, const std::string& host, std::
   auto try_bind = [&](const tcp::endpoint& endpoint, bool dual_stack, std::error_code& ec) {
     tcp::acceptor acceptor(io);
     acceptor.open(endpoint.protocol(), ec);
+    if (ec && ec.category() == std::system_category() && out_of_descriptors(ec.value()))
+      fail_descriptor_call("TcpStoreServer: socket() to listen on", ec.value());
     if (ec) return acceptor;
     acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
     if (dual_stack) acceptor.set_option(asio::ip::v6_only(false), ec);
@@ -422,18 +425,29 @@ class TcpStoreServer::Impl {
     }
   }
 
+  static std::string accept_problem(const std::error_code& ec) {
+    if (ec.category() == std::system_category() && out_of_descriptors(ec.value()))
+      return descriptor_limit_message("accept()", ec.value(), "the store holds a socket for each client");
+    return "accept failed: " + ec.message();
+  }
+
   void accept_next() {
     acceptor_.async_accept([this](const std::error_code& ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
       if (ec) {
-        // Out of file descriptors, most likely: back off instead of spinning.
-        log::warn("TcpStore :{}: accept failed: {}", state_.port, ec.message());
+        // Out of file descriptors, most likely: back off instead of spinning, and say so once, not 20
+        // times a second.
+        if (!accept_failing_)
+          log::warn("TcpStore :{}: {}; retrying every 50 ms", state_.port, accept_problem(ec));
+        accept_failing_ = true;
         retry_timer_.expires_after(std::chrono::milliseconds(50));
         retry_timer_.async_wait([this](const std::error_code& wait_ec) {
           if (!wait_ec) accept_next();
         });
         return;
       }
+      if (accept_failing_) log::info("TcpStore :{}: accepting connections again", state_.port);
+      accept_failing_ = false;
       auto session = std::make_shared<Session>(state_, std::move(socket));
       state_.sessions.emplace(session.get(), session);
       session->start();
@@ -445,6 +459,7 @@ class TcpStoreServer::Impl {
   asio::io_context io_;
   tcp::acceptor acceptor_;
   asio::steady_timer retry_timer_;
+  bool accept_failing_ = false;  // since the last accept() that worked
   ServerState state_;
   std::thread thread_;
 };

@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "common/error.hpp"
+#include "common/fd_limit.hpp"
 
 namespace canopy::transport {
 namespace {
@@ -26,7 +27,10 @@ MeshTransport::MeshTransport(int rank, int size, std::string name,
       send_route_(static_cast<std::size_t>(size), 0),
       recv_route_(static_cast<std::size_t>(size), 0) {
   wake_fd_ = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!wake_fd_.valid()) fail_errno("eventfd");
+  if (!wake_fd_.valid()) {
+    const int err = errno;
+    fail_descriptor_call(fmt::format("rank {}: eventfd() for the {} mesh", rank, name_), err);
+  }
   poll_fds_.reserve(static_cast<std::size_t>(size) * 2 + 2);
 }
 

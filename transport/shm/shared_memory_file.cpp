@@ -5,18 +5,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/fd_limit.hpp"
 
 namespace canopy::transport {
 
 UniqueFd create_shared_memory(const char* name, std::size_t bytes, const std::string& what) {
   UniqueFd fd(::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd.valid()) fail_errno("shared memory: memfd_create");
+  if (!fd.valid()) {
+    const int err = errno;
+    fail_descriptor_call(fmt::format("shared memory: memfd_create() for {}", what), err);
+  }
   if (::fchmod(fd.get(), 0600) != 0) fail_errno("shared memory: fchmod 0600");
-  if (int error = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes)); error != 0)
-    fail(ErrorCode::System, "shared memory: allocating {} ({} bytes): {}", what, bytes, std::strerror(error));
+  if (int error = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes)); error != 0) {
+    const bool used_up = error == ENOSPC || error == ENOMEM;  // a limit of the machine, not a fault
+    fail(used_up ? ErrorCode::Resource : ErrorCode::System, "shared memory: allocating {} ({} bytes): {}{}",
+         what, bytes, std::strerror(error),
+         used_up ? " (the machine's memory for shared pages, or this process's memory cgroup, is used up)"
+                 : "");
+  }
   // The size is fixed from now on: a peer never maps more than there is.
   ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
   return fd;

@@ -10,9 +10,11 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <thread>
 
 #include "common/cpu_list.hpp"
 #include "common/error.hpp"
+#include "common/fd_limit.hpp"
 #include "common/log.hpp"
 #include "transport/mesh_transport.hpp"
 #include "transport/shm/unix_socket.hpp"
@@ -50,7 +52,8 @@ class ShmPeersBuilder {
   ShmPeers build() {
     if (lower_.empty() && higher_.empty()) return std::move(peers_);
     peers_.doorbell = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-    if (!peers_.doorbell.valid()) fail_errno("shared memory: eventfd");
+    if (!peers_.doorbell.valid())
+      fail_descriptor_call("shared memory: eventfd() for this rank's doorbell", errno, need());
     if (!higher_.empty()) listen_and_publish();
     std::string reached(static_cast<std::size_t>(size_), '0');
     for (int peer : lower_)
@@ -66,11 +69,21 @@ class ShmPeersBuilder {
   }
 
  private:
+  // What an Error(Resource) says these links need.
+  std::string need() const {
+    const std::size_t peers = lower_.size() + higher_.size();
+    return fmt::format(
+        "rank {}'s shared-memory links to the {} other ranks of its host need {} descriptors: a socket and a "
+        "doorbell for each, its own doorbell and a listener while they form",
+        rank_, peers, 2 * peers + 2);
+  }
+
   void listen_and_publish() {
     std::string name;
     try {
-      listener_ = listen_unix(size_ + 64, name);
+      listener_ = listen_unix(size_ + 64, name, need());
     } catch (const Error& e) {
+      if (e.code() == ErrorCode::Resource) throw;  // TCP would need descriptors too
       log::warn("rank {}: no shared memory with the ranks of this host: {}", rank_, e.what());
       listener_ = UniqueFd();
     }
@@ -93,7 +106,7 @@ class ShmPeersBuilder {
   bool say_hello(int peer) {
     const std::string name = get(socket_key(options_.comm_id, peer));
     int error = 0;
-    UniqueFd fd = name == kNoSocket ? UniqueFd() : connect_unix(name, error);
+    UniqueFd fd = name == kNoSocket ? UniqueFd() : connect_unix(name, error, need());
     if (!fd.valid()) {
       // Another network namespace (a container, an emulated host) or another kernel: no shared memory.
       log::info(
@@ -161,7 +174,7 @@ class ShmPeersBuilder {
              "rank {}: shared-memory set-up for comm {} timed out: ranks {} said they connected, but never "
              "introduced themselves",
              rank_, options_.comm_id, fmt::join(expected, ", "));
-      fds.assign(1, {listener_.get(), POLLIN, 0});
+      fds.assign(1, {listener_paused_ ? -1 : listener_.get(), POLLIN, 0});
       Deadline wake = deadline_;
       for (const Inbound& in : inbound) {
         fds.push_back({in.fd.get(), POLLIN, 0});
@@ -175,7 +188,10 @@ class ShmPeersBuilder {
                     options_.handshake_timeout.count());
           finished = true;
         }
-        if (finished) inbound.erase(inbound.begin() + static_cast<std::ptrdiff_t>(i));
+        if (finished) {
+          inbound.erase(inbound.begin() + static_cast<std::ptrdiff_t>(i));
+          listener_paused_ = false;  // a hello ended: accept() may work again
+        }
       }
       if (fds[0].revents != 0) accept_pending(inbound);
     }
@@ -189,8 +205,21 @@ class ShmPeersBuilder {
         continue;
       }
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK)
+      if (out_of_descriptors(errno)) {
+        // As over TCP (tcp_mesh.cpp): polling the listener now would spin; only a hello under way can end
+        // and free a descriptor.
+        const int err = errno;
+        if (inbound.empty())
+          fail_descriptor_call(fmt::format("rank {}: shared memory: accept() of this host's ranks", rank_),
+                               err, need());
+        listener_paused_ = true;
+        return;
+      }
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
         log::warn("rank {}: accept: {}", rank_, std::strerror(errno));
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(20));  // not a spin on a listener that stays ready
+      }
       return;
     }
   }
@@ -257,6 +286,7 @@ class ShmPeersBuilder {
   const Deadline deadline_;
   std::vector<int> lower_, higher_;  // the other ranks of this host, by the layout
   UniqueFd listener_;
+  bool listener_paused_ = false;  // out of descriptors: not polled until a hello under way ends
   ShmPeers peers_;
 };
 

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "common/error.hpp"
+#include "common/fd_limit.hpp"
 
 namespace canopy::transport {
 namespace {
@@ -26,9 +27,9 @@ socklen_t abstract_address(const std::string& name, sockaddr_un& address) {
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
 }
 
-UniqueFd packet_socket() {
+UniqueFd packet_socket(std::string_view need) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) fail_errno("shared memory: socket(AF_UNIX, SOCK_SEQPACKET)");
+  if (!fd.valid()) fail_descriptor_call("shared memory: socket(AF_UNIX, SOCK_SEQPACKET)", errno, need);
   return fd;
 }
 
@@ -40,8 +41,8 @@ void make_nonblocking(int fd) {
 
 }  // namespace
 
-UniqueFd listen_unix(int backlog, std::string& name) {
-  UniqueFd fd = packet_socket();
+UniqueFd listen_unix(int backlog, std::string& name, std::string_view need) {
+  UniqueFd fd = packet_socket(need);
   std::random_device entropy;
   name = fmt::format("canopy-{}-{:08x}{:08x}", ::getpid(), entropy(), entropy());
   sockaddr_un address;
@@ -53,8 +54,8 @@ UniqueFd listen_unix(int backlog, std::string& name) {
   return fd;
 }
 
-UniqueFd connect_unix(const std::string& name, int& error) {
-  UniqueFd fd = packet_socket();
+UniqueFd connect_unix(const std::string& name, int& error, std::string_view need) {
+  UniqueFd fd = packet_socket(need);
   sockaddr_un address;
   socklen_t length = abstract_address(name, address);
   // Blocking: a Unix connect completes at once (the listener's backlog queues it) or fails at once.
@@ -114,6 +115,14 @@ long receive_packet(int fd, std::span<std::byte> bytes, UniqueFd& received) {
       else
         ::close(passed);
     }
+  }
+  if ((message.msg_flags & MSG_CTRUNC) != 0 && !received.valid()) {
+    // The kernel drops a passed descriptor this process has no room for: say so, not "no doorbell".
+    const int probe = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    const int err = errno;
+    if (probe >= 0) ::close(probe);
+    if (probe < 0 && out_of_descriptors(err))
+      fail_descriptor_call("shared memory: receiving a descriptor from a peer", err);
   }
   if ((message.msg_flags & MSG_TRUNC) != 0) return -EMSGSIZE;
   return static_cast<long>(n);

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "common/deadline.hpp"
 #include "transport/tcp/socket.hpp"
@@ -16,12 +17,13 @@
 namespace canopy::transport {
 
 // A non-blocking listener on a fresh abstract name, which `name` receives (printable: "canopy-<pid>-<hex>").
-// Throws Error(System) when the socket cannot be made.
-UniqueFd listen_unix(int backlog, std::string& name);
+// Throws Error(System) when the socket cannot be made, Error(Resource) naming `need` (what the caller
+// holds open, common/fd_limit.hpp) when out of descriptors.
+UniqueFd listen_unix(int backlog, std::string& name, std::string_view need = {});
 
 // A non-blocking socket connected to the listener of that name; an invalid one when there is none in
-// this network namespace (then `error` holds the errno).
-UniqueFd connect_unix(const std::string& name, int& error);
+// this network namespace (then `error` holds the errno). Out of descriptors: Error(Resource) naming `need`.
+UniqueFd connect_unix(const std::string& name, int& error, std::string_view need = {});
 
 // Sends one packet, with `pass` (when valid) alongside. Returns 0 or the errno (EAGAIN when full).
 int send_packet(int fd, std::span<const std::byte> bytes, int pass = -1);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/fd_limit.hpp"
 
 namespace canopy::transport {
 namespace {
@@ -98,18 +99,24 @@ SocketAddress SocketAddress::peer_of(int fd) {
   return address;
 }
 
-UniqueFd listen_on(const SocketAddress& address, int backlog) {
+UniqueFd listen_on(const SocketAddress& address, int backlog, std::string_view need) {
   UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) fail_errno("socket");
+  if (!fd.valid()) {
+    const int err = errno;
+    fail_descriptor_call(fmt::format("socket() to listen on {}", address.to_string()), err, need);
+  }
   if (::bind(fd.get(), address.get(), address.length) != 0)
     fail_errno(fmt::format("bind to {}", address.to_string()));
   if (::listen(fd.get(), backlog) != 0) fail_errno(fmt::format("listen on {}", address.to_string()));
   return fd;
 }
 
-UniqueFd start_connect(const SocketAddress& address, int& error) {
+UniqueFd start_connect(const SocketAddress& address, int& error, std::string_view need) {
   UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) fail_errno("socket");
+  if (!fd.valid()) {
+    const int err = errno;
+    fail_descriptor_call(fmt::format("socket() to connect to {}", address.to_string()), err, need);
+  }
   error = ::connect(fd.get(), address.get(), address.length) == 0 ? 0 : errno;
   return fd;
 }

@@ -52,12 +52,14 @@ struct SocketAddress {
   static SocketAddress peer_of(int fd);   // getpeername; family 0 when the socket has no peer
 };
 
-// A listening socket bound to `address` (port 0 picks one), non-blocking.
-UniqueFd listen_on(const SocketAddress& address, int backlog);
+// A listening socket bound to `address` (port 0 picks one), non-blocking. Out of descriptors it throws
+// Error(Resource), naming `need` (what the caller holds open, common/fd_limit.hpp).
+UniqueFd listen_on(const SocketAddress& address, int backlog, std::string_view need = {});
 
 // A non-blocking TCP socket of the address's family, with connect() started.
-// Returns the errno of connect() in `error` (0 or EINPROGRESS when under way).
-UniqueFd start_connect(const SocketAddress& address, int& error);
+// Returns the errno of connect() in `error` (0 or EINPROGRESS when under way). Out of descriptors it
+// throws Error(Resource), naming `need`.
+UniqueFd start_connect(const SocketAddress& address, int& error, std::string_view need = {});
 
 // TCP_NODELAY, keep-alive with short timers and TCP_USER_TIMEOUT, so that a dead or silent peer turns into
 // an error instead of a hang. The buffer sizes are left to kernel autotuning on purpose (REFERENCES.md).

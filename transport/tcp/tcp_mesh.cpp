@@ -12,6 +12,7 @@
 #include "common/cpu_list.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
+#include "common/fd_limit.hpp"
 #include "common/log.hpp"
 #include "transport/mesh_transport.hpp"
 #include "transport/spin_rule.hpp"
@@ -79,11 +80,19 @@ class MeshBuilder {
   }
 
  private:
+  // What an Error(Resource) says this mesh needs.
+  std::string need() const {
+    return fmt::format(
+        "rank {}'s TCP mesh of {} ranks (comm {}) needs {} descriptors: a socket for each of its {} peers, a "
+        "listener while it forms and an eventfd",
+        rank_, size_, options_.comm_id, size_ + 1, size_ - 1);
+  }
+
   // ---- publishing ----
   void listen_and_publish() {
     InterfaceAddress chosen =
         choose_interface(list_interfaces(), options_.socket_ifname, options_.socket_family);
-    listener_ = listen_on(chosen.address, size_ + 64);
+    listener_ = listen_on(chosen.address, size_ + 64, need());
     std::string address = SocketAddress::local_of(listener_.get()).to_string();
     log::info("rank {}: listening on {} (interface {}{}) for comm {}", rank_, address, chosen.name,
               options_.socket_ifname.empty() ? ", the default choice" : ", from CANOPY_SOCKET_IFNAME",
@@ -124,7 +133,7 @@ class MeshBuilder {
 
   Attempt try_connect(int peer, const SocketAddress& address) {
     int error = 0;
-    UniqueFd fd = start_connect(address, error);
+    UniqueFd fd = start_connect(address, error, need());
     if (error == EINPROGRESS) {
       if (!wait_for(fd.get(), POLLOUT, deadline_)) return {false, "connect() did not finish"};
       socklen_t length = sizeof(error);
@@ -231,7 +240,7 @@ class MeshBuilder {
              rank_, options_.comm_id, millis(options_.connect_timeout), rank_list(missing_higher()),
              SocketAddress::local_of(listener_.get()).to_string());
       fds.clear();
-      fds.push_back({listener_.get(), POLLIN, 0});
+      fds.push_back({listener_paused_ ? -1 : listener_.get(), POLLIN, 0});
       Deadline wake = deadline_;
       for (const Inbound& in : inbound) {
         fds.push_back({in.fd.get(), static_cast<short>(in.answering ? POLLOUT : POLLIN), 0});
@@ -248,7 +257,10 @@ class MeshBuilder {
                     inbound[i].address, millis(options_.handshake_timeout));
           step = Step::Drop;
         }
-        if (step != Step::Continue) inbound.erase(inbound.begin() + static_cast<std::ptrdiff_t>(i));
+        if (step != Step::Continue) {
+          inbound.erase(inbound.begin() + static_cast<std::ptrdiff_t>(i));
+          listener_paused_ = false;  // a handshake ended: accept() may work again
+        }
       }
       if (fds[0].revents != 0) accept_pending(inbound);
     }
@@ -263,8 +275,25 @@ class MeshBuilder {
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-          log::warn("rank {}: accept: {}", rank_, std::strerror(errno));
+        if (out_of_descriptors(errno)) {
+          // accept() fails at once for as long as a connection waits, so polling the listener now would
+          // spin. A handshake under way may still end as a stray and free a descriptor; with none, no
+          // peer can ever be accepted.
+          const int err = errno;
+          if (inbound.empty())
+            fail_descriptor_call(
+                fmt::format("rank {}: accept() of ranks {} on {}", rank_, rank_list(missing_higher()),
+                            SocketAddress::local_of(listener_.get()).to_string()),
+                err, need());
+          log::debug("rank {}: accept: {}; waiting for the {} handshake(s) under way", rank_,
+                     std::strerror(err), inbound.size());
+          listener_paused_ = true;
+          return;
+        }
+        if (errno == ENOBUFS || errno == ENOMEM) {  // the kernel's memory: it may come back, so retry later
+          log::warn("rank {}: accept: {}; retrying in {} ms", rank_, std::strerror(errno),
+                    kRetryPause.count());
+          std::this_thread::sleep_for(kRetryPause);
           return;
         }
         fail_errno(fmt::format("rank {}: accept on {}", rank_,
@@ -354,6 +383,7 @@ class MeshBuilder {
   const TcpOptions& options_;
   const Deadline deadline_;
   UniqueFd listener_;
+  bool listener_paused_ = false;  // out of descriptors: not polled until a handshake under way ends
   std::vector<PeerLink> links_;
 };
 

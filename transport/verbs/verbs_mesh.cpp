@@ -12,6 +12,7 @@
 
 #include "common/cpu_list.hpp"
 #include "common/error.hpp"
+#include "common/fd_limit.hpp"
 #include "common/log.hpp"
 #include "transport/spin_rule.hpp"
 #include "transport/verbs/queue_pairs.hpp"
@@ -57,7 +58,7 @@ VerbsTransport::VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> p
     for (int fd : {channel_->fd, context->async_fd})
       if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) fail_errno("verbs: fcntl O_NONBLOCK");
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd_ < 0) fail_errno("verbs: eventfd");
+    if (wake_fd_ < 0) fail_descriptor_call("verbs: eventfd()");
 
     const auto n = static_cast<std::size_t>(size);
     control_ =
