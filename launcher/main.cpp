@@ -10,6 +10,7 @@
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "launcher/console.hpp"
+#include "launcher/descriptor_limit.hpp"
 #include "launcher/job_store.hpp"
 #include "launcher/launch_options.hpp"
 #include "launcher/rank_environment.hpp"
@@ -70,6 +71,7 @@ JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatc
 }
 
 int launch(const LaunchOptions& options) {
+  raise_descriptor_limit();  // first: the store holds a socket per rank, and the ranks inherit it
   // Ignored rather than handled: a reader of our output that goes away must not take the ranks with it.
   ::signal(SIGPIPE, SIG_IGN);
   SignalWatch signals;  // before the store server's threads exist, so that they inherit the blocked mask
