@@ -29,11 +29,14 @@ stage "fuzz: clang and libFuzzer" 600 bash -c \
   "$(declare -f install_missing); install_missing clang libclang-rt-14-dev"
 # Tests and benchmarks are not needed; warnings are not errors here, where clang (not the project's
 # GCC) compiles the layers: this stage is about the parsers' behaviour, the GCC stages about warnings.
-# One file a unit (no unity batches): the one build in CI that shows every library source compiles alone.
+# One file a unit (no unity batches), as build-tsan: CI's check that every library source compiles alone.
 stage "fuzz: configure (clang)" 300 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
   -DCANOPY_FUZZ=ON -DCANOPY_SANITIZE=address,undefined -DCANOPY_BUILD_TESTS=OFF -DCANOPY_BUILD_BENCH=OFF \
   -DCANOPY_BUILD_EXAMPLES=OFF -DCANOPY_UNITY_BUILD=OFF -DCANOPY_WERROR=OFF
 stage "fuzz: build ${TARGETS[*]}" 1800 cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}"
+# The launcher's library too, for the same check: every source compiles on its own (the collectives'
+# kernels need GCC's target_clones on templates, so build-tsan checks that layer with GCC).
+stage "fuzz: the launcher's library, one file a unit" 600 cmake --build "$BUILD" -j "$JOBS" --target canopy_launcher_core
 
 # fuzz_one TARGET: one bounded run, its output kept in build-fuzz/logs/TARGET.log.
 fuzz_one() {
