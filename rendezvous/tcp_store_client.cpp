@@ -15,8 +15,8 @@
 #include "common/log.hpp"
 #include "rendezvous/client_socket.hpp"
 #include "rendezvous/printable.hpp"
-#include "rendezvous/store_wait.hpp"
 #include "rendezvous/store_protocol.hpp"
+#include "rendezvous/store_wait.hpp"
 
 namespace canopy {
 namespace {
