@@ -52,16 +52,18 @@ struct Rendezvous {
 Rendezvous rendezvous(const EnvMap& env, Duration timeout);
 
 // Every rank publishes "<what>/<rank>" = value and returns everyone's, by rank; a rank that does not
-// arrive within the store's timeout is an Error(Timeout) that says how many were awaited. Every rank reads
-// every key: P^2 reads in all, fine for local ranks; agree_through_rank_zero below is O(P).
+// arrive within the store's timeout is an Error(Timeout) that says how many were awaited. Two requests per
+// rank (a set and one get_many), but every rank reads every value: P^2 bytes through the store in all.
 std::vector<std::string> exchange_with_all_ranks(Store& store, std::string_view what, int rank,
                                                  int world_size, const std::string& value);
 
-// Waits for "<what>/0" .. "<what>/<world_size - 1>" and returns them; `rank` names the waiter in errors.
+// Waits for "<what>/0" .. "<what>/<world_size - 1>" and returns them, in one get_many; `rank` names the
+// waiter in errors.
 std::vector<std::string> gather_from_all_ranks(Store& store, std::string_view what, int rank, int world_size);
 
 // Every rank publishes "<what>/<rank>" = value; rank 0 gathers them, makes one answer of them with
-// `combine` and publishes it as "<what>"; every rank returns that answer (O(P) store requests in all).
+// `combine` and publishes it as "<what>"; every rank returns that answer. Two store requests per rank,
+// four for rank 0 (a set, one get_many, a set, a get): O(P) in all, O(1) for any one rank.
 std::string agree_through_rank_zero(
     Store& store, std::string_view what, int rank, int world_size, const std::string& value,
     const std::function<std::string(const std::vector<std::string>&)>& combine);

@@ -153,6 +153,23 @@ class FileStore final : public Store {
     }
   }
 
+  // A poll until every key exists, then one read per key; a key removed in between is waited for again,
+  // within the same deadline.
+  std::vector<std::string> get_many(const std::vector<std::string>& keys, Duration timeout) override {
+    auto deadline = Deadline::after(rendezvous::clamp_store_wait(timeout));
+    wait(keys, timeout);
+    std::vector<std::string> values;
+    values.reserve(keys.size());
+    for (const auto& key : keys) {
+      if (auto value = read_value(key)) {
+        values.push_back(std::move(*value));
+      } else {
+        values.push_back(get(key, std::chrono::duration_cast<Duration>(deadline.remaining())));
+      }
+    }
+    return values;
+  }
+
   bool remove(std::string_view key) override {
     std::string path = value_path(key);
     if (::unlink(path.c_str()) == 0) return true;

@@ -33,6 +33,9 @@ std::string PrefixStore::compare_set(std::string_view key, std::string_view expe
 bool PrefixStore::check(const std::vector<std::string>& keys) { return base_->check(full(keys)); }
 void PrefixStore::wait(const std::vector<std::string>& keys, Duration timeout) { base_->wait(full(keys), timeout); }
 bool PrefixStore::remove(std::string_view key) { return base_->remove(full(key)); }
+std::vector<std::string> PrefixStore::get_many(const std::vector<std::string>& keys, Duration timeout) {
+  return base_->get_many(full(keys), timeout);
+}
 
 std::shared_ptr<Store> PrefixStore::open_another(Duration timeout) {
   auto base = base_->open_another(timeout);

@@ -9,6 +9,12 @@ namespace {
 
 using Kind = ParseResult::Kind;
 
+// What the fields of one request may take between them, beyond each field's own limit.
+struct Budget {
+  std::size_t left;
+  const std::size_t limit;
+};
+
 // Walks the front of a buffer. A read past its end marks the cursor incomplete; a length beyond a
 // limit marks it malformed. The first problem sticks, so a parse can read all fields, then look once.
 class Cursor {
@@ -34,30 +40,21 @@ class Cursor {
     position_ += 8;
     return value;
   }
-  // A u32 length + bytes field of at most `limit` bytes, named `what` in the error.
-  std::optional<std::string> bytes(std::size_t limit, std::string_view what) {
-    auto length = u32();
-    if (!length) return std::nullopt;
-    if (*length > limit) {
-      malformed(fmt::format("{} of {} bytes exceeds the limit of {} bytes", what, *length, limit));
-      return std::nullopt;
-    }
-    if (!have(*length)) return std::nullopt;
-    std::string result(buffer_.substr(position_, *length));
-    position_ += *length;
+  // A u32 length + bytes field of at most `limit` bytes, named `what` in the error. `together`, when
+  // given, is what this request's fields may still take between them; the field's length comes off it.
+  std::optional<std::string> bytes(std::size_t limit, std::string_view what, Budget* together = nullptr) {
+    auto n = length(limit, what, together);
+    if (!n || !have(*n)) return std::nullopt;
+    std::string result(buffer_.substr(position_, *n));
+    position_ += *n;
     return result;
   }
   // A length field's bytes are skipped without copying while the rest has not arrived: an
   // Incomplete parse must stay cheap for a 64 MiB value arriving 64 KiB at a time.
-  bool skip_bytes(std::size_t limit, std::string_view what) {
-    auto length = u32();
-    if (!length) return false;
-    if (*length > limit) {
-      malformed(fmt::format("{} of {} bytes exceeds the limit of {} bytes", what, *length, limit));
-      return false;
-    }
-    if (!have(*length)) return false;
-    position_ += *length;
+  bool skip_bytes(std::size_t limit, std::string_view what, Budget* together = nullptr) {
+    auto n = length(limit, what, together);
+    if (!n || !have(*n)) return false;
+    position_ += *n;
     return true;
   }
 
@@ -85,6 +82,25 @@ class Cursor {
     return true;
   }
 
+  // Judged from the length field alone, before the bytes it announces arrive.
+  std::optional<std::uint32_t> length(std::size_t limit, std::string_view what, Budget* together) {
+    auto n = u32();
+    if (!n) return std::nullopt;
+    if (*n > limit) {
+      malformed(fmt::format("{} of {} bytes exceeds the limit of {} bytes", what, *n, limit));
+      return std::nullopt;
+    }
+    if (together) {
+      if (*n > together->left) {
+        malformed(fmt::format("the {}s of one request exceed the limit of {} bytes together", what,
+                              together->limit));
+        return std::nullopt;
+      }
+      together->left -= *n;
+    }
+    return n;
+  }
+
   std::string_view buffer_;
   std::size_t position_ = 0;
   Kind kind_ = Kind::Complete;
@@ -94,9 +110,10 @@ class Cursor {
 // The fields after the command byte, per command: used twice, first to skip (is it all here?), then
 // to copy. `copy` false only checks lengths.
 void read_fields(Cursor& in, Command command, Request& request, bool copy) {
-  auto key = [&](std::string_view what) {
-    if (!copy) return void(in.skip_bytes(kMaxKeyBytes, what));
-    if (auto k = in.bytes(kMaxKeyBytes, what)) request.keys.push_back(std::move(*k));
+  Budget key_bytes{kMaxGetManyKeyBytes, kMaxGetManyKeyBytes};  // GET_MANY's keys together
+  auto key = [&](std::string_view what, Budget* together = nullptr) {
+    if (!copy) return void(in.skip_bytes(kMaxKeyBytes, what, together));
+    if (auto k = in.bytes(kMaxKeyBytes, what, together)) request.keys.push_back(std::move(*k));
   };
   auto value = [&](std::string& into, std::string_view what) {
     if (!copy) return void(in.skip_bytes(kMaxValueBytes, what));
@@ -121,17 +138,21 @@ void read_fields(Cursor& in, Command command, Request& request, bool copy) {
       value(request.desired, "desired value");
       break;
     case Command::Check:
-    case Command::Wait: {
+    case Command::Wait:
+    case Command::GetMany: {
       auto count = in.u32();
       if (!count) break;
-      if (*count > kMaxKeysPerRequest) {
-        in.malformed(fmt::format("{} keys in one {} exceed the limit of {}", *count, to_string(command),
-                                 kMaxKeysPerRequest));
+      const bool many = command == Command::GetMany;
+      const std::size_t most = many ? kMaxKeysPerGetMany : kMaxKeysPerRequest;
+      if (*count > most) {
+        in.malformed(fmt::format("{} keys in one {} exceed the limit of {}", *count, to_string(command), most));
         break;
       }
+      // Only the copying pass reserves, and it runs once every key has arrived: 32 bytes of vector for
+      // each 4-byte length field received, never a count the sender merely claims.
       if (copy) request.keys.reserve(*count);
-      for (std::uint32_t i = 0; i < *count && in.ok(); ++i) key("key");
-      if (command == Command::Wait) {
+      for (std::uint32_t i = 0; i < *count && in.ok(); ++i) key("key", many ? &key_bytes : nullptr);
+      if (command != Command::Check) {
         if (auto t = in.u64()) request.timeout_ms = *t;
       }
       break;
@@ -145,7 +166,7 @@ void read_fields(Cursor& in, Command command, Request& request, bool copy) {
 }
 
 bool known_command(std::uint8_t byte) {
-  return byte >= static_cast<std::uint8_t>(Command::Set) && byte <= static_cast<std::uint8_t>(Command::Ping);
+  return byte >= static_cast<std::uint8_t>(Command::Set) && byte <= static_cast<std::uint8_t>(Command::GetMany);
 }
 
 }  // namespace
@@ -168,6 +189,8 @@ std::string_view to_string(Command command) {
       return "DELETE";
     case Command::Ping:
       return "PING";
+    case Command::GetMany:
+      return "GET_MANY";
   }
   return "UNKNOWN";
 }
@@ -250,9 +273,10 @@ std::string encode_request(const Request& request) {
       break;
     case Command::Check:
     case Command::Wait:
+    case Command::GetMany:
       put_u32(out, static_cast<std::uint32_t>(request.keys.size()));
       for (const auto& k : request.keys) put_bytes(out, k);
-      if (request.command == Command::Wait) put_u64(out, request.timeout_ms);
+      if (request.command != Command::Check) put_u64(out, request.timeout_ms);
       break;
     case Command::Delete:
       key();
@@ -292,6 +316,17 @@ std::string encode_ok_flag(bool flag) {
   std::string out;
   put_u8(out, static_cast<std::uint8_t>(Status::Ok));
   put_u8(out, flag ? 1 : 0);
+  return out;
+}
+std::string encode_ok_values(const std::vector<std::string_view>& values) {
+  std::size_t total = 0;
+  for (auto value : values) total += value.size();
+  std::string out;
+  out.reserve(5 + 4 * values.size() + total);
+  put_u8(out, static_cast<std::uint8_t>(Status::Ok));
+  put_u32(out, static_cast<std::uint32_t>(values.size()));
+  for (auto value : values) put_u32(out, static_cast<std::uint32_t>(value.size()));
+  for (auto value : values) out.append(value);
   return out;
 }
 std::string encode_failure(Status status, std::string_view message) {

@@ -15,7 +15,13 @@ inline constexpr std::uint16_t kVersion = 1;
 
 inline constexpr std::size_t kMaxKeyBytes = 4 * 1024;
 inline constexpr std::size_t kMaxValueBytes = 64 * 1024 * 1024;
-inline constexpr std::size_t kMaxKeysPerRequest = 1024;
+inline constexpr std::size_t kMaxKeysPerRequest = 1024;  // CHECK / WAIT
+// GET_MANY carries a whole job's keys (a bootstrap's P addresses in one request), so it is bounded by
+// bytes, not by a count a job outgrows: its keys together, and its reply's values together (no more than
+// one GET's value, so one reply is never larger than the largest single value).
+inline constexpr std::size_t kMaxKeysPerGetMany = 256 * 1024;
+inline constexpr std::size_t kMaxGetManyKeyBytes = 16 * 1024 * 1024;
+inline constexpr std::size_t kMaxGetManyValueBytes = kMaxValueBytes;
 inline constexpr std::size_t kMaxTokenBytes = 4 * 1024;
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;  // the text of an ERROR / TIMEOUT reply
 
@@ -31,6 +37,7 @@ enum class Command : std::uint8_t {
   Wait = 6,        // u32 n, n keys, u64 timeout ms   -> OK | TIMEOUT message
   Delete = 7,      // key                             -> OK u8 (1: existed)
   Ping = 8,        //                                 -> OK
+  GetMany = 9,     // u32 n, n keys, u64 timeout ms   -> OK u32 n, n u32 lengths, the n values | TIMEOUT message
 };
 
 enum class Status : std::uint8_t { Ok = 0, Timeout = 1, Error = 2 };
@@ -40,11 +47,11 @@ std::string_view to_string(Command command);
 // One decoded request. Only the members its command uses are filled.
 struct Request {
   Command command = Command::Ping;
-  std::vector<std::string> keys;  // one key, except for Check / Wait
+  std::vector<std::string> keys;  // one key, except for Check / Wait / GetMany
   std::string value;              // Set: value; CompareSet: expected
   std::string desired;            // CompareSet
   std::int64_t delta = 0;         // Add
-  std::uint64_t timeout_ms = 0;   // Get / Wait
+  std::uint64_t timeout_ms = 0;   // Get / Wait / GetMany
 };
 
 // The outcome of looking at the front of a receive buffer.
@@ -80,6 +87,9 @@ std::string encode_ok();
 std::string encode_ok_bytes(std::string_view bytes);
 std::string encode_ok_i64(std::int64_t value);
 std::string encode_ok_flag(bool flag);
+// GET_MANY's reply: the lengths first, so that a client reads the values in three receives, not 2n, and
+// knows their total before it allocates.
+std::string encode_ok_values(const std::vector<std::string_view>& values);
 std::string encode_failure(Status status, std::string_view message);
 
 }  // namespace canopy::rendezvous::protocol

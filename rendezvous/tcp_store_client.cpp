@@ -135,6 +135,33 @@ class TcpStoreClient final : public Store {
     }
   }
 
+  // One request for all the keys, unless they exceed what one GET_MANY may carry: then a batch at a time,
+  // within the one deadline.
+  std::vector<std::string> get_many(const std::vector<std::string>& keys, Duration timeout) override {
+    for (const auto& key : keys) check_key(key, "get_many");
+    timeout = rendezvous::clamp_store_wait(timeout);
+    auto deadline = Deadline::after(timeout);
+    std::vector<std::string> values;
+    values.reserve(keys.size());
+    for (std::size_t first = 0; first < keys.size();) {
+      std::size_t last = first, key_bytes = 0;
+      while (last < keys.size() && last - first < proto::kMaxKeysPerGetMany &&
+             key_bytes + keys[last].size() <= proto::kMaxGetManyKeyBytes)
+        key_bytes += keys[last++].size();
+      proto::Request request;
+      request.command = proto::Command::GetMany;
+      request.keys.assign(keys.begin() + static_cast<std::ptrdiff_t>(first),
+                          keys.begin() + static_cast<std::ptrdiff_t>(last));
+      auto left = std::chrono::duration_cast<Duration>(deadline.remaining());
+      request.timeout_ms = static_cast<std::uint64_t>(left.count());
+      call(request, Deadline::after(left + kReplyGrace),
+           fmt::format("get_many({})", rendezvous::printable_list(request.keys)),
+           [&] { read_values(request.keys.size(), values); });
+      first = last;
+    }
+    return values;
+  }
+
   bool remove(std::string_view key) override {
     check_key(key, "remove");
     proto::Request request;
@@ -269,6 +296,31 @@ class TcpStoreClient final : public Store {
     std::string bytes(length, '\0');
     socket_.receive_exact(bytes.data(), length, deadline);
     return bytes;
+  }
+
+  // GET_MANY's OK reply: n, n lengths, the values back to back; appended to `into`.
+  void read_values(std::size_t expected, std::vector<std::string>& into) {
+    char header[4];
+    socket_.receive_exact(header, sizeof(header), request_deadline_);
+    auto count = proto::get_u32(header);
+    if (count != expected)
+      fail(ErrorCode::Protocol, "the TcpStore at {} answered a GET_MANY of {} keys with {} values",
+           socket_.endpoint(), expected, count);
+    std::string lengths(4 * static_cast<std::size_t>(count), '\0');
+    socket_.receive_exact(lengths.data(), lengths.size(), request_deadline_);
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < count; ++i) total += proto::get_u32(lengths.data() + 4 * i);
+    if (total > proto::kMaxGetManyValueBytes)
+      fail(ErrorCode::Protocol, "the TcpStore at {} sent GET_MANY values of {} bytes together (limit {})",
+           socket_.endpoint(), total, proto::kMaxGetManyValueBytes);
+    std::string bytes(total, '\0');
+    socket_.receive_exact(bytes.data(), total, request_deadline_);
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      std::size_t length = proto::get_u32(lengths.data() + 4 * i);
+      into.emplace_back(bytes, offset, length);
+      offset += length;
+    }
   }
 
   std::string read_message() { return read_bytes(proto::kMaxMessageBytes, request_deadline_); }

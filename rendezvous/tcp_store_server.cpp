@@ -87,22 +87,31 @@ class Session : public std::enable_shared_from_this<Session> {
     server_.sessions.erase(this);  // may drop the last owner but one: callers hold shared_from_this()
   }
 
-  // A key this session waits on was written: done, or wait for the next missing key.
+  // A key this session waits on was written: done, or wait for the next missing key. Keys before
+  // `ready_` existed when last looked at, so a wait for P keys that arrive one by one (rank 0 gathering
+  // a job) costs O(P) look-ups, not O(P^2); one full pass at the end catches a key removed meanwhile.
   void recheck() {
     if (closed_ || !pending_) return;
-    const std::string* missing = server_.table.first_missing(pending_->keys);
-    if (missing) {
-      registered_key_ = *missing;
-      server_.waiters[registered_key_].push_back(shared_from_this());
-      return;
+    const auto& keys = pending_->keys;
+    for (;;) {
+      while (ready_ < keys.size() && server_.table.find(keys[ready_])) ++ready_;
+      if (ready_ < keys.size()) {
+        registered_key_ = keys[ready_];
+        server_.waiters[registered_key_].push_back(shared_from_this());
+        return;
+      }
+      const std::string* missing = server_.table.first_missing(keys);
+      if (!missing) break;
+      ready_ = static_cast<std::size_t>(missing - keys.data());
     }
     ++timer_generation_;
     timer_.cancel();
-    Command command = pending_->command;
-    std::string key = pending_->keys.front();
+    proto::Request done = std::move(*pending_);
     pending_.reset();
-    if (command == Command::Get) {
-      reply(proto::encode_ok_bytes(*server_.table.find(key)));
+    if (done.command == Command::Get) {
+      reply(proto::encode_ok_bytes(*server_.table.find(done.keys.front())));
+    } else if (done.command == Command::GetMany) {
+      reply(values_of(done.keys));
     } else {
       reply(proto::encode_ok());
     }
@@ -122,6 +131,25 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   std::size_t buffered() const { return inbuf_.size() - consumed_; }
+
+  // GET_MANY's reply once every key exists, or an ERROR when the values together exceed one reply's
+  // limit (the connection stays usable: the client can ask for fewer keys at a time).
+  std::string values_of(const std::vector<std::string>& keys) const {
+    std::vector<std::string_view> values;
+    values.reserve(keys.size());
+    std::size_t total = 0;
+    for (const auto& key : keys) {
+      values.emplace_back(*server_.table.find(key));
+      total += values.back().size();
+    }
+    if (total > proto::kMaxGetManyValueBytes)
+      return proto::encode_failure(
+          proto::Status::Error,
+          fmt::format("the values of these {} keys total {} bytes, over the limit of {} bytes for one GET_MANY "
+                      "reply: ask for fewer keys at a time",
+                      keys.size(), total, proto::kMaxGetManyValueBytes));
+    return proto::encode_ok_values(values);
+  }
 
   void maybe_read() {
     if (reading_ || closed_) return;
@@ -264,6 +292,9 @@ class Session : public std::enable_shared_from_this<Session> {
       case Command::Wait:
         if (!table.first_missing(request.keys)) return reply(proto::encode_ok());
         return begin_wait(std::move(request));
+      case Command::GetMany:
+        if (!table.first_missing(request.keys)) return reply(values_of(request.keys));
+        return begin_wait(std::move(request));
       case Command::Delete:
         return reply(proto::encode_ok_flag(table.remove(key)));
       case Command::Ping:
@@ -275,6 +306,7 @@ class Session : public std::enable_shared_from_this<Session> {
     busy_ = true;
     auto timeout = std::chrono::milliseconds(std::min(request.timeout_ms, kMaxWaitMs));
     pending_ = std::move(request);
+    ready_ = 0;
     arm_timer(timeout, [this, timeout] {
       server_.unregister_waiter(registered_key_, this);
       std::vector<std::string> missing;
@@ -324,6 +356,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool close_after_write_ = false;
   std::optional<proto::Request> pending_;
   std::string registered_key_;  // the key whose waiter list holds this session while pending_
+  std::size_t ready_ = 0;       // pending_'s keys before this one existed when last looked at
   const std::string empty_;
 };
 

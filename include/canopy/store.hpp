@@ -31,6 +31,16 @@ class Store {
   virtual void wait(const std::vector<std::string>& keys, Duration timeout) = 0;
   // Removes the key; true when it existed.
   virtual bool remove(std::string_view key) = 0;
+  // Waits until every key exists, as wait() does, and returns their values in the order of `keys`; throws
+  // Error(Timeout) naming the missing keys. The TcpStore asks for them all in one request (a bootstrap's
+  // rank 0 reads P addresses in one round trip, not P); this default is a wait and one get per key.
+  virtual std::vector<std::string> get_many(const std::vector<std::string>& keys, Duration timeout) {
+    wait(keys, timeout);
+    std::vector<std::string> values;
+    values.reserve(keys.size());
+    for (const auto& key : keys) values.push_back(get(key, timeout));
+    return values;
+  }
 
   // Another handle on the same keys whose calls never wait behind this handle's (a TcpStore client opens
   // a second connection), each bounded by `timeout`: for a thread that polls the store while others may
@@ -46,6 +56,7 @@ class Store {
   void set_timeout(Duration timeout) { timeout_ = timeout; }
   std::string get(std::string_view key) { return get(key, timeout_); }
   void wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
+  std::vector<std::string> get_many(const std::vector<std::string>& keys) { return get_many(keys, timeout_); }
 
  private:
   Duration timeout_ = std::chrono::seconds(300);
@@ -63,8 +74,10 @@ class PrefixStore final : public Store {
   bool check(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, Duration timeout) override;
   bool remove(std::string_view key) override;
+  std::vector<std::string> get_many(const std::vector<std::string>& keys, Duration timeout) override;
   std::shared_ptr<Store> open_another(Duration timeout) override;
   using Store::get;
+  using Store::get_many;
   using Store::wait;
 
  private:

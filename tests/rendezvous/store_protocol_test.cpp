@@ -40,6 +40,9 @@ std::vector<Request> every_command() {
   auto& remove = make(Command::Delete);
   remove.keys = {"gone"};
   make(Command::Ping);
+  auto& many = make(Command::GetMany);
+  many.keys = {"addr/0", "", "addr/2"};
+  many.timeout_ms = 300000;
   return all;
 }
 
@@ -66,7 +69,7 @@ TEST(StoreProtocol, EveryRequestRoundTripsAndIsIncompleteAtEverySplit) {
 }
 
 TEST(StoreProtocol, UnknownCommandsAreMalformed) {
-  for (int byte : {0, 9, 0x7f, 0xff}) {
+  for (int byte : {0, 10, 0x7f, 0xff}) {
     Request request;
     auto result = parse_request(std::string(1, static_cast<char>(byte)), request);
     EXPECT_EQ(result.kind, Kind::Malformed) << byte;
@@ -98,6 +101,49 @@ TEST(StoreProtocol, LengthsBeyondTheLimitsAreMalformedFromTheHeaderAlone) {
   Request decoded;
   EXPECT_EQ(parse_request(encode_request(at_limit), decoded).kind, Kind::Complete);
   EXPECT_EQ(decoded.keys.size(), kMaxKeysPerRequest);
+}
+
+// GET_MANY carries a job's keys: bounded by their count and by their bytes together, each judged from a
+// length field before the bytes it announces.
+TEST(StoreProtocol, GetManyIsBoundedByKeysAndTheirBytesTogether) {
+  std::string too_many;
+  put_u8(too_many, static_cast<std::uint8_t>(Command::GetMany));
+  put_u32(too_many, static_cast<std::uint32_t>(kMaxKeysPerGetMany + 1));
+  Request request;
+  auto result = parse_request(too_many, request);
+  EXPECT_EQ(result.kind, Kind::Malformed);
+  EXPECT_NE(result.error.find("GET_MANY"), std::string::npos) << result.error;
+
+  // Full-size keys up to the byte limit, then one more length field: refused before its key arrives.
+  const std::size_t fit = kMaxGetManyKeyBytes / kMaxKeyBytes;
+  std::string too_big;
+  put_u8(too_big, static_cast<std::uint8_t>(Command::GetMany));
+  put_u32(too_big, static_cast<std::uint32_t>(fit + 1));
+  for (std::size_t i = 0; i < fit; ++i) put_bytes(too_big, std::string(kMaxKeyBytes, 'k'));
+  EXPECT_EQ(parse_request(too_big, request).kind, Kind::Incomplete);
+  put_u32(too_big, 1);
+  result = parse_request(too_big, request);
+  EXPECT_EQ(result.kind, Kind::Malformed);
+  EXPECT_NE(result.error.find("together"), std::string::npos) << result.error;
+
+  // A bootstrap's 16,384 ranks fit in one request, well past CHECK and WAIT's count.
+  Request job;
+  job.command = Command::GetMany;
+  for (int r = 0; r < 16384; ++r) job.keys.push_back("round/0/addr/" + std::to_string(r));
+  job.timeout_ms = 1000;
+  Request decoded;
+  ASSERT_EQ(parse_request(encode_request(job), decoded).kind, Kind::Complete);
+  EXPECT_EQ(decoded.keys, job.keys);
+}
+
+TEST(StoreProtocol, GetManyRepliesPutTheLengthsBeforeTheValues) {
+  std::string bytes = encode_ok_values({"ab", "", "c"});
+  std::string expected;
+  put_u8(expected, static_cast<std::uint8_t>(Status::Ok));
+  put_u32(expected, 3);
+  for (std::uint32_t length : {2u, 0u, 1u}) put_u32(expected, length);
+  expected += "abc";
+  EXPECT_EQ(bytes, expected);
 }
 
 TEST(StoreProtocol, IntegersAreLittleEndian) {

@@ -217,6 +217,51 @@ TYPED_TEST(StoreTest, ManyKeysInOneWaitAndCheck) {
   this->store_->wait(keys, 5s);
 }
 
+TYPED_TEST(StoreTest, GetManyReturnsTheValuesInTheOrderOfTheKeys) {
+  std::string binary("x\0y\xfe", 4);
+  this->store_->set("m/2", "two");
+  this->store_->set("m/0", "");
+  this->store_->set("m/1", binary);
+  EXPECT_EQ(this->store_->get_many({"m/1", "m/0", "m/2", "m/1"}, 1s),
+            (std::vector<std::string>{binary, "", "two", binary}));
+  EXPECT_TRUE(this->store_->get_many({}, 0ms).empty());
+  this->store_->set_timeout(1s);
+  EXPECT_EQ(this->store_->get_many({"m/2"}), std::vector<std::string>{"two"});
+}
+
+TYPED_TEST(StoreTest, GetManyWaitsForLateKeysAndNamesTheMissingOnes) {
+  this->store_->set("a", "1");
+  std::string message;
+  auto start = Clock::now();
+  EXPECT_EQ(error_code_of([&] { this->store_->get_many({"a", "b", "c"}, 300ms); }, &message),
+            ErrorCode::Timeout);
+  EXPECT_GE(Clock::now() - start, 290ms);
+  EXPECT_LT(Clock::now() - start, 5s);
+  std::string missing = message.substr(message.find("missing"));
+  EXPECT_NE(missing.find("'b'"), std::string::npos) << message;
+  EXPECT_NE(missing.find("'c'"), std::string::npos) << message;
+  EXPECT_EQ(missing.find("'a'"), std::string::npos) << message;
+
+  auto other = this->backend_.connect();
+  std::thread setter([&] {
+    std::this_thread::sleep_for(50ms);
+    other->set("c", "3");
+    std::this_thread::sleep_for(50ms);
+    other->set("b", "2");
+  });
+  EXPECT_EQ(this->store_->get_many({"a", "b", "c"}, 10s), (std::vector<std::string>{"1", "2", "3"}));
+  setter.join();
+}
+
+TYPED_TEST(StoreTest, GetManyOfThousandsOfKeys) {
+  std::vector<std::string> keys;
+  for (int i = 0; i < 1500; ++i) keys.push_back("addr/" + std::to_string(i));  // more than one WAIT carries
+  for (std::size_t i = keys.size(); i-- > 0;) this->store_->set(keys[i], "host-" + std::to_string(i));
+  auto values = this->store_->get_many(keys, 5s);
+  ASSERT_EQ(values.size(), keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(values[i], "host-" + std::to_string(i));
+}
+
 TYPED_TEST(StoreTest, PrefixStoreIsolatesKeys) {
   auto base = this->store_;
   PrefixStore a(base, "group/a"), b(base, "group/b");
@@ -234,6 +279,8 @@ TYPED_TEST(StoreTest, PrefixStoreIsolatesKeys) {
   EXPECT_FALSE(a.check({"k"}));
   EXPECT_TRUE(b.check({"k"}));
   EXPECT_EQ(error_code_of([&] { a.wait({"k"}, 50ms); }), ErrorCode::Timeout);
+  EXPECT_EQ(b.get_many({"n", "k"}, 1s), (std::vector<std::string>{"5", "from b"}));
+  EXPECT_EQ(error_code_of([&] { a.get_many({"n", "k"}, 50ms); }), ErrorCode::Timeout);
   PrefixStore nested(std::make_shared<PrefixStore>(base, "round/1"), "sub");
   nested.set("x", "deep");
   EXPECT_EQ(base->get("round/1/sub/x", 1s), "deep");

@@ -157,6 +157,7 @@ TEST_F(TcpStoreServerTest, OversizedLengthFieldsAreRefusedBeforeAnyAllocation) {
   proto::put_u32(big_value, static_cast<std::uint32_t>(proto::kMaxValueBytes + 1));
   requests.push_back(big_value);
   requests.push_back(request_with_field_length(proto::Command::Wait, 1'000'000));
+  requests.push_back(request_with_field_length(proto::Command::GetMany, 1'000'000));
   requests.push_back(
       request_with_field_length(proto::Command::Get, static_cast<std::uint32_t>(proto::kMaxKeyBytes + 1)));
   for (const auto& request : requests) {
@@ -192,6 +193,47 @@ TEST_F(TcpStoreServerTest, TruncatedFramesAndRandomBytesDoNotDisturbOthers) {
     raw.send(noise);
   }
   expect_still_serving();
+}
+
+TEST_F(TcpStoreServerTest, GetManyOverOneRepliesWorthOfValuesIsAnErrorAndTheConnectionStays) {
+  const std::string half(proto::kMaxGetManyValueBytes / 2 + 1, 'v');
+  bystander_->set("big/0", half);
+  bystander_->set("big/1", half);
+  try {
+    bystander_->get_many({"big/0", "big/1"}, 5s);
+    FAIL() << "a reply over the limit was sent";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("fewer keys"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(bystander_->get_many({"big/1", "before"}, 1s), (std::vector<std::string>{half, "1"}));
+}
+
+// Keys past what one GET_MANY may carry together (16 MiB) are asked for a batch at a time, still in order.
+TEST_F(TcpStoreServerTest, GetManyBeyondOneRequestsKeysIsSplitByTheClient) {
+  const std::size_t keys_per_request = proto::kMaxGetManyKeyBytes / proto::kMaxKeyBytes;
+  std::vector<std::string> keys;
+  for (std::size_t i = 0; i < keys_per_request + 100; ++i) {
+    std::string key = fmt::format("{:0>{}}", i, proto::kMaxKeyBytes);
+    bystander_->set(key, std::to_string(i));
+    keys.push_back(std::move(key));
+  }
+  auto values = bystander_->get_many(keys, 10s);
+  ASSERT_EQ(values.size(), keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(values[i], std::to_string(i));
+}
+
+TEST_F(TcpStoreServerTest, GetManyWaitsOnTheServerForKeysSetInAnyOrder) {
+  constexpr int kRanks = 2000;
+  std::vector<std::string> keys;
+  for (int r = 0; r < kRanks; ++r) keys.push_back("addr/" + std::to_string(r));
+  std::thread gatherer([&] {
+    auto values = connect()->get_many(keys, 20s);
+    ASSERT_EQ(values.size(), keys.size());
+    for (int r = 0; r < kRanks; ++r) EXPECT_EQ(values[static_cast<std::size_t>(r)], std::to_string(r));
+  });
+  for (int r = kRanks; r-- > 0;) bystander_->set(keys[static_cast<std::size_t>(r)], std::to_string(r));
+  gatherer.join();
 }
 
 TEST_F(TcpStoreServerTest, PipelinedRequestsAreAnsweredInOrder) {
