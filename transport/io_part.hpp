@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "common/deadline.hpp"
 #include "common/error.hpp"
 #include "transport/abort_flag.hpp"
 #include "transport/envelope.hpp"
@@ -54,6 +55,9 @@ class IoPart {
   // About to block: appends the descriptors to wait on. False when something can move already (then the
   // mesh drives again instead of blocking); the part may have appended nothing then.
   virtual bool prepare_to_block(std::vector<pollfd>& fds) = 0;
+  // When the poll must wake at the latest, for work of the part's own that no descriptor announces (a
+  // connection attempt's retry): set by prepare_to_block().
+  virtual Clock::time_point wake_by() const { return Clock::time_point::max(); }
   // The poll() returned: `fds` are the entries this part appended, with their revents.
   virtual void after_poll(std::span<const pollfd> fds) = 0;
   // Shuts every link down so that the peers learn at once that nothing more will come. Any thread.

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ struct MeshOptions {
   std::uint64_t comm_id = 0;
   Duration connect_timeout = std::chrono::seconds(60);  // for the whole set-up
   std::string job_token;  // every connection presents it; one with another is refused
+  // Connections on first use (CANOPY_CONNECT=lazy): the store the mesh is formed on, kept by the mesh to
+  // read a peer's address when a message first needs it. Null: every link is made before connect_mesh()
+  // returns. Transports that cannot connect later (verbs) ignore it.
+  std::shared_ptr<Store> store_for_first_use;
   // The host layout, as the group learned it: each rank's host (an index; equal for ranks of one host);
   // empty: every rank on a host of its own. A transport that joins same-host pairs its own way (shared
   // memory) reads it.

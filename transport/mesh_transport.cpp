@@ -153,7 +153,9 @@ bool MeshTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
     poll_part_start_[parts_.size()] = poll_fds_.size();
     int ready = 0;
     if (can_block) {
-      ready = block(deadline);
+      Deadline wake = deadline;
+      for (const auto& part : parts_) wake = wake.earlier(Deadline(part->wake_by()));
+      ready = block(wake);
       if (ready < 0 && errno != EINTR) fail_errno(fmt::format("rank {}: poll", rank_));
       if (ready < 0)
         for (auto& fd : poll_fds_) fd.revents = 0;

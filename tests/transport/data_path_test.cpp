@@ -40,7 +40,7 @@ class DataPath : public ::testing::TestWithParam<LinkKind> {
     auto options = loopback_options(comm_id);
     options.spin = spin;
     auto mesh = testing::connect_loopback_mesh(kind(), store, rank, size, options);
-    const std::string_view expected = kind() == LinkKind::Tcp || size == 1 ? "tcp" : "shm+tcp";
+    const std::string_view expected = testing::is_tcp(kind()) || size == 1 ? "tcp" : "shm+tcp";
     require(mesh->name() == expected, "rank {}: the mesh is {}, not {}", rank, mesh->name(), expected);
     return mesh;
   }
@@ -233,7 +233,7 @@ TEST_P(DataPath, KilledPeerTurnsIntoPeerFailedOnEverySurvivorAndOthersKeepWorkin
     auto waited = Clock::now() - start;
     std::string m = e.what();
     require(e.code() == ErrorCode::PeerFailed, "rank {}: code {} ({})", t.rank(), to_string(e.code()), m);
-    const char* link = kind() == LinkKind::Tcp ? "127.0.0.1:" : "shared memory on this host";
+    const char* link = testing::is_tcp(kind()) ? "127.0.0.1:" : "shared memory on this host";
     require(m.find(fmt::format("rank {}: connection to rank {} ({}", t.rank(), kVictim, link)) !=
                 std::string::npos,
             "rank {}: message does not name the dead rank: {}", t.rank(), m);
@@ -338,7 +338,8 @@ std::string link_name(const ::testing::TestParamInfo<LinkKind>& link) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Links, DataPath,
-                         ::testing::Values(LinkKind::Tcp, LinkKind::Shm, LinkKind::ShmRingsOnly), link_name);
+                         ::testing::Values(LinkKind::Tcp, LinkKind::TcpOnFirstUse, LinkKind::Shm,
+                                           LinkKind::ShmRingsOnly), link_name);
 
 }  // namespace
 }  // namespace canopy::transport

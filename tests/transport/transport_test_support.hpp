@@ -52,12 +52,21 @@ inline transport::ShmOptions shm_options_like(const transport::TcpOptions& optio
   return shm;
 }
 
-// The links a data-path test runs over: TCP between every pair, or shared memory (all ranks on one host),
-// with large messages by single copy where the kernel allows it (the default), or every payload through
-// the rings.
-enum class LinkKind { Tcp, Shm, ShmRingsOnly };
+// The links a data-path test runs over: TCP between every pair (made while the mesh forms, or each on
+// first use), or shared memory (all ranks on one host), with large messages by single copy where the
+// kernel allows it (the default), or every payload through the rings.
+enum class LinkKind { Tcp, TcpOnFirstUse, Shm, ShmRingsOnly };
 inline std::string_view to_string(LinkKind kind) {
-  return kind == LinkKind::Tcp ? "Tcp" : kind == LinkKind::Shm ? "Shm" : "ShmRingsOnly";
+  switch (kind) {
+    case LinkKind::Tcp: return "Tcp";
+    case LinkKind::TcpOnFirstUse: return "TcpOnFirstUse";
+    case LinkKind::Shm: return "Shm";
+    case LinkKind::ShmRingsOnly: return "ShmRingsOnly";
+  }
+  return "?";
+}
+inline bool is_tcp(LinkKind kind) {
+  return kind == LinkKind::Tcp || kind == LinkKind::TcpOnFirstUse;
 }
 
 inline std::unique_ptr<transport::Transport> connect_loopback_mesh(LinkKind kind, Store& store, int rank,
@@ -65,6 +74,11 @@ inline std::unique_ptr<transport::Transport> connect_loopback_mesh(LinkKind kind
                                                                    const transport::TcpOptions& options,
                                                                    transport::ShmOptions shm = {}) {
   if (kind == LinkKind::Tcp) return transport::connect_tcp_mesh(store, rank, size, options);
+  if (kind == LinkKind::TcpOnFirstUse) {
+    transport::TcpOptions lazy = options;
+    lazy.store_for_first_use = std::shared_ptr<Store>(std::shared_ptr<Store>(), &store);  // the test's outlives it
+    return transport::connect_tcp_mesh(store, rank, size, lazy);
+  }
   if (kind == LinkKind::ShmRingsOnly) shm.single_copy_bytes = 0;
   return transport::connect_shm_tcp_mesh(store, rank, size, options, shm_options_like(options, size, shm));
 }

@@ -305,7 +305,7 @@ ShmPeers connect_shm_peers(Store& store, int rank, int size, const ShmOptions& o
 
 std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
                                                 const ShmOptions& shm) {
-  std::vector<PeerLink> links = connect_tcp_links(store, rank, size, tcp);
+  TcpLinkSet links = form_tcp_links(store, rank, size, tcp);
   ShmPeers peers = connect_shm_peers(store, rank, size, shm);
   const int cores = shm.host_cores > 0 ? shm.host_cores : usable_cores();
   const int host_ranks = ranks_on_this_host(shm, rank, size);
@@ -313,7 +313,7 @@ std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size
       rank, size, peers.reached.empty() ? "tcp" : "shm+tcp",
       peers.reached.empty() ? std::chrono::nanoseconds(0) : looks_between_yields(host_ranks, cores));
   const std::size_t tcp_part = mesh->add_part(
-      std::make_unique<TcpLinks>(rank, std::move(links), mesh->abort_state()), chosen_spin(tcp, size));
+      std::make_unique<TcpLinks>(rank, size, std::move(links), mesh->abort_state()), chosen_spin(tcp, size));
   if (peers.reached.empty()) return mesh;
   MeshTransport& routes = *mesh;
   auto reroute = [&routes, tcp_part](int peer, bool sends) {

@@ -28,19 +28,54 @@ bool would_block(int error) {
 
 }  // namespace
 
-TcpLinks::TcpLinks(int rank, std::vector<PeerLink> links, const AbortFlag& abort)
-    : rank_(rank), abort_(abort), peers_(links.size()) {
-  for (std::size_t p = 0; p < links.size(); ++p) {
-    peers_[p].link = std::move(links[p]);
-    if (static_cast<int>(p) != rank) peers_[p].inbox.resize(kInboxBytes);
+TcpLinks::TcpLinks(int rank, int size, TcpLinkSet links, const AbortFlag& abort)
+    : rank_(rank), abort_(abort), peers_(static_cast<std::size_t>(size)), connector_(std::move(links.connector)) {
+  for (std::size_t p = 0; p < links.links.size(); ++p)
+    if (links.links[p].fd.valid()) install(static_cast<int>(p), std::move(links.links[p]));
+}
+
+void TcpLinks::install(int peer, PeerLink link) {
+  Peer& p = peers_[peer];
+  p.inbox.resize(kInboxBytes);  // only now: a group of thousands holds few links
+  std::lock_guard lock(links_mutex_);
+  p.link = std::move(link);
+  if (shut_) ::shutdown(p.link.fd.get(), SHUT_RDWR);
+}
+
+int TcpLinks::connected_peers() const {
+  std::lock_guard lock(links_mutex_);
+  return static_cast<int>(std::count_if(peers_.begin(), peers_.end(), [](const Peer& p) { return p.link.fd.valid(); }));
+}
+
+void TcpLinks::ensure_link(int peer) {
+  if (!connector_ || peers_[peer].link.fd.valid() || connector_->requested(peer)) return;
+  try {
+    connector_->request(peer);
+  } catch (const Error& e) {
+    fail_peer(peer, e.code(), e.what());
   }
-  poll_peers_.reserve(links.size());
-  polled_.reserve(links.size());
+}
+
+void TcpLinks::take_connections(Completions& done) {
+  outcomes_.clear();
+  connector_->drive(outcomes_);
+  const TcpConnector::Outcome* failed = nullptr;
+  for (auto& outcome : outcomes_) {
+    if (outcome.failure)
+      failed = &outcome;
+    else
+      install(outcome.peer, std::move(outcome.link));
+  }
+  if (failed) fail_peer(failed->peer, failed->failure->code(), failed->failure->what());
+  // What waited for these links moves now, whatever the pass.
+  for (const auto& outcome : outcomes_)
+    if (peers_[outcome.peer].busy()) drive(outcome.peer, done, true);
 }
 
 void TcpLinks::post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) {
   Peer& p = peers_[peer];
   if (p.failure) throw *p.failure;
+  ensure_link(peer);
   SendOp op;
   op.id = id;
   op.header = encode_frame(FrameHeader{.envelope = envelope, .payload_bytes = payload.size()});
@@ -51,6 +86,7 @@ void TcpLinks::post_send(OpId id, int peer, const Envelope& envelope, std::span<
 void TcpLinks::post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) {
   Peer& p = peers_[peer];
   if (p.failure) throw *p.failure;
+  ensure_link(peer);
   p.recvs.push_back(RecvOp{.id = id, .envelope = envelope, .destination = destination});
 }
 
@@ -67,7 +103,7 @@ void TcpLinks::fail_peer(int peer, ErrorCode code, const std::string& what) {
   // on another thread can never hit a reused one). One out of step (a mismatch, a malformed frame) stays
   // open until abort(): the communicator first records why for the other ranks, so the peer blames the
   // mismatch, not the closed connection.
-  if (code == ErrorCode::PeerFailed) ::shutdown(p.link.fd.get(), SHUT_RDWR);
+  if (code == ErrorCode::PeerFailed && p.link.fd.valid()) ::shutdown(p.link.fd.get(), SHUT_RDWR);
   log::debug("{}", what);  // the caller gets it as an exception: no second report on stderr
   throw *p.failure;
 }
@@ -229,6 +265,7 @@ void TcpLinks::drive(int peer, Completions& done, bool try_reading) {
 }
 
 void TcpLinks::drive(Pass pass, Completions& done) {
+  if (connector_) take_connections(done);
   switch (pass) {
     case Pass::First:
       // Sends are tried at once: the socket buffer usually has room. Reads only where bytes are already
@@ -236,12 +273,12 @@ void TcpLinks::drive(Pass pass, Completions& done) {
       // would cost a syscall on every small-message round trip).
       for (std::size_t peer = 0; peer < peers_.size(); ++peer) {
         const Peer& p = peers_[peer];
-        if (p.busy()) drive(static_cast<int>(peer), done, p.inbox_end > p.inbox_begin);
+        if (p.busy() && p.link.fd.valid()) drive(static_cast<int>(peer), done, p.inbox_end > p.inbox_begin);
       }
       return;
     case Pass::Spin:
       for (std::size_t peer = 0; peer < peers_.size(); ++peer)
-        if (peers_[peer].busy()) drive(static_cast<int>(peer), done, true);
+        if (peers_[peer].busy() && peers_[peer].link.fd.valid()) drive(static_cast<int>(peer), done, true);
       return;
     case Pass::Polled:
       for (std::size_t i = 0; i < poll_peers_.size(); ++i)
@@ -254,20 +291,28 @@ bool TcpLinks::prepare_to_block(std::vector<pollfd>& fds) {
   poll_peers_.clear();
   for (std::size_t peer = 0; peer < peers_.size(); ++peer) {
     const Peer& p = peers_[peer];
-    if (!p.busy()) continue;
+    if (!p.busy() || !p.link.fd.valid()) continue;
     short events = static_cast<short>((p.sends.empty() ? 0 : POLLOUT) | (p.recvs.empty() ? 0 : POLLIN));
     fds.push_back({p.link.fd.get(), events, 0});
     poll_peers_.push_back(static_cast<int>(peer));
   }
   polled_.assign(poll_peers_.size(), 0);
+  wake_by_ = Clock::time_point::max();
+  const std::size_t before = fds.size();
+  if (connector_) connector_->prepare_to_block(fds, wake_by_);
+  connector_polls_ = fds.size() - before;
   return true;
 }
 
 void TcpLinks::after_poll(std::span<const pollfd> fds) {
   for (std::size_t i = 0; i < fds.size() && i < polled_.size(); ++i) polled_[i] = fds[i].revents;
+  if (connector_ && fds.size() >= polled_.size() + connector_polls_)
+    connector_->after_poll(fds.subspan(polled_.size(), connector_polls_));
 }
 
 void TcpLinks::shut_down() {
+  std::lock_guard lock(links_mutex_);
+  shut_ = true;
   for (const Peer& p : peers_)
     if (p.link.fd.valid()) ::shutdown(p.link.fd.get(), SHUT_RDWR);
 }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,19 +15,19 @@
 #include "transport/io_part.hpp"
 #include "transport/tcp/ring_queue.hpp"
 #include "transport/tcp/socket.hpp"
+#include "transport/tcp/tcp_connector.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy::transport {
 
-// One connected socket per peer; links[rank] is unused.
-struct PeerLink {
-  UniqueFd fd;
-  std::string address;  // the peer's "ip:port", for messages
-};
-
 // The connections of connect_tcp_mesh() without a transport over them yet: for a mesh that carries some
-// peers another way (shared memory) and the rest over these.
-std::vector<PeerLink> connect_tcp_links(Store& store, int rank, int size, const TcpOptions& options);
+// peers another way (shared memory) and the rest over these. Every link is made now, or (with
+// `options.store_for_first_use`) none: a connector makes each when a message first needs it.
+struct TcpLinkSet {
+  std::vector<PeerLink> links;              // by rank; empty when connecting on first use
+  std::unique_ptr<TcpConnector> connector;  // null when every link was made
+};
+TcpLinkSet form_tcp_links(Store& store, int rank, int size, const TcpOptions& options);
 
 // How long a mesh over these links busy-polls before it blocks: TcpOptions::spin, else choose_spin() from
 // the host's ranks and cores.
@@ -33,8 +35,9 @@ std::chrono::microseconds chosen_spin(const TcpOptions& options, int size);
 
 class TcpLinks final : public IoPart {
  public:
-  // `abort` is the mesh's: a socket that fails after abort() shut it reports the abort.
-  TcpLinks(int rank, std::vector<PeerLink> links, const AbortFlag& abort);
+  // `abort` is the mesh's: a socket that fails after abort() shut it reports the abort. A message to or
+  // from a peer without a link asks the set's connector for one, and waits in its queue until it is up.
+  TcpLinks(int rank, int size, TcpLinkSet links, const AbortFlag& abort);
 
   void post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) override;
   void post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) override;
@@ -42,8 +45,11 @@ class TcpLinks final : public IoPart {
   void drive(Pass pass, Completions& done) override;
   std::uint64_t bytes_moved() const override { return bytes_moved_; }
   bool prepare_to_block(std::vector<pollfd>& fds) override;
+  Clock::time_point wake_by() const override { return wake_by_; }
   void after_poll(std::span<const pollfd> fds) override;
   void shut_down() override;
+  // The peers this rank holds a connection with now.
+  int connected_peers() const;
 
  private:
   struct SendOp {
@@ -75,6 +81,12 @@ class TcpLinks final : public IoPart {
     bool busy() const { return !sends.empty() || !recvs.empty(); }
   };
 
+  void install(int peer, PeerLink link);
+  // A message to or from a peer without a link: ask for one (connections on first use).
+  void ensure_link(int peer);
+  // Installs what the connector finished and drives what waited for it; a dial that failed fails its
+  // peer's operations.
+  void take_connections(Completions& done);
   void drive(int peer, Completions& done, bool try_reading);
   // Each moves at most `budget` bytes; true when it stopped for the budget (more could move now).
   bool drive_sends(int peer, Completions& done, std::uint64_t budget);
@@ -89,7 +101,14 @@ class TcpLinks final : public IoPart {
   const int rank_;
   const AbortFlag& abort_;
   std::vector<Peer> peers_;
+  std::unique_ptr<TcpConnector> connector_;  // null when every link was made up front
+  std::vector<TcpConnector::Outcome> outcomes_;
+  // Guards the peers' descriptors between install() and shut_down(), which any thread may call.
+  mutable std::mutex links_mutex_;
+  bool shut_ = false;
   std::vector<int> poll_peers_;    // the peers prepare_to_block() asked to wait on, in order
+  std::size_t connector_polls_ = 0;  // the connector's entries after them
+  Clock::time_point wake_by_ = Clock::time_point::max();
   std::vector<short> polled_;      // their revents from the last poll()
   std::uint64_t bytes_moved_ = 0;  // by every socket call so far: tells a spin that data is still flowing
 };

@@ -19,6 +19,9 @@ struct TcpOptions {
   std::string socket_ifname;  // CANOPY_SOCKET_IFNAME syntax: "eth,ib" prefixes, "^lo" excludes, "=eth0" exact
   std::string socket_family;  // CANOPY_SOCKET_FAMILY: "" (IPv4 first, then IPv6), "ipv4" or "ipv6"
   Duration connect_timeout = std::chrono::seconds(60);
+  // Connections on first use: the store (the one the mesh is formed on) kept to read a peer's address when
+  // a message first needs that peer. Null: every connection is made before the mesh is returned.
+  std::shared_ptr<Store> store_for_first_use;
   // An accepted connection that has not completed its handshake by then is dropped (port scanners,
   // stray clients): it never holds up the mesh.
   Duration handshake_timeout = std::chrono::seconds(2);
@@ -40,10 +43,11 @@ struct TcpOptions {
   }
 };
 
-// Every rank calls this with the same store, its rank, the group size and comm_id; returns once all
-// connections to all peers are up. Throws Error(Timeout) naming the ranks that never appeared.
-// Each rank publishes "tcp/<comm_id>/addr/<rank>" = "ip:port" in the store, connects to every lower
-// rank and accepts every higher one; the listening socket is closed before this returns.
+// Every rank calls this with the same store, its rank, the group size and comm_id. Each rank publishes
+// "tcp/<comm_id>/addr/<rank>" = "ip:port" in the store. Without `store_for_first_use` it connects to
+// every lower rank and accepts every higher one, returns once all are up and closes its listener; throws
+// Error(Timeout) naming the ranks that never appeared. With it, the mesh returns at once and keeps its
+// listener: each link is made when a message first goes to or comes from that peer.
 std::unique_ptr<Transport> connect_tcp_mesh(Store& store, int rank, int size, const TcpOptions& options);
 
 // The store key under which `rank` publishes its listening address.

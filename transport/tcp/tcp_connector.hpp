@@ -1,0 +1,109 @@
+// Makes a group's TCP connections without ever blocking: all of them while the mesh forms
+// (CANOPY_CONNECT=eager), or each when a message first needs it (connections on first use).
+//
+// The higher rank of a pair always dials the lower one, which only accepts. So the two ranks of a pair
+// never open it twice, and neither needs to ask the other (or the store) who goes first: a lower rank
+// with a message for a higher one just waits, because the higher rank posts the matching receive and
+// dials then. Dials and inbound handshakes are state machines moved by drive(), from the mesh's poll
+// loop, so one slow peer holds up nobody else.
+#pragma once
+
+#include <poll.h>
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "canopy/error.hpp"
+#include "canopy/store.hpp"
+#include "common/deadline.hpp"
+#include "transport/tcp/handshake.hpp"
+#include "transport/tcp/socket.hpp"
+#include "transport/tcp/tcp_transport.hpp"
+
+namespace canopy::transport {
+
+// One connected socket per peer; links[rank] is unused.
+struct PeerLink {
+  UniqueFd fd;
+  std::string address;  // the peer's "ip:port", for messages
+};
+
+class TcpConnector {
+ public:
+  // What drive() finished: a connection with `peer`, or why there will be none.
+  struct Outcome {
+    int peer = -1;
+    PeerLink link;
+    std::optional<Error> failure;
+  };
+
+  // Listens and publishes "tcp/<comm_id>/addr/<rank>" in the store (one request). Dials read the lower
+  // peers' addresses from the store when they start, once each: the connector keeps it.
+  TcpConnector(std::shared_ptr<Store> store, int rank, int size, const TcpOptions& options);
+  ~TcpConnector();
+  TcpConnector(const TcpConnector&) = delete;
+  TcpConnector& operator=(const TcpConnector&) = delete;
+
+  // Asks for the connection with `peer` (once; later calls do nothing): a lower peer is dialled, a higher
+  // one is awaited on the listener. A dial that has not succeeded within the connect timeout ends in a
+  // Timeout outcome; an awaited peer is bounded by the caller's own deadline.
+  void request(int peer);
+  bool requested(int peer) const { return requested_[static_cast<std::size_t>(peer)]; }
+  // Whether a dial is under way: drive() has work even without a poll.
+  bool dialling() const { return !dials_.empty(); }
+  // The awaited peers that have not connected yet, in rank order.
+  std::vector<int> awaited() const;
+  // The listening address, for messages.
+  std::string address() const { return address_; }
+
+  // Moves every handshake as far as it goes without blocking; appends what finished to `outcomes`. A
+  // higher peer that connects before this rank asked for it is handed out too: its message is on the way.
+  void drive(std::vector<Outcome>& outcomes);
+  // The descriptors to wait on (the listener, every handshake), and the time by which a retry or a
+  // handshake's give-up is due: the poll must wake by then.
+  void prepare_to_block(std::vector<pollfd>& fds, Clock::time_point& wake_by);
+  // The poll() returned: `fds` are the entries prepare_to_block() appended, with their revents. Only a
+  // listener that poll() found ready is accepted from, so a drive() with nothing under way costs no call.
+  void after_poll(std::span<const pollfd> fds);
+  // Closes every handshake under way and the listener; no dial starts after it. Not thread-safe: the
+  // mesh calls it from the thread that drives it.
+  void close();
+
+ private:
+  struct Dial;
+  struct Inbound;
+  enum class Step { Continue, Done, Drop };
+
+  std::string need() const;
+  // Reads the peer's address without waiting for it; false (and a later retry planned) while it is absent.
+  bool resolve(Dial& dial);
+  // Dials: false while it goes on; true once `outcome` is set.
+  bool advance(Dial& dial, Outcome& outcome);
+  void retry_later(Dial& dial, std::string problem);
+  std::optional<Error> judge_ack(const Dial& dial, std::span<const std::byte, kAckSize> bytes) const;
+  // Inbound handshakes.
+  void accept_pending();
+  Step advance(Inbound& in);
+  AckStatus judge(const Hello& hello, std::string_view token) const;
+  Step send_answer(Inbound& in);
+
+  std::shared_ptr<Store> store_;
+  const int rank_;
+  const int size_;
+  const TcpOptions options_;
+  UniqueFd listener_;
+  std::string address_;
+  bool listener_paused_ = false;  // out of descriptors: not polled until a handshake under way ends
+  bool listener_polled_ = false;  // the last prepare_to_block() put the listener first
+  bool listener_ready_ = false;   // and poll() found a connection waiting
+  std::vector<bool> requested_;   // by peer
+  std::vector<bool> connected_;   // by peer: a link was handed out
+  std::vector<std::unique_ptr<Dial>> dials_;
+  std::vector<std::unique_ptr<Inbound>> inbound_;
+};
+
+}  // namespace canopy::transport
