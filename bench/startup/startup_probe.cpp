@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -45,7 +46,9 @@ nlohmann::ordered_json since_launch(std::int64_t now_ns) {
   return s ? nlohmann::ordered_json(*s) : nlohmann::ordered_json(nullptr);
 }
 
+// CANOPY_HOST_ID where set (emulated hosts share the machine's name), else the host name.
 std::string host_name() {
+  if (const char* id = std::getenv("CANOPY_HOST_ID"); id != nullptr && *id != '\0') return id;
   char name[256] = {};
   gethostname(name, sizeof name - 1);
   return name;
