@@ -37,6 +37,8 @@ std::vector<std::string> PrefixStore::get_many(const std::vector<std::string>& k
   return base_->get_many(full(keys), timeout);
 }
 
+std::uint64_t PrefixStore::requests_sent() const { return base_->requests_sent(); }
+
 std::shared_ptr<Store> PrefixStore::open_another(Duration timeout) {
   auto base = base_->open_another(timeout);
   if (!base) return nullptr;

@@ -1,6 +1,7 @@
 // The TcpStore client: one blocking connection, one request at a time under a mutex. GET and WAIT
 // wait on the server; the client's own deadline runs a little longer, to catch a dead server.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,11 @@ class TcpStoreClient final : public Store {
  public:
   TcpStoreClient(ClientSocket socket, ServerAddress address)
       : socket_(std::move(socket)), address_(std::move(address)) {}
+  ~TcpStoreClient() override {
+    log::debug("TcpStore client of {}: {} requests sent", socket_.endpoint(), requests_sent_.load());
+  }
+
+  std::uint64_t requests_sent() const override { return requests_sent_.load(std::memory_order_relaxed); }
 
   // A connection of its own: its requests never queue behind this one's (a GET may wait minutes).
   std::shared_ptr<Store> open_another(Duration timeout) override {
@@ -260,6 +266,7 @@ class TcpStoreClient final : public Store {
       fail(ErrorCode::PeerFailed, "{} on the TcpStore at {}: the connection failed earlier ({})", what,
            socket_.endpoint(), broken_);
     request_deadline_ = deadline;
+    requests_sent_.fetch_add(1, std::memory_order_relaxed);
     try {
       socket_.send_all(proto::encode_request(request), deadline);
       char status = 0;
@@ -336,6 +343,7 @@ class TcpStoreClient final : public Store {
   const ServerAddress address_;
   Deadline request_deadline_ = Deadline::never();  // of the call in progress, under mutex_
   std::string broken_;                             // why the connection is unusable, once it is
+  std::atomic<std::uint64_t> requests_sent_{0};    // read without mutex_: a count, not a state
 };
 
 std::shared_ptr<Store> connect_client(const ServerAddress& address, Duration connect_timeout) {

@@ -51,6 +51,11 @@ class Store {
     return nullptr;
   }
 
+  // The requests this handle has sent to a store server: one per round trip on a TcpStore connection (the
+  // hello not counted), so a benchmark can report store requests per rank. A PrefixStore reports its base's;
+  // open_another's connection keeps its own count. 0 for a store without a server (the FileStore).
+  virtual std::uint64_t requests_sent() const { return 0; }
+
   // The timeout used by the overloads without one.
   Duration timeout() const { return timeout_; }
   void set_timeout(Duration timeout) { timeout_ = timeout; }
@@ -76,6 +81,7 @@ class PrefixStore final : public Store {
   bool remove(std::string_view key) override;
   std::vector<std::string> get_many(const std::vector<std::string>& keys, Duration timeout) override;
   std::shared_ptr<Store> open_another(Duration timeout) override;
+  std::uint64_t requests_sent() const override;
   using Store::get;
   using Store::get_many;
   using Store::wait;

@@ -215,6 +215,29 @@ TEST(Rendezvous, AMissingRankIsATimeoutNamingIt) {
   EXPECT_LT(Clock::now() - start, 5s);
 }
 
+// Forming a group costs each rank O(1) store requests, whatever the group's size: rank 0 gathers the P
+// values in one GET_MANY.
+TEST(AgreeThroughRankZero, CostsTwoRequestsPerRankAndFourForRankZero) {
+  constexpr int kRanks = 64;
+  TcpStoreServer server("127.0.0.1", 0, "tok");
+  std::vector<std::uint64_t> requests(kRanks);
+  testing::run_threads(kRanks, [&](int rank) {
+    auto base = connect_tcp_store("127.0.0.1", server.port(), "tok", 20s);
+    base->set_timeout(20s);
+    PrefixStore store(base, "round/0");
+    std::string answer = agree_through_rank_zero(store, "layout", rank, kRanks, std::to_string(rank),
+                                                 [](const std::vector<std::string>& all) {
+                                                   std::string joined;
+                                                   for (const auto& v : all) joined += v + ",";
+                                                   return joined;
+                                                 });
+    require(answer.substr(0, 6) == "0,1,2,", "rank {} agreed on '{}'", rank, answer);
+    requests[static_cast<std::size_t>(rank)] = store.requests_sent();
+  });
+  EXPECT_EQ(requests[0], 4u);
+  for (int rank = 1; rank < kRanks; ++rank) EXPECT_EQ(requests[static_cast<std::size_t>(rank)], 2u) << rank;
+}
+
 TEST(Rendezvous, AWrongTokenFailsTheRankClearly) {
   std::uint16_t port = free_port();
   TcpStoreServer other_job("", port, "other-job");

@@ -218,9 +218,36 @@ TEST_F(TcpStoreServerTest, GetManyBeyondOneRequestsKeysIsSplitByTheClient) {
     bystander_->set(key, std::to_string(i));
     keys.push_back(std::move(key));
   }
+  auto before = bystander_->requests_sent();
   auto values = bystander_->get_many(keys, 10s);
+  EXPECT_EQ(bystander_->requests_sent() - before, 2u);
   ASSERT_EQ(values.size(), keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(values[i], std::to_string(i));
+}
+
+TEST_F(TcpStoreServerTest, RequestsSentCountsOneRoundTripPerCallAndBatch) {
+  auto store = connect();
+  EXPECT_EQ(store->requests_sent(), 0u);  // the hello is not a request
+  store->set("a", "1");
+  store->get("a", 1s);
+  EXPECT_EQ(store->requests_sent(), 2u);
+  store->get_many({"a", "a", "before"}, 1s);
+  EXPECT_EQ(store->requests_sent(), 3u);
+  std::vector<std::string> many(proto::kMaxKeysPerRequest + 1, "a");
+  store->wait(many, 1s);  // two WAIT batches
+  EXPECT_EQ(store->requests_sent(), 5u);
+  EXPECT_THROW(store->get("never", 50ms), Error);  // a TIMEOUT answer is a round trip too
+  EXPECT_EQ(store->requests_sent(), 6u);
+  PrefixStore view(store, "round/0");
+  view.set("b", "2");
+  EXPECT_EQ(view.requests_sent(), 7u);
+  EXPECT_EQ(store->requests_sent(), 7u);
+  auto second = view.open_another(1s);
+  second->get("b", 1s);
+  EXPECT_EQ(second->requests_sent(), 1u);
+  EXPECT_EQ(store->requests_sent(), 7u);
+  testing::TempDir dir;
+  EXPECT_EQ(open_file_store(dir.path())->requests_sent(), 0u);
 }
 
 TEST_F(TcpStoreServerTest, GetManyWaitsOnTheServerForKeysSetInAnyOrder) {
