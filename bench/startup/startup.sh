@@ -72,7 +72,8 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 echo "# runs in $out; $(nproc) cores; limit ${timeout_s} s a run; ulimit -n ${ulimit_n:-$(ulimit -n) (unchanged)}; Canopy transport $transport"
 
-load() { cut -d' ' -f1-3 /proc/loadavg; }
+# The load average lags (it still counts the previous run's ranks), so the processes runnable now beside it.
+load() { echo "$(cut -d' ' -f1-3 /proc/loadavg), $(awk '/procs_running/ {print $2 - 1}' /proc/stat) others runnable now"; }
 
 # Ends what is left of one run: every process whose command line names that run's folder was started by it.
 end_leftovers() {
