@@ -145,7 +145,8 @@ void read_fields(Cursor& in, Command command, Request& request, bool copy) {
       const bool many = command == Command::GetMany;
       const std::size_t most = many ? kMaxKeysPerGetMany : kMaxKeysPerRequest;
       if (*count > most) {
-        in.malformed(fmt::format("{} keys in one {} exceed the limit of {}", *count, to_string(command), most));
+        in.malformed(
+            fmt::format("{} keys in one {} exceed the limit of {}", *count, to_string(command), most));
         break;
       }
       // Only the copying pass reserves, and it runs once every key has arrived: 32 bytes of vector for
@@ -166,7 +167,8 @@ void read_fields(Cursor& in, Command command, Request& request, bool copy) {
 }
 
 bool known_command(std::uint8_t byte) {
-  return byte >= static_cast<std::uint8_t>(Command::Set) && byte <= static_cast<std::uint8_t>(Command::GetMany);
+  return byte >= static_cast<std::uint8_t>(Command::Set) &&
+         byte <= static_cast<std::uint8_t>(Command::GetMany);
 }
 
 }  // namespace

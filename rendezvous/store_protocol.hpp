@@ -37,7 +37,7 @@ enum class Command : std::uint8_t {
   Wait = 6,        // u32 n, n keys, u64 timeout ms   -> OK | TIMEOUT message
   Delete = 7,      // key                             -> OK u8 (1: existed)
   Ping = 8,        //                                 -> OK
-  GetMany = 9,     // u32 n, n keys, u64 timeout ms   -> OK u32 n, n u32 lengths, the n values | TIMEOUT message
+  GetMany = 9,     // u32 n, n keys, u64 timeout ms   -> OK u32 n, n u32 lengths, n values | TIMEOUT
 };
 
 enum class Status : std::uint8_t { Ok = 0, Timeout = 1, Error = 2 };

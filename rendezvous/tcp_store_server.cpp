@@ -145,9 +145,10 @@ class Session : public std::enable_shared_from_this<Session> {
     if (total > proto::kMaxGetManyValueBytes)
       return proto::encode_failure(
           proto::Status::Error,
-          fmt::format("the values of these {} keys total {} bytes, over the limit of {} bytes for one GET_MANY "
-                      "reply: ask for fewer keys at a time",
-                      keys.size(), total, proto::kMaxGetManyValueBytes));
+          fmt::format(
+              "the values of these {} keys total {} bytes, over the limit of {} bytes for one GET_MANY "
+              "reply: ask for fewer keys at a time",
+              keys.size(), total, proto::kMaxGetManyValueBytes));
     return proto::encode_ok_values(values);
   }
 

@@ -15,10 +15,11 @@
 // 16,384 blocking clients' threads), speaking the wire format through rendezvous/store_protocol.hpp; every
 // reply is checked. Clients wait until all have connected before their first request, so that the cost of
 // connecting and the cost of the requests are told apart (a real job overlaps them).
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <arpa/inet.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -37,8 +38,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "canopy/store.hpp"
 #include "rendezvous/store_protocol.hpp"
@@ -66,9 +65,10 @@ void raise_descriptor_limit(std::size_t needed) {
     if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) die(fmt::format("setrlimit: {}", std::strerror(errno)));
   }
   if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < needed)
-    die(fmt::format("{} clients need {} descriptors, but RLIMIT_NOFILE's hard limit is {}: raise it (ulimit -Hn, "
-                    "limits.conf) or run fewer clients",
-                    needed - 64, needed, limit.rlim_cur));
+    die(fmt::format(
+        "{} clients need {} descriptors, but RLIMIT_NOFILE's hard limit is {}: raise it (ulimit -Hn, "
+        "limits.conf) or run fewer clients",
+        needed - 64, needed, limit.rlim_cur));
 }
 
 // A field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"); -1 when absent.
@@ -266,7 +266,8 @@ class Load {
     steps.push_back({request(proto::Command::Get, {keys_[next]}), Reply::Bytes, just(address_of(next))});
     if (r > 0) {
       std::size_t parent = (r - 1) / 2;
-      steps.push_back({request(proto::Command::Get, {keys_[parent]}), Reply::Bytes, just(address_of(parent))});
+      steps.push_back(
+          {request(proto::Command::Get, {keys_[parent]}), Reply::Bytes, just(address_of(parent))});
     }
     if (options_.answer_bytes_per_rank > 0) {
       if (r == 0) {
@@ -296,15 +297,18 @@ class Load {
 
     start_ = Clock::now();
     for (auto& client : clients_) begin_connect(client);
-    auto deadline = start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_s));
+    auto deadline = start_ + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(options_.timeout_s));
     std::vector<epoll_event> events(4096);
     while (done_ < n_) {
       if (Clock::now() > deadline)
-        die(fmt::format("timed out after {} s: {} clients connected, {} finished", options_.timeout_s, connected_,
-                        done_));
+        die(fmt::format("timed out after {} s: {} clients connected, {} finished", options_.timeout_s,
+                        connected_, done_));
       int ready = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), 100);
       if (ready < 0 && errno != EINTR) die(fmt::format("epoll_wait: {}", std::strerror(errno)));
-      for (int i = 0; i < ready; ++i) handle(clients_[events[static_cast<std::size_t>(i)].data.u64], events[static_cast<std::size_t>(i)].events);
+      for (int i = 0; i < ready; ++i)
+        handle(clients_[events[static_cast<std::size_t>(i)].data.u64],
+               events[static_cast<std::size_t>(i)].events);
     }
     done_at_ = Clock::now();
     report();
@@ -375,7 +379,8 @@ class Load {
 
   void flush(Client& client) {
     while (client.sent < client.out.size()) {
-      ssize_t n = ::send(client.fd, client.out.data() + client.sent, client.out.size() - client.sent, MSG_NOSIGNAL);
+      ssize_t n =
+          ::send(client.fd, client.out.data() + client.sent, client.out.size() - client.sent, MSG_NOSIGNAL);
       if (n > 0) {
         client.sent += static_cast<std::size_t>(n);
         continue;
@@ -468,16 +473,18 @@ class Load {
       fmt::print("server CPU during the requests: {:8.3f} s  ({:.1f} us a request)\n", cpu,
                  cpu * 1e6 / static_cast<double>(requests));
       fmt::print("server VmRSS idle:              {:8.1f} MiB\n", idle_rss_kib_ / 1024.0);
-      fmt::print("server VmRSS, all connected:    {:8.1f} MiB  ({:.0f} B a connection)\n", connected_rss_kib_ / 1024.0,
+      fmt::print("server VmRSS, all connected:    {:8.1f} MiB  ({:.0f} B a connection)\n",
+                 connected_rss_kib_ / 1024.0,
                  (connected_rss_kib_ - idle_rss_kib_) * 1024.0 / static_cast<double>(n_));
       fmt::print("server VmRSS at the end:        {:8.1f} MiB\n", end_rss / 1024.0);
-      fmt::print("server VmHWM (peak):            {:8.1f} MiB  ({:.0f} B a client above idle)\n", hwm / 1024.0,
-                 (hwm - idle_rss_kib_) * 1024.0 / static_cast<double>(n_));
+      fmt::print("server VmHWM (peak):            {:8.1f} MiB  ({:.0f} B a client above idle)\n",
+                 hwm / 1024.0, (hwm - idle_rss_kib_) * 1024.0 / static_cast<double>(n_));
     }
     const long pages = tcp_pages_connected_;
     if (pages >= 0)
-      fmt::print("kernel TCP memory, all connected: {:6.1f} MiB  (both ends of every connection, this machine)\n",
-                 pages * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1 << 20));
+      fmt::print(
+          "kernel TCP memory, all connected: {:6.1f} MiB  (both ends of every connection, this machine)\n",
+          pages * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1 << 20));
     fmt::print("load generator VmHWM:           {:8.1f} MiB\n", status_kib(::getpid(), "VmHWM") / 1024.0);
   }
 
@@ -507,7 +514,8 @@ int main(int argc, char** argv) {
   app.add_option("--answer-bytes-per-rank", options.answer_bytes_per_rank,
                  "bytes a rank of rank 0's answer, which every rank reads (0: no agreement through rank 0)")
       ->capture_default_str();
-  app.add_option("--connect", options.connect, "HOST:PORT of a server to load instead of a forked one (IPv4)");
+  app.add_option("--connect", options.connect,
+                 "HOST:PORT of a server to load instead of a forked one (IPv4)");
   app.add_option("--token", options.token, "the job token clients present")->capture_default_str();
   app.add_option("--timeout", options.timeout_s, "seconds before the run gives up")->capture_default_str();
   CLI11_PARSE(app, argc, argv);

@@ -233,8 +233,8 @@ TYPED_TEST(StoreTest, GetManyWaitsForLateKeysAndNamesTheMissingOnes) {
   this->store_->set("a", "1");
   std::string message;
   auto start = Clock::now();
-  EXPECT_EQ(error_code_of([&] { this->store_->get_many({"a", "b", "c"}, 300ms); }, &message),
-            ErrorCode::Timeout);
+  auto gather = [&] { this->store_->get_many({"a", "b", "c"}, 300ms); };
+  EXPECT_EQ(error_code_of(gather, &message), ErrorCode::Timeout);
   EXPECT_GE(Clock::now() - start, 290ms);
   EXPECT_LT(Clock::now() - start, 5s);
   std::string missing = message.substr(message.find("missing"));
