@@ -112,6 +112,7 @@ int probe(const Flags& f) {
     if (f.sweep) sweep(comm, f, row);
   } catch (const std::exception& e) {
     row["error"] = e.what();
+    row["failed_s"] = since_launch(realtime_ns());
     fmt::print(stderr, "canopy-startup-probe: {}\n", e.what());
   }
   // A rank that failed before the communicator told it its rank files its row under the launcher's.
