@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The start-up probe through torch.distributed's gloo backend, for bench/startup/startup.sh.
 
-    CANOPY_PROBE_LAUNCH_NS=$(date +%s%N) canopy-run --nproc 16 /usr/bin/python3 gloo_startup_probe.py --out DIR
+    CANOPY_PROBE_LAUNCH_NS=$(date +%s%N) canopy-run --nproc 16 /usr/bin/python3 gloo_startup_probe.py \
+        --out DIR
 
 init_process_group("gloo", init_method="env://") stands for the communicator's construction (MASTER_ADDR,
 MASTER_PORT, RANK and WORLD_SIZE come from canopy-run or torchrun); then one 4-byte float all-reduce,
@@ -50,7 +51,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="directory for rank-<r>.json")
     parser.add_argument("--timeout", type=float, default=600, help="seconds init_process_group may take")
-    parser.add_argument("--sweep", action="store_true", help="record the sockets again after larger all-reduces")
+    parser.add_argument("--sweep", action="store_true",
+                        help="record the sockets again after larger all-reduces")
     parser.add_argument("--sweep-bytes", default="4,65536", help="sizes of the sweep, in bytes")
     args = parser.parse_args()
     launcher_rank = int(os.environ.get("RANK", "0"))

@@ -46,10 +46,13 @@ int main(int argc, char** argv) {
   std::string out;
   bool sweep = false;
   std::vector<std::uint64_t> sweep_bytes{4, 65536};
-  CLI::App app{"canopy-mpi-startup-probe: MPI's start-up time, sockets and memory of one rank, as a JSON line"};
+  CLI::App app{
+      "canopy-mpi-startup-probe: MPI's start-up time, sockets and memory of one rank, as a JSON line"};
   app.add_option("--out", out, "directory for rank-<r>.json")->required();
   app.add_flag("--sweep", sweep, "record the sockets again after MPI_Allreduce at --sweep-bytes");
-  app.add_option("--sweep-bytes", sweep_bytes, "sizes of the sweep, in bytes")->delimiter(',')->capture_default_str();
+  app.add_option("--sweep-bytes", sweep_bytes, "sizes of the sweep, in bytes")
+      ->delimiter(',')
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   nlohmann::ordered_json row;

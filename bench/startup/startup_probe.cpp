@@ -1,7 +1,8 @@
 // canopy-startup-probe: how long a job takes to start and what each rank holds once it has, run under a
 // launcher by bench/startup/startup.sh:
 //
-//   CANOPY_PROBE_LAUNCH_NS=$(date +%s%N) canopy-run --nproc 64 canopy-startup-probe --out DIR [--ring] [--sweep]
+//   CANOPY_PROBE_LAUNCH_NS=$(date +%s%N) canopy-run --nproc 64 canopy-startup-probe --out DIR [--ring]
+//   [--sweep]
 //
 // Forms the world communicator as canopy-bench does (Communicator::from_environment), runs one 4-byte
 // float all-reduce and checks it, then writes one JSON line per rank to DIR/rank-<r>.json: seconds from the
@@ -128,7 +129,9 @@ int main(int argc, char** argv) {
   app.add_option("--out", f.out, "directory for rank-<r>.json")->required();
   app.add_flag("--ring", f.ring, "record the sockets again after a 4-byte ring all-reduce");
   app.add_flag("--sweep", f.sweep, "record them again after every all-reduce algorithm at --sweep-bytes");
-  app.add_option("--sweep-bytes", f.sweep_bytes, "sizes of the sweep, in bytes")->delimiter(',')->capture_default_str();
+  app.add_option("--sweep-bytes", f.sweep_bytes, "sizes of the sweep, in bytes")
+      ->delimiter(',')
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   return probe(f);
 }
