@@ -153,6 +153,8 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   mesh.host_of_rank = hosts.host_of_rank;
   mesh.local_size = local_size;  // whether its ranks fit on this host's cores decides if the transport spins
   mesh.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
+  const bool on_first_use = settings_.choice("CANOPY_CONNECT") != "eager";
+  if (on_first_use) mesh.store_for_first_use = store_;
   transport_ = transport::connect_mesh(*store_, rank, size, mesh);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
   host_cells_ = transport_->host_cells();
   // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
@@ -160,6 +162,7 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   auto p2p_store = std::make_shared<PrefixStore>(store_, "p2p");
   mesh.spin = false;  // its thread waits in poll(): no core spent on waiting
   mesh.host_cells = false;  // collectives only
+  if (on_first_use) mesh.store_for_first_use = p2p_store;
   collectives::PointToPoint::Settings settings;
   settings.comm_id = comm_id_;
   settings.timeout = timeout_;

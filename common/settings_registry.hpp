@@ -76,6 +76,7 @@ inline constexpr Spec kRegistry[] = {
   seconds("CANOPY_HEARTBEAT_SECONDS", "1", 0.001, kDay, "liveness heartbeat interval through the store", "off"),
   seconds("CANOPY_HEARTBEAT_TIMEOUT_SECONDS", "", 0.001, kDay, "a rank whose heartbeat stops this long is reported silent (default: 10 intervals)"),
   // Transports
+  choice("CANOPY_CONNECT", "lazy", "lazy|eager", "`lazy` makes a TCP connection when a message first goes to or comes from that peer (a ring holds 2); `eager` connects every pair while the communicator forms"),
   choice("CANOPY_TRANSPORT", "auto", "auto|shm+tcp|tcp|verbs", "`auto` takes verbs where every rank has a usable RDMA device, else shm+tcp (shared memory between the ranks of a host, TCP between hosts); `tcp` turns shared memory off"),
   text("CANOPY_JOB_TOKEN", "shared secret every connection presents (canopy-run generates one)"),
   text("CANOPY_HOST_ID", "what makes two ranks one host for the host layout (default: the host name)"),

@@ -1,6 +1,6 @@
-// A rank that runs out of file descriptors while an 8-rank group forms over TCP: it gets Error(Resource)
-// at once, naming its limit and what its mesh needs, and every other rank gets a clear error within the
-// group's deadline; nobody hangs.
+// A rank that runs out of file descriptors while an 8-rank group forms its whole mesh over TCP
+// (CANOPY_CONNECT=eager): it gets Error(Resource) at once, naming its limit and what its mesh needs, and
+// every other rank gets a clear error within the group's deadline; nobody hangs.
 #include "common/fd_limit.hpp"
 
 #include <fmt/format.h>
@@ -64,7 +64,8 @@ Outcome parse(const ProcessEnd& end) {
 std::vector<Outcome> form_with_a_starved_rank(int starved, const std::string& transport = "tcp",
                                               int room = kRoom) {
   testing::ScopedEnv env;
-  env.set("CANOPY_TRANSPORT", transport).set("CANOPY_SOCKET_IFNAME", "lo");
+  // Every link at once, while the group forms: with links on first use, forming needs only a listener.
+  env.set("CANOPY_TRANSPORT", transport).set("CANOPY_SOCKET_IFNAME", "lo").set("CANOPY_CONNECT", "eager");
   const std::string token = "fd-limit-test";
   testing::StoreServerProcess server(token);
   const std::uint16_t port = server.port();

@@ -96,9 +96,10 @@ TcpConnector::~TcpConnector() = default;
 
 std::string TcpConnector::need() const {
   return fmt::format(
-      "rank {}'s TCP links in a group of {} ranks (comm {}) need a descriptor for each peer it talks to, a "
-      "listener and an eventfd: {} with every peer",
-      rank_, size_, options_.comm_id, size_ + 1);
+      "rank {}'s TCP mesh of {} ranks (comm {}) needs {} descriptors to hold a link with every peer: a socket for "
+      "each of its {} peers, its listener and an eventfd (links made on first use need one for each peer "
+      "it has talked to)",
+      rank_, size_, options_.comm_id, size_ + 1, size_ - 1);
 }
 
 std::vector<int> TcpConnector::awaited() const {
