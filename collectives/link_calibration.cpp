@@ -160,8 +160,8 @@ struct ProbePlan {
   int eager_rounds = 0;
 };
 
-ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, Store& store,
-                              const std::string& key, std::uint64_t comm_id, Deadline deadline) {
+ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, const std::vector<int>& members,
+                              Store& store, const std::string& key, std::uint64_t comm_id, Deadline deadline) {
   constexpr std::size_t kSizingBytes = kEagerBytes;
   constexpr std::size_t kMostBytes = 16 << 20;
   constexpr double kRoundSeconds = 0.25;
@@ -191,8 +191,8 @@ ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, St
         "{} {}", bytes,
         static_cast<int>(std::clamp<double>(affordable, kFewestEagerRounds, kMostEagerRounds)));
   };
-  const std::string text = rendezvous::agree_through_rank_zero(store, key, t.rank(), t.size(),
-                                                               fmt::format("{:a}", mine), plan_the_probes);
+  const std::string text =
+      rendezvous::agree_among(store, key, t.rank(), members, fmt::format("{:a}", mine), plan_the_probes);
   ProbePlan plan;
   if (std::sscanf(text.c_str(), "%zu %d", &plan.stream_bytes, &plan.eager_rounds) != 2 ||
       plan.stream_bytes < kSizingBytes || plan.stream_bytes > kMostBytes ||
@@ -221,11 +221,14 @@ std::string combine(const std::vector<std::string>& measured) {
   return encode(combined);
 }
 
-// One class of links, measured around `ring` with every member at once; `turns` is how many turns this
-// rank's host takes for its cores when all of its members move a message (1 where they fit).
-MeasuredLink measure_links(transport::Transport& transport, const ProbeRing& ring, int turns, double gamma,
-                           double gamma_in_cache, Store& store, const std::string& key, std::uint64_t comm_id,
-                           Deadline deadline) {
+// One class of links, measured around the ring of `ring_members` with every member at once, and agreed
+// among `members` (the members of every ring measuring this class at once; every rank reads the answer);
+// `turns` is how many turns this rank's host takes for its cores when all of its members move a message
+// (1 where they fit).
+MeasuredLink measure_links(transport::Transport& transport, const std::vector<int>& ring_members,
+                           const std::vector<int>& members, int turns, double gamma, double gamma_in_cache,
+                           Store& store, const std::string& key, std::uint64_t comm_id, Deadline deadline) {
+  const ProbeRing ring = ring_among(ring_members, transport.rank());
   MeasuredLink mine;
   mine.gamma = gamma;
   mine.gamma_in_cache = gamma_in_cache;
@@ -233,7 +236,10 @@ MeasuredLink measure_links(transport::Transport& transport, const ProbeRing& rin
   // Whether this class's messages go through shared memory: every member of its ring must say so.
   link.through_memory = !ring.member || transport.name() == "shm+tcp";
   link.alpha = probe_hop_latency(transport, ring, comm_id, deadline);
-  const ProbePlan plan = agree_on_probe_plan(transport, ring, store, key + "/plan", comm_id, deadline);
+  // Only those who agree need the plan (a rank of `members` outside every ring says 0 in it).
+  const bool agrees = std::find(members.begin(), members.end(), transport.rank()) != members.end();
+  const ProbePlan plan =
+      agrees ? agree_on_probe_plan(transport, ring, members, store, key + "/plan", comm_id, deadline) : ProbePlan{};
   if (ring.member) {
     link.beta = probe_loaded_bandwidth(transport, ring, comm_id, kBulk, plan.stream_bytes, 3, link.alpha,
                                        turns, deadline);
@@ -243,21 +249,36 @@ MeasuredLink measure_links(transport::Transport& transport, const ProbeRing& rin
   } else {
     link.beta = link.beta_eager = 0;
   }
-  return decode_measured_link(rendezvous::agree_through_rank_zero(store, key, transport.rank(),
-                                                                  transport.size(), encode(mine), combine));
+  return decode_measured_link(
+      rendezvous::agree_among(store, key, transport.rank(), members, encode(mine), combine));
 }
 
 // Where the layout has both classes of links (several hosts, some with several ranks), each is measured
 // apart: inside every host at once, then between hosts, one rank of each (its host's first) sending to
 // the next host's; otherwise the one class there is, around the ring of every rank, stands for both.
+// The first kProbeSample members of a ring: a link's cost is as well measured by a few pairs as by all,
+// and a ring of hundreds of ranks would take seconds (and, with connections on first use, make links no
+// call needs). Its members are consecutive ranks where they can be, whose links a ring all-reduce uses.
+constexpr std::size_t kProbeSample = 8;
+
+std::vector<int> sample_of(std::vector<int> members) {
+  if (members.size() > kProbeSample) members.resize(kProbeSample);
+  return members;
+}
+
+// The turns the sampled ranks of this rank's host take for its cores when they all move a message.
+int turns_of_sample(const HostLayout& hosts, const std::vector<int>& sample, int rank) {
+  const auto it = std::find(sample.begin(), sample.end(), rank);
+  if (it == sample.end() || hosts.host_of_rank.empty()) return 1;
+  const HostLayout sampled = hosts.subset(sample);
+  return sampled.turns_when_all_busy(sampled.host_of(static_cast<int>(it - sample.begin())));
+}
+
 LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t comm_id,
                   const HostLayout& hosts, Deadline deadline) {
   const int rank = transport.rank();
-  const double gamma = probe_reduce();
-  const double gamma_in_cache = probe_reduce_in_cache();
   std::vector<int> everyone(static_cast<std::size_t>(transport.size()));
   std::iota(everyone.begin(), everyone.end(), 0);
-  const int turns = hosts.turns_when_all_busy(hosts.host_of(rank));
   std::vector<int> first_of_host, my_host;
   for (int r = 0; r < transport.size(); ++r) {
     if (hosts.local_rank_of(r) == 0) first_of_host.push_back(r);
@@ -265,19 +286,33 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
   }
   const bool several_hosts = first_of_host.size() > 1;
   const bool shared_hosts = first_of_host.size() < everyone.size();
+  const bool one_class = !several_hosts || !shared_hosts;
+  // Only the sampled ranks' figures count, so only they time a reduction.
+  const bool sampled =
+      static_cast<std::size_t>(one_class ? rank : hosts.local_rank_of(rank)) < kProbeSample;
+  const double gamma = sampled ? probe_reduce() : 0;
+  const double gamma_in_cache = sampled ? probe_reduce_in_cache() : 0;
 
   LinkModel model;
-  if (!several_hosts || !shared_hosts) {
-    const MeasuredLink every = measure_links(transport, ring_among(everyone, rank), turns, gamma,
-                                             gamma_in_cache, store, "cost_model", comm_id, deadline);
+  if (one_class) {
+    const std::vector<int> sample = sample_of(everyone);
+    const MeasuredLink every = measure_links(transport, sample, sample, turns_of_sample(hosts, sample, rank),
+                                             gamma, gamma_in_cache, store, "cost_model", comm_id, deadline);
     model.set_every_link(every.link);
     model.gamma = every.gamma;
     model.gamma_in_cache = every.gamma_in_cache;
     return model;
   }
-  const MeasuredLink within = measure_links(transport, ring_among(my_host, rank), turns, gamma,
-                                            gamma_in_cache, store, "cost_model/within", comm_id, deadline);
-  const MeasuredLink between = measure_links(transport, ring_among(first_of_host, rank), /*turns=*/1, gamma,
+  // Every host's sample measures its own links at once, and all the samples agree on one figure.
+  std::vector<int> within_members;
+  for (int r = 0; r < transport.size(); ++r)
+    if (static_cast<std::size_t>(hosts.local_rank_of(r)) < kProbeSample) within_members.push_back(r);
+  const std::vector<int> host_sample = sample_of(my_host);
+  const MeasuredLink within =
+      measure_links(transport, host_sample, within_members, turns_of_sample(hosts, host_sample, rank), gamma,
+                    gamma_in_cache, store, "cost_model/within", comm_id, deadline);
+  const std::vector<int> hosts_sample = sample_of(first_of_host);
+  const MeasuredLink between = measure_links(transport, hosts_sample, hosts_sample, /*turns=*/1, gamma,
                                              gamma_in_cache, store, "cost_model/between", comm_id, deadline);
   model.within_host = within.link;
   model.between_hosts = between.link;

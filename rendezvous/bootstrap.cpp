@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
 #include <climits>
 #include <random>
 #include <sstream>
@@ -129,9 +130,30 @@ std::vector<std::string> gather_from_all_ranks(Store& store, std::string_view wh
 std::string agree_through_rank_zero(
     Store& store, std::string_view what, int rank, int world_size, const std::string& value,
     const std::function<std::string(const std::vector<std::string>&)>& combine) {
-  store.set(rank_key(what, rank), value);
+  std::vector<int> everyone(static_cast<std::size_t>(world_size));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  return agree_among(store, what, rank, everyone, value, combine);
+}
+
+std::string agree_among(Store& store, std::string_view what, int rank, const std::vector<int>& members,
+                        const std::string& value,
+                        const std::function<std::string(const std::vector<std::string>&)>& combine) {
   const std::string answer_key(what);
-  if (rank == 0) store.set(answer_key, combine(gather_from_all_ranks(store, what, rank, world_size)));
+  if (std::find(members.begin(), members.end(), rank) == members.end()) return store.get(answer_key);
+  store.set(rank_key(what, rank), value);
+  if (rank == members.front()) {
+    std::vector<std::string> keys;
+    for (int member : members) keys.push_back(rank_key(what, member));
+    std::vector<std::string> values;
+    try {
+      values = store.get_many(keys);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::Timeout) throw;
+      fail(ErrorCode::Timeout, "rendezvous: rank {} waited {} ms for the {} ranks agreeing on '{}'; {}", rank,
+           store.timeout().count(), members.size(), what, e.what());
+    }
+    store.set(answer_key, combine(values));
+  }
   return store.get(answer_key);
 }
 

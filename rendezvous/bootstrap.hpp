@@ -68,6 +68,13 @@ std::string agree_through_rank_zero(
     Store& store, std::string_view what, int rank, int world_size, const std::string& value,
     const std::function<std::string(const std::vector<std::string>&)>& combine);
 
+// The same among `members` only (ranks in increasing order; the first gathers and combines, in the
+// members' order): a member publishes `value`, and every rank that calls, member or not, returns the
+// answer. A rank outside makes one request.
+std::string agree_among(Store& store, std::string_view what, int rank, const std::vector<int>& members,
+                        const std::string& value,
+                        const std::function<std::string(const std::vector<std::string>&)>& combine);
+
 // Every rank publishes "host/<rank>" = host_id and reads everyone's: the local rank is the position
 // among the ranks with the same host_id ordered by global rank, the local world size their number.
 // Fills only the fields that are -1.
