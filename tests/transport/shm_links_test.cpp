@@ -150,7 +150,8 @@ TEST(ShmLinks, AHostBudgetTooSmallForAnyRingLeavesThePairsOnTcp) {
     const std::string seen = rings_from_everyone(t, 35);
     require(seen.find('s') == std::string::npos, "rank {}: rings {} within a 1000-byte budget", t.rank(),
             seen);
-    require(ShmBudget::rings.held() == 0, "rank {} holds {} bytes of rings", t.rank(), ShmBudget::rings.held());
+    require(ShmBudget::rings.held() == 0, "rank {} holds {} bytes of rings", t.rank(),
+            ShmBudget::rings.held());
     for (int i = 0; i < 5; ++i) exchange_with_everyone(t, 35);
   }));
 }
@@ -176,8 +177,8 @@ TEST(ShmLinks, EveryDirectionGetsAnEqualShareOfTheBudget) {
   expect_all_ok(run_shm_processes(4, 44, rings(2 << 20, 64 << 10, budget), [&](Transport& t) {
     const std::string seen = rings_from_everyone(t, 44);
     require(seen.find('t') == std::string::npos, "rank {}: rings {}", t.rank(), seen);
-    require(ShmBudget::rings.held() == 3 * ring_segment_bytes(kShare), "rank {} holds {} bytes of rings", t.rank(),
-            ShmBudget::rings.held());
+    require(ShmBudget::rings.held() == 3 * ring_segment_bytes(kShare), "rank {} holds {} bytes of rings",
+            t.rank(), ShmBudget::rings.held());
     exchange_with_everyone(t, 44);
   }));
 }
@@ -310,16 +311,18 @@ TEST(ShmLinks, ARankThatLeavesDuringTheHandshakeIsNotWaitedFor) {
   auto options = testing::shm_options_like(loopback_options(43), 2);
   options.connect_timeout = std::chrono::seconds(20);
   log::set_level(log::Level::Error);
-  std::thread rank1([&] {  // says hello as rank 1, says it reached rank 0, and is gone
-    const std::string name = store.get("shm/43/socket/0", std::chrono::seconds(20));
+  std::thread rank1([&] {               // says hello as rank 1, says it reached rank 0, and is gone
+    store.set("shm/43/socket/1", "-");  // the highest rank listens for nobody
+    // Every socket name of the host, by rank, as rank 0 gathered them.
+    const std::string names = store.get("shm/43/socket/host/0", std::chrono::seconds(20));
     int error = 0;
-    UniqueFd socket = connect_unix(name, error);
+    UniqueFd socket = connect_unix(names.substr(0, names.find('\n')), error);
     require(socket.valid(), "connect: {}", std::strerror(error));
     UniqueFd doorbell(::eventfd(0, EFD_CLOEXEC));
     Hello hello{.comm_id = 43, .rank = 1, .size = 2};
     require(send_packet(socket.get(), encode_hello(hello, options.job_token), doorbell.get()) == 0, "hello");
     socket = UniqueFd();
-    store.set("shm/43/reached/1", "10");
+    store.set("shm/43/unreached/1", "");  // it missed none of the lower ranks
   });
   const auto start = Clock::now();
   const ShmPeers peers = connect_shm_peers(store, 0, 2, options);
@@ -327,6 +330,46 @@ TEST(ShmLinks, ARankThatLeavesDuringTheHandshakeIsNotWaitedFor) {
   EXPECT_TRUE(peers.reached.empty());
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
   log::set_level(log::Level::Warn);
+}
+
+// A rank of this host by the layout whose socket cannot be reached (it runs in a network namespace of its
+// own): its pairs use TCP, the other pairs shared memory, and nobody waits for a connection that cannot come.
+TEST(ShmLinks, APairThatCannotReachEachOtherIsLeftToTcpAndNobodyWaitsForIt) {
+  testing::MemoryStore store;
+  auto options = testing::shm_options_like(loopback_options(44), 3);
+  log::set_level(log::Level::Error);
+  std::thread rank1([&] {  // reaches no one, and no one reaches it
+    store.set("shm/44/socket/1", "canopy-in-another-namespace");
+    store.get("shm/44/socket/host/0", std::chrono::seconds(20));
+    store.set("shm/44/unreached/1", "0");
+  });
+  std::vector<ShmPeers> peers(3);
+  const auto start = Clock::now();
+  std::thread rank2([&] { peers[2] = connect_shm_peers(store, 2, 3, options); });
+  peers[0] = connect_shm_peers(store, 0, 3, options);
+  rank2.join();
+  rank1.join();
+  EXPECT_EQ(peers[0].reached, std::vector<int>{2});
+  EXPECT_EQ(peers[2].reached, std::vector<int>{0});
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  log::set_level(log::Level::Warn);
+}
+
+// A rank of the host that never comes: at the deadline, the rank that gathers the host's sockets and one
+// that waits for its answer both name it.
+TEST(ShmLinks, ARankOfTheHostThatNeverComesIsNamedAtTheDeadline) {
+  testing::MemoryStore store;
+  auto options = testing::shm_options_like(loopback_options(45), 3);
+  options.connect_timeout = std::chrono::seconds(1);
+  std::vector<std::string> errors(2);
+  testing::run_threads(2, [&](int rank) {
+    try {
+      connect_shm_peers(store, rank, 3, options);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Timeout) errors[static_cast<std::size_t>(rank)] = e.what();
+    }
+  });
+  for (const std::string& error : errors) EXPECT_MENTIONS(error, "shm/45/socket/2");
 }
 
 // The files of /dev/shm and the descriptors and mappings of this process.

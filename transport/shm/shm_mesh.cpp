@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -27,11 +29,24 @@ namespace {
 
 constexpr const char* kNoSocket = "-";
 
-std::string socket_key(std::uint64_t comm_id, int rank) {
-  return fmt::format("shm/{}/socket/{}", comm_id, rank);
+using CombineAnswers = std::function<std::string(const std::vector<std::string>&)>;
+
+// The parts of `text` that fmt::join put together with `separator`, in order.
+std::vector<std::string_view> parts_of(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  for (std::size_t end; (end = text.find(separator)) != std::string_view::npos; text.remove_prefix(end + 1))
+    parts.push_back(text.substr(0, end));
+  parts.push_back(text);
+  return parts;
 }
-std::string reached_key(std::uint64_t comm_id, int rank) {
-  return fmt::format("shm/{}/reached/{}", comm_id, rank);
+
+// A rank as the agreements write it; Error(Protocol) for anything else.
+int agreed_rank(std::string_view text) {
+  int rank = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), rank);
+  if (error != std::errc() || end != text.data() + text.size() || rank < 0)
+    fail(ErrorCode::Protocol, "shared memory: '{}' in the store where a rank should be", text);
+  return rank;
 }
 
 class ShmPeersBuilder {
@@ -46,7 +61,10 @@ class ShmPeersBuilder {
     const auto& hosts = options.host_of_rank;
     if (hosts.size() != static_cast<std::size_t>(size)) return;
     for (int peer = 0; peer < size; ++peer)
-      if (peer != rank && hosts[peer] == hosts[rank]) (peer < rank ? lower_ : higher_).push_back(peer);
+      if (hosts[peer] == hosts[rank]) {
+        members_.push_back(peer);
+        if (peer != rank) (peer < rank ? lower_ : higher_).push_back(peer);
+      }
   }
 
   ShmPeers build() {
@@ -54,12 +72,12 @@ class ShmPeersBuilder {
     peers_.doorbell = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!peers_.doorbell.valid())
       fail_descriptor_call("shared memory: eventfd() for this rank's doorbell", errno, need());
-    if (!higher_.empty()) listen_and_publish();
-    std::string reached(static_cast<std::size_t>(size_), '0');
+    if (!higher_.empty()) listen();
+    const std::vector<std::string> names = agree_on_sockets();
+    std::vector<int> unreached;
     for (int peer : lower_)
-      if (say_hello(peer)) reached[peer] = '1';
-    store_.set(reached_key(options_.comm_id, rank_), reached);
-    accept_higher_ranks();
+      if (!say_hello(peer, names[position(peer)])) unreached.push_back(peer);
+    accept_higher_ranks(who_connects(unreached));
     listener_ = UniqueFd();
     for (int peer : lower_)
       if (peers_.links[peer].socket.valid()) hear_answer(peer);
@@ -78,33 +96,97 @@ class ShmPeersBuilder {
         rank_, peers, 2 * peers + 2);
   }
 
-  void listen_and_publish() {
-    std::string name;
+  void listen() {
     try {
-      listener_ = listen_unix(size_ + 64, name, need());
+      listener_ = listen_unix(size_ + 64, listener_name_, need());
     } catch (const Error& e) {
       if (e.code() == ErrorCode::Resource) throw;  // TCP would need descriptors too
       log::warn("rank {}: no shared memory with the ranks of this host: {}", rank_, e.what());
       listener_ = UniqueFd();
     }
-    store_.set(socket_key(options_.comm_id, rank_), listener_.valid() ? name : std::string(kNoSocket));
   }
 
-  std::string get(const std::string& key) {
+  // `rank`'s place among the ranks of this host.
+  std::size_t position(int rank) const {
+    return static_cast<std::size_t>(std::lower_bound(members_.begin(), members_.end(), rank) -
+                                    members_.begin());
+  }
+
+  // What the ranks of this host agree on, as rendezvous::agree_through_rank_zero does for a whole group
+  // (which it cannot do for a part of one): each sets "<what>/<rank>", the host's lowest rank gathers them
+  // in one get_many and publishes what `combine` makes of them as "<what>/host/<lowest>", which every rank
+  // of the host reads. Two store requests a rank, four for the lowest, however many ranks the host has;
+  // the keys by global rank, so that a timeout names the rank that never came.
+  std::string agree(const std::string& what, const std::string& value, const CombineAnswers& combine) {
+    store_.set(fmt::format("{}/{}", what, rank_), value);
+    const int lowest = members_.front();
+    const std::string answer_key = fmt::format("{}/host/{}", what, lowest);
+    std::vector<std::string> keys;
+    keys.reserve(members_.size());
+    for (int member : members_) keys.push_back(fmt::format("{}/{}", what, member));
     try {
-      return store_.get(key, std::chrono::duration_cast<Duration>(deadline_.remaining()));
+      if (rank_ == lowest) store_.set(answer_key, combine(store_.get_many(keys, remaining())));
+      return store_.get(answer_key, remaining());
     } catch (const Error& e) {
       if (e.code() != ErrorCode::Timeout) throw;
       fail(ErrorCode::Timeout,
-           "rank {}: shared-memory set-up for comm {} timed out: store key '{}' never appeared (is that rank "
-           "running?)",
-           rank_, options_.comm_id, key);
+           "rank {}: shared-memory set-up for comm {} timed out: {} (is every rank of this "
+           "host running?)",
+           rank_, options_.comm_id,
+           rank_ == lowest
+               ? fmt::format("not every rank of this host published its '{}/<rank>': {}", what, e.what())
+               : why_no_agreement(store_, keys, lowest));
     }
   }
 
+  Duration remaining() const { return std::chrono::duration_cast<Duration>(deadline_.remaining()); }
+
+  // Every rank of this host's listener name, in rank order ("-" for one that has none: the highest rank,
+  // which nobody connects to, or one that could not listen). The answer holds every name of the host:
+  // some 30 bytes a rank.
+  std::vector<std::string> agree_on_sockets() {
+    const std::string mine = listener_.valid() ? listener_name_ : std::string(kNoSocket);
+    const std::string answer = agree(
+        fmt::format("shm/{}/socket", options_.comm_id), mine,
+        [](const std::vector<std::string>& names) { return fmt::format("{}", fmt::join(names, "\n")); });
+    std::vector<std::string> names;
+    for (std::string_view name : parts_of(answer, '\n')) names.emplace_back(name);
+    if (names.size() != members_.size())
+      fail(ErrorCode::Protocol,
+           "rank {}: shared-memory set-up for comm {}: rank {} published {} socket names for the {} ranks of "
+           "this host",
+           rank_, options_.comm_id, members_.front(), names.size(), members_.size());
+    return names;
+  }
+
+  // The higher ranks of this host that will connect to this one, from every rank's list of the lower ones
+  // it could not reach ("a,b"; `unreached` is this rank's). The answer has the pairs that did not meet,
+  // "higher>lower" each: "" where all did, however many ranks the host has.
+  std::set<int> who_connects(const std::vector<int>& unreached) {
+    const std::vector<int>& members = members_;
+    const std::string answer =
+        agree(fmt::format("shm/{}/unreached", options_.comm_id), fmt::format("{}", fmt::join(unreached, ",")),
+              [&members](const std::vector<std::string>& lists) {
+                std::vector<std::string> pairs;
+                for (std::size_t i = 0; i < lists.size(); ++i)
+                  if (!lists[i].empty())
+                    for (std::string_view lower : parts_of(lists[i], ','))
+                      pairs.push_back(fmt::format("{}>{}", members[i], lower));
+                return fmt::format("{}", fmt::join(pairs, " "));
+              });
+    std::set<int> expected(higher_.begin(), higher_.end());
+    if (answer.empty()) return expected;
+    for (std::string_view pair : parts_of(answer, ' ')) {
+      const std::size_t arrow = pair.find('>');
+      if (arrow == std::string_view::npos)
+        fail(ErrorCode::Protocol, "shared memory: '{}' in the store where a pair of ranks should be", pair);
+      if (agreed_rank(pair.substr(arrow + 1)) == rank_) expected.erase(agreed_rank(pair.substr(0, arrow)));
+    }
+    return expected;
+  }
+
   // Connects to a lower rank's socket and says who this is; false when it cannot be reached.
-  bool say_hello(int peer) {
-    const std::string name = get(socket_key(options_.comm_id, peer));
+  bool say_hello(int peer, const std::string& name) {
     int error = 0;
     UniqueFd fd = name == kNoSocket ? UniqueFd() : connect_unix(name, error, need());
     if (!fd.valid()) {
@@ -160,12 +242,7 @@ class ShmPeersBuilder {
     Clock::time_point give_up;
   };
 
-  void accept_higher_ranks() {
-    std::set<int> expected;
-    for (int peer : higher_) {
-      const std::string reached = get(reached_key(options_.comm_id, peer));
-      if (reached.size() == static_cast<std::size_t>(size_) && reached[rank_] == '1') expected.insert(peer);
-    }
+  void accept_higher_ranks(std::set<int> expected) {
     std::vector<Inbound> inbound;
     std::vector<pollfd> fds;
     while (!expected.empty()) {
@@ -284,8 +361,10 @@ class ShmPeersBuilder {
   const int size_;
   const ShmOptions& options_;
   const Deadline deadline_;
-  std::vector<int> lower_, higher_;  // the other ranks of this host, by the layout
+  std::vector<int> members_;         // the ranks of this host, by the layout, this one among them
+  std::vector<int> lower_, higher_;  // the others
   UniqueFd listener_;
+  std::string listener_name_;
   bool listener_paused_ = false;  // out of descriptors: not polled until a hello under way ends
   ShmPeers peers_;
 };
@@ -298,6 +377,22 @@ int ranks_on_this_host(const ShmOptions& options, int rank, int size) {
 }
 
 }  // namespace
+
+std::string why_no_agreement(Store& store, const std::vector<std::string>& keys, int gatherer) {
+  try {
+    store.get_many(keys, Duration(1));
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Timeout)
+      return fmt::format(
+          "rank {}, which gathers what every rank publishes, never answered (nor could the "
+          "store say who is missing: {})",
+          gatherer, e.what());
+    return fmt::format("rank {} gathers what every rank publishes, and not every rank did: {}", gatherer,
+                       e.what());
+  }
+  return fmt::format("every rank published its part, but rank {}, which gathers them, never answered",
+                     gatherer);
+}
 
 ShmPeers connect_shm_peers(Store& store, int rank, int size, const ShmOptions& options) {
   return ShmPeersBuilder(store, rank, size, options).build();

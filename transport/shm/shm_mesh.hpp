@@ -6,10 +6,13 @@
 // one kernel, and by the handshake on it (the job token, the same user). A pair that fails either uses TCP.
 #pragma once
 
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "canopy/store.hpp"
+#include "common/deadline.hpp"
 #include "transport/shm/shm_links.hpp"
 #include "transport/shm/shm_options.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -23,11 +26,53 @@ struct ShmPeers {
   std::vector<int> reached;        // the peers with a link, in rank order
 };
 
-// Every rank calls this after its TCP links are up. Each rank publishes "shm/<comm_id>/socket/<rank>" (its
-// listener's name) and "shm/<comm_id>/reached/<rank>" (which lower ranks of its host it reached); it
-// connects to the lower ranks of its host and accepts the higher ones, as the TCP mesh does, so the waits
-// form no cycle. Throws Error(Timeout) naming the ranks that never answered.
+// Every rank calls this after its TCP links are up. The ranks of a host agree through the lowest of them
+// (rendezvous::agree_through_rank_zero's pattern, among the host's ranks only) on every one's listener name
+// ("shm/<comm_id>/socket/<rank>", gathered into "shm/<comm_id>/socket/host/<lowest>"), then on which lower
+// ranks each could not reach ("shm/<comm_id>/unreached/<rank>", gathered likewise): two store requests a
+// rank for each, four for the lowest, however many ranks the host has. A rank connects to the lower ranks
+// of its host and accepts the higher ones that reached it, as the TCP mesh does, so the waits form no
+// cycle. Throws Error(Timeout) naming the ranks that never answered.
 ShmPeers connect_shm_peers(Store& store, int rank, int size, const ShmOptions& options);
+
+// A view of `store` whose waits end at `deadline` at the latest: what a set-up with one deadline for all its
+// steps hands rendezvous::agree_through_rank_zero, whose waits take the store's timeout. Every call goes to
+// `store`, so requests_sent() is its count.
+class StoreUntil final : public Store {
+ public:
+  StoreUntil(Store& store, Deadline deadline) : store_(store), deadline_(deadline) {}
+  void set(std::string_view key, std::string_view value) override { store_.set(key, value); }
+  std::string get(std::string_view key, Duration timeout) override { return store_.get(key, bound(timeout)); }
+  std::int64_t add(std::string_view key, std::int64_t delta) override { return store_.add(key, delta); }
+  std::string compare_set(std::string_view key, std::string_view expected,
+                          std::string_view desired) override {
+    return store_.compare_set(key, expected, desired);
+  }
+  bool check(const std::vector<std::string>& keys) override { return store_.check(keys); }
+  void wait(const std::vector<std::string>& keys, Duration timeout) override {
+    store_.wait(keys, bound(timeout));
+  }
+  bool remove(std::string_view key) override { return store_.remove(key); }
+  std::vector<std::string> get_many(const std::vector<std::string>& keys, Duration timeout) override {
+    return store_.get_many(keys, bound(timeout));
+  }
+  std::uint64_t requests_sent() const override { return store_.requests_sent(); }
+  using Store::get;
+  using Store::get_many;
+  using Store::wait;
+
+ private:
+  Duration bound(Duration timeout) const {
+    return std::min(timeout, std::chrono::duration_cast<Duration>(deadline_.remaining()));
+  }
+  Store& store_;
+  const Deadline deadline_;
+};
+
+// For the message of a rank that waited in vain for an agreement's answer: which of `keys` (every rank's
+// contribution) never appeared, or, where all did, that rank `gatherer`, which gathers them, never
+// answered. One store request, made only once the wait failed.
+std::string why_no_agreement(Store& store, const std::vector<std::string>& keys, int gatherer);
 
 // TCP links to every peer, shared memory to those of this host that connect_shm_peers() reached: what
 // CANOPY_TRANSPORT=shm+tcp builds. Its name() is "shm+tcp" when any peer is reached, else "tcp".
