@@ -11,10 +11,12 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "rendezvous/bootstrap.hpp"
 #include "transport/frame.hpp"
 #include "transport/shm/shared_memory_file.hpp"
 #include "transport/shm/shm_mesh.hpp"
@@ -375,18 +377,31 @@ int HostCells::block_once(int awaited, const char* what, Deadline deadline) {
 
 namespace {
 
-// Every rank's answer to `key_of(rank)` (set by each rank for itself) equals `mine`.
-bool everyone_says(Store& store, int rank, int size, const std::string& prefix, const std::string& mine,
-                   Deadline deadline) {
-  store.set(fmt::format("{}/{}", prefix, rank), mine);
-  bool same = true;
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
-    const std::string theirs = store.get(fmt::format("{}/{}", prefix, peer),
-                                         std::chrono::duration_cast<Duration>(deadline.remaining()));
-    same = same && theirs == mine;
+// Whether every rank says what this one says (`mine`), agreed through rank 0
+// (rendezvous::agree_through_rank_zero under "<what>/<rank>" and "<what>"): "same", or "rank r says X,
+// rank 0 Y" for the first that differs. Two store requests a rank, four for rank 0.
+std::optional<std::string> first_difference(Store& store, int rank, int size, const std::string& what,
+                                            const std::string& mine, Deadline deadline,
+                                            const std::function<std::string(const std::string&)>& quote) {
+  StoreUntil bounded(store, deadline);
+  std::string answer;
+  try {
+    answer = rendezvous::agree_through_rank_zero(
+        bounded, what, rank, size, mine, [&quote](const std::vector<std::string>& said) {
+          for (std::size_t r = 1; r < said.size(); ++r)
+            if (said[r] != said[0])
+              return fmt::format("rank {} {}, rank 0 {}", r, quote(said[r]), quote(said[0]));
+          return std::string("same");
+        });
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Timeout) throw;
+    std::vector<std::string> keys;
+    for (int r = 0; r < size; ++r) keys.push_back(fmt::format("{}/{}", what, r));
+    fail(ErrorCode::Timeout, "rank {}: agreeing on the host's cells timed out: {}", rank,
+         rank == 0 ? std::string(e.what()) : why_no_agreement(store, keys, 0));
   }
-  return same;
+  if (answer == "same") return std::nullopt;
+  return answer;
 }
 
 // Rank 0: the segment, mapped, offered to every peer; null (every peer told) where it cannot be made or
@@ -493,11 +508,12 @@ std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, co
   const std::string wish = reached_all && shape.slots > 0
                                ? fmt::format("{} slots of {} bytes", shape.slots, shape.cell_bytes)
                                : "none";
-  if (!everyone_says(store, rank, size, prefix + "/wish", wish, deadline)) {
+  if (const auto differs = first_difference(store, rank, size, prefix + "/wish", wish, deadline,
+                                            [](const std::string& w) { return "wants " + w; })) {
     log::info(
         "rank {}: comm {}: no host cells: not every rank reached every other through shared memory with "
-        "the same CANOPY_SHM_CELL_BYTES and CANOPY_SHM_BYTES (this rank: {})",
-        rank, options.comm_id, wish);
+        "the same CANOPY_SHM_CELL_BYTES and CANOPY_SHM_BYTES ({}; this rank: {})",
+        rank, options.comm_id, *differs, wish);
     return nullptr;
   }
   if (wish == "none") return nullptr;
@@ -516,8 +532,12 @@ std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, co
   auto cells = base == nullptr ? nullptr
                                : std::make_unique<HostCells>(rank, size, shape, base, own_copies(peers),
                                                              waiting, abort, wake_fd, part);
-  if (!everyone_says(store, rank, size, prefix + "/mapped", cells ? "1" : "0", deadline)) {
-    if (cells) log::info("rank {}: comm {}: no host cells: a rank could not map them", rank, options.comm_id);
+  if (const auto differs = first_difference(
+          store, rank, size, prefix + "/mapped", cells ? "1" : "0", deadline,
+          [](const std::string& m) { return std::string(m == "1" ? "mapped them" : "did not map them"); })) {
+    if (cells)
+      log::info("rank {}: comm {}: no host cells: not every rank could map them ({})", rank, options.comm_id,
+                *differs);
     return nullptr;
   }
   if (cells)
