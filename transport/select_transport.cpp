@@ -2,32 +2,55 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <string>
+#include <vector>
+
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "rendezvous/bootstrap.hpp"
 #include "transport/shm/shm_mesh.hpp"
 
 namespace canopy::transport {
 namespace {
 
-std::string verdict_key(std::uint64_t comm_id, int rank) {
-  return fmt::format("transport/{}/verbs_usable/{}", comm_id, rank);
-}
-
-// Every rank publishes whether it can use verbs ("1", or "0" and why not) and reads everyone's:
-// verbs only if all can. Returns the first rank that cannot and its reason, or nullopt.
+// Every rank publishes whether it can use verbs ("transport/<comm>/verbs_usable/<rank>": "1", or "0" and
+// why not); rank 0 gathers them and publishes the group's verdict ("transport/<comm>/verbs_usable": "1", or
+// "<rank>:<reason>" for the first rank that cannot), which every rank reads
+// (rendezvous::agree_through_rank_zero: two store requests a rank, four for rank 0). Verbs only if all can.
+// Returns the first rank that cannot and its reason, or nullopt.
 std::optional<std::pair<int, std::string>> first_rank_without_verbs(Store& store, int rank, int size,
                                                                     const VerbsOptions& verbs) {
-  std::string reason = verbs_unavailable_reason(verbs);
-  store.set(verdict_key(verbs.comm_id, rank), reason.empty() ? "1" : "0" + reason);
-  Deadline deadline = Deadline::after(verbs.connect_timeout);
-  for (int peer = 0; peer < size; ++peer) {
-    std::string verdict = peer == rank
-                              ? (reason.empty() ? "1" : "0" + reason)
-                              : store.get(verdict_key(verbs.comm_id, peer),
-                                          std::chrono::duration_cast<Duration>(deadline.remaining()));
-    if (verdict != "1") return std::make_pair(peer, verdict.substr(verdict.empty() ? 0 : 1));
+  const std::string reason = verbs_unavailable_reason(verbs);
+  const std::string what = fmt::format("transport/{}/verbs_usable", verbs.comm_id);
+  StoreUntil bounded(store, Deadline::after(verbs.connect_timeout));
+  std::string answer;
+  try {
+    answer = rendezvous::agree_through_rank_zero(
+        bounded, what, rank, size, reason.empty() ? "1" : "0" + reason,
+        [](const std::vector<std::string>& verdicts) {
+          for (std::size_t r = 0; r < verdicts.size(); ++r)
+            if (verdicts[r] != "1")
+              return fmt::format("{}:{}", r, verdicts[r].substr(verdicts[r].empty() ? 0 : 1));
+          return std::string("1");
+        });
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Timeout) throw;
+    std::vector<std::string> keys;
+    for (int r = 0; r < size; ++r) keys.push_back(fmt::format("{}/{}", what, r));
+    fail(ErrorCode::Timeout,
+         "rank {}: choosing the transport of comm {} (CANOPY_TRANSPORT=auto) timed out: {}", rank,
+         verbs.comm_id, rank == 0 ? std::string(e.what()) : why_no_agreement(store, keys, 0));
   }
-  return std::nullopt;
+  if (answer == "1") return std::nullopt;
+  const std::size_t colon = answer.find(':');
+  int without = -1;
+  if (colon != std::string::npos) std::from_chars(answer.data(), answer.data() + colon, without);
+  if (without < 0 || without >= size)
+    fail(ErrorCode::Protocol,
+         "rank {}: rank 0's verdict on verbs for comm {} is '{}', not a rank and a reason", rank,
+         verbs.comm_id, answer);
+  return std::make_pair(without, answer.substr(colon + 1));
 }
 
 }  // namespace
