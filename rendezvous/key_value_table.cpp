@@ -24,15 +24,21 @@ std::int64_t add_to_counter(std::string_view key, std::string_view current, std:
 
 const std::string* KeyValueTable::find(std::string_view key) const {
   auto it = values_.find(key);
-  return it == values_.end() ? nullptr : &it->second;
+  return it == values_.end() ? nullptr : it->second.get();
+}
+
+std::shared_ptr<const std::string> KeyValueTable::share(std::string_view key) const {
+  auto it = values_.find(key);
+  return it == values_.end() ? nullptr : it->second;
 }
 
 void KeyValueTable::set(std::string_view key, std::string_view value) {
+  auto stored = std::make_shared<const std::string>(value);
   auto it = values_.find(key);
   if (it == values_.end()) {
-    values_.emplace(std::string(key), std::string(value));
+    values_.emplace(std::string(key), std::move(stored));
   } else {
-    it->second.assign(value);
+    it->second = std::move(stored);
   }
 }
 

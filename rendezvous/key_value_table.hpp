@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,9 +17,14 @@ namespace canopy::rendezvous {
 // integer or the sum overflows.
 std::int64_t add_to_counter(std::string_view key, std::string_view current, std::int64_t delta);
 
+// Each value is an immutable shared buffer: a reply being written holds a reference to the value it sends
+// (an answer every rank reads is held once, not once a reader), and a set stores a new buffer instead of
+// changing the old one under a write in flight.
 class KeyValueTable {
  public:
   const std::string* find(std::string_view key) const;
+  // The value's buffer, for a reply to hold while it is written; nullptr when the key is absent.
+  std::shared_ptr<const std::string> share(std::string_view key) const;
   void set(std::string_view key, std::string_view value);
   std::int64_t add(std::string_view key, std::int64_t delta);
   // The value stored afterwards ("" when the key stays absent); `changed` tells whether it was written.
@@ -30,7 +36,7 @@ class KeyValueTable {
   std::size_t size() const { return values_.size(); }
 
  private:
-  std::map<std::string, std::string, std::less<>> values_;
+  std::map<std::string, std::shared_ptr<const std::string>, std::less<>> values_;
 };
 
 }  // namespace canopy::rendezvous

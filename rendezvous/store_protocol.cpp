@@ -308,6 +308,12 @@ std::string encode_ok_bytes(std::string_view bytes) {
   put_bytes(out, bytes);
   return out;
 }
+std::string encode_ok_bytes_head(std::size_t size) {
+  std::string out;
+  put_u8(out, static_cast<std::uint8_t>(Status::Ok));
+  put_u32(out, static_cast<std::uint32_t>(size));
+  return out;
+}
 std::string encode_ok_i64(std::int64_t value) {
   std::string out;
   put_u8(out, static_cast<std::uint8_t>(Status::Ok));

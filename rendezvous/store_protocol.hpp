@@ -85,6 +85,8 @@ std::uint64_t get_u64(const char* data);
 // Server side: the bytes of one reply.
 std::string encode_ok();
 std::string encode_ok_bytes(std::string_view bytes);
+// encode_ok_bytes's front without the bytes, for a server that sends them from where they are.
+std::string encode_ok_bytes_head(std::size_t size);
 std::string encode_ok_i64(std::int64_t value);
 std::string encode_ok_flag(bool flag);
 // GET_MANY's reply: the lengths first, so that a client reads the values in three receives, not 2n, and

@@ -5,7 +5,6 @@
 #include <array>
 #include <asio.hpp>
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,7 +33,17 @@ constexpr auto kHelloTimeout = std::chrono::seconds(30);
 // While a request waits for its keys the connection keeps reading (to notice the client leaving), but
 // stops once this much of the next requests has piled up.
 constexpr std::size_t kMaxBufferedWhileBusy = 1 << 20;
+// Every session reads into the server's one buffer of this size and keeps only the bytes of requests not
+// yet handled: an idle connection (a bootstrap's 16,384 of them) holds no read buffer at all.
 constexpr std::size_t kReadChunk = 64 * 1024;
+// Reads in a row on one connection before the others get a turn (a 64 MiB value arriving).
+constexpr int kReadsPerTurn = 16;
+// An emptied input buffer larger than this is given back: one big SET must not pin its size for the
+// connection's life.
+constexpr std::size_t kKeptInputBytes = 4 * 1024;
+// The kernel cuts it to net.core.somaxconn (4096 on Linux since 5.4): a larger backlog takes effect where
+// an administrator raised that for a burst of thousands of connections.
+constexpr int kListenBacklog = 65535;
 // Waits longer than this are cut to it, so that a u64 from the wire never overflows the clock.
 constexpr std::uint64_t kMaxWaitMs = 365ull * 24 * 3600 * 1000;
 
@@ -48,20 +57,28 @@ struct ServerState {
   rendezvous::KeyValueTable table;
   std::unordered_map<std::string, std::vector<std::shared_ptr<Session>>> waiters;
   std::unordered_map<Session*, std::shared_ptr<Session>> sessions;
+  std::vector<char> read_buffer = std::vector<char>(kReadChunk);  // one thread: one reader at a time
 
   void notify(const std::string& key);
   void unregister_waiter(const std::string& key, Session* session);
 };
 
+// One reply: its own bytes, then for a GET the value's buffer, shared with the table and the other readers.
+struct Outgoing {
+  std::string head;
+  std::shared_ptr<const std::string> value;
+};
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(ServerState& server, tcp::socket socket)
-      : server_(server), socket_(std::move(socket)), timer_(socket_.get_executor()), chunk_(kReadChunk) {
+      : server_(server), socket_(std::move(socket)), timer_(socket_.get_executor()) {
     std::error_code ec;
     auto endpoint = socket_.remote_endpoint(ec);
     peer_ = ec ? std::string("an unknown peer")
                : fmt::format("{}:{}", endpoint.address().to_string(), endpoint.port());
     socket_.set_option(tcp::no_delay(true), ec);
+    socket_.non_blocking(true, ec);  // maybe_read's read_some must return would_block, never wait
   }
 
   void start() {
@@ -109,7 +126,7 @@ class Session : public std::enable_shared_from_this<Session> {
     proto::Request done = std::move(*pending_);
     pending_.reset();
     if (done.command == Command::Get) {
-      reply(proto::encode_ok_bytes(*server_.table.find(done.keys.front())));
+      reply_value(server_.table.share(done.keys.front()));
     } else if (done.command == Command::GetMany) {
       reply(values_of(done.keys));
     } else {
@@ -152,25 +169,47 @@ class Session : public std::enable_shared_from_this<Session> {
     return proto::encode_ok_values(values);
   }
 
+  // Reads what has arrived into the server's buffer and handles it, and waits for more only once the
+  // socket is drained: Asio's epoll is edge-triggered, so a wait begun while bytes sit unread may never end
+  // (after a turn's reads, or a pause while busy). Reading goes on while a request waits, to notice the
+  // client leaving, up to kMaxBufferedWhileBusy.
   void maybe_read() {
     if (reading_ || closed_) return;
-    if (busy_ && buffered() >= kMaxBufferedWhileBusy) return;
+    for (int turn = 0; turn < kReadsPerTurn; ++turn) {
+      if (busy_ && buffered() >= kMaxBufferedWhileBusy) return;  // write_next's handler reads on
+      std::error_code ec;
+      std::size_t n = socket_.read_some(asio::buffer(server_.read_buffer), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) return wait_readable();
+      if (ec == asio::error::interrupted) continue;
+      if (ec) {
+        if (ec != asio::error::eof)
+          log::debug("TcpStore :{}: connection from {} ended: {}", server_.port, peer_, ec.message());
+        return close();
+      }
+      inbuf_.append(server_.read_buffer.data(), n);
+      process();
+      if (closed_) return;
+    }
     reading_ = true;
-    socket_.async_read_some(asio::buffer(chunk_),
-                            [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
-                              self->reading_ = false;
-                              if (self->closed_) return;
-                              if (ec) {
-                                if (ec != asio::error::eof && ec != asio::error::operation_aborted)
-                                  log::debug("TcpStore :{}: connection from {} ended: {}", self->server_.port,
-                                             self->peer_, ec.message());
-                                self->close();
-                                return;
-                              }
-                              self->inbuf_.append(self->chunk_.data(), n);
-                              self->process();
-                              self->maybe_read();
-                            });
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      self->reading_ = false;
+      self->maybe_read();
+    });
+  }
+
+  void wait_readable() {
+    reading_ = true;
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const std::error_code& ec) {
+      self->reading_ = false;
+      if (self->closed_) return;
+      if (ec) {
+        if (ec != asio::error::operation_aborted)
+          log::debug("TcpStore :{}: connection from {} ended: {}", self->server_.port, self->peer_,
+                     ec.message());
+        return self->close();
+      }
+      self->maybe_read();
+    });
   }
 
   // Handles the requests that have fully arrived, one at a time: the next one starts only when the
@@ -208,6 +247,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (consumed_ == 0) return;
     inbuf_.erase(0, consumed_);
     consumed_ = 0;
+    if (inbuf_.empty() && inbuf_.capacity() > kKeptInputBytes) std::string().swap(inbuf_);
   }
 
   // Returns false while the hello is incomplete.
@@ -268,7 +308,7 @@ class Session : public std::enable_shared_from_this<Session> {
         server_.notify(key);
         return;
       case Command::Get:
-        if (const std::string* value = table.find(key)) return reply(proto::encode_ok_bytes(*value));
+        if (auto value = table.share(key)) return reply_value(std::move(value));
         return begin_wait(std::move(request));
       case Command::Add: {
         std::int64_t sum = 0;
@@ -321,24 +361,39 @@ class Session : public std::enable_shared_from_this<Session> {
     recheck();
   }
 
-  void reply(std::string bytes) {
+  void reply(std::string bytes) { send(Outgoing{std::move(bytes), nullptr}); }
+
+  // A GET's reply: the header here, the value read from the table's buffer as it is written.
+  void reply_value(std::shared_ptr<const std::string> value) {
+    send(Outgoing{proto::encode_ok_bytes_head(value->size()), std::move(value)});
+  }
+
+  // Requests are handled one at a time, so at most one reply is written at once; queued_ is for safety.
+  void send(Outgoing outgoing) {
     busy_ = true;
-    outbox_.push_back(std::move(bytes));
-    if (outbox_.size() == 1) write_next();
+    if (writing_) return queued_.push_back(std::move(outgoing));
+    writing_ = std::move(outgoing);
+    write_next();
   }
 
   void write_next() {
-    asio::async_write(socket_, asio::buffer(outbox_.front()),
-                      [self = shared_from_this()](const std::error_code& ec, std::size_t) {
-                        if (self->closed_) return;
-                        if (ec) return self->close();
-                        self->outbox_.pop_front();
-                        if (!self->outbox_.empty()) return self->write_next();
-                        if (self->close_after_write_) return self->close();
-                        self->busy_ = false;
-                        self->process();
-                        self->maybe_read();
-                      });
+    std::array<asio::const_buffer, 2> buffers{
+        asio::buffer(writing_->head),
+        writing_->value ? asio::buffer(*writing_->value) : asio::const_buffer()};
+    asio::async_write(socket_, buffers, [self = shared_from_this()](const std::error_code& ec, std::size_t) {
+      if (self->closed_) return;
+      if (ec) return self->close();
+      self->writing_.reset();
+      if (!self->queued_.empty()) {
+        self->writing_ = std::move(self->queued_.front());
+        self->queued_.erase(self->queued_.begin());
+        return self->write_next();
+      }
+      if (self->close_after_write_) return self->close();
+      self->busy_ = false;
+      self->process();
+      self->maybe_read();
+    });
   }
 
   ServerState& server_;
@@ -346,10 +401,10 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::steady_timer timer_;
   std::uint64_t timer_generation_ = 0;
   std::string peer_;
-  std::vector<char> chunk_;
-  std::string inbuf_;
+  std::string inbuf_;  // the bytes of requests not yet handled
   std::size_t consumed_ = 0;
-  std::deque<std::string> outbox_;
+  std::optional<Outgoing> writing_;  // stays in place while async_write reads it
+  std::vector<Outgoing> queued_;
   bool authenticated_ = false;
   bool busy_ = false;  // a request is waiting for keys or its reply is being written
   bool reading_ = false;
@@ -391,7 +446,7 @@ tcp::acceptor open_acceptor(asio::io_context& io, const std::string& host, std::
     if (dual_stack) acceptor.set_option(asio::ip::v6_only(false), ec);
     ec.clear();
     acceptor.bind(endpoint, ec);
-    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (!ec) acceptor.listen(kListenBacklog, ec);
     return acceptor;
   };
   std::error_code ec;
