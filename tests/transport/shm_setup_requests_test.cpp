@@ -27,7 +27,7 @@ TEST(ShmSetUp, StoreRequestsPerRankDoNotGrowWithTheGroup) {
     auto connect = [&](Store& store, int rank, int n) {
       // No RDMA device that auto could choose, wherever the test runs.
       MeshOptions options =
-          testing::loopback_mesh_options(comm_id, "transport-test-token", {{"CANOPY_IB_HCA", "no_such_hca"}});
+          testing::loopback_mesh_options(comm_id, "transport-test-token", {{"CANOPY_IB_HCA", "=no_such_hca"}});
       options.host_of_rank.assign(static_cast<std::size_t>(n), 0);
       options.local_size = n;
       options.store_for_first_use = std::shared_ptr<Store>(std::shared_ptr<Store>(), &store);
