@@ -47,6 +47,12 @@ CoreClaim SimulatedHosts::cores_for_message(int from, int to) {
   return soonest_free_cores(host_of(from), layout_.cores_per_message(layout_.host_of(from)));
 }
 
+bool SimulatedHosts::host_cores_busy(int rank, double now) const {
+  if (hosts_.empty()) return false;
+  const auto& cores = host_of(rank).core_free;
+  return !cores.empty() && std::all_of(cores.begin(), cores.end(), [now](double free) { return free > now; });
+}
+
 double* SimulatedHosts::core_for_compute(int rank) {
   if (hosts_.empty()) return nullptr;
   const CoreClaim claim = soonest_free_cores(host_of(rank), 1);

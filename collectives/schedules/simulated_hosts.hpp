@@ -26,6 +26,9 @@ class SimulatedHosts {
   // The cores a message between `from` and `to` needs when they share a host that shares its cores:
   // those free soonest.
   CoreClaim cores_for_message(int from, int to);
+  // Whether every shared core of `rank`'s host is busy past `now`: then no message within that host can
+  // start now (cores_for_message would find none free).
+  bool host_cores_busy(int rank, double now) const;
   // The core a reduction (or copy) on `rank` needs where its host shares its cores; null otherwise.
   double* core_for_compute(int rank);
   // Counts `seconds` of work on the shared cores of `rank`'s host (for pace()).

@@ -87,6 +87,7 @@ struct RankState {
   std::vector<char> done;
   std::vector<int> round;
   std::map<int, PeerQueue> sends_to;
+  std::vector<std::pair<int, PeerQueue*>> send_queues;  // sends_to's entries in peer order, for the scans
   std::map<int, PeerQueue> recvs_from;
   std::map<int, std::deque<std::size_t>> inbox;  // arrived, unmatched messages by sender
   std::vector<std::byte> staging;
@@ -98,6 +99,8 @@ struct RankState {
   int last_in_round[2] = {0, 0};
   std::map<int, SocketState> sockets;  // toward each peer
   std::size_t steps_done = 0;
+  bool sends_only_within_host = true;  // every peer it sends to shares its host
+  int ready_heads = 0;                 // send queues whose first unstarted step is ready
 };
 
 class Engine {
@@ -114,6 +117,10 @@ class Engine {
     ranks_.resize(static_cast<std::size_t>(call_.size));
     for (int r = 0; r < call_.size; ++r) build(r);
     rank_work_.assign(ranks_.size(), 0.0);
+    layout_hosts_ = !call_.layout().host_of_rank.empty();
+    hosts_count_ = layout_hosts_ ? call_.layout().cores_of_host.size() : 1;
+    all_send_within_hosts_ =
+        std::all_of(ranks_.begin(), ranks_.end(), [](const RankState& rank) { return rank.sends_only_within_host; });
   }
 
   // Runs to the end; fills `transfers` and returns when the last rank finished.
@@ -213,10 +220,14 @@ class Engine {
       const Step& step = rank.steps()[i];
       for (std::uint32_t dep : step.deps) rank.dependents[dep].push_back(static_cast<StepIndex>(i));
       rank.waiting[i] = static_cast<std::uint32_t>(step.deps.size());
-      if (step.kind == StepKind::Send) rank.sends_to[step.peer].steps.push_back(static_cast<StepIndex>(i));
+      if (step.kind == StepKind::Send) {
+        rank.sends_to[step.peer].steps.push_back(static_cast<StepIndex>(i));
+        rank.sends_only_within_host = rank.sends_only_within_host && hosts_.same_host(r, step.peer);
+      }
       if (step.kind == StepKind::Recv || step.kind == StepKind::RecvReduce)
         rank.recvs_from[step.peer].steps.push_back(static_cast<StepIndex>(i));
     }
+    for (auto& [peer, queue] : rank.sends_to) rank.send_queues.emplace_back(peer, &queue);
     if (data_) rank.staging.assign(rank.schedule.staging_count * element_size_, std::byte{0});
   }
 
@@ -275,8 +286,11 @@ class Engine {
     for (std::uint32_t dep : step.deps) latest = std::max(latest, rank.round[dep]);
     rank.round[i] = step.kind == StepKind::Send ? latest + 1 : latest;
     switch (step.kind) {
-      case StepKind::Send:
+      case StepKind::Send: {
+        const PeerQueue& queue = rank.sends_to[step.peer];
+        if (queue.next < queue.steps.size() && queue.steps[queue.next] == i) ++rank.ready_heads;
         break;  // start_transfers sends it when the links are free
+      }
       case StepKind::Recv:
       case StepKind::RecvReduce:
         match(r, step.peer, now);
@@ -348,11 +362,22 @@ class Engine {
   // Starts every message whose sender's outgoing link and receiver's incoming link (of its class) are
   // free now. A rank sends its lowest ready step among the next sends to each peer whose links are free.
   void start_transfers(double now) {
+    // Hundreds of ranks sharing a few cores: most wait for a core, and are skipped without a look at
+    // their queues (what keeps a first call's choice among algorithms cheap at 512 ranks). A host found
+    // busy stays so for the rest of this scan: time does not move within it.
+    busy_hosts_.assign(hosts_count_, 0);
+    busy_count_ = 0;
     for (int r = 0; r < call_.size; ++r) {
       RankState& rank = state(r);
+      if (rank.ready_heads == 0) continue;
+      if (rank.sends_only_within_host && host_busy_now(r, now)) {
+        if (all_send_within_hosts_ && busy_count_ == hosts_count_) return;  // no rank can start a message
+        continue;
+      }
       while (true) {
         PeerQueue* chosen = nullptr;
-        for (auto& [peer, queue] : rank.sends_to) {
+        for (auto [peer, queue_pointer] : rank.send_queues) {
+          PeerQueue& queue = *queue_pointer;
           if (queue.next >= queue.steps.size() || !rank.ready[queue.steps[queue.next]]) continue;
           const int kind = link_class(r, peer);
           if (rank.out_free[kind] > now || state(peer).in_free[kind] > now ||
@@ -365,8 +390,18 @@ class Engine {
         }
         if (chosen == nullptr) break;
         transmit(r, chosen->steps[chosen->next++], now);
+        if (chosen->next >= chosen->steps.size() || !rank.ready[chosen->steps[chosen->next]]) --rank.ready_heads;
       }
     }
+  }
+
+  bool host_busy_now(int r, double now) {
+    const std::size_t host = layout_hosts_ ? static_cast<std::size_t>(call_.layout().host_of(r)) : 0;
+    if (!busy_hosts_[host] && hosts_.host_cores_busy(r, now)) {
+      busy_hosts_[host] = 1;
+      ++busy_count_;
+    }
+    return busy_hosts_[host];
   }
 
   void transmit(int r, StepIndex i, double now) {
@@ -485,6 +520,11 @@ class Engine {
   LinkModel model_;
   std::optional<DataModel> data_;
   SimulatedHosts hosts_;
+  std::vector<char> busy_hosts_;  // start_transfers(): hosts whose cores are all busy now
+  std::size_t busy_count_ = 0;    // how many
+  std::size_t hosts_count_ = 1;
+  bool layout_hosts_ = false;
+  bool all_send_within_hosts_ = false;
   std::vector<RankState> ranks_;
   std::vector<double> rank_work_;  // per rank: its sends and reductions, as stream_seconds() counts them
   std::vector<Message> messages_;
