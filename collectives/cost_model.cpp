@@ -76,7 +76,11 @@ AlgorithmChoice CostModel::evaluate(const CollectiveCall& call, std::size_t elem
   Prediction best_prediction;
   std::string explanation;
   double fastest[2] = {0, 0};  // of the flat candidates, of the two-level ones
+  // With one host, or one rank per host, a two-level algorithm is a flat one by another name, listed
+  // after it: simulating it again would cost a first call at hundreds of ranks a tenth of a second.
+  const std::string shape = host_shape(call.layout());
   for (const Algorithm& candidate : candidates) {
+    if (candidate.two_level && shape.empty()) continue;
     const Prediction prediction = predict(candidate, call, element_size, link_);
     const double seconds = stream ? prediction.stream_seconds : prediction.seconds;
     explanation +=
@@ -101,7 +105,7 @@ AlgorithmChoice CostModel::evaluate(const CollectiveCall& call, std::size_t elem
                   call.count, element_size, call.size, stream ? ", in a stream" : "", best.algorithm->name,
                   stream ? " per call" : "", explanation);
   // Flat or two-level: where the layout makes them differ, say how the best of each compare.
-  if (const std::string shape = host_shape(call.layout()); !shape.empty() && fastest[0] > 0 && fastest[1] > 0)
+  if (!shape.empty() && fastest[0] > 0 && fastest[1] > 0)
     best.explanation +=
         fmt::format("; on {} the best two-level algorithm takes {:.2f}x the best flat one's time", shape,
                     fastest[1] / fastest[0]);
