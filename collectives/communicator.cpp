@@ -58,6 +58,9 @@ int Communicator::local_size() const {
 std::string_view Communicator::transport_name() const {
   return impl().transport_name();
 }
+std::uint64_t Communicator::store_requests_sent() const {
+  return impl().store_requests_sent();
+}
 
 void Communicator::run(const CollectiveArgs& args, const CollectiveOptions& options) {
   Impl& impl = this->impl();

@@ -62,6 +62,7 @@ class Communicator::Impl {
   const collectives::LinkModel& link() const { return cost_model_.link(); }
   const collectives::HostLayout& hosts() const { return *hosts_; }
   std::string_view transport_name() const { return transport_->name(); }
+  std::uint64_t store_requests_sent() const { return store_->requests_sent(); }
   double predict(const collectives::Algorithm& algorithm, const collectives::CollectiveCall& call,
                  std::size_t element_size, collectives::Pace pace) const;
   const std::shared_ptr<collectives::CommunicatorFamily>& family() const { return family_; }

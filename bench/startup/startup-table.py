@@ -42,7 +42,7 @@ def sockets(rows, key):
 def main():
     ranks = int(sys.argv[1])
     header = ("peer", "ok/P", "first AR max/med", "construct max/med", "sockets med/max", "fds med",
-              "RSS MiB", "HWM MiB", "sockets ring", "sockets sweep", "wall s")
+              "RSS MiB", "HWM MiB", "sockets ring", "sockets sweep", "store req med/max", "wall s")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     slowest = {}
@@ -59,7 +59,7 @@ def main():
             peer, f"{len(good)}/{ranks}", spread(good, "to_first_allreduce_s"), spread(good, "construct_s"),
             sockets(good, "sockets"), median(good, "fds"), median(good, "rss_kib", 1 / 1024, "{:.1f}"),
             median(good, "hwm_kib", 1 / 1024, "{:.1f}"), sockets(good, "sockets_after_ring"),
-            sockets(good, "sockets_after_sweep"), status[1]]) + " |")
+            sockets(good, "sockets_after_sweep"), sockets(good, "store_requests"), status[1]]) + " |")
     for run_dir in sys.argv[2:]:
         peer = os.path.basename(run_dir.rstrip("/")).split("-", 1)[1]
         rows = rows_of(run_dir)

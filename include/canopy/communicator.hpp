@@ -111,6 +111,10 @@ class Communicator {
   // The transport this group runs on: "shm+tcp", "tcp" or "verbs" (CANOPY_TRANSPORT=auto resolved; "shm+tcp"
   // where some of its ranks share this rank's host and memory).
   std::string_view transport_name() const;
+  // Round trips this rank has made to its TCP store so far, over the connection its communicators share
+  // (the liveness monitor's own connection not counted; 0 for a file store): what forming a group costs
+  // the store.
+  std::uint64_t store_requests_sent() const;
 
   // Untyped core: blocking and asynchronous.
   void run(const CollectiveArgs& args, const CollectiveOptions& options = {});
