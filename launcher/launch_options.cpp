@@ -49,6 +49,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   int port = -1;
   std::string grace = "5";
   bool no_prefix = false;
+  std::string output = "auto";
   std::string bind_to = "none";
 
   CLI::App app{
@@ -81,7 +82,15 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   app.add_option("--stop-grace", grace,
                  "Seconds between SIGTERM and SIGKILL when stopping ranks (0 to 3600; or 500ms...)")
       ->capture_default_str();
-  app.add_flag("--no-prefix", no_prefix, "Pass the ranks' output through without the \"[rank] \" prefix");
+  auto* output_option =
+      app.add_option("--output", output,
+                     "prefixed: every line through canopy-run with a \"[rank] \" prefix (2 pipes per rank); "
+                     "direct: the ranks write to canopy-run's stdout and stderr themselves; auto: prefixed "
+                     "while its pipes and the store's connections fit under the descriptor limit, else "
+                     "direct, saying why")
+          ->check(CLI::IsMember({"auto", "prefixed", "direct"}))
+          ->capture_default_str();
+  app.add_flag("--no-prefix", no_prefix, "The same as --output direct")->excludes(output_option);
   app.add_option("--bind-to", bind_to,
                  "none, or core: local rank i runs on the i-th CPU canopy-run may use (as mpirun binds), for "
                  "steadier benchmarks")
@@ -119,7 +128,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   }
 
   o.job_token = env_value(env, "CANOPY_JOB_TOKEN");
-  o.prefix_output = !no_prefix;
+  if (no_prefix || output == "direct") {
+    o.output = OutputMode::Direct;
+  } else {
+    o.output = output == "prefixed" ? OutputMode::Prefixed : OutputMode::Auto;
+  }
   o.bind_to_core = bind_to == "core";
   try {
     o.stop_grace = std::chrono::duration_cast<std::chrono::milliseconds>(

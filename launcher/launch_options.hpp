@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/env.hpp"
+#include "launcher/output_budget.hpp"
 
 namespace canopy::launcher {
 
@@ -24,7 +25,8 @@ struct LaunchOptions {
   std::string listen_addr;  // where node 0's store listens: loopback alone, every address with nnodes > 1
   int max_restarts = 0;
   std::chrono::milliseconds stop_grace = std::chrono::seconds(5);  // SIGTERM -> SIGKILL
-  bool prefix_output = true;
+  // --output: auto until launch() resolves it from the descriptor budget (output_budget.hpp).
+  OutputMode output = OutputMode::Auto;
   bool bind_to_core = false;  // --bind-to core: local rank i on the i-th allowed CPU (wrapping around)
   std::optional<std::string> job_token;  // CANOPY_JOB_TOKEN; generated on node 0 when absent
   std::vector<std::string> command;      // program and its arguments

@@ -8,11 +8,13 @@
 #include <memory>
 
 #include "common/env.hpp"
+#include "common/error.hpp"
 #include "common/log.hpp"
 #include "launcher/console.hpp"
 #include "launcher/descriptor_limit.hpp"
 #include "launcher/job_store.hpp"
 #include "launcher/launch_options.hpp"
+#include "launcher/output_budget.hpp"
 #include "launcher/rank_environment.hpp"
 #include "launcher/rank_group.hpp"
 #include "launcher/torch_port.hpp"
@@ -70,7 +72,23 @@ JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatc
   }
 }
 
-int launch(const LaunchOptions& options) {
+// Resolves --output from the descriptors canopy-run holds now (the store hosted already) and will need;
+// says why when auto gives up the prefixes, warns when the store may not fit. Throws Error(Resource) when
+// --output prefixed cannot fit its pipes, before any rank starts.
+OutputMode resolve_output(const LaunchOptions& options) {
+  const DescriptorBudget budget =
+      current_descriptor_budget(options.nproc, options.hosts_store() ? options.world_size() : 0,
+                                options.hosts_store() ? options.nnodes - 1 : 0);
+  OutputChoice choice = choose_output(options.output, budget);
+  if (!choice.refusal.empty()) fail(ErrorCode::Resource, "{}", choice.refusal);
+  log::info("{}", choice.summary);
+  if (!choice.notice.empty()) report("{}", choice.notice);
+  if (!choice.warning.empty()) report("{}", choice.warning);
+  return choice.prefixed ? OutputMode::Prefixed : OutputMode::Direct;
+}
+
+int launch(const LaunchOptions& given) {
+  LaunchOptions options = given;
   raise_descriptor_limit();  // first: the store holds a socket per rank, and the ranks inherit it
   // Ignored rather than handled: a reader of our output that goes away must not take the ranks with it.
   ::signal(SIGPIPE, SIG_IGN);
@@ -86,6 +104,7 @@ int launch(const LaunchOptions& options) {
     round.master_port = store->port();
   }
   round.torch_master_port = torch_master_port(options, round.master_port);
+  options.output = resolve_output(options);
 
   JobEnd end = run_attempts(options, round, signals);
   if (options.nnodes > 1) {

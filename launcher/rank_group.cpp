@@ -76,7 +76,8 @@ class Supervisor {
       try {
         const int cpu = options_.bind_to_core ? cpu_for_local_rank(local, cpus) : -1;
         if (cpu >= 0) log::info("canopy-run: binding rank {} to CPU {}", rank, cpu);
-        RankProcess process = spawn_rank(options_.command, rank_envps[local], options_.prefix_output, cpu);
+        RankProcess process =
+            spawn_rank(options_.command, rank_envps[local], options_.output != OutputMode::Direct, cpu);
         Rank& r = ranks_.emplace_back(Rank{rank, process.pid, true, {}});
         if (process.stdout_fd >= 0) r.outputs.emplace_back(process.stdout_fd, STDOUT_FILENO, rank);
         if (process.stderr_fd >= 0) r.outputs.emplace_back(process.stderr_fd, STDERR_FILENO, rank);

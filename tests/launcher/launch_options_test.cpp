@@ -26,7 +26,7 @@ TEST(LaunchOptions, SingleNodeDefaultsPickAFreeLoopbackPort) {
   EXPECT_EQ(o.master_port, 0);
   EXPECT_EQ(o.listen_addr, "127.0.0.1");
   EXPECT_EQ(o.max_restarts, 0);
-  EXPECT_TRUE(o.prefix_output);
+  EXPECT_EQ(o.output, OutputMode::Auto);
   EXPECT_FALSE(o.job_token);
   EXPECT_EQ(o.command, (std::vector<std::string>{"train", "--lr", "0.1"}));
 }
@@ -55,10 +55,29 @@ TEST(LaunchOptions, MultiNodeUsesPort29500AndListensEverywhere) {
   EXPECT_EQ(o.master_port, kDefaultMultiNodePort);
   EXPECT_EQ(o.listen_addr, "");
   EXPECT_EQ(o.max_restarts, 3);
-  EXPECT_FALSE(o.prefix_output);
+  EXPECT_EQ(o.output, OutputMode::Direct);
   EXPECT_EQ(o.stop_grace, std::chrono::milliseconds(250));
   EXPECT_EQ(o.job_token, "secret");
   EXPECT_FALSE(o.hosts_store());
+}
+
+TEST(LaunchOptions, OutputIsAutoPrefixedOrDirectAndNoPrefixMeansDirect) {
+  for (auto [word, mode] : {std::pair{"auto", OutputMode::Auto}, std::pair{"prefixed", OutputMode::Prefixed},
+                            std::pair{"direct", OutputMode::Direct}}) {
+    auto parsed = parse({"--output", word, "prog"});
+    ASSERT_TRUE(parsed.options) << parsed.message;
+    EXPECT_EQ(parsed.options->output, mode) << word;
+  }
+  auto no_prefix = parse({"--no-prefix", "prog"});
+  ASSERT_TRUE(no_prefix.options) << no_prefix.message;
+  EXPECT_EQ(no_prefix.options->output, OutputMode::Direct);
+
+  auto unknown = parse({"--output", "tee", "prog"});
+  EXPECT_FALSE(unknown.options);
+  EXPECT_EQ(unknown.exit_code, 2);
+  auto both = parse({"--no-prefix", "--output", "prefixed", "prog"});
+  EXPECT_FALSE(both.options) << "--no-prefix and --output contradict each other";
+  EXPECT_EQ(both.exit_code, 2);
 }
 
 TEST(LaunchOptions, HelpIsNotAnError) {
