@@ -82,10 +82,11 @@ OutputChoice choose_output(OutputMode mode, const DescriptorBudget& b) {
   const std::uint64_t needed = choice.prefixed ? with_pipes : without_pipes;
   if (b.store_connections() > 0 && !b.fits(needed)) {
     choice.warning = fmt::format(
-        "warning: the store may need {}, over {}: a rank whose connection cannot be accepted waits for "
-        "it, and one whose liveness monitor cannot connect within its timeout runs without it (a stopped "
-        "rank is then found only at the call deadline); {}",
-        breakdown(b, choice.prefixed, true), limit_words(b), raise_hint(needed));
+        "warning: the store's connections may not fit (each rank holds {}: its communicator's and its "
+        "liveness monitor's): {}, over {}; a rank whose connection cannot be accepted waits for it, and one "
+        "whose liveness monitor cannot connect within the heartbeat timeout runs without it (a stopped rank "
+        "is then found only at the call deadline); {}",
+        kStoreConnectionsPerRank, breakdown(b, choice.prefixed, true), limit_words(b), raise_hint(needed));
   }
   choice.summary = fmt::format("canopy-run: output {} under a descriptor limit of {}: {}",
                                choice.prefixed ? "prefixed" : "direct", limit_text(b.limit),
