@@ -137,8 +137,9 @@ std::string agree_through_rank_zero(
 
 std::string agree_among(Store& store, std::string_view what, int rank, const std::vector<int>& members,
                         const std::string& value,
-                        const std::function<std::string(const std::vector<std::string>&)>& combine) {
-  const std::string answer_key(what);
+                        const std::function<std::string(const std::vector<std::string>&)>& combine,
+                        std::string_view answer_at) {
+  const std::string answer_key(answer_at.empty() ? what : answer_at);
   if (std::find(members.begin(), members.end(), rank) == members.end()) return store.get(answer_key);
   store.set(rank_key(what, rank), value);
   if (rank == members.front()) {

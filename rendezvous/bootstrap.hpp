@@ -70,10 +70,12 @@ std::string agree_through_rank_zero(
 
 // The same among `members` only (ranks in increasing order; the first gathers and combines, in the
 // members' order): a member publishes `value`, and every rank that calls, member or not, returns the
-// answer. A rank outside makes one request.
+// answer, published as `answer_at` (empty: "<what>"; several groups agreeing at once each need their
+// own). A rank outside makes one request.
 std::string agree_among(Store& store, std::string_view what, int rank, const std::vector<int>& members,
                         const std::string& value,
-                        const std::function<std::string(const std::vector<std::string>&)>& combine);
+                        const std::function<std::string(const std::vector<std::string>&)>& combine,
+                        std::string_view answer_at = {});
 
 // Every rank publishes "host/<rank>" = host_id and reads everyone's: the local rank is the position
 // among the ranks with the same host_id ordered by global rank, the local world size their number.

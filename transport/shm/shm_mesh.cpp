@@ -18,6 +18,7 @@
 #include "common/error.hpp"
 #include "common/fd_limit.hpp"
 #include "common/log.hpp"
+#include "rendezvous/bootstrap.hpp"
 #include "transport/mesh_transport.hpp"
 #include "transport/shm/unix_socket.hpp"
 #include "transport/spin_rule.hpp"
@@ -112,23 +113,20 @@ class ShmPeersBuilder {
                                     members_.begin());
   }
 
-  // What the ranks of this host agree on, as rendezvous::agree_through_rank_zero does for a whole group
-  // (which it cannot do for a part of one): each sets "<what>/<rank>", the host's lowest rank gathers them
-  // in one get_many and publishes what `combine` makes of them as "<what>/host/<lowest>", which every rank
-  // of the host reads. Two store requests a rank, four for the lowest, however many ranks the host has;
-  // the keys by global rank, so that a timeout names the rank that never came.
+  // What the ranks of this host agree on (rendezvous::agree_among, the host's lowest rank gathering): each
+  // sets "<what>/<rank>", and every rank of the host reads the answer from "<what>/host/<lowest>". Two store
+  // requests a rank, four for the lowest, however many ranks the host has; the keys by global rank, so
+  // that a timeout names the rank that never came.
   std::string agree(const std::string& what, const std::string& value, const CombineAnswers& combine) {
-    store_.set(fmt::format("{}/{}", what, rank_), value);
     const int lowest = members_.front();
-    const std::string answer_key = fmt::format("{}/host/{}", what, lowest);
-    std::vector<std::string> keys;
-    keys.reserve(members_.size());
-    for (int member : members_) keys.push_back(fmt::format("{}/{}", what, member));
+    StoreUntil bounded(store_, deadline_);
     try {
-      if (rank_ == lowest) store_.set(answer_key, combine(store_.get_many(keys, remaining())));
-      return store_.get(answer_key, remaining());
+      return rendezvous::agree_among(bounded, what, rank_, members_, value, combine,
+                                     fmt::format("{}/host/{}", what, lowest));
     } catch (const Error& e) {
       if (e.code() != ErrorCode::Timeout) throw;
+      std::vector<std::string> keys;
+      for (int member : members_) keys.push_back(fmt::format("{}/{}", what, member));
       fail(ErrorCode::Timeout,
            "rank {}: shared-memory set-up for comm {} timed out: {} (is every rank of this "
            "host running?)",
@@ -138,8 +136,6 @@ class ShmPeersBuilder {
                : why_no_agreement(store_, keys, lowest));
     }
   }
-
-  Duration remaining() const { return std::chrono::duration_cast<Duration>(deadline_.remaining()); }
 
   // Every rank of this host's listener name, in rank order ("-" for one that has none: the highest rank,
   // which nobody connects to, or one that could not listen). The answer holds every name of the host:
