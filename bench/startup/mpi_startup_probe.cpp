@@ -22,22 +22,10 @@ namespace {
 
 using canopy::bench::startup::realtime_ns;
 using canopy::bench::startup::record_process;
-using canopy::bench::startup::seconds_since_launch;
+using canopy::bench::startup::host_name;
+using canopy::bench::startup::seconds_between;
+using canopy::bench::startup::since_launch;
 
-double seconds_between(std::int64_t from_ns, std::int64_t to_ns) {
-  return static_cast<double>(to_ns - from_ns) * 1e-9;
-}
-
-nlohmann::ordered_json since_launch(std::int64_t now_ns) {
-  const auto s = seconds_since_launch(now_ns);
-  return s ? nlohmann::ordered_json(*s) : nlohmann::ordered_json(nullptr);
-}
-
-std::string host_name() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
-}
 
 }  // namespace
 

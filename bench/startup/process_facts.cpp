@@ -27,6 +27,22 @@ std::optional<double> seconds_since_launch(std::int64_t now_ns) {
   return static_cast<double>(now_ns - launch) * 1e-9;
 }
 
+nlohmann::ordered_json since_launch(std::int64_t now_ns) {
+  const auto s = seconds_since_launch(now_ns);
+  return s ? nlohmann::ordered_json(*s) : nlohmann::ordered_json(nullptr);
+}
+
+double seconds_between(std::int64_t from_ns, std::int64_t to_ns) {
+  return static_cast<double>(to_ns - from_ns) * 1e-9;
+}
+
+std::string host_name() {
+  if (const char* id = std::getenv("CANOPY_HOST_ID"); id != nullptr && *id != '\0') return id;
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
 int launcher_rank() {
   for (const char* name : {"CANOPY_RANK", "RANK", "OMPI_COMM_WORLD_RANK"})
     if (const char* text = std::getenv(name); text != nullptr && *text != '\0') return std::atoi(text);

@@ -15,6 +15,12 @@ std::int64_t realtime_ns();
 // Seconds from CANOPY_PROBE_LAUNCH_NS (set by startup.sh just before it starts the launcher) to now_ns;
 // empty when the variable is unset or not a number.
 std::optional<double> seconds_since_launch(std::int64_t now_ns);
+// The same as a row's value: null where the script gave no launch time.
+nlohmann::ordered_json since_launch(std::int64_t now_ns);
+double seconds_between(std::int64_t from_ns, std::int64_t to_ns);
+
+// CANOPY_HOST_ID where set (emulated hosts share the machine's name), else the host name.
+std::string host_name();
 
 // The rank the launcher gave this process (CANOPY_RANK, RANK, OMPI_COMM_WORLD_RANK), else 1000000 + the pid,
 // for a row written before the library said.

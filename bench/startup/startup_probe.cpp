@@ -28,7 +28,9 @@ namespace {
 
 using canopy::bench::startup::realtime_ns;
 using canopy::bench::startup::record_process;
-using canopy::bench::startup::seconds_since_launch;
+using canopy::bench::startup::host_name;
+using canopy::bench::startup::seconds_between;
+using canopy::bench::startup::since_launch;
 
 struct Flags {
   std::string out;
@@ -37,23 +39,6 @@ struct Flags {
   std::vector<std::uint64_t> sweep_bytes{4, 65536};
 };
 
-double seconds_between(std::int64_t from_ns, std::int64_t to_ns) {
-  return static_cast<double>(to_ns - from_ns) * 1e-9;
-}
-
-// Seconds since the launch, or null where the script gave no launch time.
-nlohmann::ordered_json since_launch(std::int64_t now_ns) {
-  const auto s = seconds_since_launch(now_ns);
-  return s ? nlohmann::ordered_json(*s) : nlohmann::ordered_json(nullptr);
-}
-
-// CANOPY_HOST_ID where set (emulated hosts share the machine's name), else the host name.
-std::string host_name() {
-  if (const char* id = std::getenv("CANOPY_HOST_ID"); id != nullptr && *id != '\0') return id;
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
-}
 
 // Elements of an all-reduce of ones that differ from the group's size.
 std::uint64_t wrong_sum(canopy::Communicator& comm, std::vector<float>& data, const std::string& algorithm) {
