@@ -434,10 +434,4 @@ void TcpConnector::after_poll(std::span<const pollfd> fds) {
   if (listener_polled_ && !fds.empty() && fds[0].revents != 0) listener_ready_ = true;
 }
 
-void TcpConnector::close() {
-  dials_.clear();
-  inbound_.clear();
-  listener_.reset();
-}
-
 }  // namespace canopy::transport

@@ -69,9 +69,6 @@ class TcpConnector {
   // The poll() returned: `fds` are the entries prepare_to_block() appended, with their revents. Only a
   // listener that poll() found ready is accepted from, so a drive() with nothing under way costs no call.
   void after_poll(std::span<const pollfd> fds);
-  // Closes every handshake under way and the listener; no dial starts after it. Not thread-safe: the
-  // mesh calls it from the thread that drives it.
-  void close();
 
  private:
   struct Dial;
