@@ -31,7 +31,7 @@ FailureRecord FailureRecord::decode(const std::string& bytes) {
       newline != std::string::npos && space < newline &&
       std::from_chars(bytes.data(), bytes.data() + space, code).ec == std::errc() &&
       std::from_chars(bytes.data() + space + 1, bytes.data() + newline, reporter).ec == std::errc() &&
-      code >= 0 && code <= static_cast<int>(ErrorCode::Resource);
+      code >= 0 && code <= static_cast<int>(ErrorCode::Revoked);
   if (!parsed) {  // not written by this code: report it as it is
     record.message = bytes;
     return record;

@@ -13,6 +13,7 @@ std::string_view to_string(ErrorCode code) {
     case ErrorCode::Aborted: return "aborted";
     case ErrorCode::System: return "system error";
     case ErrorCode::Resource: return "resource limit";
+    case ErrorCode::Revoked: return "revoked";
   }
   return "unknown error";
 }

@@ -19,6 +19,8 @@ enum class ErrorCode {
   System,           // an operating-system call failed (errno in the message)
   // A limit of the machine or process was reached (file descriptors, memory, /dev/shm); the message names it.
   Resource,
+  // The communicator was revoked (Communicator::revoke, by this rank or another): shrink() it to go on.
+  Revoked,
   // New codes go last: a failure record in the store carries the number (collectives/first_failure.cpp).
 };
 
