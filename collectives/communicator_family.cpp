@@ -14,8 +14,9 @@ void CommunicatorFamily::watch(std::shared_ptr<Store> monitor_store,
                                std::shared_ptr<FirstFailure> first_failure, int rank, int size,
                                const LivenessSettings& settings) {
   first_failure_ = std::move(first_failure);
+  liveness_settings_ = settings;
   liveness_ = std::make_unique<LivenessMonitor>(std::move(monitor_store), *first_failure_, rank, size,
-                                                settings, [this](const std::string& why) { abort_all(why); });
+                                                settings, [this](const Error& why) { abort_all(why); });
 }
 
 void CommunicatorFamily::join(Communicator::Impl* member) {
@@ -28,9 +29,15 @@ void CommunicatorFamily::leave(Communicator::Impl* member) {
   members_.erase(member);
 }
 
-void CommunicatorFamily::abort_all(const std::string& reason) {
+void CommunicatorFamily::abort_all(const Error& reason) {
   std::lock_guard lock(mutex_);
-  for (Communicator::Impl* member : members_) member->abort(reason);
+  for (Communicator::Impl* member : members_) member->end(reason.code(), reason.what());
+}
+
+void CommunicatorFamily::revoke_descendants(const Communicator::Impl& ancestor, const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  for (Communicator::Impl* member : members_)
+    if (member->descends_from(ancestor)) member->end(ErrorCode::Revoked, reason);
 }
 
 }  // namespace canopy::collectives

@@ -1,7 +1,8 @@
 // What a communicator and every sub-communicator split from it share, on one rank: the store's server
 // (on the rank that hosts it), the first communicator's failure record and liveness monitor, and the list
 // of the family's communicators alive, which the monitor aborts when a rank falls silent. Each member
-// holds it, so parent and children may be destroyed in any order.
+// holds it, so parent and children may be destroyed in any order. A communicator made by shrink() starts
+// a family of its own (its monitor watches its own ranks), sharing only the store's server.
 #pragma once
 
 #include <memory>
@@ -29,10 +30,17 @@ class CommunicatorFamily {
 
   void join(Communicator::Impl* member);
   void leave(Communicator::Impl* member);
-  // Aborts every member alive. Thread-safe.
-  void abort_all(const std::string& reason);
+  // Ends every member alive with `reason` (revokes them when its code is Revoked). Thread-safe.
+  void abort_all(const Error& reason);
+  // Revokes the members that descend from `ancestor` (its sub-communicators, theirs, ...). Thread-safe.
+  void revoke_descendants(const Communicator::Impl& ancestor, const std::string& reason);
 
-  std::unique_ptr<TcpStoreServer> store_server;  // when this rank hosts the store
+  // Whether the monitor runs, and its settings: an agreement among survivors reads the heartbeats.
+  bool watching() const { return liveness_ != nullptr; }
+  const LivenessSettings& liveness_settings() const { return liveness_settings_; }
+
+  // When this rank hosts the store; shared with the families shrink() starts, which may outlive this one.
+  std::shared_ptr<TcpStoreServer> store_server;
   // The first communicator's store handle for failure reports, whose calls are bounded by the heartbeat
   // timeout (open_monitor_store): a failing member never waits long on a store that is gone. Null when the
   // store could not be reached.
@@ -42,6 +50,7 @@ class CommunicatorFamily {
   std::mutex mutex_;
   std::set<Communicator::Impl*> members_;  // under mutex_
   std::shared_ptr<FirstFailure> first_failure_;
+  LivenessSettings liveness_settings_;
   std::unique_ptr<LivenessMonitor> liveness_;  // last: stops before the rest goes
 };
 

@@ -74,6 +74,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
 
   world_ranks_.resize(static_cast<std::size_t>(size));
   std::iota(world_ranks_.begin(), world_ranks_.end(), 0);
+  family_ranks_ = world_ranks_;
   hosts_ = std::make_shared<const collectives::HostLayout>(collectives::exchange_host_layout(
       *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus()));
   if (options.local_rank >= 0 && options.local_size > 0) {
@@ -97,6 +98,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   const auto liveness = collectives::LivenessSettings::from_settings(settings_);
   auto monitor_store = collectives::open_monitor_store(store_, liveness);
   family_->failure_store = monitor_store;
+  failure_store_ = monitor_store;
   first_failure_ = std::make_shared<collectives::FirstFailure>(monitor_store, rank);
   family_->join(this);
   if (liveness.enabled() && size > 1 && monitor_store)
@@ -104,9 +106,9 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
 }
 
 Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const std::string& name,
-                         std::int32_t members_digest)
+                         std::int32_t members_digest, Lineage lineage)
     : size(static_cast<int>(members.size())),
-      family_(parent.family_),
+      family_(lineage == Lineage::NewFamily ? std::make_shared<collectives::CommunicatorFamily>() : parent.family_),
       settings_(parent.settings_),
       timeout_(parent.timeout_),
       comm_id_(child_id(parent.comm_id_, name)),
@@ -117,7 +119,11 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
   rank = static_cast<int>(std::find(members.begin(), members.end(), parent.rank) - members.begin());
   if (rank >= size)
     fail(ErrorCode::InvalidArgument, "rank {} is not a member of the group it forms", parent.rank);
-  for (int member : members) world_ranks_.push_back(parent.world_ranks_[static_cast<std::size_t>(member)]);
+  for (int member : members) {
+    world_ranks_.push_back(parent.world_ranks_[static_cast<std::size_t>(member)]);
+    family_ranks_.push_back(parent.family_ranks_[static_cast<std::size_t>(member)]);
+  }
+  generation_ = parent.generation_;
   local_rank = hosts_->local_rank_of(rank);
   local_size = hosts_->ranks_on(hosts_->host_of(rank));
   store_ = std::make_shared<PrefixStore>(parent.store_, name);
@@ -133,12 +139,26 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
   connect(*hosts_, options_.job_token);
   // The parent measured these links; the group's own layout (in its calls) decides who shares a host.
   cost_model_ = collectives::CostModel(parent.cost_model_.link());
-  path_ = parent.path_.empty() ? name : parent.path_ + "/" + name;
-  first_failure_ = std::make_shared<collectives::FirstFailure>(
-      family_->failure_store ? std::make_shared<PrefixStore>(family_->failure_store, path_) : nullptr, rank);
-  family_->join(this);
-  log::info("communicator {} ready: rank {} of {} (rank {} of its parent {})", comm_id_, rank, size,
-            parent.rank, parent.comm_id_);
+  if (lineage == Lineage::NewFamily) {
+    // The first of a family: its ranks beat under its own keys, and its failures are its own.
+    ++generation_;
+    std::iota(family_ranks_.begin(), family_ranks_.end(), 0);
+    family_->store_server = parent.family_->store_server;
+    const auto liveness = collectives::LivenessSettings::from_settings(settings_);
+    failure_store_ = collectives::open_monitor_store(store_, liveness);
+    family_->failure_store = failure_store_;
+    first_failure_ = std::make_shared<collectives::FirstFailure>(failure_store_, rank);
+    family_->join(this);
+    if (liveness.enabled() && size > 1 && failure_store_)
+      family_->watch(failure_store_, first_failure_, rank, size, liveness);
+  } else {
+    path_ = parent.path_.empty() ? name : parent.path_ + "/" + name;
+    if (family_->failure_store) failure_store_ = std::make_shared<PrefixStore>(family_->failure_store, path_);
+    first_failure_ = std::make_shared<collectives::FirstFailure>(failure_store_, rank);
+    family_->join(this);
+  }
+  log::info("{} ready: rank {} of {} (rank {} of its parent {})", describe(), rank, size, parent.rank,
+            parent.describe());
 }
 
 Communicator::Impl::~Impl() {
@@ -171,44 +191,73 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
                                                      [this](const Error& error) { return end_with(error); });
 }
 
+std::string Communicator::Impl::describe() const {
+  return fmt::format("communicator {} (generation {})", comm_id_, generation_);
+}
+
 void Communicator::Impl::ensure_usable() {
   if (!failed_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(failure_mutex_);
-  if (!failure_.empty())
-    fail(ErrorCode::Aborted, "rank {}: communicator is unusable after an earlier failure: {}", rank,
-         failure_);
+  if (failure_.empty()) return;
+  if (failure_code_ == ErrorCode::Revoked)
+    fail(ErrorCode::Revoked, "rank {}: {} is revoked; shrink() it to go on: {}", rank, describe(), failure_);
+  fail(ErrorCode::Aborted, "rank {}: communicator is unusable after an earlier failure: {}", rank, failure_);
 }
 
 void Communicator::Impl::abort(const std::string& reason) {
+  end(ErrorCode::Aborted, reason);
+}
+
+void Communicator::Impl::end(ErrorCode code, const std::string& reason) {
   // Tell the other ranks before closing the sockets: whoever learns of this through them finds out why.
   if (first_failure_)
-    first_failure_->blame(Error(ErrorCode::Aborted, fmt::format("rank {}: aborted: {}", rank, reason)));
+    first_failure_->blame(Error(code, fmt::format("rank {}: {}: {}", rank,
+                                                  code == ErrorCode::Revoked ? "revoked" : "aborted", reason)));
   {
     std::lock_guard lock(failure_mutex_);
-    if (failure_.empty()) failure_ = reason;
+    if (failure_.empty()) {
+      failure_ = reason;
+      failure_code_ = code;
+    } else if (code == ErrorCode::Revoked) {
+      failure_code_ = code;  // a revoke after a failure: later calls say revoked, as they do elsewhere
+    }
     failed_.store(true, std::memory_order_release);
   }
   transport_->abort(reason);
   if (p2p_) p2p_->abort(reason);
 }
 
+void Communicator::Impl::revoke(const std::string& reason) {
+  const std::string why = fmt::format("{} by rank {}: {}", describe(), rank, reason);
+  end(ErrorCode::Revoked, why);
+  // Its sub-communicators here; elsewhere the family's monitors revoke them when they read the record.
+  family_->revoke_descendants(*this, fmt::format("its parent {} was revoked: {}", describe(), why));
+}
+
+bool Communicator::Impl::descends_from(const Impl& ancestor) const {
+  if (this == &ancestor || family_ != ancestor.family_) return false;
+  return ancestor.path_.empty() || path_.rfind(ancestor.path_ + "/", 0) == 0;
+}
+
 Error Communicator::Impl::with_world_ranks(const Error& error) const {
   const bool sub_communicator = (comm_id_ >> 63) != 0;  // see child_id()
   if (!sub_communicator) return error;
+  const std::string which =
+      generation_ == 0 ? std::string("sub-communicator") : fmt::format("communicator (generation {})", generation_);
   constexpr int kListed = 16;
   std::string ranks;
   for (int r = 0; r < std::min(size, kListed); ++r)
     ranks +=
         fmt::format("{}{} = world rank {}", r == 0 ? "" : ", ", r, world_ranks_[static_cast<std::size_t>(r)]);
   if (size > kListed) ranks += ", ...";
-  return Error(error.code(), fmt::format("{} [ranks of this sub-communicator: {}]", error.what(), ranks));
+  return Error(error.code(), fmt::format("{} [ranks of this {}: {}]", error.what(), which, ranks));
 }
 
 Error Communicator::Impl::end_with(const Error& error) {
   // Or the failure another rank saw first, which caused this one.
   Error blamed = first_failure_ ? first_failure_->blame(with_world_ranks(error)) : error;
   // Messages of the failed call may still be in flight: no later call could trust the stream.
-  abort(blamed.what());
+  end(blamed.code(), blamed.what());
   return blamed;
 }
 
@@ -361,6 +410,14 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   } catch (const Error& e) {
     recorder_.failed(slot, Clock::now());
     Error blamed = end_with(e);
+    bool revoked = blamed.code() == ErrorCode::Revoked;
+    {
+      std::lock_guard lock(failure_mutex_);
+      revoked = revoked || failure_code_ == ErrorCode::Revoked;  // learnt here, though the store was not
+    }
+    if (revoked)
+      throw Error(ErrorCode::Revoked, fmt::format("rank {}: {} #{} on {} was revoked: {}", rank,
+                                                  to_string(args.collective), seq, describe(), blamed.what()));
     if (blamed.code() != ErrorCode::Timeout) throw blamed;
     // A timeout says who was stuck where: this rank's recent calls, as every rank prints its own.
     throw Error(ErrorCode::Timeout,

@@ -18,6 +18,7 @@
 #include "collectives/communicator_family.hpp"
 #include "collectives/cost_model.hpp"
 #include "collectives/executor.hpp"
+#include "collectives/fault_agreement.hpp"
 #include "collectives/first_failure.hpp"
 #include "collectives/flight_recorder.hpp"
 #include "collectives/point_to_point.hpp"
@@ -36,7 +37,11 @@ class Communicator::Impl {
   // contains the parent's own rank; `name` tells its store keys from those of the parent's other
   // sub-communicators. Every member calls this with the same members and name; a nonzero
   // `members_digest` is first checked against the other members' (Error(Mismatch) where they differ).
-  Impl(Impl& parent, const std::vector<int>& members, const std::string& name, std::int32_t members_digest = 0);
+  // NewFamily (shrink): the group starts a family of its own, with its own failure record and liveness
+  // monitor, one generation after the parent's.
+  enum class Lineage { SameFamily, NewFamily };
+  Impl(Impl& parent, const std::vector<int>& members, const std::string& name, std::int32_t members_digest = 0,
+       Lineage lineage = Lineage::SameFamily);
   ~Impl();
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -59,6 +64,20 @@ class Communicator::Impl {
                      collectives::CollectiveCall& call) const;
   void validate(const CollectiveArgs& args) const;
   void abort(const std::string& reason);
+  // Ends this communicator for every member: the record in the store says revoked, and this rank's
+  // sub-communicators are revoked with it (docs/RELIABILITY.md, *Revoke, agree, shrink*).
+  void revoke(const std::string& reason);
+  // Ends this communicator on this rank with `code` (Aborted, Revoked, or what failed), publishing
+  // `reason` first unless another failure is there. Callable from any thread, more than once.
+  void end(ErrorCode code, const std::string& reason);
+  bool descends_from(const Impl& ancestor) const;
+  // One fault-tolerant agreement among the survivors (fault_agreement.hpp); `purpose` names it in
+  // errors. Its number (every survivor counts its agreements alike) lands in `number`.
+  collectives::Agreement agree(std::uint32_t flags, std::string_view purpose, std::uint64_t& number);
+  std::uint32_t generation() const { return generation_; }
+  std::uint64_t id() const { return comm_id_; }
+  // "communicator 3 (generation 1)", for messages.
+  std::string describe() const;
   const collectives::LinkModel& link() const { return cost_model_.link(); }
   const collectives::HostLayout& hosts() const { return *hosts_; }
   std::string_view transport_name() const { return transport_->name(); }
@@ -91,7 +110,11 @@ class Communicator::Impl {
   std::uint64_t comm_id_ = 0;
   CommunicatorOptions options_;
   std::shared_ptr<const collectives::HostLayout> hosts_;  // every call carries it (CollectiveCall::hosts)
-  std::vector<int> world_ranks_;  // this group's ranks as ranks of its family's first communicator
+  std::vector<int> world_ranks_;   // this group's ranks as ranks of the job (of the first communicator formed)
+  std::vector<int> family_ranks_;  // ... as ranks of its family's first communicator, whose monitor beats
+  std::uint32_t generation_ = 0;   // shrinks since the job's first communicator
+  std::atomic<std::uint64_t> agreements_{0};  // fault-tolerant agreements so far (agree, shrink)
+  std::shared_ptr<Store> failure_store_;       // its FirstFailure's keys, where agreements run too
   std::string path_;              // its store keys' prefix below the family's first communicator's ("" there)
   std::unique_ptr<transport::Transport> transport_;
   transport::HostCells* host_cells_ = nullptr;  // the transport's, read once; null: none
@@ -108,6 +131,7 @@ class Communicator::Impl {
   collectives::FlightRecorder recorder_;
   std::mutex failure_mutex_;
   std::string failure_;  // set once a call failed: the communicator is then unusable
+  ErrorCode failure_code_ = ErrorCode::Aborted;  // with failure_: Revoked makes later calls say so
   // Set with failure_: every call reads this, and the mutex only after a failure.
   std::atomic<bool> failed_{false};
   std::shared_ptr<collectives::FirstFailure> first_failure_;  // tells every rank who failed first

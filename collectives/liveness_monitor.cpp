@@ -98,8 +98,13 @@ bool LivenessMonitor::pause_unless_stopped(Duration pause) {
 
 void LivenessMonitor::run() noexcept {
   try {
-    while (check_once() == Verdict::KeepWatching && pause_unless_stopped(settings_.interval)) {
-    }
+    Verdict verdict = Verdict::KeepWatching;
+    do {
+      if (verdict == Verdict::KeepWatching)
+        verdict = check_once();
+      else
+        beat();
+    } while (pause_unless_stopped(settings_.interval));
   } catch (const std::exception& e) {
     // Not a verdict on any peer: without the store, this rank cannot see anyone's heartbeat.
     std::lock_guard lock(mutex_);
@@ -127,16 +132,20 @@ std::int64_t LivenessMonitor::read_beats(int rank, bool known_to_exist) {
   return beats;
 }
 
-LivenessMonitor::Verdict LivenessMonitor::check_once() {
-  // SET and GET, not ADD: a file store locks a key for ADD, and a rank stopped while holding that lock
-  // would hold up every reader of its counter.
+// SET and GET, not ADD: a file store locks a key for ADD, and a rank stopped while holding that lock
+// would hold up every reader of its counter.
+void LivenessMonitor::beat() {
   store_->set(beat_key(rank_), std::to_string(++beats_sent_));
   ++store_requests_;
+}
+
+LivenessMonitor::Verdict LivenessMonitor::check_once() {
+  beat();
   std::optional<FailureRecord> first = first_failure_.read();
   store_requests_ += first ? 2 : 1;
   if (first) {
-    abort_communicator_(first_failure_.explain(*first));
-    return Verdict::Stop;
+    abort_communicator_(Error(first->code, first_failure_.explain(*first)));
+    return Verdict::BeatOnly;
   }
 
   const Clock::time_point now = Clock::now();
@@ -181,8 +190,8 @@ LivenessMonitor::Verdict LivenessMonitor::check_once() {
                              "stuck?",
                              rank_, peer.rank, seconds(silent_for), beats, seconds(settings_.interval),
                              seconds(settings_.timeout), peer.rank));
-    abort_communicator_(first_failure_.blame(silent).what());
-    return Verdict::Stop;
+    abort_communicator_(first_failure_.blame(silent));
+    return Verdict::BeatOnly;
   }
   return Verdict::KeepWatching;
 }

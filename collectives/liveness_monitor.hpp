@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "canopy/error.hpp"
 #include "canopy/store.hpp"
 #include "collectives/first_failure.hpp"
 #include "common/deadline.hpp"
@@ -43,8 +44,9 @@ struct LivenessSettings {
 
 class LivenessMonitor {
  public:
-  // Called once, on the monitor's thread, with the message to abort the communicator with.
-  using AbortCommunicator = std::function<void(const std::string& reason)>;
+  // Called once, on the monitor's thread, with the error to end the communicator with (its code says
+  // whether it was revoked or failed).
+  using AbortCommunicator = std::function<void(const Error& reason)>;
 
   // Starts the thread. `store` is the monitor's own handle on the communicator's store; `first_failure`
   // shares it and outlives the monitor.
@@ -67,10 +69,13 @@ class LivenessMonitor {
     std::int64_t beats = 0;     // its counter at the last change seen; 0 = it has not beaten yet
     Clock::time_point since{};  // when this rank first read that value
   };
-  enum class Verdict { KeepWatching, Stop };
+  // After a verdict the monitor only beats: the rank is alive, and a shrink or an agreement among the
+  // survivors tells the living from the dead by their heartbeats (fault_agreement.hpp).
+  enum class Verdict { KeepWatching, BeatOnly };
 
   void run() noexcept;
   Verdict check_once();
+  void beat();
   // A watched rank's counter; 0 while it has none. `known_to_exist` spares the CHECK.
   std::int64_t read_beats(int rank, bool known_to_exist);
   // True while not stopped; waits up to `pause`.

@@ -225,6 +225,28 @@ class Communicator {
   // Wakes every waiter with Error(Aborted); every later call fails. Callable from any thread.
   void abort(const std::string& reason = "aborted by the user");
 
+  // Going on after a failure (docs/RELIABILITY.md, *Revoke, agree, shrink*), as MPI's ULFM does.
+  //
+  // revoke: ends this communicator for every member, not only this rank: their pending and later calls
+  // fail with Error(Revoked) naming the call, this rank and `reason`, within milliseconds for a rank
+  // waiting on this one and within a heartbeat interval for the others. This rank's sub-communicators
+  // are revoked with it. Callable from any thread, any number of times.
+  void revoke(const std::string& reason = "revoked by the user");
+  // The bitwise AND of `flags` over the ranks that take part, the same on every one of them, even when
+  // ranks die while it runs (MPI_Comm_agree): every survivor calls it, in the same order as its other
+  // agree and shrink calls; a rank that has not come is left out once its heartbeat stops (or at the
+  // deadline). It runs through the store, so it works on a failed or revoked communicator. A rank the
+  // others left out gets Error(Revoked); a store that dies fails it (Error(PeerFailed)).
+  std::uint32_t agree(std::uint32_t flags);
+  // A new communicator of the ranks alive, renumbered in their old order, the same on every survivor:
+  // every survivor calls it after a failure or a revoke (it revokes this one first, so that nobody
+  // still waits in it). A rank that dies before it takes part is left out; one that dies later makes the
+  // new communicator's calls fail, and it is shrunk again. Its connections are made on first use.
+  Communicator shrink();
+  // 0 for a communicator formed on a store, and one more for each shrink() it came from (its
+  // sub-communicators share it). Errors name it.
+  std::uint32_t generation() const;
+
   // The algorithm this call would run (options.algorithm, CANOPY_ALGO, or the cost model's choice)
   // and why: every candidate's predicted time. CANOPY_DEBUG=INFO logs the same for every call.
   struct AlgorithmChoice {

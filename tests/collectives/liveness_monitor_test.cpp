@@ -24,9 +24,9 @@ using testing::MemoryStore;
 class AbortSeen {
  public:
   LivenessMonitor::AbortCommunicator callback() {
-    return [this](const std::string& reason) {
+    return [this](const Error& reason) {
       std::lock_guard lock(mutex_);
-      reasons_.push_back(reason);
+      reasons_.push_back(reason.what());
       changed_.notify_all();
     };
   }
