@@ -1,0 +1,256 @@
+// Losing a rank and going on, between real processes: revoke wakes every rank's call with
+// Error(Revoked), agree returns the same AND on every survivor, and shrink gives the survivors a smaller
+// communicator whose all-reduces are right, over TCP and over shared memory, even when a second rank
+// dies during the shrink. Ranks die by SIGKILL (no destructor runs). Every wait is bounded: a rank that
+// has not ended by its limit is killed and fails the test.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "canopy/canopy.hpp"
+#include "tests/support/group.hpp"
+#include "tests/support/process_group.hpp"
+#include "tests/support/ranks.hpp"
+#include "tests/support/scoped_env.hpp"
+
+namespace canopy {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Clock;
+using testing::ProcessGroup;
+using testing::Reporter;
+using testing::require;
+
+// Far below the 20 s call deadline: a rank woken this quickly was woken by the revoke, not the deadline.
+constexpr auto kQuick = 3s;
+constexpr auto kLimit = 30s;  // the whole test's processes, killed after it
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A heartbeat quick enough that a dead rank is left out of a shrink within 1.5 s, set before the fork.
+void quick_heartbeat(testing::ScopedEnv& env, const std::string& transport) {
+  env.set("CANOPY_HEARTBEAT_SECONDS", "0.1").set("CANOPY_HEARTBEAT_TIMEOUT_SECONDS", "1.5");
+  env.set("CANOPY_SOCKET_IFNAME", "lo").set("CANOPY_TRANSPORT", transport);
+}
+
+// Runs body(rank, reporter, store directory) on `ranks` processes and expects each listed survivor to
+// end well; `killed` ranks must have died by SIGKILL.
+class Job {
+ public:
+  Job(int ranks, const std::function<void(Communicator&, const Reporter&)>& body) : ranks_(ranks) {
+    const std::string path = dir_.path();
+    group_ = std::make_unique<ProcessGroup>(ranks, [path, ranks, body](int rank, const Reporter& reporter) {
+      Communicator comm(open_file_store(path), rank, ranks, testing::group_options("elastic-test"));
+      body(comm, reporter);
+    });
+  }
+  ProcessGroup& group() { return *group_; }
+  void expect(const std::vector<int>& killed) {
+    std::vector<int> all(static_cast<std::size_t>(ranks_));
+    for (int r = 0; r < ranks_; ++r) all[static_cast<std::size_t>(r)] = r;
+    if (!group_->wait_ended(all, Clock::now() + kLimit)) group_->kill_unfinished();
+    for (int r = 0; r < ranks_; ++r) {
+      const testing::ProcessEnd& end = group_->end(r);
+      if (std::find(killed.begin(), killed.end(), r) != killed.end())
+        EXPECT_EQ(end.signal, SIGKILL) << "rank " << r << " " << end.describe();
+      else
+        EXPECT_TRUE(end.ok() && end.outcome.rfind("ok", 0) == 0) << "rank " << r << " " << end.describe();
+    }
+  }
+
+ private:
+  int ranks_;
+  testing::TempDir dir_;
+  std::unique_ptr<ProcessGroup> group_;
+};
+
+// Back-to-back all-reduces until one fails; returns that error's code.
+ErrorCode reduce_until_failure(Communicator& comm) {
+  std::vector<float> v(4099);
+  const auto give_up = Clock::now() + 20s;
+  try {
+    while (Clock::now() < give_up) {
+      std::fill(v.begin(), v.end(), 1.0f);
+      comm.all_reduce(std::span(v));
+      require(v[4098] == static_cast<float>(comm.size()), "all_reduce before the failure: {}", v[4098]);
+    }
+  } catch (const Error& e) {
+    return e.code();
+  }
+  throw std::runtime_error("no all_reduce failed within 20 s of the kill");
+}
+
+// The sum over `world_ranks` of rank + 1, every element, at a size that pipelines: what a shrunk
+// group's all-reduce must give.
+void check_all_reduce(Communicator& comm, const std::vector<int>& world_ranks, int world_rank) {
+  float expected = 0;
+  for (int r : world_ranks) expected += static_cast<float>(r + 1);
+  for (std::size_t count : {std::size_t{1}, std::size_t{1000}, std::size_t{300000}}) {
+    std::vector<float> v(count, static_cast<float>(world_rank + 1));
+    comm.all_reduce(std::span(v));
+    for (std::size_t i = 0; i < count; i += 997)
+      require(v[i] == expected, "all_reduce of {} on the shrunk group: element {} is {}, expected {}", count, i,
+              v[i], expected);
+  }
+}
+
+class Elastic : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { quick_heartbeat(env_, GetParam()); }
+  testing::ScopedEnv env_;
+};
+
+// Rank 0 revokes while ranks 1-3 wait in an all-reduce that needs it: they wake with Error(Revoked) naming
+// the call and the revoker, far before the deadline; every later call on any rank says revoked too.
+TEST_P(Elastic, RevokeWakesABlockedAllReduceOnEveryRank) {
+  Job job(4, [](Communicator& comm, const Reporter& reporter) {
+    comm.barrier();
+    std::vector<float> v(1000, 1.0f);
+    const auto start = Clock::now();
+    if (comm.rank() == 0) {
+      std::this_thread::sleep_for(200ms);  // the others are waiting in the all-reduce by now
+      comm.revoke("rank 0 found a failure");
+    } else {
+      try {
+        comm.all_reduce(std::span(v));
+        require(false, "the all-reduce succeeded without rank 0");
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        require(e.code() == ErrorCode::Revoked, "{}: {}", to_string(e.code()), what);
+        require(what.find("all_reduce #") != std::string::npos && what.find("generation 0") != std::string::npos &&
+                    what.find("rank 0 found a failure") != std::string::npos,
+                "the error names neither the call nor the revoke: {}", what);
+        require(seconds_since(start) < std::chrono::duration<double>(kQuick).count(),
+                "woken only after {:.2f} s", seconds_since(start));
+      }
+    }
+    try {
+      comm.barrier();
+      require(false, "a call after the revoke succeeded");
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::Revoked, "later call: {}: {}", to_string(e.code()), e.what());
+    }
+    reporter.outcome(fmt::format("ok woken after {:.3f} s", seconds_since(start)));
+  });
+  job.expect({});
+}
+
+// Every rank clears its own bit: every rank gets the AND of all four, twice in a row, also on a revoked
+// communicator (agree runs in the store, not on its links).
+TEST_P(Elastic, AgreeReturnsTheAndOfEveryRanksFlags) {
+  Job job(4, [](Communicator& comm, const Reporter& reporter) {
+    const std::uint32_t mine = ~(1u << comm.rank());
+    std::uint32_t first = comm.agree(mine);
+    require(first == ~0xfu, "agree: {:#x}, expected {:#x}", first, ~0xfu);
+    if (comm.rank() == 2) comm.revoke("agree on a revoked communicator");
+    std::uint32_t second = comm.agree(comm.rank() == 1 ? 0x10u : 0x11u);
+    require(second == 0x10u, "second agree: {:#x}", second);
+    reporter.outcome("ok");
+  });
+  job.expect({});
+}
+
+// Rank 3 dies before it agrees: the others are told the AND of their own flags once its heartbeat stops.
+TEST_P(Elastic, AgreeLeavesOutARankThatDied) {
+  Job job(4, [](Communicator& comm, const Reporter& reporter) {
+    comm.barrier();
+    if (comm.rank() == 3) ::kill(::getpid(), SIGKILL);
+    const auto start = Clock::now();
+    std::uint32_t value = comm.agree(0xff00u | (1u << comm.rank()) | 0x80u);
+    require(value == 0xff80u, "agree without rank 3: {:#x}", value);
+    reporter.outcome(fmt::format("ok agreed in {:.2f} s", seconds_since(start)));
+  });
+  job.expect({3});
+}
+
+// The heart of it: rank 2 is SIGKILLed while every rank all-reduces; the survivors fail, shrink, and
+// their all-reduces on the new group of three (world ranks 0, 1, 3 as ranks 0, 1, 2) are exact.
+TEST_P(Elastic, SurvivorsOfAKilledRankShrinkAndAllReduce) {
+  Job job(4, [](Communicator& comm, const Reporter& reporter) {
+    comm.barrier();
+    reporter.ready();
+    const ErrorCode code = reduce_until_failure(comm);
+    const auto failed_at = Clock::now();
+    Communicator smaller = comm.shrink();
+    const double shrink_seconds = seconds_since(failed_at);
+    const int world_rank = comm.rank();
+    require(smaller.size() == 3 && smaller.generation() == 1, "shrunk to {} ranks, generation {}", smaller.size(),
+            smaller.generation());
+    require(smaller.rank() == (world_rank < 2 ? world_rank : world_rank - 1), "world rank {} became rank {}",
+            world_rank, smaller.rank());
+    check_all_reduce(smaller, {0, 1, 3}, world_rank);
+    reporter.outcome(fmt::format("ok first error {}, shrunk in {:.2f} s", to_string(code), shrink_seconds));
+  });
+  ASSERT_TRUE(job.group().wait_ready({0, 1, 2, 3}, Clock::now() + kLimit));
+  std::this_thread::sleep_for(50ms);
+  job.group().signal(2, SIGKILL);
+  job.expect({2});
+}
+
+// Rank 3 is killed; while the others shrink, rank 1 dies too, before it takes part. The shrink leaves
+// both out: world ranks 0 and 2 form a group of two.
+TEST_P(Elastic, ASecondDeathDuringTheShrinkIsLeftOut) {
+  Job job(4, [](Communicator& comm, const Reporter& reporter) {
+    comm.barrier();
+    reporter.ready();
+    reduce_until_failure(comm);
+    if (comm.rank() == 1) {
+      std::this_thread::sleep_for(200ms);  // the others are inside shrink() by now
+      ::kill(::getpid(), SIGKILL);
+    }
+    Communicator smaller = comm.shrink();
+    require(smaller.size() == 2 && smaller.rank() == comm.rank() / 2, "world rank {}: rank {} of {}", comm.rank(),
+            smaller.rank(), smaller.size());
+    check_all_reduce(smaller, {0, 2}, comm.rank());
+    reporter.outcome("ok");
+  });
+  ASSERT_TRUE(job.group().wait_ready({0, 1, 2, 3}, Clock::now() + kLimit));
+  std::this_thread::sleep_for(50ms);
+  job.group().signal(3, SIGKILL);
+  job.expect({1, 3});
+}
+
+// No rank dies: a revoke alone, then a shrink that keeps everyone; the revoked communicator's
+// sub-communicator is revoked with it, and the shrunk group can shrink again.
+TEST_P(Elastic, ARevokedCommunicatorShrinksToEveryRankAndItsChildIsRevoked) {
+  Job job(4, [](Communicator& comm, const Reporter& reporter) {
+    Communicator pair = comm.split(comm.rank() / 2);
+    comm.barrier();
+    if (comm.rank() == 0) comm.revoke("test");
+    Communicator again = comm.shrink();
+    require(again.size() == 4 && again.rank() == comm.rank() && again.generation() == 1, "rank {} of {}, gen {}",
+            again.rank(), again.size(), again.generation());
+    check_all_reduce(again, {0, 1, 2, 3}, comm.rank());
+    try {
+      std::vector<float> v(10, 1.0f);
+      pair.all_reduce(std::span(v));
+      require(false, "the revoked communicator's child still works");
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::Revoked, "child: {}: {}", to_string(e.code()), e.what());
+    }
+    Communicator third = again.shrink();
+    require(third.size() == 4 && third.generation() == 2, "second shrink: {} ranks, generation {}", third.size(),
+            third.generation());
+    check_all_reduce(third, {0, 1, 2, 3}, comm.rank());
+    reporter.outcome("ok");
+  });
+  job.expect({});
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Elastic, ::testing::Values("tcp", "shm+tcp"),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.param == "tcp" ? std::string("Tcp") : std::string("Shm");
+                         });
+
+}  // namespace
+}  // namespace canopy
