@@ -211,8 +211,8 @@ void Communicator::Impl::abort(const std::string& reason) {
 void Communicator::Impl::end(ErrorCode code, const std::string& reason) {
   // Tell the other ranks before closing the sockets: whoever learns of this through them finds out why.
   if (first_failure_)
-    first_failure_->blame(Error(code, fmt::format("rank {}: {}: {}", rank,
-                                                  code == ErrorCode::Revoked ? "revoked" : "aborted", reason)));
+    first_failure_->blame(Error(code, code == ErrorCode::Revoked ? fmt::format("rank {}: {}", rank, reason)
+                                                                 : fmt::format("rank {}: aborted: {}", rank, reason)));
   {
     std::lock_guard lock(failure_mutex_);
     if (failure_.empty()) {
@@ -228,10 +228,10 @@ void Communicator::Impl::end(ErrorCode code, const std::string& reason) {
 }
 
 void Communicator::Impl::revoke(const std::string& reason) {
-  const std::string why = fmt::format("{} by rank {}: {}", describe(), rank, reason);
+  const std::string why = fmt::format("revoked {}: {}", describe(), reason);
   end(ErrorCode::Revoked, why);
   // Its sub-communicators here; elsewhere the family's monitors revoke them when they read the record.
-  family_->revoke_descendants(*this, fmt::format("its parent {} was revoked: {}", describe(), why));
+  family_->revoke_descendants(*this, fmt::format("revoked with its parent, which rank {} {}", rank, why));
 }
 
 bool Communicator::Impl::descends_from(const Impl& ancestor) const {

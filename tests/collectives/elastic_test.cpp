@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +33,11 @@ using testing::require;
 // Far below the 20 s call deadline: a rank woken this quickly was woken by the revoke, not the deadline.
 constexpr auto kQuick = 3s;
 constexpr auto kLimit = 30s;  // the whole test's processes, killed after it
+
+// CANOPY_ELASTIC_VERBOSE=1 prints what each rank saw (the messages docs/RELIABILITY.md quotes).
+void say(const std::string& line) {
+  if (std::getenv("CANOPY_ELASTIC_VERBOSE") != nullptr) fmt::print(stderr, "{}\n", line);
+}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -85,6 +91,7 @@ ErrorCode reduce_until_failure(Communicator& comm) {
       require(v[4098] == static_cast<float>(comm.size()), "all_reduce before the failure: {}", v[4098]);
     }
   } catch (const Error& e) {
+    say(fmt::format("[failed] {}", e.what()));
     return e.code();
   }
   throw std::runtime_error("no all_reduce failed within 20 s of the kill");
@@ -126,6 +133,7 @@ TEST_P(Elastic, RevokeWakesABlockedAllReduceOnEveryRank) {
         require(false, "the all-reduce succeeded without rank 0");
       } catch (const Error& e) {
         const std::string what = e.what();
+        say(fmt::format("[revoked after {:.3f} s] {}", seconds_since(start), what));
         require(e.code() == ErrorCode::Revoked, "{}: {}", to_string(e.code()), what);
         require(what.find("all_reduce #") != std::string::npos && what.find("generation 0") != std::string::npos &&
                     what.find("rank 0 found a failure") != std::string::npos,
@@ -138,6 +146,7 @@ TEST_P(Elastic, RevokeWakesABlockedAllReduceOnEveryRank) {
       comm.barrier();
       require(false, "a call after the revoke succeeded");
     } catch (const Error& e) {
+      say(fmt::format("[later call] {}", e.what()));
       require(e.code() == ErrorCode::Revoked, "later call: {}: {}", to_string(e.code()), e.what());
     }
     reporter.outcome(fmt::format("ok woken after {:.3f} s", seconds_since(start)));
@@ -189,6 +198,7 @@ TEST_P(Elastic, SurvivorsOfAKilledRankShrinkAndAllReduce) {
     require(smaller.rank() == (world_rank < 2 ? world_rank : world_rank - 1), "world rank {} became rank {}",
             world_rank, smaller.rank());
     check_all_reduce(smaller, {0, 1, 3}, world_rank);
+    say(fmt::format("[world rank {}] shrunk in {:.2f} s", world_rank, shrink_seconds));
     reporter.outcome(fmt::format("ok first error {}, shrunk in {:.2f} s", to_string(code), shrink_seconds));
   });
   ASSERT_TRUE(job.group().wait_ready({0, 1, 2, 3}, Clock::now() + kLimit));
