@@ -133,8 +133,10 @@ TEST(ConnectOnFirstUse, AWrongTokenIsRefusedWithAClearError) {
     std::array<int, 1> value{rank};
     auto envelope = testing::p2p_envelope(kComm, 1);
     try {
-      OpId id = rank == 1 ? lazy.mesh->post_send(0, envelope, std::as_bytes(std::span(value)))
-                          : lazy.mesh->post_recv(1, envelope, std::as_writable_bytes(std::span(value)));
+      if (rank == 1)
+        lazy.mesh->post_send(0, envelope, std::as_bytes(std::span(value)));
+      else
+        lazy.mesh->post_recv(1, envelope, std::as_writable_bytes(std::span(value)));
       std::vector<OpId> done;
       if (!lazy.mesh->progress(Deadline::after(std::chrono::seconds(rank == 0 ? 2 : 20)), done))
         errors[rank] = "deadline";
