@@ -2,7 +2,7 @@
 //
 //   canopy-micro-bench --benchmark_min_time=0.05
 //
-// and one family: --benchmark_filter='^frame/' (or reduce_into/, schedule/, schedule_cache/, memcpy).
+// and one family: --benchmark_filter='^frame/' (or reduce_into/, schedule/, schedule_cache/, choice/, memcpy).
 #include <benchmark/benchmark.h>
 
 #include "bench/micro/micro_benchmarks.hpp"
@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   canopy::micro::register_reduce_benchmarks();
   canopy::micro::register_frame_benchmarks();
   canopy::micro::register_schedule_benchmarks();
+  canopy::micro::register_choice_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
