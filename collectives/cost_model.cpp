@@ -74,19 +74,36 @@ AlgorithmChoice CostModel::evaluate(const CollectiveCall& call, std::size_t elem
   }
   AlgorithmChoice best;
   Prediction best_prediction;
+  // Slower than this by the time a simulation reaches it, a candidate cannot beat the best so far (not
+  // even as a tie): its simulation stops there. Nothing is bounded until there is a best.
+  const auto losing_bound = [&](const Prediction& so_far) {
+    PredictionBound bound;
+    if (best.algorithm == nullptr) return bound;
+    if (stream)
+      bound.stream_seconds = so_far.stream_seconds * (1 + kTie);
+    else
+      bound.seconds = so_far.seconds * (1 + kTie);
+    return bound;
+  };
   std::string explanation;
-  double fastest[2] = {0, 0};  // of the flat candidates, of the two-level ones
+  double fastest[2] = {0, 0};                 // of the flat candidates, of the two-level ones
+  bool fastest_is_bound[2] = {false, false};  // a cut-off simulation's lower bound
   // With one host, or one rank per host, a two-level algorithm is a flat one by another name, listed
   // after it: simulating it again would cost a first call at hundreds of ranks a tenth of a second.
   const std::string shape = host_shape(call.layout());
   for (const Algorithm& candidate : candidates) {
     if (candidate.two_level && shape.empty()) continue;
-    const Prediction prediction = predict(candidate, call, element_size, link_);
+    const Prediction prediction =
+        predict(candidate, call, element_size, link_, losing_bound(best_prediction));
     const double seconds = stream ? prediction.stream_seconds : prediction.seconds;
-    explanation +=
-        fmt::format("{}{} {:.1f} us", explanation.empty() ? "" : ", ", candidate.name, seconds * 1e6);
-    double& fastest_of_kind = fastest[candidate.two_level ? 1 : 0];
-    if (fastest_of_kind == 0 || seconds < fastest_of_kind) fastest_of_kind = seconds;
+    explanation += fmt::format("{}{} {}{:.1f} us", explanation.empty() ? "" : ", ", candidate.name,
+                               prediction.cut_off ? "> " : "", seconds * 1e6);
+    const int kind = candidate.two_level ? 1 : 0;
+    if (fastest[kind] == 0 || seconds < fastest[kind]) {
+      fastest[kind] = seconds;
+      fastest_is_bound[kind] = prediction.cut_off;
+    }
+    if (prediction.cut_off) continue;  // it cannot beat the best so far
     const double alpha = link_.slowest_alpha();
     const bool better =
         best.algorithm == nullptr ||
@@ -107,7 +124,10 @@ AlgorithmChoice CostModel::evaluate(const CollectiveCall& call, std::size_t elem
   // Flat or two-level: where the layout makes them differ, say how the best of each compare.
   if (!shape.empty() && fastest[0] > 0 && fastest[1] > 0)
     best.explanation +=
-        fmt::format("; on {} the best two-level algorithm takes {:.2f}x the best flat one's time", shape,
+        fmt::format("; on {} the best two-level algorithm takes {}{:.2f}x the best flat one's time", shape,
+                    fastest_is_bound[1]   ? "more than "
+                    : fastest_is_bound[0] ? "less than "
+                                          : "",
                     fastest[1] / fastest[0]);
   return best;
 }

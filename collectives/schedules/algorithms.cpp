@@ -1,6 +1,7 @@
 #include "collectives/schedules/algorithms.hpp"
 
 #include <array>
+#include <cstdint>
 
 #include "collectives/schedules/builders.hpp"
 #include "common/error.hpp"
@@ -8,6 +9,15 @@
 
 namespace canopy::collectives {
 namespace {
+
+// Algorithm::chain_of_messages of a ring (p-1 hops: a block reaches the rank before its owner) and of a
+// ring all-reduce (a reduce-scatter's p-1 hops, then an all-gather's).
+std::uint64_t ring_hops(const CollectiveCall& call) {
+  return call.count == 0 ? 0 : static_cast<std::uint64_t>(call.size - 1);
+}
+std::uint64_t ring_all_reduce_hops(const CollectiveCall& call) {
+  return 2 * ring_hops(call);
+}
 
 // The order within a collective is part of the wire format (an algorithm's index travels in frame
 // headers): append, never reorder.
@@ -17,7 +27,7 @@ constexpr std::array kBroadcast{
     Algorithm{Collective::Broadcast, "binomial", "binomial tree: holders double every round",
               broadcast_binomial},
     Algorithm{Collective::Broadcast, "chain", "pipelined chain from the root, chunk by chunk",
-              broadcast_chain},
+              broadcast_chain, false, false, ring_hops},
     Algorithm{Collective::Broadcast, "binary-tree", "pipelined binary tree, chunk by chunk",
               broadcast_binary_tree},
     Algorithm{Collective::Broadcast, "scatter-allgather",
@@ -25,8 +35,8 @@ constexpr std::array kBroadcast{
     Algorithm{Collective::Broadcast, "two-level",
               "binomial tree among one rank per host, then inside each host", broadcast_two_level, true},
     Algorithm{Collective::Broadcast, "one-shot",
-              "through the host's cells: the root writes the buffer once, every rank reads it", broadcast_flat,
-              false, true},
+              "through the host's cells: the root writes the buffer once, every rank reads it",
+              broadcast_flat, false, true},
 };
 constexpr std::array kReduce{
     Algorithm{Collective::Reduce, "binomial", "binomial tree towards the root", reduce_binomial},
@@ -34,9 +44,10 @@ constexpr std::array kReduce{
               reduce_tree},
     Algorithm{Collective::Reduce, "two-level",
               "binomial reduce inside each host, then among one rank per host", reduce_two_level, true},
-    Algorithm{Collective::Reduce, "one-shot",
-              "through the host's cells: every rank writes its buffer once, the root reduces them in rank order",
-              reduce_one_shot, false, true},
+    Algorithm{
+        Collective::Reduce, "one-shot",
+        "through the host's cells: every rank writes its buffer once, the root reduces them in rank order",
+        reduce_one_shot, false, true},
 };
 constexpr std::array kAllReduce{
     Algorithm{Collective::AllReduce, "reduce-broadcast", "binomial reduce to rank 0, then binomial broadcast",
@@ -51,31 +62,34 @@ constexpr std::array kAllReduce{
               "recursive-halving reduce-scatter, then recursive-doubling all-gather",
               all_reduce_rabenseifner},
     Algorithm{Collective::AllReduce, "ring", "pipelined ring: reduce-scatter, then all-gather",
-              all_reduce_ring},
+              all_reduce_ring, false, false, ring_all_reduce_hops},
     Algorithm{
         Collective::AllReduce, "two-level",
         "reduce-scatter inside each host, ring all-reduce of each slice across hosts, all-gather inside",
         all_reduce_two_level, true},
-    Algorithm{Collective::AllReduce, "one-shot",
-              "through the host's cells: every rank writes its buffer once, then reduces all of them in rank order",
-              all_reduce_one_shot, false, true},
+    Algorithm{
+        Collective::AllReduce, "one-shot",
+        "through the host's cells: every rank writes its buffer once, then reduces all of them in rank order",
+        all_reduce_one_shot, false, true},
 };
 constexpr std::array kAllGather{
-    Algorithm{Collective::AllGather, "ring", "p-1 rounds passing blocks to the next rank", all_gather_ring},
+    Algorithm{Collective::AllGather, "ring", "p-1 rounds passing blocks to the next rank", all_gather_ring,
+              false, false, ring_hops},
     Algorithm{Collective::AllGather, "recursive-doubling", "lg p exchanges, doubling what each rank holds",
               all_gather_recursive_doubling},
 };
 constexpr std::array kReduceScatter{
     Algorithm{Collective::ReduceScatter, "ring", "p-1 rounds passing partial blocks to the next rank",
-              reduce_scatter_ring},
+              reduce_scatter_ring, false, false, ring_hops},
     Algorithm{Collective::ReduceScatter, "recursive-halving",
               "lg p exchanges, halving what each rank reduces", reduce_scatter_recursive_halving},
 };
 constexpr std::array kBarrier{
     Algorithm{Collective::Barrier, "dissemination", "ceil(lg p) rounds of zero-byte signals to r + 2^k",
               barrier_dissemination},
-    Algorithm{Collective::Barrier, "one-shot", "through the host's cells: every rank stamps its cell, then waits for all",
-              barrier_one_shot, false, true},
+    Algorithm{Collective::Barrier, "one-shot",
+              "through the host's cells: every rank stamps its cell, then waits for all", barrier_one_shot,
+              false, true},
 };
 
 constexpr std::array kAllToAll{

@@ -23,6 +23,10 @@ struct Algorithm {
   // writes its part once and reads the others' where they lie (one_shot_schedules.cpp). Elsewhere its
   // schedule computes the same bits with messages.
   bool one_shot = false;
+  // The messages of the longest chain every call of it sends, each waiting for the one before (a ring
+  // all-reduce's 2(p-1)): its latency is at least that many alphas, which rules it out of a choice
+  // before its schedules are built. Null where no such chain is worth stating.
+  std::uint64_t (*chain_of_messages)(const CollectiveCall& call) = nullptr;
 };
 
 // The algorithms of one collective, in a fixed order (an algorithm's index travels in frame headers).

@@ -30,6 +30,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -117,23 +118,32 @@ class Engine {
     ranks_.resize(static_cast<std::size_t>(call_.size));
     for (int r = 0; r < call_.size; ++r) build(r);
     rank_work_.assign(ranks_.size(), 0.0);
+    senders_.assign((ranks_.size() + 63) / 64, 0);
     layout_hosts_ = !call_.layout().host_of_rank.empty();
     hosts_count_ = layout_hosts_ ? call_.layout().cores_of_host.size() : 1;
-    all_send_within_hosts_ =
-        std::all_of(ranks_.begin(), ranks_.end(), [](const RankState& rank) { return rank.sends_only_within_host; });
+    all_send_within_hosts_ = std::all_of(ranks_.begin(), ranks_.end(),
+                                         [](const RankState& rank) { return rank.sends_only_within_host; });
   }
 
-  // Runs to the end; fills `transfers` and returns when the last rank finished.
-  double run(std::vector<TransferEvent>* transfers) {
+  // Runs to the end; fills `transfers` and returns when the last rank finished. Stops early once the
+  // call has certainly passed `bound` (cut_off() then says so, and what was reached is a lower bound).
+  double run(std::vector<TransferEvent>* transfers, const PredictionBound& bound = {}) {
     transfers_ = transfers;
     for (int r = 0; r < call_.size; ++r) {
       RankState& rank = state(r);
+      steps_left_ += rank.steps().size();
       for (StepIndex i = 0; i < rank.steps().size(); ++i) {
         if (rank.waiting[i] == 0) push(0, EventKind::Ready, r, i);
       }
     }
     while (!events_.empty()) {
       const double now = events_.top().time;
+      // Every event left is at `now` or later, so a step not yet done finishes no sooner; the busiest
+      // rank's work only grows.
+      if (steps_left_ > 0 && (now > bound.seconds || busiest_work_ > bound.stream_seconds)) {
+        cut_off_ = true;
+        return std::max(finish_time_, now);
+      }
       while (!events_.empty() && events_.top().time == now) {
         const Event event = events_.top();
         events_.pop();
@@ -146,6 +156,7 @@ class Engine {
   }
 
   std::size_t messages_sent() const { return messages_.size(); }
+  bool cut_off() const { return cut_off_; }
 
   // A call's time in a stream of them: calls overlap, and the rank (or the shared cores of a host) with
   // the most work of its own per call sets the pace, whatever the latency of one call.
@@ -248,13 +259,17 @@ class Engine {
   }
 
   // What stream_seconds() adds up: rank r's own work (and SimulatedHosts its host's).
-  double& rank_work(int r) { return rank_work_[static_cast<std::size_t>(r)]; }
+  void add_rank_work(int r, double seconds) {
+    double& work = rank_work_[static_cast<std::size_t>(r)];
+    work += seconds;
+    busiest_work_ = std::max(busiest_work_, work);
+  }
 
   // Runs `seconds` of work on the rank's CPU from `now` on; returns when it ends.
   double occupy_cpu(int r, double now, double seconds) {
     RankState& rank = state(r);
     double* core = hosts_.core_for_compute(r);
-    rank_work(r) += seconds;
+    add_rank_work(r, seconds);
     if (core != nullptr) hosts_.add_core_work(r, seconds);
     const double start = std::max({now, rank.cpu_free, core != nullptr ? *core : 0.0});
     rank.cpu_free = start + seconds;
@@ -288,7 +303,8 @@ class Engine {
     switch (step.kind) {
       case StepKind::Send: {
         const PeerQueue& queue = rank.sends_to[step.peer];
-        if (queue.next < queue.steps.size() && queue.steps[queue.next] == i) ++rank.ready_heads;
+        if (queue.next < queue.steps.size() && queue.steps[queue.next] == i && rank.ready_heads++ == 0)
+          senders_[static_cast<std::size_t>(r) / 64] |= bit_of(r);
         break;  // start_transfers sends it when the links are free
       }
       case StepKind::Recv:
@@ -313,6 +329,7 @@ class Engine {
     }
     rank.done[i] = 1;
     ++rank.steps_done;
+    --steps_left_;
     finish_time_ = std::max(finish_time_, now);
     for (StepIndex next : rank.dependents[i]) {
       if (--rank.waiting[next] == 0) push(now, EventKind::Ready, r, next);
@@ -367,32 +384,39 @@ class Engine {
     // busy stays so for the rest of this scan: time does not move within it.
     busy_hosts_.assign(hosts_count_, 0);
     busy_count_ = 0;
-    for (int r = 0; r < call_.size; ++r) {
-      RankState& rank = state(r);
-      if (rank.ready_heads == 0) continue;
-      if (rank.sends_only_within_host && host_busy_now(r, now)) {
-        if (all_send_within_hosts_ && busy_count_ == hosts_count_) return;  // no rank can start a message
-        continue;
-      }
-      while (true) {
-        PeerQueue* chosen = nullptr;
-        for (auto [peer, queue_pointer] : rank.send_queues) {
-          PeerQueue& queue = *queue_pointer;
-          if (queue.next >= queue.steps.size() || !rank.ready[queue.steps[queue.next]]) continue;
-          const int kind = link_class(r, peer);
-          if (rank.out_free[kind] > now || state(peer).in_free[kind] > now ||
-              hosts_.network_free(r, peer) > now)
-            continue;
-          if (const CoreClaim cores = hosts_.cores_for_message(r, peer);
-              cores.count > 0 && *cores.cores[0] > now)
-            continue;
-          if (chosen == nullptr || queue.steps[queue.next] < chosen->steps[chosen->next]) chosen = &queue;
-        }
-        if (chosen == nullptr) break;
-        transmit(r, chosen->steps[chosen->next++], now);
-        if (chosen->next >= chosen->steps.size() || !rank.ready[chosen->steps[chosen->next]]) --rank.ready_heads;
+    for (std::size_t word = 0; word < senders_.size(); ++word) {
+      for (std::uint64_t bits = senders_[word]; bits != 0; bits &= bits - 1) {
+        if (!try_to_send(static_cast<int>(word * 64) + std::countr_zero(bits), now)) return;
       }
     }
+  }
+
+  // One rank's part of start_transfers(): false when no rank at all can start a message now.
+  bool try_to_send(int r, double now) {
+    RankState& rank = state(r);
+    if (rank.sends_only_within_host && host_busy_now(r, now))
+      return !(all_send_within_hosts_ && busy_count_ == hosts_count_);
+    while (true) {
+      PeerQueue* chosen = nullptr;
+      for (auto [peer, queue_pointer] : rank.send_queues) {
+        PeerQueue& queue = *queue_pointer;
+        if (queue.next >= queue.steps.size() || !rank.ready[queue.steps[queue.next]]) continue;
+        const int kind = link_class(r, peer);
+        if (rank.out_free[kind] > now || state(peer).in_free[kind] > now ||
+            hosts_.network_free(r, peer) > now)
+          continue;
+        if (const CoreClaim cores = hosts_.cores_for_message(r, peer);
+            cores.count > 0 && *cores.cores[0] > now)
+          continue;
+        if (chosen == nullptr || queue.steps[queue.next] < chosen->steps[chosen->next]) chosen = &queue;
+      }
+      if (chosen == nullptr) break;
+      transmit(r, chosen->steps[chosen->next++], now);
+      if ((chosen->next >= chosen->steps.size() || !rank.ready[chosen->steps[chosen->next]]) &&
+          --rank.ready_heads == 0)
+        senders_[static_cast<std::size_t>(r) / 64] &= ~bit_of(r);
+    }
+    return true;
   }
 
   bool host_busy_now(int r, double now) {
@@ -416,7 +440,7 @@ class Engine {
     const double finish = now + link.message_seconds(bytes, eager);
     // The sender's pace counts the whole message; its host's cores only the copies of its bytes (one on
     // each end): most of alpha is flight and the receiver's wake-up, which take no core.
-    rank_work(r) += link.message_seconds(bytes, eager);
+    add_rank_work(r, link.message_seconds(bytes, eager));
     if (const CoreClaim cores = hosts_.cores_for_message(r, step.peer); cores.count > 0) {
       hosts_.add_core_work(r, link.byte_seconds(bytes, eager) * cores.count);
       // The other end's copy of the bytes runs on a second core: it delays what comes after on this
@@ -527,12 +551,63 @@ class Engine {
   bool all_send_within_hosts_ = false;
   std::vector<RankState> ranks_;
   std::vector<double> rank_work_;  // per rank: its sends and reductions, as stream_seconds() counts them
+  // Bit r % 64 of word r / 64: rank r has a ready send at the head of a queue (RankState::ready_heads).
+  std::vector<std::uint64_t> senders_;
+  static std::uint64_t bit_of(int rank) { return std::uint64_t{1} << (rank % 64); }
+  double busiest_work_ = 0;     // the largest of rank_work_
+  std::size_t steps_left_ = 0;  // of all ranks, not yet done
+  bool cut_off_ = false;
   std::vector<Message> messages_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::uint64_t sequence_ = 0;
   double finish_time_ = 0;
   std::vector<TransferEvent>* transfers_ = nullptr;
 };
+
+// What one rank's schedule alone says a call takes at least: a rank's messages of one class of links
+// go one after another on its outgoing link, and those it receives on its incoming one, each for at
+// least alpha and its bytes at the faster of the two rates; in a stream the rank pays for every message
+// it sends. Far cheaper than simulating every rank, and often enough to rule an algorithm out.
+Prediction one_rank_bound(const Algorithm& algorithm, CollectiveCall call, int rank, std::size_t element_size,
+                          const LinkModel& model) {
+  call.rank = rank;
+  const Schedule schedule = algorithm.build(call);
+  const HostLayout& hosts = call.layout();
+  double sending[2] = {0, 0}, receiving[2] = {0, 0};  // by link class: within a host, between hosts
+  Prediction bound;
+  bound.cut_off = true;
+  for (const Step& step : schedule.steps) {
+    const bool is_send = step.kind == StepKind::Send;
+    if (!is_send && step.kind != StepKind::Recv && step.kind != StepKind::RecvReduce) continue;
+    const bool same_host = hosts.host_of(rank) == hosts.host_of(step.peer);
+    const LinkCost& link = model.link(same_host);
+    const double bytes = static_cast<double>((is_send ? step.src.count : step.dst.count) * element_size);
+    const double seconds = link.alpha + bytes * std::min(link.beta, link.beta_eager);
+    (is_send ? sending : receiving)[same_host ? 0 : 1] += seconds;
+    if (is_send) bound.stream_seconds += seconds;
+  }
+  bound.seconds = std::max({sending[0], sending[1], receiving[0], receiving[1]});
+  return bound;
+}
+
+// A lower bound past `bound`, found without simulating every rank: the chain of messages the algorithm
+// states, then rank 0's schedule alone. Nothing where neither rules the algorithm out.
+std::optional<Prediction> ruled_out(const Algorithm& algorithm, const CollectiveCall& call,
+                                    std::size_t element_size, const LinkModel& model,
+                                    const PredictionBound& bound) {
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  if (bound.seconds == kNone && bound.stream_seconds == kNone) return std::nullopt;
+  if (algorithm.chain_of_messages != nullptr) {
+    Prediction chain;
+    chain.cut_off = true;
+    chain.seconds = static_cast<double>(algorithm.chain_of_messages(call)) *
+                    std::min(model.within_host.alpha, model.between_hosts.alpha);
+    if (chain.seconds > bound.seconds) return chain;
+  }
+  const Prediction one_rank = one_rank_bound(algorithm, call, 0, element_size, model);
+  if (one_rank.seconds > bound.seconds || one_rank.stream_seconds > bound.stream_seconds) return one_rank;
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -572,14 +647,17 @@ Simulation simulate(const Algorithm& algorithm, std::vector<CollectiveCall> call
 }
 
 Prediction predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
-                   const LinkModel& model) {
+                   const LinkModel& model, const PredictionBound& bound) {
   if (algorithm.one_shot && call.through_cells(element_size))
     return predict_through_cells(call, element_size, model);
+  if (const std::optional<Prediction> at_least = ruled_out(algorithm, call, element_size, model, bound))
+    return *at_least;
   Engine engine(algorithm, every_rank(call), element_size, model, std::nullopt);
   Prediction prediction;
-  prediction.seconds = engine.run(nullptr);
+  prediction.seconds = engine.run(nullptr, bound);
   prediction.messages = engine.messages_sent();
   prediction.stream_seconds = engine.stream_seconds();
+  prediction.cut_off = engine.cut_off();
   return prediction;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -121,11 +122,22 @@ struct Prediction {
   double seconds = 0;
   std::size_t messages = 0;
   double stream_seconds = 0;
+  // The simulation passed its PredictionBound and stopped there: seconds and stream_seconds are lower
+  // bounds, messages those sent until then.
+  bool cut_off = false;
+};
+// How slow a candidate may be and still matter: a simulation stops once its clock passes `seconds`, or
+// its busiest rank's work passes `stream_seconds` (so a first call at hundreds of ranks does not time to
+// the end an algorithm that has already lost).
+struct PredictionBound {
+  double seconds = std::numeric_limits<double>::infinity();
+  double stream_seconds = std::numeric_limits<double>::infinity();
 };
 // A one-shot algorithm's call through the host's cells is timed by predict_through_cells() instead.
 Prediction predict(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
-                   const LinkModel& model);
-Prediction predict_through_cells(const CollectiveCall& call, std::size_t element_size, const LinkModel& model);
+                   const LinkModel& model, const PredictionBound& bound = {});
+Prediction predict_through_cells(const CollectiveCall& call, std::size_t element_size,
+                                 const LinkModel& model);
 
 // The predicted seconds alone.
 double predict_seconds(const Algorithm& algorithm, const CollectiveCall& call, std::size_t element_size,
