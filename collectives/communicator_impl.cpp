@@ -16,6 +16,7 @@
 #include "collectives/algorithm_overrides.hpp"
 #include "collectives/broadcast_stream.hpp"
 #include "common/env.hpp"
+#include "common/fnv1a.hpp"
 #include "common/settings.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -42,12 +43,7 @@ void grow(std::vector<std::byte>& buffer, std::size_t bytes) {
 // A sub-communicator's id: a digest of its store keys' prefix (unique in the job), its top bit set so
 // that it never meets the small numbers of the communicators formed on the store directly.
 std::uint64_t child_id(std::uint64_t parent_id, const std::string& name) {
-  std::uint64_t digest = 14695981039346656037ull ^ parent_id;
-  for (char c : name) {
-    digest ^= static_cast<unsigned char>(c);
-    digest *= 1099511628211ull;
-  }
-  return digest | (std::uint64_t{1} << 63);
+  return fnv1a64(name, parent_id) | (std::uint64_t{1} << 63);
 }
 
 }  // namespace
@@ -91,7 +87,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   if (calibrate)
     link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, *hosts_,
                                              settings_.text("CANOPY_COST_MODEL"), Deadline::after(timeout_));
-  cost_model_ = collectives::CostModel(std::move(link));
+  cost_model_ = collectives::CostModel(std::move(link), collectives::ChoiceMemo::for_group(size, local_size));
   log::info("communicator {} ready: rank {} of {} (local {} of {}), {}", comm_id_, rank, size, local_rank,
             local_size, collectives::describe(cost_model_.link(), *hosts_));
 
@@ -138,7 +134,8 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
   }
   connect(*hosts_, options_.job_token);
   // The parent measured these links; the group's own layout (in its calls) decides who shares a host.
-  cost_model_ = collectives::CostModel(parent.cost_model_.link());
+  cost_model_ =
+      collectives::CostModel(parent.cost_model_.link(), collectives::ChoiceMemo::for_group(size, local_size));
   if (lineage == Lineage::NewFamily) {
     // The first of a family: its ranks beat under its own keys, and its failures are its own.
     ++generation_;

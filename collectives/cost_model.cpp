@@ -4,7 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/error.hpp"
@@ -46,13 +48,64 @@ std::string host_shape(const HostLayout& hosts) {
   return fmt::format("{} hosts of {} ranks", ranks.size(), fmt::join(ranks, "+"));
 }
 
+// Appends the bytes of trivially copyable values: the exact inputs of a choice, for ChoiceMemo.
+class InputBytes {
+ public:
+  template <typename T>
+  InputBytes& add(const T& value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    bytes_.append(reinterpret_cast<const char*>(&value), sizeof value);
+    return *this;
+  }
+  template <typename T>
+  InputBytes& add(const std::vector<T>& values) {
+    add(values.size());
+    for (const T& value : values) add(value);
+    return *this;
+  }
+  InputBytes& add(const LinkCost& link) {
+    return add(link.alpha).add(link.beta).add(link.beta_eager).add(link.eager_bytes).add(link.through_memory);
+  }
+  std::string take() { return std::move(bytes_); }
+
+ private:
+  std::string bytes_;
+};
+
+// Everything evaluate() reads (the rank aside: a choice is the same on every rank).
+std::string inputs_of(const LinkModel& link, const CollectiveCall& call, std::size_t element_size,
+                      Pace pace) {
+  InputBytes bytes;
+  bytes.add(link.within_host).add(link.between_hosts).add(link.gamma).add(link.gamma_in_cache);
+  bytes.add(call.collective).add(call.size).add(call.count).add(call.root).add(call.chunk_count);
+  bytes.add(call.in_place).add(call.send_counts).add(call.recv_counts).add(call.cell_bytes);
+  bytes.add(call.layout().host_of_rank).add(call.layout().cores_of_host);
+  bytes.add(element_size).add(pace);
+  return bytes.take();
+}
+
 }  // namespace
+
+AlgorithmChoice CostModel::recall(const CollectiveCall& call, std::size_t element_size, Pace pace) const {
+  // The answer as text: the algorithm's name, its predicted seconds (exact, in hex) and the explanation.
+  const std::string answer = memo_->recall(inputs_of(link_, call, element_size, pace), [&] {
+    const AlgorithmChoice choice = evaluate(call, element_size, pace);
+    return fmt::format("{}\n{:a}\n{}", choice.algorithm->name, choice.predicted_seconds, choice.explanation);
+  });
+  const std::size_t name_end = answer.find('\n');
+  const std::size_t seconds_end = answer.find('\n', name_end + 1);
+  const Algorithm* algorithm =
+      name_end == std::string::npos ? nullptr : find_algorithm(call.collective, answer.substr(0, name_end));
+  if (algorithm == nullptr || seconds_end == std::string::npos) return evaluate(call, element_size, pace);
+  return {algorithm, std::strtod(answer.substr(name_end + 1, seconds_end - name_end - 1).c_str(), nullptr),
+          answer.substr(seconds_end + 1)};
+}
 
 const AlgorithmChoice& CostModel::look_up(const Key& key, const CollectiveCall& call,
                                           std::size_t element_size, Pace pace) {
   auto it = choices_.find(key);
   if (it == choices_.end()) {
-    AlgorithmChoice choice = evaluate(call, element_size, pace);
+    AlgorithmChoice choice = memo_ ? recall(call, element_size, pace) : evaluate(call, element_size, pace);
     if (choices_.size() >= kMaxCached) {
       choices_.clear();
       last_[0] = last_[1] = Last{};

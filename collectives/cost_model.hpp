@@ -7,9 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 
+#include "collectives/choice_memo.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
 
@@ -27,7 +29,9 @@ struct AlgorithmChoice {
 
 class CostModel {
  public:
-  explicit CostModel(LinkModel link = {}) : link_(std::move(link)) {}
+  // With a memo, a choice another rank of this host has made is read instead of simulated again.
+  explicit CostModel(LinkModel link = {}, std::shared_ptr<ChoiceMemo> memo = nullptr)
+      : link_(std::move(link)), memo_(std::move(memo)) {}
 
   const LinkModel& link() const { return link_; }
   // The reference stays valid until the next call: a steady-state call copies nothing.
@@ -45,8 +49,11 @@ class CostModel {
   using Key = std::tuple<Collective, std::uint64_t, int, std::uint64_t, std::size_t, Pace>;
   const AlgorithmChoice& look_up(const Key& key, const CollectiveCall& call, std::size_t element_size,
                                  Pace pace);
+  // evaluate(), through the memo.
+  AlgorithmChoice recall(const CollectiveCall& call, std::size_t element_size, Pace pace) const;
 
   LinkModel link_;
+  std::shared_ptr<ChoiceMemo> memo_;
   std::map<Key, AlgorithmChoice> choices_;  // bounded: cleared when it grows past kMaxCached
   static constexpr std::size_t kMaxCached = 512;
   // The last choice of each pace, looked at before the map: a loop asks for the same one call after call,
