@@ -52,7 +52,7 @@ Schedule broadcast_binomial(const CollectiveCall& call) {
 // (p + k - 2)(alpha + n beta / k) for k chunks.
 Schedule broadcast_chain(const CollectiveCall& call) {
   StepWriter writer(call);
-  const VirtualRanks chain(HostGroups(call).rooted_order(call.root), call.root);
+  const VirtualRanks chain(HostGroups::of(call).rooted_order(call.root), call.root);
   const int v = chain.of(call.rank);
   const Block data = whole_buffer(writer);
   for (std::uint64_t c = 0; c < chunk_total(data, call.chunk_count); ++c) {
@@ -86,7 +86,7 @@ Schedule broadcast_binary_tree(const CollectiveCall& call) {
 Schedule broadcast_scatter_allgather(const CollectiveCall& call) {
   StepWriter writer(call);
   const int size = call.size;
-  const VirtualRanks ranks(HostGroups(call).rooted_order(call.root), call.root);
+  const VirtualRanks ranks(HostGroups::of(call).rooted_order(call.root), call.root);
   const int v = ranks.of(call.rank);
   auto parts = [&](int first, int last) { return parts_of(call.count, size, first, last); };
 

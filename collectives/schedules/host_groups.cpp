@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <optional>
 #include <numeric>
 
 #include "common/error.hpp"
@@ -24,6 +26,22 @@ HostGroups::HostGroups(const CollectiveCall& call)
     group.push_back(rank);
     largest_ = std::max(largest_, static_cast<int>(group.size()));
   }
+}
+
+const HostGroups& HostGroups::of(const CollectiveCall& call) {
+  // The layout is held, not only its address compared, so that no other layout can take its address.
+  struct Last {
+    std::shared_ptr<const HostLayout> layout;
+    int size = -1;
+    std::optional<HostGroups> groups;
+  };
+  thread_local Last last;
+  if (!last.groups || last.layout != call.hosts || last.size != call.size) {
+    last.groups.emplace(call);
+    last.layout = call.hosts;
+    last.size = call.size;
+  }
+  return *last.groups;
 }
 
 std::vector<int> HostGroups::ring_order() const {

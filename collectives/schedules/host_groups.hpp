@@ -14,6 +14,10 @@ class HostGroups {
   // From call.layout(); without one, every rank is a host of its own. Hosts are numbered in the order
   // of their lowest rank, each host's ranks in ascending order.
   explicit HostGroups(const CollectiveCall& call);
+  // The same, made once per layout and thread: the simulator builds every rank's schedule of a call in
+  // turn, and each of them grouping all P ranks again made a choice at thousands of ranks O(P^2). Valid
+  // until this thread asks for another layout's.
+  static const HostGroups& of(const CollectiveCall& call);
 
   int hosts() const { return static_cast<int>(members_.size()); }
   const std::vector<int>& members(int host) const { return members_[static_cast<std::size_t>(host)]; }

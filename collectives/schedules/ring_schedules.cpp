@@ -109,7 +109,7 @@ std::uint32_t write_ring_all_reduce(StepWriter& writer, const RingOf& ring, cons
 namespace {
 
 RingOf flat_ring(const CollectiveCall& call) {
-  return ring_through(HostGroups(call).ring_order(), call.rank);
+  return ring_through(HostGroups::of(call).ring_order(), call.rank);
 }
 
 // Rank r's block of an all-gather or reduce-scatter buffer.

@@ -44,7 +44,7 @@ std::vector<int> leaders(const HostGroups& groups, int root) {
 // Between hosts each host moves 2(H-1)/H n, against 2(P-1)/P n for the flat ring.
 Schedule all_reduce_two_level(const CollectiveCall& call) {
   StepWriter writer(call);
-  const HostGroups groups(call);
+  const HostGroups& groups = HostGroups::of(call);
   const int host = groups.host_of(call.rank);
   const std::vector<int>& mine = groups.members(host);
   const int local_ranks = static_cast<int>(mine.size());
@@ -85,7 +85,7 @@ Schedule all_reduce_two_level(const CollectiveCall& call) {
 // rounds, and the data enters each host once.
 Schedule broadcast_two_level(const CollectiveCall& call) {
   StepWriter writer(call);
-  const HostGroups groups(call);
+  const HostGroups& groups = HostGroups::of(call);
   const int host = groups.host_of(call.rank);
   const int leader = leader_of(groups, host, call.root);
   if (call.rank == leader)
@@ -98,7 +98,7 @@ Schedule broadcast_two_level(const CollectiveCall& call) {
 // root, chunk by chunk. Each host sends its sum across once.
 Schedule reduce_two_level(const CollectiveCall& call) {
   StepWriter writer(call);
-  const HostGroups groups(call);
+  const HostGroups& groups = HostGroups::of(call);
   const int host = groups.host_of(call.rank);
   const int leader = leader_of(groups, host, call.root);
   write_binomial_reduce(writer, groups.members(host), groups.local_of(leader), 0);
