@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "collectives/schedules/builders.hpp"
+#include "collectives/schedules/host_groups.hpp"
 #include "common/error.hpp"
 #include "transport/envelope.hpp"
 
@@ -17,6 +18,10 @@ std::uint64_t ring_hops(const CollectiveCall& call) {
 }
 std::uint64_t ring_all_reduce_hops(const CollectiveCall& call) {
   return 2 * ring_hops(call);
+}
+// The two-level all-reduce's: a slice with data goes round the hosts' ring twice, 2(H-1) hops.
+std::uint64_t across_hosts_hops(const CollectiveCall& call) {
+  return call.count == 0 ? 0 : 2 * static_cast<std::uint64_t>(HostGroups::of(call).hosts() - 1);
 }
 
 // The order within a collective is part of the wire format (an algorithm's index travels in frame
@@ -66,7 +71,7 @@ constexpr std::array kAllReduce{
     Algorithm{
         Collective::AllReduce, "two-level",
         "reduce-scatter inside each host, ring all-reduce of each slice across hosts, all-gather inside",
-        all_reduce_two_level, true},
+        all_reduce_two_level, true, false, across_hosts_hops},
     Algorithm{
         Collective::AllReduce, "one-shot",
         "through the host's cells: every rank writes its buffer once, then reduces all of them in rank order",

@@ -14,7 +14,8 @@
 namespace canopy::collectives {
 namespace {
 
-// Every rank alone; one host of 2 cores (ranks queue for them); two hosts of 4 cores each.
+// Every rank alone; one host of 2 cores (ranks queue for them); two hosts of 4 cores each; hosts of 4
+// ranks and 4 cores.
 std::vector<std::shared_ptr<const HostLayout>> layouts(int size) {
   auto one_host = std::make_shared<HostLayout>();
   one_host->host_of_rank.assign(static_cast<std::size_t>(size), 0);
@@ -22,7 +23,10 @@ std::vector<std::shared_ptr<const HostLayout>> layouts(int size) {
   auto two_hosts = std::make_shared<HostLayout>();
   for (int r = 0; r < size; ++r) two_hosts->host_of_rank.push_back(r < size / 2 ? 0 : 1);
   two_hosts->cores_of_host = {4, 4};
-  return {nullptr, one_host, two_hosts};
+  auto hosts_of_four = std::make_shared<HostLayout>();
+  for (int r = 0; r < size; ++r) hosts_of_four->host_of_rank.push_back(r / 4);
+  hosts_of_four->cores_of_host.assign(static_cast<std::size_t>((size + 3) / 4), 4);
+  return {nullptr, one_host, two_hosts, hosts_of_four};
 }
 
 // The textbook link; and one whose first 64 KiB move fast, with a slower network between hosts.
