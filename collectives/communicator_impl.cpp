@@ -11,6 +11,7 @@
 #include "collectives/link_calibration.hpp"
 #include "collectives/link_model_text.hpp"
 #include "collectives/one_shot.hpp"
+#include "collectives/watched_store.hpp"
 #include "collectives/liveness_monitor.hpp"
 #include "common/cpu_list.hpp"
 #include "collectives/algorithm_overrides.hpp"
@@ -84,7 +85,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     local_rank = hosts_->local_rank_of(rank);
     local_size = hosts_->ranks_on(hosts_->host_of(rank));
   }
-  connect(*hosts_, options.job_token);
+  connect(*hosts_, options.job_token, store_);
 
   const bool calibrate = options.calibrate && settings_.flag("CANOPY_CALIBRATE");
   collectives::LinkModel link;
@@ -106,9 +107,9 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
 }
 
 Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const std::string& name,
-                         std::int32_t members_digest, Lineage lineage)
+                         std::int32_t members_digest, const Origin& origin)
     : size(static_cast<int>(members.size())),
-      family_(lineage == Lineage::NewFamily ? std::make_shared<collectives::CommunicatorFamily>() : parent.family_),
+      family_(origin.new_family ? std::make_shared<collectives::CommunicatorFamily>() : parent.family_),
       settings_(parent.settings_),
       timeout_(parent.timeout_),
       comm_id_(child_id(parent.comm_id_, name)),
@@ -136,10 +137,13 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
       fail(ErrorCode::Mismatch, "rank {} (world rank {}): the members of group '{}' passed different lists of ranks",
            rank, world_ranks_[static_cast<std::size_t>(rank)], name);
   }
-  connect(*hosts_, options_.job_token);
+  connect(*hosts_, options_.job_token,
+          origin.check_members
+              ? std::make_shared<collectives::WatchedStore>(store_, origin.check_members, origin.check_every)
+              : store_);
   // The parent measured these links; the group's own layout (in its calls) decides who shares a host.
   cost_model_ = collectives::CostModel(parent.cost_model_.link());
-  if (lineage == Lineage::NewFamily) {
+  if (origin.new_family) {
     // The first of a family: its ranks beat under its own keys, and its failures are its own.
     ++generation_;
     std::iota(family_ranks_.begin(), family_ranks_.end(), 0);
@@ -166,7 +170,8 @@ Communicator::Impl::~Impl() {
   p2p_->close();         // its thread may still report a failure through this communicator
 }
 
-void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token) {
+void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token,
+                                 const std::shared_ptr<Store>& forming) {
   auto mesh = transport::MeshOptions::from_settings(settings_, comm_id_);
   mesh.connect_timeout = timeout_;
   if (!job_token.empty()) mesh.job_token = job_token;
@@ -175,7 +180,7 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   mesh.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
   const bool on_first_use = settings_.choice("CANOPY_CONNECT") != "eager";
   if (on_first_use) mesh.store_for_first_use = store_;
-  transport_ = transport::connect_mesh(*store_, rank, size, mesh);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
+  transport_ = transport::connect_mesh(*forming, rank, size, mesh);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
   host_cells_ = transport_->host_cells();
   // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
   // collective runs, in an order of their own (docs/GROUPS.md says why not the collectives' sockets).
@@ -186,7 +191,8 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   collectives::PointToPoint::Settings settings;
   settings.comm_id = comm_id_;
   settings.timeout = timeout_;
-  p2p_ = std::make_unique<collectives::PointToPoint>(transport::connect_mesh(*p2p_store, rank, size, mesh),
+  PrefixStore p2p_forming(forming, "p2p");
+  p2p_ = std::make_unique<collectives::PointToPoint>(transport::connect_mesh(p2p_forming, rank, size, mesh),
                                                      settings,
                                                      [this](const Error& error) { return end_with(error); });
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -29,6 +30,17 @@
 
 namespace canopy {
 
+namespace collectives {
+// How a sub-communicator comes to be: from split and its kin, in the parent's family; from shrink, as
+// the first of a family of its own (its own failure record and liveness monitor, one generation after
+// the parent's), formed through a store whose waits give up once `check_members` finds a member gone.
+struct GroupOrigin {
+  bool new_family = false;
+  std::function<void()> check_members;  // throws Error(PeerFailed) naming a member that is gone
+  Duration check_every{100};
+};
+}  // namespace collectives
+
 class Communicator::Impl {
  public:
   // The first communicator of a family: forms the group of `size` ranks meeting through `store`.
@@ -37,11 +49,9 @@ class Communicator::Impl {
   // contains the parent's own rank; `name` tells its store keys from those of the parent's other
   // sub-communicators. Every member calls this with the same members and name; a nonzero
   // `members_digest` is first checked against the other members' (Error(Mismatch) where they differ).
-  // NewFamily (shrink): the group starts a family of its own, with its own failure record and liveness
-  // monitor, one generation after the parent's.
-  enum class Lineage { SameFamily, NewFamily };
+  using Origin = collectives::GroupOrigin;
   Impl(Impl& parent, const std::vector<int>& members, const std::string& name, std::int32_t members_digest = 0,
-       Lineage lineage = Lineage::SameFamily);
+       const Origin& origin = {});
   ~Impl();
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -74,6 +84,8 @@ class Communicator::Impl {
   // One fault-tolerant agreement among the survivors (fault_agreement.hpp); `purpose` names it in
   // errors. Its number (every survivor counts its agreements alike) lands in `number`.
   collectives::Agreement agree(std::uint32_t flags, std::string_view purpose, std::uint64_t& number);
+  // The Origin of a group of `members` (ranks of this one) that shrink forms.
+  Origin shrunk_origin(const std::vector<int>& members);
   std::uint32_t generation() const { return generation_; }
   std::uint64_t id() const { return comm_id_; }
   // "communicator 3 (generation 1)", for messages.
@@ -94,7 +106,13 @@ class Communicator::Impl {
 
  private:
   // The part both constructors share: connects the group's two meshes (collectives, point-to-point).
-  void connect(const collectives::HostLayout& hosts, const std::string& job_token);
+  // `forming`: the store the meshes form through (store_, or a WatchedStore over it); links made later,
+  // on first use, meet through store_.
+  void connect(const collectives::HostLayout& hosts, const std::string& job_token,
+               const std::shared_ptr<Store>& forming);
+  // Who of this group is gone, by heartbeat: one for all its agreements, so that a rank found silent in
+  // one is gone at once in the next.
+  const std::shared_ptr<collectives::PeerSilence>& silence();
   void ensure_usable();
   // Publishes `error` as the communicator's first failure (or learns another rank's), ends the
   // communicator, and returns the error to report.
@@ -115,6 +133,7 @@ class Communicator::Impl {
   std::uint32_t generation_ = 0;   // shrinks since the job's first communicator
   std::atomic<std::uint64_t> agreements_{0};  // fault-tolerant agreements so far (agree, shrink)
   std::shared_ptr<Store> failure_store_;       // its FirstFailure's keys, where agreements run too
+  std::shared_ptr<collectives::PeerSilence> silence_;  // made at the first agreement
   std::string path_;              // its store keys' prefix below the family's first communicator's ("" there)
   std::unique_ptr<transport::Transport> transport_;
   transport::HostCells* host_cells_ = nullptr;  // the transport's, read once; null: none

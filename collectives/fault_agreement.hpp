@@ -2,10 +2,10 @@
 //
 // Every survivor of a communicator calls it with its flags and gets the bitwise AND of the flags of the
 // ranks that took part, with the list of those ranks: the same answer on every rank, even when ranks die
-// while it runs. One store key holds the votes and, once closed, the decision; it changes only by
-// compare_set, so one decision wins and every rank reads that one. A vote either lands before the key
-// closes (and counts) or finds it closed (and its rank learns it was left out). The store is the trusted
-// party: a store that dies is not survived. docs/RELIABILITY.md, *Revoke, agree, shrink*, has the proof.
+// while it runs. Each rank sets a vote key of its own; the first rank that sees every rank either voted
+// or gone writes the decision with compare_set, so one decision wins and every rank reads that one. A
+// rank whose vote came too late for it learns that it was left out. The store is the trusted party: a
+// store that dies is not survived. docs/RELIABILITY.md, *Revoke, agree, shrink*, has the argument.
 #pragma once
 
 #include <cstdint>
