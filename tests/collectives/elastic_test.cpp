@@ -20,6 +20,7 @@
 #include "tests/support/process_group.hpp"
 #include "tests/support/ranks.hpp"
 #include "tests/support/scoped_env.hpp"
+#include "tests/support/store_server_process.hpp"
 
 namespace canopy {
 namespace {
@@ -51,12 +52,17 @@ void quick_heartbeat(testing::ScopedEnv& env, const std::string& transport) {
 
 // Runs body(rank, reporter, store directory) on `ranks` processes and expects each listed survivor to
 // end well; `killed` ranks must have died by SIGKILL.
+// The ranks meet through a FileStore, or through a TcpStore in a process of its own (`tcp_store`).
 class Job {
  public:
-  Job(int ranks, const std::function<void(Communicator&, const Reporter&)>& body) : ranks_(ranks) {
+  Job(int ranks, const std::function<void(Communicator&, const Reporter&)>& body, bool tcp_store = false)
+      : ranks_(ranks) {
+    if (tcp_store) server_ = std::make_unique<testing::StoreServerProcess>("elastic-test");
     const std::string path = dir_.path();
-    group_ = std::make_unique<ProcessGroup>(ranks, [path, ranks, body](int rank, const Reporter& reporter) {
-      Communicator comm(open_file_store(path), rank, ranks, testing::group_options("elastic-test"));
+    const std::uint16_t port = server_ ? server_->port() : 0;
+    group_ = std::make_unique<ProcessGroup>(ranks, [path, port, ranks, body](int rank, const Reporter& reporter) {
+      auto store = port != 0 ? connect_tcp_store("127.0.0.1", port, "elastic-test", 20s) : open_file_store(path);
+      Communicator comm(store, rank, ranks, testing::group_options("elastic-test"));
       body(comm, reporter);
     });
   }
@@ -77,6 +83,7 @@ class Job {
  private:
   int ranks_;
   testing::TempDir dir_;
+  std::unique_ptr<testing::StoreServerProcess> server_;
   std::unique_ptr<ProcessGroup> group_;
 };
 
@@ -159,7 +166,10 @@ TEST_P(Elastic, RevokeWakesABlockedAllReduceOnEveryRank) {
 TEST_P(Elastic, AgreeReturnsTheAndOfEveryRanksFlags) {
   Job job(4, [](Communicator& comm, const Reporter& reporter) {
     const std::uint32_t mine = ~(1u << comm.rank());
+    comm.agree(1);  // all formed: what follows times one agreement alone
+    const auto start = Clock::now();
     std::uint32_t first = comm.agree(mine);
+    say(fmt::format("[rank {}] one agreement took {:.1f} ms", comm.rank(), 1e3 * seconds_since(start)));
     require(first == ~0xfu, "agree: {:#x}, expected {:#x}", first, ~0xfu);
     if (comm.rank() == 2) comm.revoke("agree on a revoked communicator");
     std::uint32_t second = comm.agree(comm.rank() == 1 ? 0x10u : 0x11u);
@@ -183,8 +193,9 @@ TEST_P(Elastic, AgreeLeavesOutARankThatDied) {
 }
 
 // The heart of it: rank 2 is SIGKILLed while every rank all-reduces; the survivors fail, shrink, and
-// their all-reduces on the new group of three (world ranks 0, 1, 3 as ranks 0, 1, 2) are exact.
-TEST_P(Elastic, SurvivorsOfAKilledRankShrinkAndAllReduce) {
+// their all-reduces on the new group of three (world ranks 0, 1, 3 as ranks 0, 1, 2) are exact. Over a
+// FileStore, and over a TcpStore (whose waits the server answers).
+void killed_rank_then_shrink(bool tcp_store) {
   Job job(4, [](Communicator& comm, const Reporter& reporter) {
     comm.barrier();
     reporter.ready();
@@ -200,11 +211,19 @@ TEST_P(Elastic, SurvivorsOfAKilledRankShrinkAndAllReduce) {
     check_all_reduce(smaller, {0, 1, 3}, world_rank);
     say(fmt::format("[world rank {}] shrunk in {:.2f} s", world_rank, shrink_seconds));
     reporter.outcome(fmt::format("ok first error {}, shrunk in {:.2f} s", to_string(code), shrink_seconds));
-  });
+  }, tcp_store);
   ASSERT_TRUE(job.group().wait_ready({0, 1, 2, 3}, Clock::now() + kLimit));
   std::this_thread::sleep_for(50ms);
   job.group().signal(2, SIGKILL);
   job.expect({2});
+}
+
+TEST_P(Elastic, SurvivorsOfAKilledRankShrinkAndAllReduce) {
+  killed_rank_then_shrink(false);
+}
+
+TEST_P(Elastic, SurvivorsOfAKilledRankShrinkAndAllReduceOverATcpStore) {
+  killed_rank_then_shrink(true);
 }
 
 // Rank 3 is killed; while the others shrink, rank 1 dies too, before it takes part. The shrink leaves
