@@ -101,7 +101,10 @@ Communicator Communicator::shrink() {
                 old.describe());
       continue;  // strictly fewer members: the rounds end
     }
-    if (everywhere.value == 1) return Communicator(std::move(formed));
+    if (everywhere.value == 1) {
+      formed->family()->peers_formed();  // a member that dies before its first heartbeat is now silent
+      return Communicator(std::move(formed));
+    }
     // Every member is alive, yet one could not form the group: no later round would do better.
     if (failure) throw Error(failure->code(), fmt::format("rank {}: shrink #{} of {}: {}", old.rank, number,
                                                           old.describe(), failure->what()));
