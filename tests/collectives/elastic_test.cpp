@@ -316,6 +316,35 @@ TEST_P(Elastic, ARankKilledAnywhereInsideShrinkIsLeftOutInTheEnd) {
   }
 }
 
+// Rank 2 is stopped (SIGSTOP), alive but silent: its heartbeat stops, so the survivors leave it out
+// after the heartbeat timeout and go on in a group of three. Continued once they are done, it finds
+// that it was left out: shrink tells it so with Error(Revoked), and it never joins the new group.
+TEST_P(Elastic, AStoppedRankIsLeftOutAndWhenContinuedLearnsIt) {
+  Job job(4, [](Communicator& comm, const Reporter& reporter) {
+    comm.barrier();
+    reporter.ready();
+    reduce_until_failure(comm);
+    try {
+      Communicator smaller = comm.shrink();
+      require(comm.rank() != 2, "the stopped rank joined the shrunk group as rank {}", smaller.rank());
+      require(smaller.size() == 3, "shrunk to {} ranks", smaller.size());
+      check_all_reduce(smaller, {0, 1, 3}, comm.rank());
+    } catch (const Error& e) {
+      say(fmt::format("[world rank {}] {}", comm.rank(), e.what()));
+      require(comm.rank() == 2 && e.code() == ErrorCode::Revoked &&
+                  std::string(e.what()).find("decided without this rank") != std::string::npos,
+              "{}: {}", to_string(e.code()), e.what());
+    }
+    reporter.outcome("ok");
+  });
+  ASSERT_TRUE(job.group().wait_ready({0, 1, 2, 3}, Clock::now() + kLimit));
+  std::this_thread::sleep_for(50ms);
+  job.group().signal(2, SIGSTOP);
+  EXPECT_TRUE(job.group().wait_ended({0, 1, 3}, Clock::now() + kLimit));
+  job.group().signal(2, SIGCONT);
+  job.expect({});
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Elastic, ::testing::Values("tcp", "shm+tcp"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            return param.param == "tcp" ? std::string("Tcp") : std::string("Shm");
