@@ -17,6 +17,7 @@ namespace {
 // compare_set, and every rank returns what that key holds.
 constexpr const char* kDecision = "decision";
 constexpr std::string_view kAgreed = "agreed ";
+constexpr std::string_view kMismatch = "mismatch: ";
 
 bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
@@ -45,9 +46,15 @@ std::optional<Agreement> decide(Store& store, const std::vector<std::string>& vo
   bool complete = true;
   for (int rank = 0; rank < round.size; ++rank) {
     if (const auto& vote = votes[static_cast<std::size_t>(rank)]) {
+      // "<purpose> <flags>": ranks that called different things here are told so, every one of them.
+      const std::size_t space = vote->rfind(' ');
       std::uint32_t flags = 0;
-      if (!parse_number(std::string_view(*vote), flags, 16))
-        fail(ErrorCode::Protocol, "agreement: rank {} voted '{}', not flags", rank, *vote);
+      if (space == std::string::npos || !parse_number(std::string_view(*vote).substr(space + 1), flags, 16))
+        fail(ErrorCode::Protocol, "agreement: rank {} voted '{}', not a purpose and flags", rank, *vote);
+      const std::string purpose = vote->substr(0, space);
+      if (purpose != round.purpose && decision.mismatch.empty())
+        decision.mismatch = fmt::format("ranks disagree on what this is: rank {} came for {}, rank {} for {}",
+                                        rank, purpose, round.rank, round.purpose);
       decision.participants.push_back(rank);
       decision.value &= flags;
       continue;
@@ -72,6 +79,7 @@ std::string one_line(std::string text) {
 std::string Agreement::encode() const {
   std::string text = fmt::format("{}{:x}\n{}\n", kAgreed, value, fmt::join(participants, ","));
   for (const auto& [rank, why] : left_out) text += fmt::format("{} {}\n", rank, one_line(why));
+  if (!mismatch.empty()) text += fmt::format("{}{}\n", kMismatch, one_line(mismatch));
   return text;
 }
 
@@ -91,6 +99,10 @@ Agreement Agreement::decode(const std::string& text) {
     agreement.participants.push_back(r);
   }
   while (std::getline(lines, line)) {
+    if (starts_with(line, kMismatch)) {
+      agreement.mismatch = line.substr(kMismatch.size());
+      continue;
+    }
     const std::size_t space = line.find(' ');
     int r = -1;
     if (space == std::string::npos || !parse_number(std::string_view(line).substr(0, space), r)) malformed();
@@ -104,7 +116,7 @@ Agreement agree_in_store(Store& store, const AgreementRound& round, std::uint32_
   for (int rank = 0; rank < round.size; ++rank) vote_keys.push_back(fmt::format("vote/{}", rank));
   try {
     // A plain set: a rank killed while voting holds no lock (a FileStore locks a key for compare_set).
-    store.set(vote_keys[static_cast<std::size_t>(round.rank)], fmt::format("{:x}", flags));
+    store.set(vote_keys[static_cast<std::size_t>(round.rank)], fmt::format("{} {:x}", round.purpose, flags));
     for (;;) {
       std::string closed;
       if (store.check({kDecision})) {
@@ -127,6 +139,9 @@ Agreement agree_in_store(Store& store, const AgreementRound& round, std::uint32_
         continue;
       }
       Agreement agreement = Agreement::decode(closed);
+      if (!agreement.mismatch.empty())
+        fail(ErrorCode::Mismatch, "rank {}: {}: {} (every rank must call agree and shrink in the same order)",
+             round.rank, round.what, agreement.mismatch);
       if (!std::binary_search(agreement.participants.begin(), agreement.participants.end(), round.rank))
         fail(ErrorCode::Revoked,
              "rank {}: {} was decided without this rank: the others counted it as failed, so it is no longer "
@@ -135,7 +150,8 @@ Agreement agree_in_store(Store& store, const AgreementRound& round, std::uint32_
       return agreement;
     }
   } catch (const Error& e) {
-    if (e.code() == ErrorCode::Revoked || e.code() == ErrorCode::Protocol) throw;
+    if (e.code() == ErrorCode::Revoked || e.code() == ErrorCode::Protocol || e.code() == ErrorCode::Mismatch)
+      throw;
     fail(ErrorCode::PeerFailed,
          "rank {}: {} cannot be decided: the store failed ({}); an agreement survives ranks that die, not a "
          "store that does",

@@ -23,6 +23,7 @@ struct Agreement {
   std::uint32_t value = ~std::uint32_t{0};  // the AND of the participants' flags
   std::vector<int> participants;            // ranks, in increasing order
   std::vector<std::pair<int, std::string>> left_out;  // the ranks counted as failed, and why
+  std::string mismatch;  // set when ranks called different things (agree, shrink) in this place
 
   std::string encode() const;
   static Agreement decode(const std::string& text);  // throws Error(Protocol) on what encode() never wrote
@@ -31,14 +32,16 @@ struct Agreement {
 struct AgreementRound {
   int rank = 0;
   int size = 1;
-  std::string what;  // "agreement #3 of communicator 5 (generation 1)", for messages
+  std::string purpose = "agree";  // what the ranks call ("agree", "shrink"): all must call the same
+  std::string what;               // "agreement #3 of communicator 5 (generation 1)", for messages
   Deadline deadline = Deadline::never();
   Duration poll{50};  // how often a waiting rank looks at the silent ones
 };
 
 // Runs one agreement in `store` (keys of this agreement alone). A rank that has not voted is left out
 // once `silence` says it is gone, or when the deadline passes. Throws Error(Revoked) on a rank that the
-// others left out (it came after they decided without it), and Error(PeerFailed) when the store fails.
+// others left out (it came after they decided without it), Error(Mismatch) on every rank when ranks
+// called it for different purposes, and Error(PeerFailed) when the store fails.
 Agreement agree_in_store(Store& store, const AgreementRound& round, std::uint32_t flags, PeerSilence& silence);
 
 }  // namespace canopy::collectives

@@ -27,6 +27,7 @@ collectives::Agreement Communicator::Impl::agree(std::uint32_t flags, std::strin
   collectives::AgreementRound round;
   round.rank = rank;
   round.size = size;
+  round.purpose = std::string(purpose);
   round.what = what;
   round.deadline = Deadline::after(timeout_);
   // Often enough that a rank found gone costs little more than the heartbeat timeout.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -111,12 +112,40 @@ TEST(FaultAgreement, WithoutHeartbeatsTheDeadlineLeavesAnAbsentRankOut) {
   }
 }
 
+// A rank in a shrink while another agrees: every one of them is told, none waits for the other.
+TEST(FaultAgreement, RanksThatCallDifferentThingsAllGetAMismatch) {
+  auto store = std::make_shared<MemoryStore>();
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int rank : {0, 1})
+    threads.emplace_back([&, rank] {
+      PeerSilence silence(store, ranks_of(2), quick(), true);
+      AgreementRound round;
+      round.rank = rank;
+      round.size = 2;
+      round.purpose = rank == 0 ? "agreement" : "shrink";
+      round.what = "test agreement";
+      try {
+        agree_in_store(*store, round, 1, silence);
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::Mismatch) errors[static_cast<std::size_t>(rank)] = e.what();
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  for (const std::string& error : errors) {
+    EXPECT_NE(error.find("ranks disagree on what this is"), std::string::npos) << error;
+    EXPECT_NE(error.find("for shrink"), std::string::npos) << error;
+  }
+}
+
 TEST(FaultAgreement, ADecisionSurvivesItsEncoding) {
   Agreement agreement;
   agreement.value = 0xdeadbeef;
   agreement.participants = {0, 3, 5};
   agreement.left_out = {{1, "rank 1 sent no heartbeat\nfor 2 s"}, {2, "rank 2 destroyed its communicator"}};
+  agreement.mismatch = "rank 3 came for shrink";
   const Agreement back = Agreement::decode(agreement.encode());
+  EXPECT_EQ(back.mismatch, agreement.mismatch);
   EXPECT_EQ(back.value, agreement.value);
   EXPECT_EQ(back.participants, agreement.participants);
   ASSERT_EQ(back.left_out.size(), 2u);
