@@ -36,7 +36,7 @@ bool is_rooted(Collective c) {
          c == Collective::Scatter;
 }
 
-void grow(std::vector<std::byte>& buffer, std::size_t bytes) {
+void grow_to(std::vector<std::byte>& buffer, std::size_t bytes) {
   if (buffer.size() < bytes) buffer.resize(bytes);
 }
 
@@ -54,7 +54,8 @@ std::uint64_t child_id(std::uint64_t parent_id, const std::string& name) {
 }  // namespace
 
 Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_,
-                         const CommunicatorOptions& options)
+                         const CommunicatorOptions& options, const collectives::GrowPlan* plan,
+                         const Impl* member)
     : rank(rank_),
       size(size_),
       family_(std::make_shared<collectives::CommunicatorFamily>()),
@@ -68,14 +69,26 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     fail(ErrorCode::InvalidArgument, "rank {} is not within a group of {} ranks", rank, size);
   log::set_rank(rank);
   // Each rank numbers the communicators it forms on this store; ranks form them in the same order,
-  // so the numbers agree, and the keys and handshakes of one communicator never meet another's.
-  comm_id_ = static_cast<std::uint64_t>(base_store->add(fmt::format("canopy/communicators/{}", rank), 1));
-  store_ = std::make_shared<PrefixStore>(base_store, fmt::format("canopy/comm/{}", comm_id_));
+  // so the numbers agree, and the keys and handshakes of one communicator never meet another's. A grown
+  // group's id and keys come from its plan, the same on every rank, newcomers included.
+  comm_id_ = plan ? plan->comm_id
+                  : static_cast<std::uint64_t>(base_store->add(fmt::format("canopy/communicators/{}", rank), 1));
+  base_store_ = base_store;
+  store_path_ = plan ? plan->prefix : fmt::format("canopy/comm/{}", comm_id_);
+  store_ = std::make_shared<PrefixStore>(base_store, store_path_);
   store_->set_timeout(timeout_);
 
   world_ranks_.resize(static_cast<std::size_t>(size));
   std::iota(world_ranks_.begin(), world_ranks_.end(), 0);
   family_ranks_ = world_ranks_;
+  next_world_rank_ = size;
+  if (plan) {
+    world_ranks_ = plan->world_ranks;
+    generation_ = plan->generation;
+    admitted_ = plan->admitted;
+    next_world_rank_ = *std::max_element(world_ranks_.begin(), world_ranks_.end()) + 1;
+  }
+  if (member) family_->store_server = member->family_->store_server;
   hosts_ = std::make_shared<const collectives::HostLayout>(collectives::exchange_host_layout(
       *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus()));
   if (options.local_rank >= 0 && options.local_size > 0) {
@@ -87,14 +100,14 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   }
   connect(*hosts_, options.job_token, store_);
 
-  const bool calibrate = options.calibrate && settings_.flag("CANOPY_CALIBRATE");
-  collectives::LinkModel link;
+  const bool calibrate = !plan && options.calibrate && settings_.flag("CANOPY_CALIBRATE");
+  collectives::LinkModel link = plan ? plan->link : collectives::LinkModel();
   if (calibrate)
     link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, *hosts_,
                                              settings_.text("CANOPY_COST_MODEL"), Deadline::after(timeout_));
   cost_model_ = collectives::CostModel(std::move(link));
-  log::info("communicator {} ready: rank {} of {} (local {} of {}), {}", comm_id_, rank, size, local_rank,
-            local_size, collectives::describe(cost_model_.link(), *hosts_));
+  log::info("communicator {} ready: rank {} of {} (local {} of {}, generation {}), {}", comm_id_, rank, size,
+            local_rank, local_size, generation_, collectives::describe(cost_model_.link(), *hosts_));
 
   const auto liveness = collectives::LivenessSettings::from_settings(settings_);
   auto monitor_store = collectives::open_monitor_store(store_, liveness);
@@ -125,6 +138,10 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
     family_ranks_.push_back(parent.family_ranks_[static_cast<std::size_t>(member)]);
   }
   generation_ = parent.generation_;
+  base_store_ = parent.base_store_;
+  store_path_ = parent.store_path_ + "/" + name;
+  admitted_ = parent.admitted_;
+  next_world_rank_ = parent.next_world_rank_;
   local_rank = hosts_->local_rank_of(rank);
   local_size = hosts_->ranks_on(hosts_->host_of(rank));
   store_ = std::make_shared<PrefixStore>(parent.store_, name);
@@ -163,6 +180,24 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
   }
   log::info("{} ready: rank {} of {} (rank {} of its parent {})", describe(), rank, size, parent.rank,
             parent.describe());
+}
+
+collectives::GrowPlan Communicator::Impl::grow_plan(const std::vector<int>& members, std::uint64_t number,
+                                                    std::uint64_t first_ticket, std::uint64_t admitted) const {
+  collectives::GrowPlan plan;
+  const std::string name = fmt::format("grow/{}", number);
+  plan.prefix = store_path_ + "/" + name;
+  plan.comm_id = child_id(comm_id_, name);
+  plan.generation = generation_ + 1;
+  plan.first_newcomer = static_cast<int>(members.size());
+  plan.first_ticket = first_ticket;
+  plan.admitted = std::max(admitted, first_ticket - 1);
+  const auto newcomers = static_cast<int>(plan.admitted - (first_ticket - 1));
+  plan.size = plan.first_newcomer + newcomers;
+  for (int member : members) plan.world_ranks.push_back(world_ranks_[static_cast<std::size_t>(member)]);
+  for (int i = 0; i < newcomers; ++i) plan.world_ranks.push_back(next_world_rank_ + i);
+  plan.link = cost_model_.link();
+  return plan;
 }
 
 Communicator::Impl::~Impl() {
@@ -370,7 +405,7 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   // A one-shot call that fits the host's cells goes through them; every other call runs its schedule.
   const bool through_cells = algorithm.one_shot && call.through_cells(element_size);
   const collectives::CompiledSchedule* compiled = through_cells ? nullptr : &schedules_.get(algorithm, call);
-  if (compiled != nullptr) grow(staging_, compiled->schedule.staging_count * element_size);
+  if (compiled != nullptr) grow_to(staging_, compiled->schedule.staging_count * element_size);
 
   collectives::ExecutionContext context;
   context.transport = transport_.get();
