@@ -345,6 +345,111 @@ TEST_P(Elastic, AStoppedRankIsLeftOutAndWhenContinuedLearnsIt) {
   job.expect({});
 }
 
+// A group of `members` ranks in processes 0 .. members - 1, and a newcomer (process `members`) that
+// joins it: body(comm, reporter) on the members, newcomer(comm, reporter) once it has joined.
+class JoinJob {
+ public:
+  JoinJob(int members, const std::function<void(Communicator&, const Reporter&)>& body,
+          const std::function<void(Communicator&, const Reporter&)>& newcomer)
+      : processes_(members + 1) {
+    const std::string path = dir_.path();
+    group_ = std::make_unique<ProcessGroup>(
+        processes_, [path, members, body, newcomer](int index, const Reporter& reporter) {
+          auto options = testing::group_options("elastic-test");
+          if (index == members) {
+            Communicator comm = Communicator::join(open_file_store(path), options);
+            newcomer(comm, reporter);
+            return;
+          }
+          Communicator comm(open_file_store(path), index, members, options);
+          body(comm, reporter);
+        });
+  }
+  ProcessGroup& group() { return *group_; }
+  void expect(const std::vector<int>& killed) {
+    std::vector<int> all;
+    for (int r = 0; r < processes_; ++r) all.push_back(r);
+    if (!group_->wait_ended(all, Clock::now() + kLimit)) group_->kill_unfinished();
+    for (int r = 0; r < processes_; ++r) {
+      const testing::ProcessEnd& end = group_->end(r);
+      if (std::find(killed.begin(), killed.end(), r) != killed.end())
+        EXPECT_EQ(end.signal, SIGKILL) << "process " << r << " " << end.describe();
+      else
+        EXPECT_TRUE(end.ok() && end.outcome.rfind("ok", 0) == 0) << "process " << r << " " << end.describe();
+    }
+  }
+
+ private:
+  int processes_;
+  testing::TempDir dir_;
+  std::unique_ptr<ProcessGroup> group_;
+};
+
+// Grows until the newcomer is in (it may take its ticket after the first grow), at most 40 times.
+Communicator grow_until(Communicator comm, int size) {
+  for (int attempt = 0; attempt < 40 && comm.size() < size; ++attempt) {
+    std::this_thread::sleep_for(25ms);
+    comm = comm.grow();
+  }
+  require(comm.size() == size, "grew to {} ranks, not {}", comm.size(), size);
+  return comm;
+}
+
+// Every rank's generation, the same everywhere (all-reduce of max and min).
+std::uint32_t common_generation(Communicator& comm) {
+  std::vector<std::int64_t> high(1, comm.generation()), low(1, -static_cast<std::int64_t>(comm.generation()));
+  comm.all_reduce(std::span(high), ReduceOp::Max);
+  comm.all_reduce(std::span(low), ReduceOp::Max);
+  require(high[0] == -low[0], "generations differ across ranks: {} to {}", -low[0], high[0]);
+  return static_cast<std::uint32_t>(high[0]);
+}
+
+// Three ranks admit a fourth process started beside them: the newcomer is rank 3 (job rank 3) of a
+// group of four whose all-reduces are exact.
+TEST_P(Elastic, ANewcomerJoinsWhenTheMembersGrow) {
+  JoinJob job(
+      3,
+      [](Communicator& comm, const Reporter& reporter) {
+        Communicator grown = grow_until(std::move(comm), 4);
+        require(grown.rank() < 3, "a member became rank {}", grown.rank());
+        check_all_reduce(grown, {0, 1, 2, 3}, grown.rank());
+        reporter.outcome(fmt::format("ok generation {}", common_generation(grown)));
+      },
+      [](Communicator& comm, const Reporter& reporter) {
+        require(comm.rank() == 3 && comm.size() == 4, "the newcomer is rank {} of {}", comm.rank(), comm.size());
+        check_all_reduce(comm, {0, 1, 2, 3}, 3);
+        reporter.outcome(fmt::format("ok generation {}", common_generation(comm)));
+      });
+  job.expect({});
+}
+
+// The whole cycle: rank 2 of four is killed, the survivors shrink to three and grow back to four with a
+// replacement, which becomes rank 3 (job rank 4, a rank never used before).
+TEST_P(Elastic, AReplacementJoinsTheShrunkGroup) {
+  JoinJob job(
+      4,
+      [](Communicator& comm, const Reporter& reporter) {
+        comm.barrier();
+        reporter.ready();
+        reduce_until_failure(comm);
+        Communicator smaller = comm.shrink();
+        Communicator grown = grow_until(std::move(smaller), 4);
+        require(grown.rank() == (comm.rank() < 2 ? comm.rank() : comm.rank() - 1), "world rank {} became {}",
+                comm.rank(), grown.rank());
+        check_all_reduce(grown, {0, 1, 3, 4}, comm.rank());
+        reporter.outcome(fmt::format("ok generation {}", common_generation(grown)));
+      },
+      [](Communicator& comm, const Reporter& reporter) {
+        require(comm.rank() == 3 && comm.size() == 4, "the replacement is rank {} of {}", comm.rank(), comm.size());
+        check_all_reduce(comm, {0, 1, 3, 4}, 4);
+        reporter.outcome(fmt::format("ok generation {}", common_generation(comm)));
+      });
+  ASSERT_TRUE(job.group().wait_ready({0, 1, 2, 3}, Clock::now() + kLimit));
+  std::this_thread::sleep_for(50ms);
+  job.group().signal(2, SIGKILL);
+  job.expect({2});
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Elastic, ::testing::Values("tcp", "shm+tcp"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            return param.param == "tcp" ? std::string("Tcp") : std::string("Shm");
