@@ -1,7 +1,7 @@
 // Losing a rank and going on, between real processes: revoke wakes every rank's call with
-// Error(Revoked), agree returns the same AND on every survivor, and shrink gives the survivors a smaller
+// Error(Revoked), agree returns the same AND on every survivor, shrink gives the survivors a smaller
 // communicator whose all-reduces are right, over TCP and over shared memory, even when a second rank
-// dies during the shrink. Ranks die by SIGKILL (no destructor runs). Every wait is bounded: a rank that
+// dies during the shrink, and grow admits a process started later (a replacement). Ranks die by SIGKILL (no destructor runs). Every wait is bounded: a rank that
 // has not ended by its limit is killed and fails the test.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
