@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <charconv>
 #include <sstream>
 
 #include "collectives/link_model_text.hpp"
@@ -32,7 +33,12 @@ GrowPlan GrowPlan::decode(const std::string& text) {
         plan.admitted))
     fail(ErrorCode::Protocol, "malformed grow plan '{}' in the store", text);
   std::istringstream list(ranks);
-  for (std::string rank; std::getline(list, rank, ',');) plan.world_ranks.push_back(std::stoi(rank));
+  for (std::string rank; std::getline(list, rank, ',');) {
+    int value = -1;
+    if (std::from_chars(rank.data(), rank.data() + rank.size(), value).ec != std::errc() || value < 0)
+      fail(ErrorCode::Protocol, "malformed grow plan '{}' in the store: '{}' is not a job rank", text, rank);
+    plan.world_ranks.push_back(value);
+  }
   if (static_cast<int>(plan.world_ranks.size()) != plan.size || plan.first_newcomer > plan.size)
     fail(ErrorCode::Protocol, "grow plan '{}' lists {} ranks for a group of {}", text, plan.world_ranks.size(),
          plan.size);
