@@ -27,6 +27,10 @@ class CommunicatorFamily {
   // Starts the liveness monitor of the family's first communicator (rank of size); it aborts every member.
   void watch(std::shared_ptr<Store> monitor_store, std::shared_ptr<FirstFailure> first_failure, int rank,
              int size, const LivenessSettings& settings);
+  // Tells the monitor that every member has formed the group (LivenessMonitor::peers_formed).
+  void peers_formed() {
+    if (liveness_) liveness_->peers_formed();
+  }
 
   void join(Communicator::Impl* member);
   void leave(Communicator::Impl* member);

@@ -11,6 +11,7 @@
 #include "collectives/link_calibration.hpp"
 #include "collectives/link_model_text.hpp"
 #include "collectives/one_shot.hpp"
+#include "collectives/watched_store.hpp"
 #include "collectives/liveness_monitor.hpp"
 #include "common/cpu_list.hpp"
 #include "collectives/algorithm_overrides.hpp"
@@ -36,7 +37,7 @@ bool is_rooted(Collective c) {
          c == Collective::Scatter;
 }
 
-void grow(std::vector<std::byte>& buffer, std::size_t bytes) {
+void grow_to(std::vector<std::byte>& buffer, std::size_t bytes) {
   if (buffer.size() < bytes) buffer.resize(bytes);
 }
 
@@ -49,7 +50,8 @@ std::uint64_t child_id(std::uint64_t parent_id, const std::string& name) {
 }  // namespace
 
 Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_,
-                         const CommunicatorOptions& options)
+                         const CommunicatorOptions& options, const collectives::GrowPlan* plan,
+                         const Impl* member)
     : rank(rank_),
       size(size_),
       family_(std::make_shared<collectives::CommunicatorFamily>()),
@@ -63,14 +65,26 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     fail(ErrorCode::InvalidArgument, "rank {} is not within a group of {} ranks", rank, size);
   log::set_rank(rank);
   // Each rank numbers the communicators it forms on this store; ranks form them in the same order,
-  // so the numbers agree, and the keys and handshakes of one communicator never meet another's.
-  comm_id_ = static_cast<std::uint64_t>(base_store->add(fmt::format("canopy/communicators/{}", rank), 1));
-  store_ = std::make_shared<PrefixStore>(base_store, fmt::format("canopy/comm/{}", comm_id_));
+  // so the numbers agree, and the keys and handshakes of one communicator never meet another's. A grown
+  // group's id and keys come from its plan, the same on every rank, newcomers included.
+  comm_id_ = plan ? plan->comm_id
+                  : static_cast<std::uint64_t>(base_store->add(fmt::format("canopy/communicators/{}", rank), 1));
+  base_store_ = base_store;
+  store_path_ = plan ? plan->prefix : fmt::format("canopy/comm/{}", comm_id_);
+  store_ = std::make_shared<PrefixStore>(base_store, store_path_);
   store_->set_timeout(timeout_);
 
   world_ranks_.resize(static_cast<std::size_t>(size));
   std::iota(world_ranks_.begin(), world_ranks_.end(), 0);
   family_ranks_ = world_ranks_;
+  next_world_rank_ = size;
+  if (plan) {
+    world_ranks_ = plan->world_ranks;
+    generation_ = plan->generation;
+    admitted_ = plan->admitted;
+    next_world_rank_ = *std::max_element(world_ranks_.begin(), world_ranks_.end()) + 1;
+  }
+  if (member) family_->store_server = member->family_->store_server;
   hosts_ = std::make_shared<const collectives::HostLayout>(collectives::exchange_host_layout(
       *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus()));
   if (options.local_rank >= 0 && options.local_size > 0) {
@@ -80,16 +94,16 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     local_rank = hosts_->local_rank_of(rank);
     local_size = hosts_->ranks_on(hosts_->host_of(rank));
   }
-  connect(*hosts_, options.job_token);
+  connect(*hosts_, options.job_token, store_);
 
-  const bool calibrate = options.calibrate && settings_.flag("CANOPY_CALIBRATE");
-  collectives::LinkModel link;
+  const bool calibrate = !plan && options.calibrate && settings_.flag("CANOPY_CALIBRATE");
+  collectives::LinkModel link = plan ? plan->link : collectives::LinkModel();
   if (calibrate)
     link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, *hosts_,
                                              settings_.text("CANOPY_COST_MODEL"), Deadline::after(timeout_));
   cost_model_ = collectives::CostModel(std::move(link), collectives::ChoiceMemo::for_group(size, local_size));
-  log::info("communicator {} ready: rank {} of {} (local {} of {}), {}", comm_id_, rank, size, local_rank,
-            local_size, collectives::describe(cost_model_.link(), *hosts_));
+  log::info("communicator {} ready: rank {} of {} (local {} of {}, generation {}), {}", comm_id_, rank, size,
+            local_rank, local_size, generation_, collectives::describe(cost_model_.link(), *hosts_));
 
   const auto liveness = collectives::LivenessSettings::from_settings(settings_);
   auto monitor_store = collectives::open_monitor_store(store_, liveness);
@@ -102,9 +116,9 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
 }
 
 Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const std::string& name,
-                         std::int32_t members_digest, Lineage lineage)
+                         std::int32_t members_digest, const Origin& origin)
     : size(static_cast<int>(members.size())),
-      family_(lineage == Lineage::NewFamily ? std::make_shared<collectives::CommunicatorFamily>() : parent.family_),
+      family_(origin.new_family ? std::make_shared<collectives::CommunicatorFamily>() : parent.family_),
       settings_(parent.settings_),
       timeout_(parent.timeout_),
       comm_id_(child_id(parent.comm_id_, name)),
@@ -120,6 +134,10 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
     family_ranks_.push_back(parent.family_ranks_[static_cast<std::size_t>(member)]);
   }
   generation_ = parent.generation_;
+  base_store_ = parent.base_store_;
+  store_path_ = parent.store_path_ + "/" + name;
+  admitted_ = parent.admitted_;
+  next_world_rank_ = parent.next_world_rank_;
   local_rank = hosts_->local_rank_of(rank);
   local_size = hosts_->ranks_on(hosts_->host_of(rank));
   store_ = std::make_shared<PrefixStore>(parent.store_, name);
@@ -132,11 +150,14 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
       fail(ErrorCode::Mismatch, "rank {} (world rank {}): the members of group '{}' passed different lists of ranks",
            rank, world_ranks_[static_cast<std::size_t>(rank)], name);
   }
-  connect(*hosts_, options_.job_token);
+  connect(*hosts_, options_.job_token,
+          origin.check_members
+              ? std::make_shared<collectives::WatchedStore>(store_, origin.check_members, origin.check_every)
+              : store_);
   // The parent measured these links; the group's own layout (in its calls) decides who shares a host.
   cost_model_ =
       collectives::CostModel(parent.cost_model_.link(), collectives::ChoiceMemo::for_group(size, local_size));
-  if (lineage == Lineage::NewFamily) {
+  if (origin.new_family) {
     // The first of a family: its ranks beat under its own keys, and its failures are its own.
     ++generation_;
     std::iota(family_ranks_.begin(), family_ranks_.end(), 0);
@@ -158,12 +179,31 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
             parent.describe());
 }
 
+collectives::GrowPlan Communicator::Impl::grow_plan(const std::vector<int>& members, std::uint64_t number,
+                                                    std::uint64_t first_ticket, std::uint64_t admitted) const {
+  collectives::GrowPlan plan;
+  const std::string name = fmt::format("grow/{}", number);
+  plan.prefix = store_path_ + "/" + name;
+  plan.comm_id = child_id(comm_id_, name);
+  plan.generation = generation_ + 1;
+  plan.first_newcomer = static_cast<int>(members.size());
+  plan.first_ticket = first_ticket;
+  plan.admitted = std::max(admitted, first_ticket - 1);
+  const auto newcomers = static_cast<int>(plan.admitted - (first_ticket - 1));
+  plan.size = plan.first_newcomer + newcomers;
+  for (int member : members) plan.world_ranks.push_back(world_ranks_[static_cast<std::size_t>(member)]);
+  for (int i = 0; i < newcomers; ++i) plan.world_ranks.push_back(next_world_rank_ + i);
+  plan.link = cost_model_.link();
+  return plan;
+}
+
 Communicator::Impl::~Impl() {
   family_->leave(this);  // before anything the family's monitor could abort goes
   p2p_->close();         // its thread may still report a failure through this communicator
 }
 
-void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token) {
+void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token,
+                                 const std::shared_ptr<Store>& forming) {
   auto mesh = transport::MeshOptions::from_settings(settings_, comm_id_);
   mesh.connect_timeout = timeout_;
   if (!job_token.empty()) mesh.job_token = job_token;
@@ -172,7 +212,7 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   mesh.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
   const bool on_first_use = settings_.choice("CANOPY_CONNECT") != "eager";
   if (on_first_use) mesh.store_for_first_use = store_;
-  transport_ = transport::connect_mesh(*store_, rank, size, mesh);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
+  transport_ = transport::connect_mesh(*forming, rank, size, mesh);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
   host_cells_ = transport_->host_cells();
   // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
   // collective runs, in an order of their own (docs/GROUPS.md says why not the collectives' sockets).
@@ -183,7 +223,8 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   collectives::PointToPoint::Settings settings;
   settings.comm_id = comm_id_;
   settings.timeout = timeout_;
-  p2p_ = std::make_unique<collectives::PointToPoint>(transport::connect_mesh(*p2p_store, rank, size, mesh),
+  PrefixStore p2p_forming(forming, "p2p");
+  p2p_ = std::make_unique<collectives::PointToPoint>(transport::connect_mesh(p2p_forming, rank, size, mesh),
                                                      settings,
                                                      [this](const Error& error) { return end_with(error); });
 }
@@ -361,7 +402,7 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   // A one-shot call that fits the host's cells goes through them; every other call runs its schedule.
   const bool through_cells = algorithm.one_shot && call.through_cells(element_size);
   const collectives::CompiledSchedule* compiled = through_cells ? nullptr : &schedules_.get(algorithm, call);
-  if (compiled != nullptr) grow(staging_, compiled->schedule.staging_count * element_size);
+  if (compiled != nullptr) grow_to(staging_, compiled->schedule.staging_count * element_size);
 
   collectives::ExecutionContext context;
   context.transport = transport_.get();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "collectives/cost_model.hpp"
 #include "collectives/executor.hpp"
 #include "collectives/fault_agreement.hpp"
+#include "collectives/grow_plan.hpp"
 #include "collectives/first_failure.hpp"
 #include "collectives/flight_recorder.hpp"
 #include "collectives/point_to_point.hpp"
@@ -29,19 +31,31 @@
 
 namespace canopy {
 
+namespace collectives {
+// How a sub-communicator comes to be: from split and its kin, in the parent's family; from shrink, as
+// the first of a family of its own (its own failure record and liveness monitor, one generation after
+// the parent's), formed through a store whose waits give up once `check_members` finds a member gone.
+struct GroupOrigin {
+  bool new_family = false;
+  std::function<void()> check_members;  // throws Error(PeerFailed) naming a member that is gone
+  Duration check_every{100};
+};
+}  // namespace collectives
+
 class Communicator::Impl {
  public:
-  // The first communicator of a family: forms the group of `size` ranks meeting through `store`.
-  Impl(std::shared_ptr<Store> base_store, int rank, int size, const CommunicatorOptions& options);
+  // The first communicator of a family: forms the group of `size` ranks meeting through `store`. With a
+  // `plan`, the group that grow() forms (its id, keys, job ranks and link figures from the plan);
+  // `member` is this rank's communicator in the group that grows (null on a newcomer).
+  Impl(std::shared_ptr<Store> base_store, int rank, int size, const CommunicatorOptions& options,
+       const collectives::GrowPlan* plan = nullptr, const Impl* member = nullptr);
   // A sub-communicator of `parent` made of `members` (ranks of the parent, in their new order), which
   // contains the parent's own rank; `name` tells its store keys from those of the parent's other
   // sub-communicators. Every member calls this with the same members and name; a nonzero
   // `members_digest` is first checked against the other members' (Error(Mismatch) where they differ).
-  // NewFamily (shrink): the group starts a family of its own, with its own failure record and liveness
-  // monitor, one generation after the parent's.
-  enum class Lineage { SameFamily, NewFamily };
+  using Origin = collectives::GroupOrigin;
   Impl(Impl& parent, const std::vector<int>& members, const std::string& name, std::int32_t members_digest = 0,
-       Lineage lineage = Lineage::SameFamily);
+       const Origin& origin = {});
   ~Impl();
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -74,6 +88,16 @@ class Communicator::Impl {
   // One fault-tolerant agreement among the survivors (fault_agreement.hpp); `purpose` names it in
   // errors. Its number (every survivor counts its agreements alike) lands in `number`.
   collectives::Agreement agree(std::uint32_t flags, std::string_view purpose, std::uint64_t& number);
+  // The Origin of a group of `members` (ranks of this one) that shrink forms.
+  Origin shrunk_origin(const std::vector<int>& members);
+  // The plan of the group that grow #`number` forms: `members` (ranks of this one) and the newcomers
+  // with tickets `first_ticket` .. `admitted`.
+  collectives::GrowPlan grow_plan(const std::vector<int>& members, std::uint64_t number, std::uint64_t first_ticket,
+                                  std::uint64_t admitted) const;
+  std::uint64_t admitted() const { return admitted_; }
+  const std::shared_ptr<Store>& base_store() const { return base_store_; }
+  const std::shared_ptr<Store>& store() const { return store_; }
+  const CommunicatorOptions& options() const { return options_; }
   std::uint32_t generation() const { return generation_; }
   std::uint64_t id() const { return comm_id_; }
   // "communicator 3 (generation 1)", for messages.
@@ -94,7 +118,13 @@ class Communicator::Impl {
 
  private:
   // The part both constructors share: connects the group's two meshes (collectives, point-to-point).
-  void connect(const collectives::HostLayout& hosts, const std::string& job_token);
+  // `forming`: the store the meshes form through (store_, or a WatchedStore over it); links made later,
+  // on first use, meet through store_.
+  void connect(const collectives::HostLayout& hosts, const std::string& job_token,
+               const std::shared_ptr<Store>& forming);
+  // Who of this group is gone, by heartbeat: one for all its agreements, so that a rank found silent in
+  // one is gone at once in the next.
+  const std::shared_ptr<collectives::PeerSilence>& silence();
   void ensure_usable();
   // Publishes `error` as the communicator's first failure (or learns another rank's), ends the
   // communicator, and returns the error to report.
@@ -115,6 +145,11 @@ class Communicator::Impl {
   std::uint32_t generation_ = 0;   // shrinks since the job's first communicator
   std::atomic<std::uint64_t> agreements_{0};  // fault-tolerant agreements so far (agree, shrink)
   std::shared_ptr<Store> failure_store_;       // its FirstFailure's keys, where agreements run too
+  std::shared_ptr<collectives::PeerSilence> silence_;  // made at the first agreement
+  std::shared_ptr<Store> base_store_;  // the job's store, as the first communicator was given it
+  std::string store_path_;             // store_'s prefix in it
+  std::uint64_t admitted_ = 0;         // join tickets admitted by grow() so far, in this lineage
+  int next_world_rank_ = 0;            // the job rank the next newcomer gets
   std::string path_;              // its store keys' prefix below the family's first communicator's ("" there)
   std::unique_ptr<transport::Transport> transport_;
   transport::HostCells* host_cells_ = nullptr;  // the transport's, read once; null: none

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <map>
+#include <optional>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -13,10 +13,11 @@
 namespace canopy::collectives {
 namespace {
 
-constexpr const char* kState = "state";      // "votes 0=ffffffff 2=1", then the decision
-constexpr const char* kDecided = "decided";  // set once the state closed: wakes the waiters at once
-constexpr std::string_view kVotes = "votes";
+// Each rank sets "vote/<rank>" (its flags); the first rank that can decide writes "decision" with
+// compare_set, and every rank returns what that key holds.
+constexpr const char* kDecision = "decision";
 constexpr std::string_view kAgreed = "agreed ";
+constexpr std::string_view kMismatch = "mismatch: ";
 
 bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
@@ -28,24 +29,43 @@ bool parse_number(std::string_view text, T& value, int base = 10) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-// The votes in an open state ("" before the first one), by rank.
-std::map<int, std::uint32_t> parse_votes(const std::string& state, int size) {
-  std::map<int, std::uint32_t> votes;
-  if (state.empty()) return votes;
-  std::istringstream words(state);
-  std::string word;
-  words >> word;
-  if (word != kVotes) fail(ErrorCode::Protocol, "agreement: the store holds '{}', not votes", state);
-  while (words >> word) {
-    const std::size_t equals = word.find('=');
-    int rank = -1;
-    std::uint32_t flags = 0;
-    if (equals == std::string::npos || !parse_number(std::string_view(word).substr(0, equals), rank) ||
-        !parse_number(std::string_view(word).substr(equals + 1), flags, 16) || rank < 0 || rank >= size)
-      fail(ErrorCode::Protocol, "agreement: malformed vote '{}' in '{}'", word, state);
-    votes[rank] = flags;
+// The decision this rank can make now: once every rank has voted or will never vote (asked of each
+// absent rank every round, so that its silence is timed from the first round on); nullopt before.
+std::optional<Agreement> decide(Store& store, const std::vector<std::string>& vote_keys,
+                                const AgreementRound& round, PeerSilence& silence) {
+  std::vector<std::optional<std::string>> votes(vote_keys.size());
+  if (store.check(vote_keys)) {  // the common case: one request to know, one to read them all
+    const std::vector<std::string> values = store.get_many(vote_keys, Duration(1000));
+    for (std::size_t r = 0; r < values.size(); ++r) votes[r] = values[r];
+  } else {
+    for (std::size_t r = 0; r < vote_keys.size(); ++r)
+      if (store.check({vote_keys[r]})) votes[r] = store.get(vote_keys[r]);
   }
-  return votes;
+  const bool late = round.deadline.expired();
+  Agreement decision;
+  bool complete = true;
+  for (int rank = 0; rank < round.size; ++rank) {
+    if (const auto& vote = votes[static_cast<std::size_t>(rank)]) {
+      // "<purpose> <flags>": ranks that called different things here are told so, every one of them.
+      const std::size_t space = vote->rfind(' ');
+      std::uint32_t flags = 0;
+      if (space == std::string::npos || !parse_number(std::string_view(*vote).substr(space + 1), flags, 16))
+        fail(ErrorCode::Protocol, "agreement: rank {} voted '{}', not a purpose and flags", rank, *vote);
+      const std::string purpose = vote->substr(0, space);
+      if (purpose != round.purpose && decision.mismatch.empty())
+        decision.mismatch = fmt::format("ranks disagree on what this is: rank {} came for {}, rank {} for {}",
+                                        rank, purpose, round.rank, round.purpose);
+      decision.participants.push_back(rank);
+      decision.value &= flags;
+      continue;
+    }
+    std::string why = silence.gone(rank);
+    if (why.empty() && late) why = fmt::format("rank {} did not take part before the deadline", rank);
+    if (why.empty()) complete = false;
+    decision.left_out.emplace_back(rank, std::move(why));
+  }
+  if (!complete) return std::nullopt;
+  return decision;
 }
 
 std::string one_line(std::string text) {
@@ -59,6 +79,7 @@ std::string one_line(std::string text) {
 std::string Agreement::encode() const {
   std::string text = fmt::format("{}{:x}\n{}\n", kAgreed, value, fmt::join(participants, ","));
   for (const auto& [rank, why] : left_out) text += fmt::format("{} {}\n", rank, one_line(why));
+  if (!mismatch.empty()) text += fmt::format("{}{}\n", kMismatch, one_line(mismatch));
   return text;
 }
 
@@ -78,6 +99,10 @@ Agreement Agreement::decode(const std::string& text) {
     agreement.participants.push_back(r);
   }
   while (std::getline(lines, line)) {
+    if (starts_with(line, kMismatch)) {
+      agreement.mismatch = line.substr(kMismatch.size());
+      continue;
+    }
     const std::size_t space = line.find(' ');
     int r = -1;
     if (space == std::string::npos || !parse_number(std::string_view(line).substr(0, space), r)) malformed();
@@ -87,58 +112,50 @@ Agreement Agreement::decode(const std::string& text) {
 }
 
 Agreement agree_in_store(Store& store, const AgreementRound& round, std::uint32_t flags, PeerSilence& silence) {
-  const std::string my_vote = fmt::format(" {}={:x}", round.rank, flags);
+  std::vector<std::string> vote_keys;
+  for (int rank = 0; rank < round.size; ++rank) vote_keys.push_back(fmt::format("vote/{}", rank));
   try {
-    std::string state = store.compare_set(kState, "", std::string(kVotes) + my_vote);
+    // A plain set: a rank killed while voting holds no lock (a FileStore locks a key for compare_set).
+    store.set(vote_keys[static_cast<std::size_t>(round.rank)], fmt::format("{} {:x}", round.purpose, flags));
     for (;;) {
-      if (starts_with(state, kAgreed)) {
-        Agreement agreement = Agreement::decode(state);
-        if (!std::binary_search(agreement.participants.begin(), agreement.participants.end(), round.rank))
-          fail(ErrorCode::Revoked,
-               "rank {}: {} was decided without this rank: the others counted it as failed, so it is no longer "
-               "a member (ranks {} took part)",
-               round.rank, round.what, fmt::join(agreement.participants, ", "));
-        return agreement;
-      }
-      const std::map<int, std::uint32_t> votes = parse_votes(state, round.size);
-      if (votes.count(round.rank) == 0) {  // another vote landed first: add this one to what is there now
-        state = store.compare_set(kState, state, state.empty() ? std::string(kVotes) + my_vote : state + my_vote);
-        continue;
-      }
-      // Closed only once every rank has voted or will never vote; every absent rank is asked every round,
-      // so that its silence is timed from the first round on.
-      const bool late = round.deadline.expired();
-      Agreement decision;
-      bool complete = true;
-      for (int rank = 0; rank < round.size; ++rank) {
-        if (auto vote = votes.find(rank); vote != votes.end()) {
-          decision.participants.push_back(rank);
-          decision.value &= vote->second;
+      std::string closed;
+      if (store.check({kDecision})) {
+        closed = store.get(kDecision);
+      } else if (std::optional<Agreement> decision = decide(store, vote_keys, round, silence)) {
+        try {
+          closed = store.compare_set(kDecision, "", decision->encode());  // the first decision wins
+        } catch (const Error& e) {
+          // A FileStore's lock left by a rank killed inside compare_set: broken when stale, so try again.
+          if (e.code() != ErrorCode::Timeout || round.deadline.expired()) throw;
           continue;
         }
-        std::string why = silence.gone(rank);
-        if (why.empty() && late) why = fmt::format("rank {} did not take part before the deadline", rank);
-        if (why.empty()) complete = false;
-        decision.left_out.emplace_back(rank, std::move(why));
-      }
-      if (complete) {
-        const std::string closed = decision.encode();
-        state = store.compare_set(kState, state, closed);
-        if (state == closed) store.set(kDecided, "1");
+      } else {
+        try {
+          const auto left = std::chrono::duration_cast<Duration>(round.deadline.remaining());
+          store.wait({kDecision}, std::clamp(left, Duration(1), round.poll));
+        } catch (const Error& e) {
+          if (e.code() != ErrorCode::Timeout) throw;
+        }
         continue;
       }
-      try {
-        const auto left = std::chrono::duration_cast<Duration>(round.deadline.remaining());
-        store.wait({kDecided}, std::clamp(left, Duration(1), round.poll));
-      } catch (const Error& e) {
-        if (e.code() != ErrorCode::Timeout) throw;
-      }
-      state = store.get(kState);
+      Agreement agreement = Agreement::decode(closed);
+      if (!agreement.mismatch.empty())
+        fail(ErrorCode::Mismatch, "rank {}: {}: {} (every rank must call agree and shrink in the same order)",
+             round.rank, round.what, agreement.mismatch);
+      if (!std::binary_search(agreement.participants.begin(), agreement.participants.end(), round.rank))
+        fail(ErrorCode::Revoked,
+             "rank {}: {} was decided without this rank: the others counted it as failed, so it is no longer "
+             "a member (ranks {} took part)",
+             round.rank, round.what, fmt::join(agreement.participants, ", "));
+      return agreement;
     }
   } catch (const Error& e) {
-    if (e.code() == ErrorCode::Revoked || e.code() == ErrorCode::Protocol) throw;
-    fail(ErrorCode::PeerFailed, "rank {}: {} cannot be decided: the store failed ({}); an agreement survives "
-         "ranks that die, not a store that does", round.rank, round.what, e.what());
+    if (e.code() == ErrorCode::Revoked || e.code() == ErrorCode::Protocol || e.code() == ErrorCode::Mismatch)
+      throw;
+    fail(ErrorCode::PeerFailed,
+         "rank {}: {} cannot be decided: the store failed ({}); an agreement survives ranks that die, not a "
+         "store that does",
+         round.rank, round.what, e.what());
   }
 }
 

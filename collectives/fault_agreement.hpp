@@ -2,10 +2,10 @@
 //
 // Every survivor of a communicator calls it with its flags and gets the bitwise AND of the flags of the
 // ranks that took part, with the list of those ranks: the same answer on every rank, even when ranks die
-// while it runs. One store key holds the votes and, once closed, the decision; it changes only by
-// compare_set, so one decision wins and every rank reads that one. A vote either lands before the key
-// closes (and counts) or finds it closed (and its rank learns it was left out). The store is the trusted
-// party: a store that dies is not survived. docs/RELIABILITY.md, *Revoke, agree, shrink*, has the proof.
+// while it runs. Each rank sets a vote key of its own; the first rank that sees every rank either voted
+// or gone writes the decision with compare_set, so one decision wins and every rank reads that one. A
+// rank whose vote came too late for it learns that it was left out. The store is the trusted party: a
+// store that dies is not survived. docs/RELIABILITY.md, *Revoke, agree, shrink*, has the argument.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,7 @@ struct Agreement {
   std::uint32_t value = ~std::uint32_t{0};  // the AND of the participants' flags
   std::vector<int> participants;            // ranks, in increasing order
   std::vector<std::pair<int, std::string>> left_out;  // the ranks counted as failed, and why
+  std::string mismatch;  // set when ranks called different things (agree, shrink) in this place
 
   std::string encode() const;
   static Agreement decode(const std::string& text);  // throws Error(Protocol) on what encode() never wrote
@@ -31,14 +32,16 @@ struct Agreement {
 struct AgreementRound {
   int rank = 0;
   int size = 1;
-  std::string what;  // "agreement #3 of communicator 5 (generation 1)", for messages
+  std::string purpose = "agree";  // what the ranks call ("agree", "shrink"): all must call the same
+  std::string what;               // "agreement #3 of communicator 5 (generation 1)", for messages
   Deadline deadline = Deadline::never();
   Duration poll{50};  // how often a waiting rank looks at the silent ones
 };
 
 // Runs one agreement in `store` (keys of this agreement alone). A rank that has not voted is left out
 // once `silence` says it is gone, or when the deadline passes. Throws Error(Revoked) on a rank that the
-// others left out (it came after they decided without it), and Error(PeerFailed) when the store fails.
+// others left out (it came after they decided without it), Error(Mismatch) on every rank when ranks
+// called it for different purposes, and Error(PeerFailed) when the store fails.
 Agreement agree_in_store(Store& store, const AgreementRound& round, std::uint32_t flags, PeerSilence& silence);
 
 }  // namespace canopy::collectives

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "collectives/process_identity.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 
@@ -71,7 +72,9 @@ LivenessMonitor::LivenessMonitor(std::shared_ptr<Store> store, FirstFailure& fir
       rank_(rank),
       settings_(settings),
       abort_communicator_(std::move(abort_communicator)) {
-  for (int watched : watched_ranks(rank, size)) watched_.push_back({watched, 0, {}});
+  // Timed from now, not from the epoch, for a peer that never beats once peers_formed() came first.
+  const Clock::time_point now = Clock::now();
+  for (int watched : watched_ranks(rank, size)) watched_.push_back({watched, 0, now, {}});
   thread_ = std::thread([this] { run(); });
 }
 
@@ -98,6 +101,12 @@ bool LivenessMonitor::pause_unless_stopped(Duration pause) {
 
 void LivenessMonitor::run() noexcept {
   try {
+    // Once, off the group's critical path: lets a survivor on this host see at once that this process
+    // ended (peer_silence.hpp), where its heartbeat would take the timeout to say so.
+    if (const std::string identity = this_process_identity(); !identity.empty()) {
+      store_->set(fmt::format("liveness/process/{}", rank_), identity);
+      ++store_requests_;
+    }
     Verdict verdict = Verdict::KeepWatching;
     do {
       if (verdict == Verdict::KeepWatching)
@@ -139,6 +148,17 @@ void LivenessMonitor::beat() {
   ++store_requests_;
 }
 
+std::string LivenessMonitor::process_end_of(Watched& peer) {
+  if (peer.process.empty()) {
+    const std::string key = fmt::format("liveness/process/{}", peer.rank);
+    store_requests_ += 1;
+    if (!store_->check({key})) return {};
+    ++store_requests_;
+    peer.process = store_->get(key);
+  }
+  return process_end(peer.process);
+}
+
 LivenessMonitor::Verdict LivenessMonitor::check_once() {
   beat();
   std::optional<FailureRecord> first = first_failure_.read();
@@ -167,14 +187,19 @@ LivenessMonitor::Verdict LivenessMonitor::check_once() {
     Watched& peer = *it;
     const std::int64_t beats = read_beats(peer.rank, all_beating);
     // Not beating yet (still forming its communicator): a rank that never comes is the deadline's to name.
-    if (beats != peer.beats || stalled || beats == 0) {
+    // A peer without beats is timed from the last round before peers_formed(): each round until then
+    // restarts its clock.
+    if (beats != peer.beats || stalled || (beats == 0 && !peers_formed_.load(std::memory_order_relaxed))) {
       peer.beats = beats;
       peer.since = now;
       ++it;
       continue;
     }
     const Clock::duration silent_for = now - peer.since;
-    if (silent_for < settings_.timeout) {
+    // Two beats late: where the peer shares this host's kernel, the kernel says whether it has ended,
+    // long before the timeout would (a SIGKILLed rank this rank has no socket to).
+    const std::string ended = silent_for >= 2 * settings_.interval ? process_end_of(peer) : std::string();
+    if (silent_for < settings_.timeout && ended.empty()) {
       ++it;
       continue;
     }
@@ -182,6 +207,14 @@ LivenessMonitor::Verdict LivenessMonitor::check_once() {
     if (store_->check({left_key(peer.rank)})) {  // it destroyed its communicator: finished, not silent
       it = watched_.erase(it);
       continue;
+    }
+    if (!ended.empty()) {
+      Error exited(ErrorCode::PeerFailed,
+                   fmt::format("rank {}: rank {} {} without leaving the group (its heartbeat stopped {:.1f} s "
+                               "ago): did it crash or was it killed?",
+                               rank_, peer.rank, ended, seconds(silent_for)));
+      abort_communicator_(first_failure_.blame(exited));
+      return Verdict::BeatOnly;
     }
     Error silent(ErrorCode::PeerFailed,
                  fmt::format("rank {}: rank {} sent no heartbeat for {:.1f} s (its counter stayed at {}; "

@@ -13,6 +13,7 @@
 // (Store::open_another), so a long get() elsewhere in the process never holds its heartbeat back.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -62,12 +63,17 @@ class LivenessMonitor {
   // and the store serves (3 + watched) requests per rank per interval, whatever the group's size.
   static std::vector<int> watched_ranks(int rank, int size);
 
+  // Every peer is known to have formed the group (shrink confirmed it): from now on a peer that never
+  // beat is silent, not still forming. Thread-safe.
+  void peers_formed() { peers_formed_.store(true, std::memory_order_relaxed); }
+
  private:
   // What the monitor knows of one watched rank.
   struct Watched {
     int rank = 0;
     std::int64_t beats = 0;     // its counter at the last change seen; 0 = it has not beaten yet
     Clock::time_point since{};  // when this rank first read that value
+    std::string process;        // its process's identity (process_identity.hpp), read once it is late
   };
   // After a verdict the monitor only beats: the rank is alive, and a shrink or an agreement among the
   // survivors tells the living from the dead by their heartbeats (fault_agreement.hpp).
@@ -78,6 +84,8 @@ class LivenessMonitor {
   void beat();
   // A watched rank's counter; 0 while it has none. `known_to_exist` spares the CHECK.
   std::int64_t read_beats(int rank, bool known_to_exist);
+  // How a late peer's process ended, where this host's kernel can tell; "" otherwise.
+  std::string process_end_of(Watched& peer);
   // True while not stopped; waits up to `pause`.
   bool pause_unless_stopped(Duration pause);
 
@@ -86,6 +94,7 @@ class LivenessMonitor {
   const int rank_;
   const LivenessSettings settings_;
   const AbortCommunicator abort_communicator_;
+  std::atomic<bool> peers_formed_{false};
   std::vector<Watched> watched_;
   Clock::time_point last_round_{};
   std::int64_t beats_sent_ = 0;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "collectives/process_identity.hpp"
+
 namespace canopy::collectives {
 
 PeerSilence::PeerSilence(std::shared_ptr<Store> store, std::vector<int> family_ranks, LivenessSettings settings,
@@ -18,12 +20,23 @@ std::string PeerSilence::gone(int rank) {
   // The monitor's keys (liveness_monitor.cpp): it marks a rank that destroyed its family as left.
   if (store_->check({fmt::format("liveness/left/{}", watched)}))
     return fmt::format("rank {} destroyed its communicator", rank);
+  Seen& seen = seen_[static_cast<std::size_t>(rank)];
+  // Its monitor names its process once; where this rank shares its kernel, the kernel says at once
+  // whether it ended.
+  if (seen.process.empty()) {
+    const std::string process_key = fmt::format("liveness/process/{}", watched);
+    if (store_->check({process_key})) seen.process = store_->get(process_key);
+  }
+  if (!seen.process.empty())
+    if (const std::string ended = process_end(seen.process); !ended.empty())
+      return fmt::format("rank {} {}", rank, ended);
   const std::string key = fmt::format("liveness/beats/{}", watched);
   const std::string beats = store_->check({key}) ? store_->get(key) : std::string();
-  Seen& seen = seen_[static_cast<std::size_t>(rank)];
   const Clock::time_point now = Clock::now();
   if (!seen.looked || beats != seen.beats) {
-    seen = {beats, now, true};
+    seen.beats = beats;
+    seen.since = now;
+    seen.looked = true;
     return {};
   }
   const double still = std::chrono::duration<double>(now - seen.since).count();

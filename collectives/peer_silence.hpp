@@ -1,9 +1,10 @@
 // Tells a rank that will never come from one that is late, by the heartbeats its liveness monitor leaves
 // in the store (liveness_monitor.hpp): what an agreement among survivors (fault_agreement.hpp) waits on.
 //
-// A rank is gone when it destroyed its communicators ("liveness/left/<rank>") or when its counter has
-// not moved for the heartbeat timeout, timed from when this rank first looked. Its monitor beats from a
-// thread of its own, even after its communicator failed, so a survivor busy elsewhere is never gone.
+// A rank is gone when it destroyed its communicators ("liveness/left/<rank>"), when its process has
+// ended on this rank's own host (the kernel says so at once: process_identity.hpp), or when its counter
+// has not moved for the heartbeat timeout, timed from when this rank first looked. Its monitor beats from
+// a thread of its own, even after its communicator failed, so a survivor busy elsewhere is never gone.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,7 @@ class PeerSilence {
     std::string beats;  // the counter's last value read ("" while it had none)
     Clock::time_point since{};
     bool looked = false;
+    std::string process;  // its process's identity (process_identity.hpp), once read
   };
 
   std::shared_ptr<Store> store_;

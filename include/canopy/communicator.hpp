@@ -243,7 +243,16 @@ class Communicator {
   // still waits in it). A rank that dies before it takes part is left out; one that dies later makes the
   // new communicator's calls fail, and it is shrunk again. Its connections are made on first use.
   Communicator shrink();
-  // 0 for a communicator formed on a store, and one more for each shrink() it came from (its
+  // Admits the processes waiting in join() on this communicator's store: every member calls it, at a
+  // point of its choosing (between steps), and gets a new communicator of the members alive (in their
+  // order) followed by the newcomers (in the order they came). With nobody waiting, the members alone.
+  // Like shrink, it runs through the store and leaves out a member that died.
+  Communicator grow();
+  // On a process started later: waits (up to the timeout) until the running group grows, and returns its
+  // communicator there. `store` is the job's store, the one the group was formed on; the job token
+  // (options or CANOPY_JOB_TOKEN) must be the job's.
+  static Communicator join(std::shared_ptr<Store> store, const CommunicatorOptions& options = {});
+  // 0 for a communicator formed on a store, and one more for each shrink() or grow() it came from (its
   // sub-communicators share it). Errors name it.
   std::uint32_t generation() const;
 

@@ -1,7 +1,7 @@
 // Losing a rank and going on, between real processes: revoke wakes every rank's call with
-// Error(Revoked), agree returns the same AND on every survivor, and shrink gives the survivors a smaller
+// Error(Revoked), agree returns the same AND on every survivor, shrink gives the survivors a smaller
 // communicator whose all-reduces are right, over TCP and over shared memory, even when a second rank
-// dies during the shrink. Ranks die by SIGKILL (no destructor runs). Every wait is bounded: a rank that
+// dies during the shrink, and grow admits a process started later (a replacement). Ranks die by SIGKILL (no destructor runs). Every wait is bounded: a rank that
 // has not ended by its limit is killed and fails the test.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -20,6 +20,7 @@
 #include "tests/support/process_group.hpp"
 #include "tests/support/ranks.hpp"
 #include "tests/support/scoped_env.hpp"
+#include "tests/support/store_server_process.hpp"
 
 namespace canopy {
 namespace {
@@ -51,12 +52,17 @@ void quick_heartbeat(testing::ScopedEnv& env, const std::string& transport) {
 
 // Runs body(rank, reporter, store directory) on `ranks` processes and expects each listed survivor to
 // end well; `killed` ranks must have died by SIGKILL.
+// The ranks meet through a FileStore, or through a TcpStore in a process of its own (`tcp_store`).
 class Job {
  public:
-  Job(int ranks, const std::function<void(Communicator&, const Reporter&)>& body) : ranks_(ranks) {
+  Job(int ranks, const std::function<void(Communicator&, const Reporter&)>& body, bool tcp_store = false)
+      : ranks_(ranks) {
+    if (tcp_store) server_ = std::make_unique<testing::StoreServerProcess>("elastic-test");
     const std::string path = dir_.path();
-    group_ = std::make_unique<ProcessGroup>(ranks, [path, ranks, body](int rank, const Reporter& reporter) {
-      Communicator comm(open_file_store(path), rank, ranks, testing::group_options("elastic-test"));
+    const std::uint16_t port = server_ ? server_->port() : 0;
+    group_ = std::make_unique<ProcessGroup>(ranks, [path, port, ranks, body](int rank, const Reporter& reporter) {
+      auto store = port != 0 ? connect_tcp_store("127.0.0.1", port, "elastic-test", 20s) : open_file_store(path);
+      Communicator comm(store, rank, ranks, testing::group_options("elastic-test"));
       body(comm, reporter);
     });
   }
@@ -77,6 +83,7 @@ class Job {
  private:
   int ranks_;
   testing::TempDir dir_;
+  std::unique_ptr<testing::StoreServerProcess> server_;
   std::unique_ptr<ProcessGroup> group_;
 };
 
@@ -121,7 +128,7 @@ class Elastic : public ::testing::TestWithParam<std::string> {
 // the call and the revoker, far before the deadline; every later call on any rank says revoked too.
 TEST_P(Elastic, RevokeWakesABlockedAllReduceOnEveryRank) {
   Job job(4, [](Communicator& comm, const Reporter& reporter) {
-    comm.barrier();
+    comm.agree(1);  // everyone is up
     std::vector<float> v(1000, 1.0f);
     const auto start = Clock::now();
     if (comm.rank() == 0) {
@@ -159,7 +166,10 @@ TEST_P(Elastic, RevokeWakesABlockedAllReduceOnEveryRank) {
 TEST_P(Elastic, AgreeReturnsTheAndOfEveryRanksFlags) {
   Job job(4, [](Communicator& comm, const Reporter& reporter) {
     const std::uint32_t mine = ~(1u << comm.rank());
+    comm.agree(1);  // all formed: what follows times one agreement alone
+    const auto start = Clock::now();
     std::uint32_t first = comm.agree(mine);
+    say(fmt::format("[rank {}] one agreement took {:.1f} ms", comm.rank(), 1e3 * seconds_since(start)));
     require(first == ~0xfu, "agree: {:#x}, expected {:#x}", first, ~0xfu);
     if (comm.rank() == 2) comm.revoke("agree on a revoked communicator");
     std::uint32_t second = comm.agree(comm.rank() == 1 ? 0x10u : 0x11u);
@@ -172,7 +182,7 @@ TEST_P(Elastic, AgreeReturnsTheAndOfEveryRanksFlags) {
 // Rank 3 dies before it agrees: the others are told the AND of their own flags once its heartbeat stops.
 TEST_P(Elastic, AgreeLeavesOutARankThatDied) {
   Job job(4, [](Communicator& comm, const Reporter& reporter) {
-    comm.barrier();
+    comm.agree(1);  // everyone is up
     if (comm.rank() == 3) ::kill(::getpid(), SIGKILL);
     const auto start = Clock::now();
     std::uint32_t value = comm.agree(0xff00u | (1u << comm.rank()) | 0x80u);
@@ -183,8 +193,9 @@ TEST_P(Elastic, AgreeLeavesOutARankThatDied) {
 }
 
 // The heart of it: rank 2 is SIGKILLed while every rank all-reduces; the survivors fail, shrink, and
-// their all-reduces on the new group of three (world ranks 0, 1, 3 as ranks 0, 1, 2) are exact.
-TEST_P(Elastic, SurvivorsOfAKilledRankShrinkAndAllReduce) {
+// their all-reduces on the new group of three (world ranks 0, 1, 3 as ranks 0, 1, 2) are exact. Over a
+// FileStore, and over a TcpStore (whose waits the server answers).
+void killed_rank_then_shrink(bool tcp_store) {
   Job job(4, [](Communicator& comm, const Reporter& reporter) {
     comm.barrier();
     reporter.ready();
@@ -200,11 +211,19 @@ TEST_P(Elastic, SurvivorsOfAKilledRankShrinkAndAllReduce) {
     check_all_reduce(smaller, {0, 1, 3}, world_rank);
     say(fmt::format("[world rank {}] shrunk in {:.2f} s", world_rank, shrink_seconds));
     reporter.outcome(fmt::format("ok first error {}, shrunk in {:.2f} s", to_string(code), shrink_seconds));
-  });
+  }, tcp_store);
   ASSERT_TRUE(job.group().wait_ready({0, 1, 2, 3}, Clock::now() + kLimit));
   std::this_thread::sleep_for(50ms);
   job.group().signal(2, SIGKILL);
   job.expect({2});
+}
+
+TEST_P(Elastic, SurvivorsOfAKilledRankShrinkAndAllReduce) {
+  killed_rank_then_shrink(false);
+}
+
+TEST_P(Elastic, SurvivorsOfAKilledRankShrinkAndAllReduceOverATcpStore) {
+  killed_rank_then_shrink(true);
 }
 
 // Rank 3 is killed; while the others shrink, rank 1 dies too, before it takes part. The shrink leaves
@@ -235,7 +254,7 @@ TEST_P(Elastic, ASecondDeathDuringTheShrinkIsLeftOut) {
 TEST_P(Elastic, ARevokedCommunicatorShrinksToEveryRankAndItsChildIsRevoked) {
   Job job(4, [](Communicator& comm, const Reporter& reporter) {
     Communicator pair = comm.split(comm.rank() / 2);
-    comm.barrier();
+    comm.agree(1);  // not a barrier: the revoke could end it under a rank still finishing it
     if (comm.rank() == 0) comm.revoke("test");
     Communicator again = comm.shrink();
     require(again.size() == 4 && again.rank() == comm.rank() && again.generation() == 1, "rank {} of {}, gen {}",
@@ -255,6 +274,180 @@ TEST_P(Elastic, ARevokedCommunicatorShrinksToEveryRankAndItsChildIsRevoked) {
     reporter.outcome("ok");
   });
   job.expect({});
+}
+
+// Rank 3 dies at some point inside a shrink (a thread of its own kills it 5 or 60 ms in: before
+// it takes part, between the agreements, while the new group forms, or after): the survivors end in a
+// valid group of the three of them with exact all-reduces, shrinking once more where the first new
+// group still held rank 3. Never a hang.
+TEST_P(Elastic, ARankKilledAnywhereInsideShrinkIsLeftOutInTheEnd) {
+  for (int delay_ms : {5, 60}) {
+    SCOPED_TRACE(fmt::format("rank 3 killed {} ms into the shrink", delay_ms));
+    Job job(4, [delay_ms](Communicator& comm, const Reporter& reporter) {
+      comm.agree(1);  // everyone is up (a barrier could be revoked under a rank still finishing it)
+      if (comm.rank() == 3) {
+        std::thread([delay_ms] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+          ::kill(::getpid(), SIGKILL);
+        }).detach();
+        Communicator mine = comm.shrink();
+        std::this_thread::sleep_for(60s);  // killed by its thread long before
+      }
+      Communicator current = comm.shrink();
+      int shrinks = 1;
+      while (current.size() == 4 && shrinks < 4) {  // rank 3 died after it took part: its calls fail
+        try {
+          check_all_reduce(current, {0, 1, 2, 3}, comm.rank());
+          require(false, "an all-reduce with the dead rank 3 succeeded");
+        } catch (const Error& e) {
+          say(fmt::format("[world rank {}] the shrunk group still held rank 3: {}", comm.rank(), e.what()));
+        }
+        current = current.shrink();
+        ++shrinks;
+      }
+      require(current.size() == 3 && current.rank() == comm.rank(), "rank {} of {} after {} shrinks", current.rank(),
+              current.size(), shrinks);
+      check_all_reduce(current, {0, 1, 2}, comm.rank());
+      reporter.outcome(fmt::format("ok after {} shrink(s), generation {}", shrinks, current.generation()));
+    });
+    const auto start = Clock::now();
+    job.expect({3});
+    say(fmt::format("[killed {} ms in] the survivors ended {:.2f} s later", delay_ms, seconds_since(start)));
+  }
+}
+
+// Rank 2 is stopped (SIGSTOP), alive but silent: its heartbeat stops, so the survivors leave it out
+// after the heartbeat timeout and go on in a group of three. Continued once they are done, it finds
+// that it was left out: shrink tells it so with Error(Revoked), and it never joins the new group.
+TEST_P(Elastic, AStoppedRankIsLeftOutAndWhenContinuedLearnsIt) {
+  Job job(4, [](Communicator& comm, const Reporter& reporter) {
+    comm.barrier();
+    reporter.ready();
+    reduce_until_failure(comm);
+    try {
+      Communicator smaller = comm.shrink();
+      require(comm.rank() != 2, "the stopped rank joined the shrunk group as rank {}", smaller.rank());
+      require(smaller.size() == 3, "shrunk to {} ranks", smaller.size());
+      check_all_reduce(smaller, {0, 1, 3}, comm.rank());
+    } catch (const Error& e) {
+      say(fmt::format("[world rank {}] {}", comm.rank(), e.what()));
+      require(comm.rank() == 2 && e.code() == ErrorCode::Revoked &&
+                  std::string(e.what()).find("decided without this rank") != std::string::npos,
+              "{}: {}", to_string(e.code()), e.what());
+    }
+    reporter.outcome("ok");
+  });
+  ASSERT_TRUE(job.group().wait_ready({0, 1, 2, 3}, Clock::now() + kLimit));
+  std::this_thread::sleep_for(50ms);
+  job.group().signal(2, SIGSTOP);
+  EXPECT_TRUE(job.group().wait_ended({0, 1, 3}, Clock::now() + kLimit));
+  job.group().signal(2, SIGCONT);
+  job.expect({});
+}
+
+// A group of `members` ranks in processes 0 .. members - 1, and a newcomer (process `members`) that
+// joins it: body(comm, reporter) on the members, newcomer(comm, reporter) once it has joined.
+class JoinJob {
+ public:
+  JoinJob(int members, const std::function<void(Communicator&, const Reporter&)>& body,
+          const std::function<void(Communicator&, const Reporter&)>& newcomer)
+      : processes_(members + 1) {
+    const std::string path = dir_.path();
+    group_ = std::make_unique<ProcessGroup>(
+        processes_, [path, members, body, newcomer](int index, const Reporter& reporter) {
+          auto options = testing::group_options("elastic-test");
+          if (index == members) {
+            Communicator comm = Communicator::join(open_file_store(path), options);
+            newcomer(comm, reporter);
+            return;
+          }
+          Communicator comm(open_file_store(path), index, members, options);
+          body(comm, reporter);
+        });
+  }
+  ProcessGroup& group() { return *group_; }
+  void expect(const std::vector<int>& killed) {
+    std::vector<int> all;
+    for (int r = 0; r < processes_; ++r) all.push_back(r);
+    if (!group_->wait_ended(all, Clock::now() + kLimit)) group_->kill_unfinished();
+    for (int r = 0; r < processes_; ++r) {
+      const testing::ProcessEnd& end = group_->end(r);
+      if (std::find(killed.begin(), killed.end(), r) != killed.end())
+        EXPECT_EQ(end.signal, SIGKILL) << "process " << r << " " << end.describe();
+      else
+        EXPECT_TRUE(end.ok() && end.outcome.rfind("ok", 0) == 0) << "process " << r << " " << end.describe();
+    }
+  }
+
+ private:
+  int processes_;
+  testing::TempDir dir_;
+  std::unique_ptr<ProcessGroup> group_;
+};
+
+// Grows until the newcomer is in (it may take its ticket after the first grow), at most 40 times.
+Communicator grow_until(Communicator comm, int size) {
+  for (int attempt = 0; attempt < 40 && comm.size() < size; ++attempt) {
+    std::this_thread::sleep_for(25ms);
+    comm = comm.grow();
+  }
+  require(comm.size() == size, "grew to {} ranks, not {}", comm.size(), size);
+  return comm;
+}
+
+// Every rank's generation, the same everywhere (all-reduce of max and min).
+std::uint32_t common_generation(Communicator& comm) {
+  std::vector<std::int64_t> high(1, comm.generation()), low(1, -static_cast<std::int64_t>(comm.generation()));
+  comm.all_reduce(std::span(high), ReduceOp::Max);
+  comm.all_reduce(std::span(low), ReduceOp::Max);
+  require(high[0] == -low[0], "generations differ across ranks: {} to {}", -low[0], high[0]);
+  return static_cast<std::uint32_t>(high[0]);
+}
+
+// Three ranks admit a fourth process started beside them: the newcomer is rank 3 (job rank 3) of a
+// group of four whose all-reduces are exact.
+TEST_P(Elastic, ANewcomerJoinsWhenTheMembersGrow) {
+  JoinJob job(
+      3,
+      [](Communicator& comm, const Reporter& reporter) {
+        Communicator grown = grow_until(std::move(comm), 4);
+        require(grown.rank() < 3, "a member became rank {}", grown.rank());
+        check_all_reduce(grown, {0, 1, 2, 3}, grown.rank());
+        reporter.outcome(fmt::format("ok generation {}", common_generation(grown)));
+      },
+      [](Communicator& comm, const Reporter& reporter) {
+        require(comm.rank() == 3 && comm.size() == 4, "the newcomer is rank {} of {}", comm.rank(), comm.size());
+        check_all_reduce(comm, {0, 1, 2, 3}, 3);
+        reporter.outcome(fmt::format("ok generation {}", common_generation(comm)));
+      });
+  job.expect({});
+}
+
+// The whole cycle: rank 2 of four is killed, the survivors shrink to three and grow back to four with a
+// replacement, which becomes rank 3 (job rank 4, a rank never used before).
+TEST_P(Elastic, AReplacementJoinsTheShrunkGroup) {
+  JoinJob job(
+      4,
+      [](Communicator& comm, const Reporter& reporter) {
+        comm.barrier();
+        reporter.ready();
+        reduce_until_failure(comm);
+        Communicator smaller = comm.shrink();
+        Communicator grown = grow_until(std::move(smaller), 4);
+        require(grown.rank() == (comm.rank() < 2 ? comm.rank() : comm.rank() - 1), "world rank {} became {}",
+                comm.rank(), grown.rank());
+        check_all_reduce(grown, {0, 1, 3, 4}, comm.rank());
+        reporter.outcome(fmt::format("ok generation {}", common_generation(grown)));
+      },
+      [](Communicator& comm, const Reporter& reporter) {
+        require(comm.rank() == 3 && comm.size() == 4, "the replacement is rank {} of {}", comm.rank(), comm.size());
+        check_all_reduce(comm, {0, 1, 3, 4}, 4);
+        reporter.outcome(fmt::format("ok generation {}", common_generation(comm)));
+      });
+  ASSERT_TRUE(job.group().wait_ready({0, 1, 2, 3}, Clock::now() + kLimit));
+  std::this_thread::sleep_for(50ms);
+  job.group().signal(2, SIGKILL);
+  job.expect({2});
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Elastic, ::testing::Values("tcp", "shm+tcp"),

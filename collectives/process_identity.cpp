@@ -1,0 +1,73 @@
+#include "collectives/process_identity.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <climits>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace canopy::collectives {
+namespace {
+
+std::string first_line(const std::string& path) {
+  std::ifstream file(path);
+  std::string line;
+  std::getline(file, line);
+  return line;
+}
+
+// The pid namespace's inode: processes in one namespace see the same pids.
+std::string pid_namespace() {
+  char target[PATH_MAX] = {};
+  const ssize_t n = ::readlink("/proc/self/ns/pid", target, sizeof(target) - 1);
+  return n > 0 ? std::string(target, static_cast<std::size_t>(n)) : std::string();
+}
+
+struct ProcessState {
+  bool exists = false;
+  char state = '?';          // R, S, D, T, Z (zombie: ended, not yet reaped), X
+  std::string start_time;    // field 22 of /proc/<pid>/stat, in clock ticks since boot
+};
+
+ProcessState state_of(long pid) {
+  ProcessState process;
+  const std::string stat = first_line(fmt::format("/proc/{}/stat", pid));
+  const std::size_t name_end = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (name_end == std::string::npos) return process;
+  std::istringstream fields(stat.substr(name_end + 2));
+  std::string field;
+  fields >> process.state;
+  for (int index = 4; index <= 22 && fields >> field; ++index)  // fields 4..22; the state was field 3
+    if (index == 22) process.start_time = field;
+  process.exists = !process.start_time.empty();
+  return process;
+}
+
+}  // namespace
+
+std::string this_process_identity() {
+  const std::string boot = first_line("/proc/sys/kernel/random/boot_id");
+  const std::string space = pid_namespace();
+  const ProcessState self = state_of(static_cast<long>(::getpid()));
+  if (boot.empty() || space.empty() || !self.exists) return {};
+  return fmt::format("{} {} {} {}", boot, space, ::getpid(), self.start_time);
+}
+
+std::string process_end(const std::string& identity) {
+  std::istringstream words(identity);
+  std::string boot, space, start_time;
+  long pid = 0;
+  if (!(words >> boot >> space >> pid >> start_time) || pid <= 0) return {};
+  if (boot != first_line("/proc/sys/kernel/random/boot_id") || space != pid_namespace()) return {};
+  const ProcessState process = state_of(pid);
+  if (!process.exists) return fmt::format("has exited (pid {} on this host)", pid);
+  if (process.start_time != start_time)
+    return fmt::format("has exited (pid {} on this host now names another process)", pid);
+  if (process.state == 'Z' || process.state == 'X')
+    return fmt::format("has exited (pid {} on this host, not yet reaped)", pid);
+  return {};
+}
+
+}  // namespace canopy::collectives
