@@ -128,17 +128,27 @@ void LivenessMonitor::run() noexcept {
   }
 }
 
-std::int64_t LivenessMonitor::read_beats(int rank, bool known_to_exist) {
-  const std::string key = beat_key(rank);
-  if (!known_to_exist) {
-    ++store_requests_;
-    if (!store_->check({key})) return 0;
-  }
+std::vector<std::int64_t> LivenessMonitor::read_counters() {
+  std::vector<std::string> keys;
+  for (const Watched& peer : watched_) keys.push_back(beat_key(peer.rank));
+  const bool all_beating = store_->check(keys);
   ++store_requests_;
-  const std::string text = store_->get(key);
-  std::int64_t beats = 0;
-  std::from_chars(text.data(), text.data() + text.size(), beats);
-  return beats;
+  std::vector<std::string> texts(keys.size());
+  if (all_beating) {
+    texts = store_->get_many(keys);
+    ++store_requests_;
+  } else {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      ++store_requests_;
+      if (!store_->check({keys[i]})) continue;
+      ++store_requests_;
+      texts[i] = store_->get(keys[i]);
+    }
+  }
+  std::vector<std::int64_t> counters(keys.size(), 0);
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    std::from_chars(texts[i].data(), texts[i].data() + texts[i].size(), counters[i]);
+  return counters;
 }
 
 // SET and GET, not ADD: a file store locks a key for ADD, and a rank stopped while holding that lock
@@ -179,13 +189,11 @@ LivenessMonitor::Verdict LivenessMonitor::check_once() {
     log::debug("rank {}: {:.1f} s between two liveness rounds: timing every peer's silence afresh", rank_,
                seconds(gap));
 
-  std::vector<std::string> keys;
-  for (const Watched& peer : watched_) keys.push_back(beat_key(peer.rank));
-  const bool all_beating = store_->check(keys);  // from the first rounds on: one request for all
-  ++store_requests_;
+  const std::vector<std::int64_t> counters = read_counters();  // one each, in the order of watched_
+  std::size_t next_counter = 0;
   for (auto it = watched_.begin(); it != watched_.end();) {
     Watched& peer = *it;
-    const std::int64_t beats = read_beats(peer.rank, all_beating);
+    const std::int64_t beats = counters[next_counter++];
     // Not beating yet (still forming its communicator): a rank that never comes is the deadline's to name.
     // A peer without beats is timed from the last round before peers_formed(): each round until then
     // restarts its clock.

@@ -60,7 +60,8 @@ class LivenessMonitor {
   LivenessMonitor& operator=(const LivenessMonitor&) = delete;
 
   // The ranks this one watches: the next min(size - 1, 4) ranks, so every rank has as many watchers
-  // and the store serves (3 + watched) requests per rank per interval, whatever the group's size.
+  // and the store serves 4 requests per rank per interval (a beat, the failure record, a check and one
+  // read of all watched counters), whatever the group's size.
   static std::vector<int> watched_ranks(int rank, int size);
 
   // Every peer is known to have formed the group (shrink confirmed it): from now on a peer that never
@@ -82,8 +83,9 @@ class LivenessMonitor {
   void run() noexcept;
   Verdict check_once();
   void beat();
-  // A watched rank's counter; 0 while it has none. `known_to_exist` spares the CHECK.
-  std::int64_t read_beats(int rank, bool known_to_exist);
+  // Each watched rank's counter, in the order of watched_ (0 where it has none yet): a CHECK and one
+  // GET_MANY once all of them beat, which is every round but the first few; a CHECK and a GET each before.
+  std::vector<std::int64_t> read_counters();
   // How a late peer's process ended, where this host's kernel can tell; "" otherwise.
   std::string process_end_of(Watched& peer);
   // True while not stopped; waits up to `pause`.

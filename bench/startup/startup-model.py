@@ -37,7 +37,7 @@ STORE_REQUEST_S = 16e-6        # server CPU per request, same run, without the a
 ANSWER_BYTES_PER_RANK = 6      # the host layout answer every rank reads
 FAN_OUT_BYTES_PER_S = 2.5e9    # server CPU for the answer's bytes: (24 - 16 us) x 81,921 requests / 1.6 GB
 ROUND_TRIP_S = 50e-6           # assumed: a datacentre network
-HEARTBEAT_REQUESTS = 7         # per rank and interval (1 s): a beat, the failure record, 1 + 4 reads
+HEARTBEAT_REQUESTS = 4         # per rank and interval (1 s): a beat, the failure record, a check, a GET_MANY
 
 
 def measured(runs):
