@@ -35,6 +35,9 @@ namespace canopy::collectives {
 struct LivenessSettings {
   Duration interval{1000};  // between heartbeats; 0 turns the monitor off
   Duration timeout{10000};  // a counter still this long makes its rank silent
+  // A store connection of its own (CANOPY_STORE_CONNECTIONS=2), so that a long get() on the
+  // communicator's never holds a beat back; with 1 it shares the communicator's.
+  bool own_connection = true;
 
   bool enabled() const { return interval.count() > 0; }
   // CANOPY_HEARTBEAT_SECONDS (interval, default 1; 0 = off) and CANOPY_HEARTBEAT_TIMEOUT_SECONDS (default

@@ -72,10 +72,11 @@ JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatc
   }
 }
 
-// Resolves --output from the descriptors canopy-run holds now (the store hosted already) and will need;
-// says why when auto gives up the prefixes, warns when the store may not fit. Throws Error(Resource) when
-// --output prefixed cannot fit its pipes, before any rank starts.
-OutputMode resolve_output(const LaunchOptions& options) {
+// Resolves --output, and the store connections a rank holds, from the descriptors canopy-run holds now
+// (the store hosted already) and will need; says why when auto gives up the prefixes or the ranks share
+// one store connection, warns when the store may not fit. Throws Error(Resource) when --output prefixed
+// cannot fit its pipes, before any rank starts.
+void resolve_output(LaunchOptions& options) {
   const DescriptorBudget budget =
       current_descriptor_budget(options.nproc, options.hosts_store() ? options.world_size() : 0,
                                 options.hosts_store() ? options.nnodes - 1 : 0);
@@ -84,7 +85,8 @@ OutputMode resolve_output(const LaunchOptions& options) {
   log::info("{}", choice.summary);
   if (!choice.notice.empty()) report("{}", choice.notice);
   if (!choice.warning.empty()) report("{}", choice.warning);
-  return choice.prefixed ? OutputMode::Prefixed : OutputMode::Direct;
+  options.output = choice.prefixed ? OutputMode::Prefixed : OutputMode::Direct;
+  options.store_connections_per_rank = choice.store_connections_per_rank;
 }
 
 int launch(const LaunchOptions& given) {
@@ -104,7 +106,7 @@ int launch(const LaunchOptions& given) {
     round.master_port = store->port();
   }
   round.torch_master_port = torch_master_port(options, round.master_port);
-  options.output = resolve_output(options);
+  resolve_output(options);
 
   JobEnd end = run_attempts(options, round, signals);
   if (options.nnodes > 1) {

@@ -33,7 +33,7 @@ std::string breakdown(const DescriptorBudget& b, bool pipes, bool store) {
   if (store && b.store_connections() > 0) {
     text += fmt::format("{} ({} per rank{}), ",
                         plural(b.store_connections(), "store connection", "store connections"),
-                        kStoreConnectionsPerRank, b.other_nodes > 0 ? ", 1 per other node" : "");
+                        b.connections_per_rank, b.other_nodes > 0 ? ", 1 per other node" : "");
   }
   const std::uint64_t total = static_cast<std::uint64_t>(b.open_now) + kDescriptorHeadroom +
                               (pipes ? b.pipes() : 0) + (store ? b.store_connections() : 0);
@@ -80,17 +80,30 @@ OutputChoice choose_output(OutputMode mode, const DescriptorBudget& b) {
   }
 
   const std::uint64_t needed = choice.prefixed ? with_pipes : without_pipes;
+  DescriptorBudget used = b;
   if (b.store_connections() > 0 && !b.fits(needed)) {
-    choice.warning = fmt::format(
-        "warning: the store's connections may not fit (each rank holds {}: its communicator's and its "
-        "liveness monitor's): {}, over {}; a rank whose connection cannot be accepted waits for it, and one "
-        "whose liveness monitor cannot connect within the heartbeat timeout runs without it (a stopped rank "
-        "is then found only at the call deadline); {}",
-        kStoreConnectionsPerRank, breakdown(b, choice.prefixed, true), limit_words(b), raise_hint(needed));
+    // Two connections a rank do not fit: the ranks' liveness monitors share their communicator's.
+    used.connections_per_rank = 1;
+    choice.store_connections_per_rank = 1;
+    const std::uint64_t shared_needed = used.needed(choice.prefixed);
+    if (b.fits(shared_needed)) {
+      const std::string why = fmt::format(
+          "the store this canopy-run hosts cannot hold two connections a rank ({}, over {}), so each rank's "
+          "liveness monitor shares its communicator's (CANOPY_STORE_CONNECTIONS=1: a long store wait can "
+          "then delay a heartbeat); to keep two, {}",
+          breakdown(b, choice.prefixed, true), limit_words(b), raise_hint(needed));
+      choice.notice = choice.notice.empty() ? why : choice.notice + "; " + why;
+    } else {
+      choice.warning = fmt::format(
+          "warning: the store's connections may not fit, even one a rank (each rank's liveness monitor "
+          "shares its communicator's): {}, over {}; a rank whose connection cannot be accepted waits for "
+          "it; {}",
+          breakdown(used, choice.prefixed, true), limit_words(b), raise_hint(shared_needed));
+    }
   }
   choice.summary = fmt::format("canopy-run: output {} under a descriptor limit of {}: {}",
                                choice.prefixed ? "prefixed" : "direct", limit_text(b.limit),
-                               breakdown(b, choice.prefixed, true));
+                               breakdown(used, choice.prefixed, true));
   return choice;
 }
 

@@ -73,15 +73,30 @@ TEST(OutputBudget, AutoGoesDirectWithOneLineNamingTheLimitTheCountAndTheWayBack)
   EXPECT_FALSE(has(big.notice, "--output prefixed")) << big.notice;
 }
 
-TEST(OutputBudget, WarnsWhenEvenTheStoreDoesNotFit) {
-  // 512 ranks under 1024: the store's 1024 connections alone are over it.
+TEST(OutputBudget, RanksShareOneStoreConnectionWhereTwoDoNotFit) {
+  // 512 ranks under 1024: the store's 1024 connections alone are over it; 512 and 25 fit.
   OutputChoice c = choose_output(OutputMode::Auto, budget(1024, 512, 9));
   EXPECT_FALSE(c.prefixed);
-  EXPECT_NE(c.notice, "");
+  EXPECT_EQ(c.store_connections_per_rank, 1);
+  EXPECT_EQ(c.warning, "");
+  EXPECT_EQ(c.notice.find('\n'), std::string::npos) << c.notice;
+  EXPECT_TRUE(has(c.notice, "cannot hold two connections a rank (1024 store connections (2 per rank)"))
+      << c.notice;
+  EXPECT_TRUE(has(c.notice, "1049 descriptors, over the limit of 1024")) << c.notice;
+  EXPECT_TRUE(has(c.notice, "CANOPY_STORE_CONNECTIONS=1")) << c.notice;
+  EXPECT_TRUE(has(c.notice, "ulimit -n 1049")) << c.notice;
+  EXPECT_TRUE(has(c.summary, "512 store connections (1 per rank)")) << c.summary;
+  EXPECT_EQ(choose_output(OutputMode::Auto, budget(4096, 512, 9)).store_connections_per_rank, 2);
+}
+
+TEST(OutputBudget, WarnsWhenEvenOneStoreConnectionARankDoesNotFit) {
+  // 1024 ranks under 1024: even 1024 connections and 25 are over it.
+  OutputChoice c = choose_output(OutputMode::Auto, budget(1024, 1024, 9));
+  EXPECT_EQ(c.store_connections_per_rank, 1);
   EXPECT_EQ(c.warning.find('\n'), std::string::npos) << c.warning;
-  EXPECT_TRUE(has(c.warning, "1024 store connections (2 per rank)")) << c.warning;
+  EXPECT_TRUE(has(c.warning, "even one a rank")) << c.warning;
+  EXPECT_TRUE(has(c.warning, "1024 store connections (1 per rank)")) << c.warning;
   EXPECT_TRUE(has(c.warning, "1049 descriptors, over the limit of 1024")) << c.warning;
-  EXPECT_TRUE(has(c.warning, "runs without it")) << c.warning;
   EXPECT_TRUE(has(c.warning, "ulimit -n 1049")) << c.warning;
 
   DescriptorBudget other_node = budget(1024, 512, 9);
@@ -94,7 +109,7 @@ TEST(OutputBudget, PrefixedIsObeyedWhileItsPipesFitAndRefusedBeforeAnythingStart
   EXPECT_TRUE(c.prefixed);
   EXPECT_EQ(c.refusal, "");
   EXPECT_EQ(c.notice, "");
-  EXPECT_TRUE(has(c.warning, "426 descriptors")) << c.warning;  // the store's connections do not
+  EXPECT_TRUE(has(c.warning, "326 descriptors")) << c.warning;  // the store's, even one a rank, do not
 
   OutputChoice refused = choose_output(OutputMode::Prefixed, budget(256, 128));  // 256 + 26 do not
   EXPECT_TRUE(has(refused.refusal, "--output prefixed for 128 ranks needs 256 pipes (2 per rank)"))
