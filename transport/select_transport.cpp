@@ -17,7 +17,7 @@ namespace {
 // Every rank publishes whether it can use verbs ("transport/<comm>/verbs_usable/<rank>": "1", or "0" and
 // why not); rank 0 gathers them and publishes the group's verdict ("transport/<comm>/verbs_usable": "1", or
 // "<rank>:<reason>" for the first rank that cannot), which every rank reads
-// (rendezvous::agree_through_rank_zero: two store requests a rank, four for rank 0). Verbs only if all can.
+// (rendezvous::agree_through_rank_zero: two store requests a rank, three for rank 0). Verbs only if all can.
 // Returns the first rank that cannot and its reason, or nullopt.
 std::optional<std::pair<int, std::string>> first_rank_without_verbs(Store& store, int rank, int size,
                                                                     const VerbsOptions& verbs) {
