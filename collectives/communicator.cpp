@@ -15,9 +15,12 @@
 namespace canopy {
 
 Communicator Communicator::from_environment(const CommunicatorOptions& options) {
-  auto joined = collectives::join_environment_group(options);
+  // The store is this communicator's first: its first request claims the rank (and names it), rendezvous()
+  // need not.
+  auto joined = collectives::join_environment_group(options, rendezvous::RankClaim::ByCaller);
   const rendezvous::LaunchInfo& info = joined.rendezvous.info;
-  Communicator communicator(joined.rendezvous.store, info.rank, info.world_size, joined.options);
+  Communicator communicator(std::make_unique<Impl>(joined.rendezvous.store, info.rank, info.world_size,
+                                                   joined.options, Impl::Formation::FirstOnItsStore));
   communicator.impl_->family()->store_server = std::move(joined.rendezvous.server);
   return communicator;
 }

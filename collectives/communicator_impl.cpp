@@ -49,7 +49,7 @@ std::uint64_t child_id(std::uint64_t parent_id, const std::string& name) {
 }  // namespace
 
 Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_,
-                         const CommunicatorOptions& options)
+                         const CommunicatorOptions& options, Formation formation)
     : rank(rank_),
       size(size_),
       family_(std::make_shared<collectives::CommunicatorFamily>()),
@@ -63,16 +63,35 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     fail(ErrorCode::InvalidArgument, "rank {} is not within a group of {} ranks", rank, size);
   log::set_rank(rank);
   // Each rank numbers the communicators it forms on this store; ranks form them in the same order,
-  // so the numbers agree, and the keys and handshakes of one communicator never meet another's.
-  comm_id_ = static_cast<std::uint64_t>(base_store->add(fmt::format("canopy/communicators/{}", rank), 1));
+  // so the numbers agree, and the keys and handshakes of one communicator never meet another's. The
+  // first on a store of its own is number 0 (the counter starts at 1), and its record claims the rank:
+  // a second process with this rank meets it there, as it would meet the claim rendezvous() makes.
+  const bool first_on_its_store = formation == Formation::FirstOnItsStore;
+  comm_id_ = first_on_its_store
+                 ? 0
+                 : static_cast<std::uint64_t>(base_store->add(fmt::format("canopy/communicators/{}", rank), 1));
   store_ = std::make_shared<PrefixStore>(base_store, fmt::format("canopy/comm/{}", comm_id_));
   store_->set_timeout(timeout_);
 
   world_ranks_.resize(static_cast<std::size_t>(size));
   std::iota(world_ranks_.begin(), world_ranks_.end(), 0);
   family_ranks_ = world_ranks_;
+  // Both TCP meshes (the collectives' and the point-to-point one) listen before the layout is agreed, so
+  // that their addresses travel in this rank's layout record: one request publishes all it has to say.
+  // Not where the transport is verbs, which has no TCP mesh (auto may still choose verbs: the listeners
+  // then close unused).
+  std::shared_ptr<transport::TcpAddressBook> addresses;
+  if (size > 1 && transport::transport_kind_from(settings_) != transport::TransportKind::Verbs) {
+    const transport::TcpOptions tcp = transport::TcpOptions::from(transport::MeshOptions::from_settings(settings_, comm_id_));
+    addresses = std::make_shared<transport::TcpAddressBook>(
+        rank, size, /*meshes=*/2, tcp,
+        transport::TcpAddressBook::Records{store_, collectives::rank_record_key, collectives::addresses_in_record});
+  }
+  collectives::RankRecord record;
+  if (addresses) record.addresses = addresses->addresses();
+  if (first_on_its_store) record.claim = rendezvous::rank_claim();
   hosts_ = std::make_shared<const collectives::HostLayout>(collectives::exchange_host_layout(
-      *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus()));
+      *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus(), record));
   if (options.local_rank >= 0 && options.local_size > 0) {
     local_rank = options.local_rank;
     local_size = options.local_size;
@@ -80,7 +99,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     local_rank = hosts_->local_rank_of(rank);
     local_size = hosts_->ranks_on(hosts_->host_of(rank));
   }
-  connect(*hosts_, options.job_token);
+  connect(*hosts_, options.job_token, std::move(addresses));
 
   const bool calibrate = options.calibrate && settings_.flag("CANOPY_CALIBRATE");
   collectives::LinkModel link;
@@ -163,8 +182,11 @@ Communicator::Impl::~Impl() {
   p2p_->close();         // its thread may still report a failure through this communicator
 }
 
-void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token) {
+void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token,
+                                 std::shared_ptr<transport::TcpAddressBook> addresses) {
   auto mesh = transport::MeshOptions::from_settings(settings_, comm_id_);
+  mesh.tcp_address_book = addresses;
+  mesh.tcp_address_book_mesh = 0;
   mesh.connect_timeout = timeout_;
   if (!job_token.empty()) mesh.job_token = job_token;
   mesh.host_of_rank = hosts.host_of_rank;
@@ -179,6 +201,7 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   auto p2p_store = std::make_shared<PrefixStore>(store_, "p2p");
   mesh.spin = false;  // its thread waits in poll(): no core spent on waiting
   mesh.host_cells = false;  // collectives only
+  mesh.tcp_address_book_mesh = 1;
   if (on_first_use) mesh.store_for_first_use = p2p_store;
   collectives::PointToPoint::Settings settings;
   settings.comm_id = comm_id_;
@@ -361,7 +384,14 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   // A one-shot call that fits the host's cells goes through them; every other call runs its schedule.
   const bool through_cells = algorithm.one_shot && call.through_cells(element_size);
   const collectives::CompiledSchedule* compiled = through_cells ? nullptr : &schedules_.get(algorithm, call);
-  if (compiled != nullptr) grow(staging_, compiled->schedule.staging_count * element_size);
+  if (compiled != nullptr) {
+    grow(staging_, compiled->schedule.staging_count * element_size);
+    if (!compiled->peers_expected) {
+      // Links made on first use learn where all of this schedule's peers listen in one store request.
+      compiled->peers_expected = true;
+      transport_->expect_peers(compiled->peers);
+    }
+  }
 
   collectives::ExecutionContext context;
   context.transport = transport_.get();

@@ -25,14 +25,21 @@
 #include "collectives/schedule_cache.hpp"
 #include "collectives/broadcast_stream.hpp"
 #include "common/settings.hpp"
+#include "transport/tcp/tcp_address_book.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy {
 
 class Communicator::Impl {
  public:
+  // How the first communicator of a family meets: on a store that others may share (SharedStore: numbered
+  // by a counter in the store, so that a rank's communicators on one store never meet), or as the first
+  // communicator on a store just reached by rendezvous(..., RankClaim::ByCaller) (FirstOnItsStore:
+  // Communicator::from_environment), which is number 0 without a request and whose record claims the rank.
+  enum class Formation { SharedStore, FirstOnItsStore };
   // The first communicator of a family: forms the group of `size` ranks meeting through `store`.
-  Impl(std::shared_ptr<Store> base_store, int rank, int size, const CommunicatorOptions& options);
+  Impl(std::shared_ptr<Store> base_store, int rank, int size, const CommunicatorOptions& options,
+       Formation formation = Formation::SharedStore);
   // A sub-communicator of `parent` made of `members` (ranks of the parent, in their new order), which
   // contains the parent's own rank; `name` tells its store keys from those of the parent's other
   // sub-communicators. Every member calls this with the same members and name; a nonzero
@@ -94,7 +101,10 @@ class Communicator::Impl {
 
  private:
   // The part both constructors share: connects the group's two meshes (collectives, point-to-point).
-  void connect(const collectives::HostLayout& hosts, const std::string& job_token);
+  // `addresses`: the TCP listeners made, and published in the ranks' records, before the layout was agreed
+  // (null: each TCP mesh publishes its own).
+  void connect(const collectives::HostLayout& hosts, const std::string& job_token,
+               std::shared_ptr<transport::TcpAddressBook> addresses = nullptr);
   void ensure_usable();
   // Publishes `error` as the communicator's first failure (or learns another rank's), ends the
   // communicator, and returns the error to report.
