@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <charconv>
+#include <functional>
 #include <chrono>
 #include <cstdio>
 #include <numeric>
@@ -24,7 +27,7 @@ using Seconds = std::chrono::duration<double>;
 
 // Probe messages travel as Bootstrap frames, numbered by `step` so that a late message of one probe
 // can never be taken for another's.
-enum ProbeStep : std::uint32_t { kToken = 0, kBulk = 1, kEager = 2, kSizing = 3 };
+enum ProbeStep : std::uint32_t { kToken = 0, kBulk = 1, kEager = 2, kSizing = 3, kAgreeLength = 4, kAgreeText = 5 };
 
 transport::Envelope probe_envelope(std::uint64_t comm_id, ProbeStep step, std::uint64_t bytes) {
   transport::Envelope e;
@@ -54,6 +57,7 @@ double interquartile_mean(std::vector<double> values) {
 struct ProbeRing {
   bool member = false;
   bool times_token = false;  // the first member of its ring: it times the token
+  bool last = false;         // the last member: its next is the first
   int next = 0;
   int prev = 0;
   int hops = 1;  // members of this rank's ring
@@ -67,6 +71,7 @@ ProbeRing ring_among(const std::vector<int>& members, int rank) {
   const int i = static_cast<int>(it - members.begin());
   ring.member = true;
   ring.times_token = i == 0;
+  ring.last = i == m - 1;
   ring.next = members[static_cast<std::size_t>((i + 1) % m)];
   ring.prev = members[static_cast<std::size_t>((i + m - 1) % m)];
   ring.hops = m;
@@ -94,6 +99,86 @@ double probe_hop_latency(transport::Transport& t, const ProbeRing& ring, std::ui
   }
   // The first trips warm up connections and caches: the median ignores them.
   return ring.times_token ? median(trips) / ring.hops : 0.0;
+}
+
+// ---- agreeing around the ring, where its members are all who agree ----
+//
+// The sample's members are connected around their ring already (the token went round), and the store serves
+// the whole group: a text goes to the next member as two messages, its length and its bytes.
+
+void send_text(transport::Transport& t, int peer, std::uint64_t comm_id, const std::string& text,
+               Deadline deadline) {
+  const std::uint64_t length = text.size();
+  transport::send(t, peer, probe_envelope(comm_id, kAgreeLength, sizeof(length)),
+                  std::as_bytes(std::span(&length, 1)), deadline);
+  transport::send(t, peer, probe_envelope(comm_id, kAgreeText, length), std::as_bytes(std::span(text)), deadline);
+}
+
+std::string receive_text(transport::Transport& t, int peer, std::uint64_t comm_id, Deadline deadline) {
+  std::uint64_t length = 0;
+  transport::recv(t, peer, probe_envelope(comm_id, kAgreeLength, sizeof(length)),
+                  std::as_writable_bytes(std::span(&length, 1)), deadline);
+  if (length > (std::uint64_t{1} << 20))
+    fail(ErrorCode::Protocol, "rank {}: rank {} announced a probe agreement of {} bytes", t.rank(), peer, length);
+  std::string text(length, '\0');
+  transport::recv(t, peer, probe_envelope(comm_id, kAgreeText, length), std::as_writable_bytes(std::span(text)),
+                  deadline);
+  return text;
+}
+
+// "<length>:<text>" for each, back to back.
+std::string join_texts(const std::vector<std::string>& texts) {
+  std::string joined;
+  for (const std::string& text : texts) joined += fmt::format("{}:{}", text.size(), text);
+  return joined;
+}
+
+std::vector<std::string> split_texts(const std::string& joined, int rank) {
+  std::vector<std::string> texts;
+  std::size_t at = 0;
+  while (at < joined.size()) {
+    const std::size_t colon = joined.find(':', at);
+    std::size_t length = 0;
+    const auto parsed = std::from_chars(joined.data() + at, joined.data() + std::min(colon, joined.size()), length);
+    if (colon == std::string::npos || parsed.ec != std::errc{} || parsed.ptr != joined.data() + colon ||
+        length > joined.size() - colon - 1)
+      fail(ErrorCode::Protocol, "rank {}: a malformed probe agreement came around the ring", rank);
+    texts.push_back(joined.substr(colon + 1, length));
+    at = colon + 1 + length;
+  }
+  return texts;
+}
+
+// What the members of `ring` (all who agree) agree on, without the store: every member's `mine` goes around
+// the ring once, in the members' order, to the first, which combines them as an agreement through the store
+// would (rendezvous::agree_among); its answer goes around once more. Every member returns that answer.
+std::string agree_around_ring(transport::Transport& t, const ProbeRing& ring, std::uint64_t comm_id,
+                              const std::string& mine,
+                              const std::function<std::string(const std::vector<std::string>&)>& combine,
+                              Deadline deadline) {
+  std::vector<std::string> texts;
+  if (!ring.times_token) texts = split_texts(receive_text(t, ring.prev, comm_id, deadline), t.rank());
+  texts.push_back(mine);
+  send_text(t, ring.next, comm_id, join_texts(texts), deadline);
+  if (ring.times_token) {
+    const std::string answer = combine(split_texts(receive_text(t, ring.prev, comm_id, deadline), t.rank()));
+    send_text(t, ring.next, comm_id, answer, deadline);
+    return answer;
+  }
+  const std::string answer = receive_text(t, ring.prev, comm_id, deadline);
+  if (!ring.last) send_text(t, ring.next, comm_id, answer, deadline);
+  return answer;
+}
+
+// Through the ring when its members are all who agree (`one_ring`), else through the store
+// (rendezvous::agree_among, `key`).
+std::string agree_on(transport::Transport& t, const ProbeRing& ring, bool one_ring, Store& store,
+                     const std::string& key, const std::vector<int>& members, std::uint64_t comm_id,
+                     const std::string& mine,
+                     const std::function<std::string(const std::vector<std::string>&)>& combine,
+                     Deadline deadline) {
+  if (one_ring && ring.member) return agree_around_ring(t, ring, comm_id, mine, combine, deadline);
+  return rendezvous::agree_among(store, key, t.rank(), members, mine, combine);
 }
 
 // Sends `out` to the next member while receiving `in` from the previous one.
@@ -160,8 +245,9 @@ struct ProbePlan {
   int eager_rounds = 0;
 };
 
-ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, const std::vector<int>& members,
-                              Store& store, const std::string& key, std::uint64_t comm_id, Deadline deadline) {
+ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, bool one_ring,
+                              const std::vector<int>& members, Store& store, const std::string& key,
+                              std::uint64_t comm_id, Deadline deadline) {
   constexpr std::size_t kSizingBytes = kEagerBytes;
   constexpr std::size_t kMostBytes = 16 << 20;
   constexpr double kRoundSeconds = 0.25;
@@ -192,7 +278,7 @@ ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, co
         static_cast<int>(std::clamp<double>(affordable, kFewestEagerRounds, kMostEagerRounds)));
   };
   const std::string text =
-      rendezvous::agree_among(store, key, t.rank(), members, fmt::format("{:a}", mine), plan_the_probes);
+      agree_on(t, ring, one_ring, store, key, members, comm_id, fmt::format("{:a}", mine), plan_the_probes, deadline);
   ProbePlan plan;
   if (std::sscanf(text.c_str(), "%zu %d", &plan.stream_bytes, &plan.eager_rounds) != 2 ||
       plan.stream_bytes < kSizingBytes || plan.stream_bytes > kMostBytes ||
@@ -222,13 +308,20 @@ std::string combine(const std::vector<std::string>& measured) {
 }
 
 // One class of links, measured around the ring of `ring_members` with every member at once, and agreed
-// among `members` (the members of every ring measuring this class at once; every rank reads the answer);
+// among `members` (the members of every ring measuring this class at once; every rank reads the answer):
+// around the ring where it is the only one (its first member then publishes the answer as `key` for the
+// others: the sampled ranks make no store request for the probe, the others one), else through the store;
 // `turns` is how many turns this rank's host takes for its cores when all of its members move a message
 // (1 where they fit).
 MeasuredLink measure_links(transport::Transport& transport, const std::vector<int>& ring_members,
                            const std::vector<int>& members, int turns, double gamma, double gamma_in_cache,
                            Store& store, const std::string& key, std::uint64_t comm_id, Deadline deadline) {
   const ProbeRing ring = ring_among(ring_members, transport.rank());
+  const bool one_ring = ring_members == members;
+  if (ring.member) {
+    const std::array<int, 2> neighbours{ring.prev, ring.next};
+    transport.expect_peers(neighbours);  // where both are dialled, one store request learns both addresses
+  }
   MeasuredLink mine;
   mine.gamma = gamma;
   mine.gamma_in_cache = gamma_in_cache;
@@ -239,7 +332,8 @@ MeasuredLink measure_links(transport::Transport& transport, const std::vector<in
   // Only those who agree need the plan (a rank of `members` outside every ring says 0 in it).
   const bool agrees = std::find(members.begin(), members.end(), transport.rank()) != members.end();
   const ProbePlan plan =
-      agrees ? agree_on_probe_plan(transport, ring, members, store, key + "/plan", comm_id, deadline) : ProbePlan{};
+      agrees ? agree_on_probe_plan(transport, ring, one_ring, members, store, key + "/plan", comm_id, deadline)
+             : ProbePlan{};
   if (ring.member) {
     link.beta = probe_loaded_bandwidth(transport, ring, comm_id, kBulk, plan.stream_bytes, 3, link.alpha,
                                        turns, deadline);
@@ -249,8 +343,11 @@ MeasuredLink measure_links(transport::Transport& transport, const std::vector<in
   } else {
     link.beta = link.beta_eager = 0;
   }
-  return decode_measured_link(
-      rendezvous::agree_among(store, key, transport.rank(), members, encode(mine), combine));
+  if (!agrees) return decode_measured_link(store.get(key));
+  const std::string answer =
+      agree_on(transport, ring, one_ring, store, key, members, comm_id, encode(mine), combine, deadline);
+  if (one_ring && ring.times_token) store.set(key, answer);  // for the ranks outside the ring
+  return decode_measured_link(answer);
 }
 
 // Where the layout has both classes of links (several hosts, some with several ranks), each is measured
