@@ -405,12 +405,19 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
   for (int r = 0; r < transport.size(); ++r)
     if (static_cast<std::size_t>(hosts.local_rank_of(r)) < kProbeSample) within_members.push_back(r);
   const std::vector<int> host_sample = sample_of(my_host);
-  const MeasuredLink within =
-      measure_links(transport, host_sample, within_members, turns_of_sample(hosts, host_sample, rank), gamma,
-                    gamma_in_cache, store, "cost_model/within", comm_id, deadline);
   const std::vector<int> hosts_sample = sample_of(first_of_host);
-  const MeasuredLink between = measure_links(transport, hosts_sample, hosts_sample, /*turns=*/1, gamma,
-                                             gamma_in_cache, store, "cost_model/between", comm_id, deadline);
+  MeasuredLink within, between;
+  if (!sampled) {
+    // Outside both samples (a host's first ranks make both): both answers in one request.
+    const std::vector<std::string> answers = store.get_many({"cost_model/within", "cost_model/between"});
+    within = decode_measured_link(answers[0]);
+    between = decode_measured_link(answers[1]);
+  } else {
+    within = measure_links(transport, host_sample, within_members, turns_of_sample(hosts, host_sample, rank),
+                           gamma, gamma_in_cache, store, "cost_model/within", comm_id, deadline);
+    between = measure_links(transport, hosts_sample, hosts_sample, /*turns=*/1, gamma, gamma_in_cache, store,
+                            "cost_model/between", comm_id, deadline);
+  }
   model.within_host = within.link;
   model.between_hosts = between.link;
   model.between_hosts.through_memory = false;  // its ring's messages cross between hosts
