@@ -194,7 +194,8 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   mesh.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
   const bool on_first_use = settings_.choice("CANOPY_CONNECT") != "eager";
   if (on_first_use) mesh.store_for_first_use = store_;
-  transport_ = transport::connect_mesh(*store_, rank, size, mesh);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
+  const transport::TransportKind kind = transport::transport_kind_from(settings_);
+  transport_ = transport::connect_mesh(*store_, rank, size, mesh, kind);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
   host_cells_ = transport_->host_cells();
   // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
   // collective runs, in an order of their own (docs/GROUPS.md says why not the collectives' sockets).
@@ -206,7 +207,12 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   collectives::PointToPoint::Settings settings;
   settings.comm_id = comm_id_;
   settings.timeout = timeout_;
-  p2p_ = std::make_unique<collectives::PointToPoint>(transport::connect_mesh(*p2p_store, rank, size, mesh),
+  // Of the kind the collectives' mesh took: under auto the group agreed on verbs or not once already.
+  const transport::TransportKind p2p_kind = transport::kind_taken(kind, *transport_);
+  auto p2p_mesh = transport::connect_mesh(
+      *p2p_store, rank, size, mesh, p2p_kind,
+      kind == transport::TransportKind::Auto ? "CANOPY_TRANSPORT=auto, as the collectives' mesh chose" : "");
+  p2p_ = std::make_unique<collectives::PointToPoint>(std::move(p2p_mesh),
                                                      settings,
                                                      [this](const Error& error) { return end_with(error); });
 }
