@@ -152,7 +152,14 @@ void TcpConnector::expect(const std::vector<int>& peers) {
   std::vector<int> dialled;
   for (int peer : peers)
     if (peer < rank_) dialled.push_back(peer);  // the higher peers dial this rank
-  if (!dialled.empty()) options_.address_book->read(dialled, kLookupWait);
+  if (dialled.empty()) return;
+  try {
+    options_.address_book->read(dialled, kLookupWait);
+  } catch (const Error& e) {
+    // A hint only: the dials read again, and fail the peers' operations with what went wrong.
+    log::debug("rank {}: reading the records of ranks {} ahead of their dials: {}", rank_, rank_list(dialled),
+               e.what());
+  }
 }
 
 void TcpConnector::request(int peer) {

@@ -56,7 +56,7 @@ class TcpConnector {
   void request(int peer);
   bool requested(int peer) const { return requested_[static_cast<std::size_t>(peer)]; }
   // The peers that are about to be asked for (Transport::expect_peers): with an address book, the records
-  // of those this rank will dial are read now, all in one store request. Asks for nothing.
+  // of those this rank will dial are read now, all in one store request. Asks for nothing; never throws.
   void expect(const std::vector<int>& peers);
   // Whether a dial is under way: drive() has work even without a poll.
   bool dialling() const { return !dials_.empty(); }

@@ -51,7 +51,8 @@ struct TcpOptions {
 };
 
 // Every rank calls this with the same store, its rank, the group size and comm_id. Each rank publishes
-// "tcp/<comm_id>/addr/<rank>" = "ip:port" in the store (unless an address book has it in the rank's record). Without `store_for_first_use` it connects to
+// "tcp/<comm_id>/addr/<rank>" = "ip:port" in the store (unless an address book has it in the rank's own
+// record). Without `store_for_first_use` it connects to
 // every lower rank and accepts every higher one, returns once all are up and closes its listener; throws
 // Error(Timeout) naming the ranks that never appeared. With it, the mesh returns at once and keeps its
 // listener: each link is made when a message first goes to or comes from that peer.
