@@ -54,8 +54,9 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
       size(size_),
       family_(std::make_shared<collectives::CommunicatorFamily>()),
       settings_(Settings::from_environment()),
-      timeout_(options.timeout.count() > 0 ? options.timeout
-                                           : std::chrono::duration_cast<Duration>(settings_.duration("CANOPY_TIMEOUT"))),
+      timeout_(options.timeout.count() > 0
+                   ? options.timeout
+                   : std::chrono::duration_cast<Duration>(settings_.duration("CANOPY_TIMEOUT"))),
       options_(options),
       algorithm_overrides_(collectives::parse_algorithm_overrides(settings_.text("CANOPY_ALGO"))),
       chunk_bytes_(settings_.size("CANOPY_CHUNK_BYTES")) {
@@ -67,9 +68,10 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   // first on a store of its own is number 0 (the counter starts at 1), and its record claims the rank:
   // a second process with this rank meets it there, as it would meet the claim rendezvous() makes.
   const bool first_on_its_store = formation == Formation::FirstOnItsStore;
-  comm_id_ = first_on_its_store
-                 ? 0
-                 : static_cast<std::uint64_t>(base_store->add(fmt::format("canopy/communicators/{}", rank), 1));
+  comm_id_ =
+      first_on_its_store
+          ? 0
+          : static_cast<std::uint64_t>(base_store->add(fmt::format("canopy/communicators/{}", rank), 1));
   store_ = std::make_shared<PrefixStore>(base_store, fmt::format("canopy/comm/{}", comm_id_));
   store_->set_timeout(timeout_);
 
@@ -82,16 +84,19 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   // then close unused).
   std::shared_ptr<transport::TcpAddressBook> addresses;
   if (size > 1 && transport::transport_kind_from(settings_) != transport::TransportKind::Verbs) {
-    const transport::TcpOptions tcp = transport::TcpOptions::from(transport::MeshOptions::from_settings(settings_, comm_id_));
+    const transport::TcpOptions tcp =
+        transport::TcpOptions::from(transport::MeshOptions::from_settings(settings_, comm_id_));
     addresses = std::make_shared<transport::TcpAddressBook>(
         rank, size, /*meshes=*/2, tcp,
-        transport::TcpAddressBook::Records{store_, collectives::rank_record_key, collectives::addresses_in_record});
+        transport::TcpAddressBook::Records{store_, collectives::rank_record_key,
+                                           collectives::addresses_in_record});
   }
   collectives::RankRecord record;
   if (addresses) record.addresses = addresses->addresses();
   if (first_on_its_store) record.claim = rendezvous::rank_claim();
   hosts_ = std::make_shared<const collectives::HostLayout>(collectives::exchange_host_layout(
-      *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus(), record));
+      *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus(),
+      record));
   if (options.local_rank >= 0 && options.local_size > 0) {
     local_rank = options.local_rank;
     local_size = options.local_size;
@@ -195,7 +200,8 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   const bool on_first_use = settings_.choice("CANOPY_CONNECT") != "eager";
   if (on_first_use) mesh.store_for_first_use = store_;
   const transport::TransportKind kind = transport::transport_kind_from(settings_);
-  transport_ = transport::connect_mesh(*store_, rank, size, mesh, kind);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
+  transport_ =
+      transport::connect_mesh(*store_, rank, size, mesh, kind);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
   host_cells_ = transport_->host_cells();
   // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
   // collective runs, in an order of their own (docs/GROUPS.md says why not the collectives' sockets).
@@ -212,8 +218,7 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   auto p2p_mesh = transport::connect_mesh(
       *p2p_store, rank, size, mesh, p2p_kind,
       kind == transport::TransportKind::Auto ? "CANOPY_TRANSPORT=auto, as the collectives' mesh chose" : "");
-  p2p_ = std::make_unique<collectives::PointToPoint>(std::move(p2p_mesh),
-                                                     settings,
+  p2p_ = std::make_unique<collectives::PointToPoint>(std::move(p2p_mesh), settings,
                                                      [this](const Error& error) { return end_with(error); });
 }
 

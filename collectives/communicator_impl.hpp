@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "canopy/communicator.hpp"
+#include "collectives/broadcast_stream.hpp"
 #include "collectives/call_sequencer.hpp"
 #include "collectives/communicator_family.hpp"
 #include "collectives/cost_model.hpp"
@@ -23,7 +24,6 @@
 #include "collectives/flight_recorder.hpp"
 #include "collectives/point_to_point.hpp"
 #include "collectives/schedule_cache.hpp"
-#include "collectives/broadcast_stream.hpp"
 #include "common/settings.hpp"
 #include "transport/tcp/tcp_address_book.hpp"
 #include "transport/transport.hpp"

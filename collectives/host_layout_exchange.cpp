@@ -92,9 +92,10 @@ std::optional<RecordParts> parts_of(std::string_view record) {
 RecordParts parts_or_fail(const std::string& record, std::size_t rank) {
   const auto parts = parts_of(record);
   if (!parts)
-    fail(ErrorCode::Protocol,
-         "rank {} published a malformed record '{}' (expected '<addresses>\\n<claim>\\n<cpu list> <host id>')",
-         rank, record);
+    fail(
+        ErrorCode::Protocol,
+        "rank {} published a malformed record '{}' (expected '<addresses>\\n<claim>\\n<cpu list> <host id>')",
+        rank, record);
   return *parts;
 }
 
@@ -103,7 +104,8 @@ std::string holder_of(const std::string& record) {
   const auto parts = parts_of(record);
   if (!parts) return fmt::format("'{}'", record);
   const std::size_t space = parts->entry.find(' ');
-  const std::string_view host = space == std::string_view::npos ? parts->entry : parts->entry.substr(space + 1);
+  const std::string_view host =
+      space == std::string_view::npos ? parts->entry : parts->entry.substr(space + 1);
   return fmt::format("{} {}", host, parts->claim.empty() ? std::string_view("(no claim)") : parts->claim);
 }
 

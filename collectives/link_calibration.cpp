@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <functional>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -27,7 +27,14 @@ using Seconds = std::chrono::duration<double>;
 
 // Probe messages travel as Bootstrap frames, numbered by `step` so that a late message of one probe
 // can never be taken for another's.
-enum ProbeStep : std::uint32_t { kToken = 0, kBulk = 1, kEager = 2, kSizing = 3, kAgreeLength = 4, kAgreeText = 5 };
+enum ProbeStep : std::uint32_t {
+  kToken = 0,
+  kBulk = 1,
+  kEager = 2,
+  kSizing = 3,
+  kAgreeLength = 4,
+  kAgreeText = 5
+};
 
 transport::Envelope probe_envelope(std::uint64_t comm_id, ProbeStep step, std::uint64_t bytes) {
   transport::Envelope e;
@@ -111,7 +118,8 @@ void send_text(transport::Transport& t, int peer, std::uint64_t comm_id, const s
   const std::uint64_t length = text.size();
   transport::send(t, peer, probe_envelope(comm_id, kAgreeLength, sizeof(length)),
                   std::as_bytes(std::span(&length, 1)), deadline);
-  transport::send(t, peer, probe_envelope(comm_id, kAgreeText, length), std::as_bytes(std::span(text)), deadline);
+  transport::send(t, peer, probe_envelope(comm_id, kAgreeText, length), std::as_bytes(std::span(text)),
+                  deadline);
 }
 
 std::string receive_text(transport::Transport& t, int peer, std::uint64_t comm_id, Deadline deadline) {
@@ -119,10 +127,11 @@ std::string receive_text(transport::Transport& t, int peer, std::uint64_t comm_i
   transport::recv(t, peer, probe_envelope(comm_id, kAgreeLength, sizeof(length)),
                   std::as_writable_bytes(std::span(&length, 1)), deadline);
   if (length > (std::uint64_t{1} << 20))
-    fail(ErrorCode::Protocol, "rank {}: rank {} announced a probe agreement of {} bytes", t.rank(), peer, length);
+    fail(ErrorCode::Protocol, "rank {}: rank {} announced a probe agreement of {} bytes", t.rank(), peer,
+         length);
   std::string text(length, '\0');
-  transport::recv(t, peer, probe_envelope(comm_id, kAgreeText, length), std::as_writable_bytes(std::span(text)),
-                  deadline);
+  transport::recv(t, peer, probe_envelope(comm_id, kAgreeText, length),
+                  std::as_writable_bytes(std::span(text)), deadline);
   return text;
 }
 
@@ -139,7 +148,8 @@ std::vector<std::string> split_texts(const std::string& joined, int rank) {
   while (at < joined.size()) {
     const std::size_t colon = joined.find(':', at);
     std::size_t length = 0;
-    const auto parsed = std::from_chars(joined.data() + at, joined.data() + std::min(colon, joined.size()), length);
+    const auto parsed =
+        std::from_chars(joined.data() + at, joined.data() + std::min(colon, joined.size()), length);
     if (colon == std::string::npos || parsed.ec != std::errc{} || parsed.ptr != joined.data() + colon ||
         length > joined.size() - colon - 1)
       fail(ErrorCode::Protocol, "rank {}: a malformed probe agreement came around the ring", rank);
@@ -152,8 +162,9 @@ std::vector<std::string> split_texts(const std::string& joined, int rank) {
 using Combine = std::function<std::string(const std::vector<std::string>&)>;
 
 // Every member's `mine`, in the ring's order, on its first member (the others return nothing): once around.
-std::vector<std::string> gather_around_ring(transport::Transport& t, const ProbeRing& ring, std::uint64_t comm_id,
-                                            const std::string& mine, Deadline deadline) {
+std::vector<std::string> gather_around_ring(transport::Transport& t, const ProbeRing& ring,
+                                            std::uint64_t comm_id, const std::string& mine,
+                                            Deadline deadline) {
   std::vector<std::string> texts;
   if (!ring.times_token) texts = split_texts(receive_text(t, ring.prev, comm_id, deadline), t.rank());
   texts.push_back(mine);
@@ -286,7 +297,8 @@ struct ProbePlan {
   int eager_rounds = 0;
 };
 
-using Agree = std::function<std::string(const std::string& key, const std::string& mine, const Combine& combine)>;
+using Agree =
+    std::function<std::string(const std::string& key, const std::string& mine, const Combine& combine)>;
 
 ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, const Agree& agree,
                               const std::string& key, std::uint64_t comm_id, Deadline deadline) {
@@ -363,7 +375,8 @@ std::string measure_links(transport::Transport& transport, const std::vector<int
   const bool one_ring = ring_members == members;
   const Agree agree = [&](const std::string& what, const std::string& mine, const Combine& how) {
     if (one_ring && ring.member) return agree_around_ring(transport, ring, comm_id, mine, how, deadline);
-    if (agreement.hosts) return agree_within_hosts(transport, ring, *agreement.hosts, comm_id, mine, how, deadline);
+    if (agreement.hosts)
+      return agree_within_hosts(transport, ring, *agreement.hosts, comm_id, mine, how, deadline);
     return rendezvous::agree_among(store, what, transport.rank(), members, mine, how);
   };
   // Who publishes the answer for the ranks outside: the first of the ring that ends the agreement.
@@ -442,9 +455,9 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
   LinkModel model;
   if (one_class) {
     const std::vector<int> sample = sample_of(everyone);
-    const MeasuredLink every =
-        decode_measured_link(measure_links(transport, sample, Agreement{sample}, turns_of_sample(hosts, sample, rank),
-                                           gamma, gamma_in_cache, store, "cost_model", comm_id, deadline));
+    const MeasuredLink every = decode_measured_link(
+        measure_links(transport, sample, Agreement{sample}, turns_of_sample(hosts, sample, rank), gamma,
+                      gamma_in_cache, store, "cost_model", comm_id, deadline));
     model.set_every_link(every.link);
     model.gamma = every.gamma;
     model.gamma_in_cache = every.gamma_in_cache;
@@ -462,7 +475,8 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
   const bool every_host_in_ring = first_of_host.size() <= kProbeSample;
   const ProbeRing hosts_ring = ring_among(hosts_sample, rank);
   const ProbeRing host_ring = ring_among(host_sample, rank);
-  const bool measures_between = std::find(hosts_sample.begin(), hosts_sample.end(), rank) != hosts_sample.end();
+  const bool measures_between =
+      std::find(hosts_sample.begin(), hosts_sample.end(), rank) != hosts_sample.end();
   // Rank 0 ends both agreements there and publishes both answers in one key for the ranks outside the
   // samples; through the store, each agreement publishes its own.
   const std::string both_key = "cost_model/hosts";
@@ -471,7 +485,8 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
     // Outside both samples (a host's first ranks make both): both answers in one request.
     if (every_host_in_ring) {
       const std::vector<std::string> answers = split_texts(store.get(both_key), rank);
-      if (answers.size() != 2) fail(ErrorCode::Protocol, "rank {}: malformed '{}' in the store", rank, both_key);
+      if (answers.size() != 2)
+        fail(ErrorCode::Protocol, "rank {}: malformed '{}' in the store", rank, both_key);
       within_text = answers[0];
       between_text = answers[1];
     } else {
@@ -486,10 +501,11 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
         turns_of_sample(hosts, host_sample, rank), gamma, gamma_in_cache, store, "cost_model/within", comm_id,
         deadline);
     if (measures_between || !every_host_in_ring)
-      between_text = measure_links(transport, hosts_sample, Agreement{hosts_sample, nullptr, !every_host_in_ring},
-                                   /*turns=*/1, gamma, gamma_in_cache, store, "cost_model/between", comm_id,
-                                   deadline);
-    if (every_host_in_ring && hosts_ring.times_token) store.set(both_key, join_texts({within_text, between_text}));
+      between_text =
+          measure_links(transport, hosts_sample, Agreement{hosts_sample, nullptr, !every_host_in_ring},
+                        /*turns=*/1, gamma, gamma_in_cache, store, "cost_model/between", comm_id, deadline);
+    if (every_host_in_ring && hosts_ring.times_token)
+      store.set(both_key, join_texts({within_text, between_text}));
     if (every_host_in_ring && host_ring.member)
       between_text = pass_around_ring(transport, host_ring, comm_id, between_text, deadline);
   }

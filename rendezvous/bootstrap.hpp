@@ -77,7 +77,8 @@ using PublishValue = std::function<void(Store& store, const std::string& key, co
 // O(P) in all, O(1) for any one rank.
 std::string agree_through_rank_zero(
     Store& store, std::string_view what, int rank, int world_size, const std::string& value,
-    const std::function<std::string(const std::vector<std::string>&)>& combine, const PublishValue& publish = {});
+    const std::function<std::string(const std::vector<std::string>&)>& combine,
+    const PublishValue& publish = {});
 
 // The same among `members` only (ranks in increasing order; the first gathers and combines, in the
 // members' order): a member publishes `value`, and every rank that calls, member or not, returns the

@@ -68,7 +68,9 @@ TransportKind kind_taken(TransportKind kind, const Transport& first) {
 
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options,
                                         TransportKind kind, std::string_view why) {
-  auto said = [&](std::string_view setting) { return why.empty() ? fmt::format("CANOPY_TRANSPORT={}", setting) : std::string(why); };
+  auto said = [&](std::string_view setting) {
+    return why.empty() ? fmt::format("CANOPY_TRANSPORT={}", setting) : std::string(why);
+  };
   switch (kind) {
     case TransportKind::ShmTcp:
       log::info("rank {}: transport: shm+tcp ({})", rank, said("shm+tcp"));

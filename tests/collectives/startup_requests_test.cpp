@@ -22,7 +22,7 @@ namespace {
 
 using testing::require;
 
-constexpr int kRanks = 16;      // twice the probe's sample of 8: ranks inside it and outside
+constexpr int kRanks = 16;  // twice the probe's sample of 8: ranks inside it and outside
 constexpr int kSampled = 8;
 const std::string kToken = "startup-requests-test";
 

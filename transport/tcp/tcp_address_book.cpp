@@ -19,15 +19,17 @@ TcpAddressBook::TcpAddressBook(int rank, int size, int meshes, const TcpOptions&
     // What TcpConnector::need() says, for the mesh whose listener this is.
     listeners_.push_back(listen_on(
         chosen.address, size + 64,
-        fmt::format("rank {}'s TCP mesh of {} ranks (comm {}) needs {} descriptors to hold a link with every "
-                    "peer: a socket for each of its {} peers, its listener and an eventfd (links made on first "
-                    "use need one for each peer it has talked to)",
-                    rank, size, options.comm_id, size + 1, size - 1)));
+        fmt::format(
+            "rank {}'s TCP mesh of {} ranks (comm {}) needs {} descriptors to hold a link with every "
+            "peer: a socket for each of its {} peers, its listener and an eventfd (links made on first "
+            "use need one for each peer it has talked to)",
+            rank, size, options.comm_id, size + 1, size - 1)));
     own_.push_back(SocketAddress::local_of(listeners_.back().get()).to_string());
   }
   log::info("rank {}: listening on {} (interface {}{}) for comm {}, published in its layout record", rank_,
             addresses(), chosen.name,
-            options.socket_ifname.empty() ? ", the default choice" : ", from CANOPY_SOCKET_IFNAME", options.comm_id);
+            options.socket_ifname.empty() ? ", the default choice" : ", from CANOPY_SOCKET_IFNAME",
+            options.comm_id);
 }
 
 std::string TcpAddressBook::addresses() const {
@@ -64,7 +66,8 @@ bool TcpAddressBook::read(const std::vector<int>& peers, Duration wait) {
     for (std::string address; words >> address;) addresses.push_back(address);
     if (static_cast<int>(addresses.size()) != meshes_)
       fail(ErrorCode::Protocol,
-           "rank {}: rank {}'s record in the store ('{}') holds {} TCP listening addresses, not {}: does every "
+           "rank {}: rank {}'s record in the store ('{}') holds {} TCP listening addresses, not {}: does "
+           "every "
            "rank run the same Canopy with the same CANOPY_TRANSPORT?",
            rank_, unknown[i], keys[i], addresses.size(), meshes_);
     known_[static_cast<std::size_t>(unknown[i])] = std::move(addresses);

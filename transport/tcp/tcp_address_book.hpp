@@ -1,8 +1,9 @@
 // Where the TCP meshes of one communicator find each other when every rank publishes all its listening
-// addresses once, inside a record of its own (the host layout agreement's: collectives/communicator_impl.cpp),
-// instead of one store key a mesh ("tcp/<comm>/addr/<rank>", tcp_address_key): the listeners, made before
-// that record is published, and the peers' records, each read from the store at most once, several in one
-// request, for every mesh of the communicator (the collectives' and the point-to-point one).
+// addresses once, inside a record of its own (the host layout agreement's:
+// collectives/communicator_impl.cpp), instead of one store key a mesh ("tcp/<comm>/addr/<rank>",
+// tcp_address_key): the listeners, made before that record is published, and the peers' records, each read
+// from the store at most once, several in one request, for every mesh of the communicator (the collectives'
+// and the point-to-point one).
 #pragma once
 
 #include <functional>

@@ -86,8 +86,8 @@ TcpConnector::TcpConnector(std::shared_ptr<Store> store, int rank, int size, con
     // Made before the rank's record, which holds its address, was published.
     listener_ = options_.address_book->take_listener(options_.address_book_mesh);
     if (!listener_.valid())
-      fail(ErrorCode::InvalidArgument, "rank {}: the TCP listener {} of comm {} was taken by another mesh", rank_,
-           options_.address_book_mesh, options_.comm_id);
+      fail(ErrorCode::InvalidArgument, "rank {}: the TCP listener {} of comm {} was taken by another mesh",
+           rank_, options_.address_book_mesh, options_.comm_id);
     address_ = options_.address_book->address(options_.address_book_mesh);
     return;
   }
