@@ -15,9 +15,13 @@
 namespace canopy {
 
 Communicator Communicator::from_environment(const CommunicatorOptions& options) {
-  auto joined = collectives::join_environment_group(options);
+  // The store is this communicator's first: its first request claims the rank (and names it), rendezvous()
+  // need not.
+  auto joined = collectives::join_environment_group(options, rendezvous::RankClaim::ByCaller);
   const rendezvous::LaunchInfo& info = joined.rendezvous.info;
-  Communicator communicator(joined.rendezvous.store, info.rank, info.world_size, joined.options);
+  Communicator communicator(std::make_unique<Impl>(joined.rendezvous.store, info.rank, info.world_size,
+                                                   joined.options, nullptr, nullptr,
+                                                   Impl::Formation::FirstOnItsStore));
   communicator.impl_->family()->store_server = std::move(joined.rendezvous.server);
   return communicator;
 }
@@ -122,8 +126,8 @@ Communicator Communicator::create_group(std::span<const int> ranks, std::string_
   Impl& impl = this->impl();
   const collectives::SplitRequest request = collectives::subgroup_request(ranks, impl.rank, impl.size);
   if (request.color < 0)
-    fail(ErrorCode::InvalidArgument, "create_group '{}' {}: rank {} is not listed; only the members call it", name,
-         collectives::describe_ranks(ranks), impl.rank);
+    fail(ErrorCode::InvalidArgument, "create_group '{}' {}: rank {} is not listed; only the members call it",
+         name, collectives::describe_ranks(ranks), impl.rank);
   return Communicator(std::make_unique<Impl>(impl, std::vector<int>(ranks.begin(), ranks.end()),
                                              fmt::format("group/{}", name), request.list));
 }

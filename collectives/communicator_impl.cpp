@@ -6,21 +6,21 @@
 #include <cstring>
 #include <numeric>
 
+#include "collectives/algorithm_overrides.hpp"
+#include "collectives/broadcast_stream.hpp"
 #include "collectives/call_buffers.hpp"
 #include "collectives/host_layout_exchange.hpp"
 #include "collectives/link_calibration.hpp"
 #include "collectives/link_model_text.hpp"
+#include "collectives/liveness_monitor.hpp"
 #include "collectives/one_shot.hpp"
 #include "collectives/watched_store.hpp"
-#include "collectives/liveness_monitor.hpp"
 #include "common/cpu_list.hpp"
-#include "collectives/algorithm_overrides.hpp"
-#include "collectives/broadcast_stream.hpp"
 #include "common/env.hpp"
-#include "common/fnv1a.hpp"
-#include "common/settings.hpp"
 #include "common/error.hpp"
+#include "common/fnv1a.hpp"
 #include "common/log.hpp"
+#include "common/settings.hpp"
 #include "rendezvous/bootstrap.hpp"
 #include "transport/frame.hpp"
 #include "transport/select_transport.hpp"
@@ -51,13 +51,14 @@ std::uint64_t child_id(std::uint64_t parent_id, const std::string& name) {
 
 Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_,
                          const CommunicatorOptions& options, const collectives::GrowPlan* plan,
-                         const Impl* member)
+                         const Impl* member, Formation formation)
     : rank(rank_),
       size(size_),
       family_(std::make_shared<collectives::CommunicatorFamily>()),
       settings_(Settings::from_environment()),
-      timeout_(options.timeout.count() > 0 ? options.timeout
-                                           : std::chrono::duration_cast<Duration>(settings_.duration("CANOPY_TIMEOUT"))),
+      timeout_(options.timeout.count() > 0
+                   ? options.timeout
+                   : std::chrono::duration_cast<Duration>(settings_.duration("CANOPY_TIMEOUT"))),
       options_(options),
       algorithm_overrides_(collectives::parse_algorithm_overrides(settings_.text("CANOPY_ALGO"))),
       chunk_bytes_(settings_.size("CANOPY_CHUNK_BYTES")) {
@@ -66,9 +67,15 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   log::set_rank(rank);
   // Each rank numbers the communicators it forms on this store; ranks form them in the same order,
   // so the numbers agree, and the keys and handshakes of one communicator never meet another's. A grown
-  // group's id and keys come from its plan, the same on every rank, newcomers included.
-  comm_id_ = plan ? plan->comm_id
-                  : static_cast<std::uint64_t>(base_store->add(fmt::format("canopy/communicators/{}", rank), 1));
+  // group's id and keys come from its plan, the same on every rank, newcomers included. The first on a
+  // store of its own is number 0 (the counter starts at 1), and its record claims the rank: a second
+  // process with this rank meets it there, as it would meet the claim rendezvous() makes.
+  const bool first_on_its_store = !plan && formation == Formation::FirstOnItsStore;
+  comm_id_ =
+      plan ? plan->comm_id
+      : first_on_its_store
+          ? 0
+          : static_cast<std::uint64_t>(base_store->add(fmt::format("canopy/communicators/{}", rank), 1));
   base_store_ = base_store;
   store_path_ = plan ? plan->prefix : fmt::format("canopy/comm/{}", comm_id_);
   store_ = std::make_shared<PrefixStore>(base_store, store_path_);
@@ -85,8 +92,25 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     next_world_rank_ = *std::max_element(world_ranks_.begin(), world_ranks_.end()) + 1;
   }
   if (member) family_->store_server = member->family_->store_server;
+  // Both TCP meshes (the collectives' and the point-to-point one) listen before the layout is agreed, so
+  // that their addresses travel in this rank's layout record: one request publishes all it has to say.
+  // Not where the transport is verbs, which has no TCP mesh (auto may still choose verbs: the listeners
+  // then close unused).
+  std::shared_ptr<transport::TcpAddressBook> addresses;
+  if (size > 1 && transport::transport_kind_from(settings_) != transport::TransportKind::Verbs) {
+    const transport::TcpOptions tcp =
+        transport::TcpOptions::from(transport::MeshOptions::from_settings(settings_, comm_id_));
+    addresses = std::make_shared<transport::TcpAddressBook>(
+        rank, size, /*meshes=*/2, tcp,
+        transport::TcpAddressBook::Records{store_, collectives::rank_record_key,
+                                           collectives::addresses_in_record});
+  }
+  collectives::RankRecord record;
+  if (addresses) record.addresses = addresses->addresses();
+  if (first_on_its_store) record.claim = rendezvous::rank_claim();
   hosts_ = std::make_shared<const collectives::HostLayout>(collectives::exchange_host_layout(
-      *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus()));
+      *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus(),
+      record));
   if (options.local_rank >= 0 && options.local_size > 0) {
     local_rank = options.local_rank;
     local_size = options.local_size;
@@ -94,7 +118,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     local_rank = hosts_->local_rank_of(rank);
     local_size = hosts_->ranks_on(hosts_->host_of(rank));
   }
-  connect(*hosts_, options.job_token, store_);
+  connect(*hosts_, options.job_token, store_, std::move(addresses));
 
   const bool calibrate = !plan && options.calibrate && settings_.flag("CANOPY_CALIBRATE");
   collectives::LinkModel link = plan ? plan->link : collectives::LinkModel();
@@ -147,8 +171,9 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
     // never come.
     const std::string mine = std::to_string(members_digest);
     if (store_->compare_set("members", "", mine) != mine)
-      fail(ErrorCode::Mismatch, "rank {} (world rank {}): the members of group '{}' passed different lists of ranks",
-           rank, world_ranks_[static_cast<std::size_t>(rank)], name);
+      fail(ErrorCode::Mismatch,
+           "rank {} (world rank {}): the members of group '{}' passed different lists of ranks", rank,
+           world_ranks_[static_cast<std::size_t>(rank)], name);
   }
   connect(*hosts_, options_.job_token,
           origin.check_members
@@ -180,7 +205,8 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
 }
 
 collectives::GrowPlan Communicator::Impl::grow_plan(const std::vector<int>& members, std::uint64_t number,
-                                                    std::uint64_t first_ticket, std::uint64_t admitted) const {
+                                                    std::uint64_t first_ticket,
+                                                    std::uint64_t admitted) const {
   collectives::GrowPlan plan;
   const std::string name = fmt::format("grow/{}", number);
   plan.prefix = store_path_ + "/" + name;
@@ -203,8 +229,11 @@ Communicator::Impl::~Impl() {
 }
 
 void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token,
-                                 const std::shared_ptr<Store>& forming) {
+                                 const std::shared_ptr<Store>& forming,
+                                 std::shared_ptr<transport::TcpAddressBook> addresses) {
   auto mesh = transport::MeshOptions::from_settings(settings_, comm_id_);
+  mesh.tcp_address_book = addresses;
+  mesh.tcp_address_book_mesh = 0;
   mesh.connect_timeout = timeout_;
   if (!job_token.empty()) mesh.job_token = job_token;
   mesh.host_of_rank = hosts.host_of_rank;
@@ -212,20 +241,27 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   mesh.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
   const bool on_first_use = settings_.choice("CANOPY_CONNECT") != "eager";
   if (on_first_use) mesh.store_for_first_use = store_;
-  transport_ = transport::connect_mesh(*forming, rank, size, mesh);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
+  const transport::TransportKind kind = transport::transport_kind_from(settings_);
+  transport_ =
+      transport::connect_mesh(*forming, rank, size, mesh, kind);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
   host_cells_ = transport_->host_cells();
   // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
   // collective runs, in an order of their own (docs/GROUPS.md says why not the collectives' sockets).
   auto p2p_store = std::make_shared<PrefixStore>(store_, "p2p");
-  mesh.spin = false;  // its thread waits in poll(): no core spent on waiting
+  mesh.spin = false;        // its thread waits in poll(): no core spent on waiting
   mesh.host_cells = false;  // collectives only
+  mesh.tcp_address_book_mesh = 1;
   if (on_first_use) mesh.store_for_first_use = p2p_store;
   collectives::PointToPoint::Settings settings;
   settings.comm_id = comm_id_;
   settings.timeout = timeout_;
+  // Of the kind the collectives' mesh took: under auto the group agreed on verbs or not once already.
+  const transport::TransportKind p2p_kind = transport::kind_taken(kind, *transport_);
   PrefixStore p2p_forming(forming, "p2p");
-  p2p_ = std::make_unique<collectives::PointToPoint>(transport::connect_mesh(p2p_forming, rank, size, mesh),
-                                                     settings,
+  auto p2p_mesh = transport::connect_mesh(
+      p2p_forming, rank, size, mesh, p2p_kind,
+      kind == transport::TransportKind::Auto ? "CANOPY_TRANSPORT=auto, as the collectives' mesh chose" : "");
+  p2p_ = std::make_unique<collectives::PointToPoint>(std::move(p2p_mesh), settings,
                                                      [this](const Error& error) { return end_with(error); });
 }
 
@@ -249,8 +285,9 @@ void Communicator::Impl::abort(const std::string& reason) {
 void Communicator::Impl::end(ErrorCode code, const std::string& reason) {
   // Tell the other ranks before closing the sockets: whoever learns of this through them finds out why.
   if (first_failure_)
-    first_failure_->blame(Error(code, code == ErrorCode::Revoked ? fmt::format("rank {}: {}", rank, reason)
-                                                                 : fmt::format("rank {}: aborted: {}", rank, reason)));
+    first_failure_->blame(Error(code, code == ErrorCode::Revoked
+                                          ? fmt::format("rank {}: {}", rank, reason)
+                                          : fmt::format("rank {}: aborted: {}", rank, reason)));
   {
     std::lock_guard lock(failure_mutex_);
     if (failure_.empty()) {
@@ -280,8 +317,8 @@ bool Communicator::Impl::descends_from(const Impl& ancestor) const {
 Error Communicator::Impl::with_world_ranks(const Error& error) const {
   const bool sub_communicator = (comm_id_ >> 63) != 0;  // see child_id()
   if (!sub_communicator) return error;
-  const std::string which =
-      generation_ == 0 ? std::string("sub-communicator") : fmt::format("communicator (generation {})", generation_);
+  const std::string which = generation_ == 0 ? std::string("sub-communicator")
+                                             : fmt::format("communicator (generation {})", generation_);
   constexpr int kListed = 16;
   std::string ranks;
   for (int r = 0; r < std::min(size, kListed); ++r)
@@ -402,7 +439,14 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
   // A one-shot call that fits the host's cells goes through them; every other call runs its schedule.
   const bool through_cells = algorithm.one_shot && call.through_cells(element_size);
   const collectives::CompiledSchedule* compiled = through_cells ? nullptr : &schedules_.get(algorithm, call);
-  if (compiled != nullptr) grow_to(staging_, compiled->schedule.staging_count * element_size);
+  if (compiled != nullptr) {
+    grow_to(staging_, compiled->schedule.staging_count * element_size);
+    if (!compiled->peers_expected) {
+      // Links made on first use learn where all of this schedule's peers listen in one store request.
+      compiled->peers_expected = true;
+      transport_->expect_peers(compiled->peers);
+    }
+  }
 
   collectives::ExecutionContext context;
   context.transport = transport_.get();
@@ -454,8 +498,9 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
       revoked = revoked || failure_code_ == ErrorCode::Revoked;  // learnt here, though the store was not
     }
     if (revoked)
-      throw Error(ErrorCode::Revoked, fmt::format("rank {}: {} #{} on {} was revoked: {}", rank,
-                                                  to_string(args.collective), seq, describe(), blamed.what()));
+      throw Error(ErrorCode::Revoked,
+                  fmt::format("rank {}: {} #{} on {} was revoked: {}", rank, to_string(args.collective), seq,
+                              describe(), blamed.what()));
     if (blamed.code() != ErrorCode::Timeout) throw blamed;
     // A timeout says who was stuck where: this rank's recent calls, as every rank prints its own.
     throw Error(ErrorCode::Timeout,

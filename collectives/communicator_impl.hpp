@@ -4,8 +4,8 @@
 #pragma once
 
 #include <atomic>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,18 +15,19 @@
 #include <vector>
 
 #include "canopy/communicator.hpp"
+#include "collectives/broadcast_stream.hpp"
 #include "collectives/call_sequencer.hpp"
 #include "collectives/communicator_family.hpp"
 #include "collectives/cost_model.hpp"
 #include "collectives/executor.hpp"
 #include "collectives/fault_agreement.hpp"
-#include "collectives/grow_plan.hpp"
 #include "collectives/first_failure.hpp"
 #include "collectives/flight_recorder.hpp"
+#include "collectives/grow_plan.hpp"
 #include "collectives/point_to_point.hpp"
 #include "collectives/schedule_cache.hpp"
-#include "collectives/broadcast_stream.hpp"
 #include "common/settings.hpp"
+#include "transport/tcp/tcp_address_book.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy {
@@ -44,18 +45,24 @@ struct GroupOrigin {
 
 class Communicator::Impl {
  public:
+  // How the first communicator of a family meets: on a store that others may share (SharedStore: numbered
+  // by a counter in the store, so that a rank's communicators on one store never meet), or as the first
+  // communicator on a store just reached by rendezvous(..., RankClaim::ByCaller) (FirstOnItsStore:
+  // Communicator::from_environment), which is number 0 without a request and whose record claims the rank.
+  enum class Formation { SharedStore, FirstOnItsStore };
   // The first communicator of a family: forms the group of `size` ranks meeting through `store`. With a
   // `plan`, the group that grow() forms (its id, keys, job ranks and link figures from the plan);
   // `member` is this rank's communicator in the group that grows (null on a newcomer).
   Impl(std::shared_ptr<Store> base_store, int rank, int size, const CommunicatorOptions& options,
-       const collectives::GrowPlan* plan = nullptr, const Impl* member = nullptr);
+       const collectives::GrowPlan* plan = nullptr, const Impl* member = nullptr,
+       Formation formation = Formation::SharedStore);
   // A sub-communicator of `parent` made of `members` (ranks of the parent, in their new order), which
   // contains the parent's own rank; `name` tells its store keys from those of the parent's other
   // sub-communicators. Every member calls this with the same members and name; a nonzero
   // `members_digest` is first checked against the other members' (Error(Mismatch) where they differ).
   using Origin = collectives::GroupOrigin;
-  Impl(Impl& parent, const std::vector<int>& members, const std::string& name, std::int32_t members_digest = 0,
-       const Origin& origin = {});
+  Impl(Impl& parent, const std::vector<int>& members, const std::string& name,
+       std::int32_t members_digest = 0, const Origin& origin = {});
   ~Impl();
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -92,8 +99,8 @@ class Communicator::Impl {
   Origin shrunk_origin(const std::vector<int>& members);
   // The plan of the group that grow #`number` forms: `members` (ranks of this one) and the newcomers
   // with tickets `first_ticket` .. `admitted`.
-  collectives::GrowPlan grow_plan(const std::vector<int>& members, std::uint64_t number, std::uint64_t first_ticket,
-                                  std::uint64_t admitted) const;
+  collectives::GrowPlan grow_plan(const std::vector<int>& members, std::uint64_t number,
+                                  std::uint64_t first_ticket, std::uint64_t admitted) const;
   std::uint64_t admitted() const { return admitted_; }
   const std::shared_ptr<Store>& base_store() const { return base_store_; }
   const std::shared_ptr<Store>& store() const { return store_; }
@@ -119,9 +126,11 @@ class Communicator::Impl {
  private:
   // The part both constructors share: connects the group's two meshes (collectives, point-to-point).
   // `forming`: the store the meshes form through (store_, or a WatchedStore over it); links made later,
-  // on first use, meet through store_.
+  // on first use, meet through store_. `addresses`: the TCP listeners made, and published in the ranks'
+  // records, before the layout was agreed (null: each TCP mesh publishes its own).
   void connect(const collectives::HostLayout& hosts, const std::string& job_token,
-               const std::shared_ptr<Store>& forming);
+               const std::shared_ptr<Store>& forming,
+               std::shared_ptr<transport::TcpAddressBook> addresses = nullptr);
   // Who of this group is gone, by heartbeat: one for all its agreements, so that a rank found silent in
   // one is gone at once in the next.
   const std::shared_ptr<collectives::PeerSilence>& silence();
@@ -140,17 +149,17 @@ class Communicator::Impl {
   std::uint64_t comm_id_ = 0;
   CommunicatorOptions options_;
   std::shared_ptr<const collectives::HostLayout> hosts_;  // every call carries it (CollectiveCall::hosts)
-  std::vector<int> world_ranks_;   // this group's ranks as ranks of the job (of the first communicator formed)
+  std::vector<int> world_ranks_;  // this group's ranks as ranks of the job (of the first communicator formed)
   std::vector<int> family_ranks_;  // ... as ranks of its family's first communicator, whose monitor beats
   std::uint32_t generation_ = 0;   // shrinks since the job's first communicator
-  std::atomic<std::uint64_t> agreements_{0};  // fault-tolerant agreements so far (agree, shrink)
-  std::shared_ptr<Store> failure_store_;       // its FirstFailure's keys, where agreements run too
+  std::atomic<std::uint64_t> agreements_{0};           // fault-tolerant agreements so far (agree, shrink)
+  std::shared_ptr<Store> failure_store_;               // its FirstFailure's keys, where agreements run too
   std::shared_ptr<collectives::PeerSilence> silence_;  // made at the first agreement
   std::shared_ptr<Store> base_store_;  // the job's store, as the first communicator was given it
   std::string store_path_;             // store_'s prefix in it
   std::uint64_t admitted_ = 0;         // join tickets admitted by grow() so far, in this lineage
   int next_world_rank_ = 0;            // the job rank the next newcomer gets
-  std::string path_;              // its store keys' prefix below the family's first communicator's ("" there)
+  std::string path_;  // its store keys' prefix below the family's first communicator's ("" there)
   std::unique_ptr<transport::Transport> transport_;
   transport::HostCells* host_cells_ = nullptr;  // the transport's, read once; null: none
   std::unique_ptr<collectives::PointToPoint> p2p_;
@@ -165,7 +174,7 @@ class Communicator::Impl {
   collectives::CollectiveCall call_;
   collectives::FlightRecorder recorder_;
   std::mutex failure_mutex_;
-  std::string failure_;  // set once a call failed: the communicator is then unusable
+  std::string failure_;                          // set once a call failed: the communicator is then unusable
   ErrorCode failure_code_ = ErrorCode::Aborted;  // with failure_: Revoked makes later calls say so
   // Set with failure_: every call reads this, and the mutex only after a failure.
   std::atomic<bool> failed_{false};

@@ -4,9 +4,9 @@
 
 namespace canopy::collectives {
 
-EnvironmentGroup join_environment_group(const CommunicatorOptions& options) {
+EnvironmentGroup join_environment_group(const CommunicatorOptions& options, rendezvous::RankClaim claim) {
   Duration timeout = options.timeout.count() > 0 ? options.timeout : default_timeout();
-  EnvironmentGroup joined{rendezvous::rendezvous(current_environment(), timeout), options};
+  EnvironmentGroup joined{rendezvous::rendezvous(current_environment(), timeout, claim), options};
   const rendezvous::LaunchInfo& info = joined.rendezvous.info;
   joined.options.timeout = timeout;
   if (joined.options.local_rank < 0) {

@@ -13,6 +13,9 @@ struct EnvironmentGroup {
   CommunicatorOptions options;        // timeout, local ranks and job token filled in from the environment
 };
 
-EnvironmentGroup join_environment_group(const CommunicatorOptions& options);
+// `claim`: ByCaller where the communicator formed on the store claims the rank in its first request and
+// learns the local ranks from its host layout (Communicator::from_environment).
+EnvironmentGroup join_environment_group(const CommunicatorOptions& options,
+                                        rendezvous::RankClaim claim = rendezvous::RankClaim::Here);
 
 }  // namespace canopy::collectives

@@ -56,6 +56,8 @@ CompiledSchedule::CompiledSchedule(Schedule s, int world_size)
     if (step.kind == StepKind::Send) sends_to[step.peer].push_back(i);
     if (step.kind == StepKind::Recv || step.kind == StepKind::RecvReduce) recvs_from[step.peer].push_back(i);
   }
+  for (std::size_t peer = 0; peer < sends_to.size(); ++peer)
+    if (!sends_to[peer].empty() || !recvs_from[peer].empty()) peers.push_back(static_cast<int>(peer));
 }
 
 void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& context) {

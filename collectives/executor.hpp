@@ -43,6 +43,9 @@ struct CompiledSchedule {
   std::vector<StepState> start;                     // step -> its state when a run starts
   std::vector<std::vector<std::uint32_t>> sends_to;    // peer -> its Send steps, in step order
   std::vector<std::vector<std::uint32_t>> recvs_from;  // peer -> its Recv/RecvReduce steps, in step order
+  std::vector<int> peers;  // every peer it sends to or receives from, in rank order
+  // Whether its peers were announced to the transport (Transport::expect_peers): on its first run only.
+  mutable bool peers_expected = false;
 
   CompiledSchedule(Schedule schedule, int world_size);
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -74,13 +75,70 @@ HostLayout decode(const std::string& text, int size) {
   return layout;
 }
 
+// A record: "<addresses>\n<claim>\n<cpu list> <host id>". The host id comes last, since it is free text.
+struct RecordParts {
+  std::string_view addresses, claim, entry;
+};
+
+std::optional<RecordParts> parts_of(std::string_view record) {
+  const std::size_t first = record.find('\n');
+  if (first == std::string_view::npos) return std::nullopt;
+  const std::size_t second = record.find('\n', first + 1);
+  if (second == std::string_view::npos) return std::nullopt;
+  return RecordParts{record.substr(0, first), record.substr(first + 1, second - first - 1),
+                     record.substr(second + 1)};
+}
+
+RecordParts parts_or_fail(const std::string& record, std::size_t rank) {
+  const auto parts = parts_of(record);
+  if (!parts)
+    fail(
+        ErrorCode::Protocol,
+        "rank {} published a malformed record '{}' (expected '<addresses>\\n<claim>\\n<cpu list> <host id>')",
+        rank, record);
+  return *parts;
+}
+
+// Who holds a claimed record, in words: "<host id> pid <pid> (<random>)".
+std::string holder_of(const std::string& record) {
+  const auto parts = parts_of(record);
+  if (!parts) return fmt::format("'{}'", record);
+  const std::size_t space = parts->entry.find(' ');
+  const std::string_view host =
+      space == std::string_view::npos ? parts->entry : parts->entry.substr(space + 1);
+  return fmt::format("{} {}", host, parts->claim.empty() ? std::string_view("(no claim)") : parts->claim);
+}
+
 }  // namespace
 
+std::string rank_record_key(int rank) {
+  return fmt::format("layout/{}", rank);
+}
+
+std::string addresses_in_record(const std::string& record, int rank) {
+  return std::string(parts_or_fail(record, static_cast<std::size_t>(rank)).addresses);
+}
+
 HostLayout exchange_host_layout(Store& store, int rank, int size, const std::string& host_id,
-                                const std::vector<int>& cpus) {
+                                const std::vector<int>& cpus, const RankRecord& extra) {
+  const std::string entry = fmt::format("{} {}", format_cpu_list(cpus), host_id);
+  const std::string record = fmt::format("{}\n{}\n{}", extra.addresses, extra.claim, entry);
+  rendezvous::PublishValue publish;
+  if (!extra.claim.empty())
+    publish = [&](Store& s, const std::string& key, const std::string& value) {
+      const std::string holder = s.compare_set(key, "", value);
+      if (holder != value) rendezvous::fail_rank_claimed(rank, holder_of(holder), holder_of(value));
+    };
   const std::string layout = rendezvous::agree_through_rank_zero(
-      store, "layout", rank, size, fmt::format("{} {}", format_cpu_list(cpus), host_id),
-      [](const std::vector<std::string>& entries) { return encode(layout_from_entries(entries)); });
+      store, "layout", rank, size, record,
+      [](const std::vector<std::string>& records) {
+        std::vector<std::string> entries;
+        entries.reserve(records.size());
+        for (std::size_t r = 0; r < records.size(); ++r)
+          entries.emplace_back(parts_or_fail(records[r], r).entry);
+        return encode(layout_from_entries(entries));
+      },
+      publish);
   return decode(layout, size);
 }
 

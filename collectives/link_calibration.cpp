@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -24,7 +27,14 @@ using Seconds = std::chrono::duration<double>;
 
 // Probe messages travel as Bootstrap frames, numbered by `step` so that a late message of one probe
 // can never be taken for another's.
-enum ProbeStep : std::uint32_t { kToken = 0, kBulk = 1, kEager = 2, kSizing = 3 };
+enum ProbeStep : std::uint32_t {
+  kToken = 0,
+  kBulk = 1,
+  kEager = 2,
+  kSizing = 3,
+  kAgreeLength = 4,
+  kAgreeText = 5
+};
 
 transport::Envelope probe_envelope(std::uint64_t comm_id, ProbeStep step, std::uint64_t bytes) {
   transport::Envelope e;
@@ -54,6 +64,7 @@ double interquartile_mean(std::vector<double> values) {
 struct ProbeRing {
   bool member = false;
   bool times_token = false;  // the first member of its ring: it times the token
+  bool last = false;         // the last member: its next is the first
   int next = 0;
   int prev = 0;
   int hops = 1;  // members of this rank's ring
@@ -67,6 +78,7 @@ ProbeRing ring_among(const std::vector<int>& members, int rank) {
   const int i = static_cast<int>(it - members.begin());
   ring.member = true;
   ring.times_token = i == 0;
+  ring.last = i == m - 1;
   ring.next = members[static_cast<std::size_t>((i + 1) % m)];
   ring.prev = members[static_cast<std::size_t>((i + m - 1) % m)];
   ring.hops = m;
@@ -95,6 +107,131 @@ double probe_hop_latency(transport::Transport& t, const ProbeRing& ring, std::ui
   // The first trips warm up connections and caches: the median ignores them.
   return ring.times_token ? median(trips) / ring.hops : 0.0;
 }
+
+// ---- agreeing around the ring, where its members are all who agree ----
+//
+// The sample's members are connected around their ring already (the token went round), and the store serves
+// the whole group: a text goes to the next member as two messages, its length and its bytes.
+
+void send_text(transport::Transport& t, int peer, std::uint64_t comm_id, const std::string& text,
+               Deadline deadline) {
+  const std::uint64_t length = text.size();
+  transport::send(t, peer, probe_envelope(comm_id, kAgreeLength, sizeof(length)),
+                  std::as_bytes(std::span(&length, 1)), deadline);
+  transport::send(t, peer, probe_envelope(comm_id, kAgreeText, length), std::as_bytes(std::span(text)),
+                  deadline);
+}
+
+std::string receive_text(transport::Transport& t, int peer, std::uint64_t comm_id, Deadline deadline) {
+  std::uint64_t length = 0;
+  transport::recv(t, peer, probe_envelope(comm_id, kAgreeLength, sizeof(length)),
+                  std::as_writable_bytes(std::span(&length, 1)), deadline);
+  if (length > (std::uint64_t{1} << 20))
+    fail(ErrorCode::Protocol, "rank {}: rank {} announced a probe agreement of {} bytes", t.rank(), peer,
+         length);
+  std::string text(length, '\0');
+  transport::recv(t, peer, probe_envelope(comm_id, kAgreeText, length),
+                  std::as_writable_bytes(std::span(text)), deadline);
+  return text;
+}
+
+// "<length>:<text>" for each, back to back.
+std::string join_texts(const std::vector<std::string>& texts) {
+  std::string joined;
+  for (const std::string& text : texts) joined += fmt::format("{}:{}", text.size(), text);
+  return joined;
+}
+
+std::vector<std::string> split_texts(const std::string& joined, int rank) {
+  std::vector<std::string> texts;
+  std::size_t at = 0;
+  while (at < joined.size()) {
+    const std::size_t colon = joined.find(':', at);
+    std::size_t length = 0;
+    const auto parsed =
+        std::from_chars(joined.data() + at, joined.data() + std::min(colon, joined.size()), length);
+    if (colon == std::string::npos || parsed.ec != std::errc{} || parsed.ptr != joined.data() + colon ||
+        length > joined.size() - colon - 1)
+      fail(ErrorCode::Protocol, "rank {}: a malformed probe agreement came around the ring", rank);
+    texts.push_back(joined.substr(colon + 1, length));
+    at = colon + 1 + length;
+  }
+  return texts;
+}
+
+using Combine = std::function<std::string(const std::vector<std::string>&)>;
+
+// Every member's `mine`, in the ring's order, on its first member (the others return nothing): once around.
+std::vector<std::string> gather_around_ring(transport::Transport& t, const ProbeRing& ring,
+                                            std::uint64_t comm_id, const std::string& mine,
+                                            Deadline deadline) {
+  std::vector<std::string> texts;
+  if (!ring.times_token) texts = split_texts(receive_text(t, ring.prev, comm_id, deadline), t.rank());
+  texts.push_back(mine);
+  send_text(t, ring.next, comm_id, join_texts(texts), deadline);
+  if (ring.times_token) return split_texts(receive_text(t, ring.prev, comm_id, deadline), t.rank());
+  return {};
+}
+
+// The first member's `answer` on every member: once around.
+std::string pass_around_ring(transport::Transport& t, const ProbeRing& ring, std::uint64_t comm_id,
+                             const std::string& answer, Deadline deadline) {
+  if (ring.times_token) {
+    send_text(t, ring.next, comm_id, answer, deadline);
+    return answer;
+  }
+  std::string got = receive_text(t, ring.prev, comm_id, deadline);
+  if (!ring.last) send_text(t, ring.next, comm_id, got, deadline);
+  return got;
+}
+
+// What the members of `ring` (all who agree) agree on, without the store: every member's `mine` goes around
+// the ring once, in the members' order, to the first, which combines them as an agreement through the store
+// would (rendezvous::agree_among); its answer goes around once more. Every member returns that answer.
+std::string agree_around_ring(transport::Transport& t, const ProbeRing& ring, std::uint64_t comm_id,
+                              const std::string& mine, const Combine& combine, Deadline deadline) {
+  const std::vector<std::string> texts = gather_around_ring(t, ring, comm_id, mine, deadline);
+  return pass_around_ring(t, ring, comm_id, ring.times_token ? combine(texts) : std::string(), deadline);
+}
+
+// What every host's sample agrees on at once, without the store, where `hosts` (the ring of the hosts' first
+// ranks) holds every host: each host's values gather around its own ring (`ring`) to its first rank, the
+// first ranks agree around theirs on all of them, and each passes the answer around its host's ring. The
+// combinations (maxima, a conjunction) do not depend on the order the values come in.
+std::string agree_within_hosts(transport::Transport& t, const ProbeRing& ring, const ProbeRing& hosts,
+                               std::uint64_t comm_id, const std::string& mine, const Combine& combine,
+                               Deadline deadline) {
+  // A host with one sampled rank has no ring: that rank is its first.
+  const bool first = !ring.member || ring.times_token;
+  const std::vector<std::string> texts =
+      ring.member ? gather_around_ring(t, ring, comm_id, mine, deadline) : std::vector<std::string>{mine};
+  std::string answer;
+  if (first && hosts.member) {
+    const std::array<int, 2> neighbours{hosts.prev, hosts.next};
+    t.expect_peers(neighbours);  // the hosts' ring is used here first
+  }
+  if (first)
+    answer = agree_around_ring(
+        t, hosts, comm_id, join_texts(texts),
+        [&](const std::vector<std::string>& of_hosts) {
+          std::vector<std::string> all;
+          for (const std::string& host : of_hosts)
+            for (std::string& text : split_texts(host, t.rank())) all.push_back(std::move(text));
+          return combine(all);
+        },
+        deadline);
+  return ring.member ? pass_around_ring(t, ring, comm_id, answer, deadline) : answer;
+}
+
+// How the ranks measuring one class of links agree on it.
+struct Agreement {
+  std::vector<int> members;  // every member of every ring measuring this class at once
+  // Where the members are every host's sample and this ring of the hosts' first ranks holds every host:
+  // agree_within_hosts, not the store.
+  const ProbeRing* hosts = nullptr;
+  // Whether the answer is published as the class's key for the ranks outside (else the caller publishes it).
+  bool publish = true;
+};
 
 // Sends `out` to the next member while receiving `in` from the previous one.
 void exchange_around_ring(transport::Transport& t, const ProbeRing& ring, const transport::Envelope& envelope,
@@ -160,8 +297,11 @@ struct ProbePlan {
   int eager_rounds = 0;
 };
 
-ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, const std::vector<int>& members,
-                              Store& store, const std::string& key, std::uint64_t comm_id, Deadline deadline) {
+using Agree =
+    std::function<std::string(const std::string& key, const std::string& mine, const Combine& combine)>;
+
+ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, const Agree& agree,
+                              const std::string& key, std::uint64_t comm_id, Deadline deadline) {
   constexpr std::size_t kSizingBytes = kEagerBytes;
   constexpr std::size_t kMostBytes = 16 << 20;
   constexpr double kRoundSeconds = 0.25;
@@ -191,8 +331,7 @@ ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, co
         "{} {}", bytes,
         static_cast<int>(std::clamp<double>(affordable, kFewestEagerRounds, kMostEagerRounds)));
   };
-  const std::string text =
-      rendezvous::agree_among(store, key, t.rank(), members, fmt::format("{:a}", mine), plan_the_probes);
+  const std::string text = agree(key, fmt::format("{:a}", mine), plan_the_probes);
   ProbePlan plan;
   if (std::sscanf(text.c_str(), "%zu %d", &plan.stream_bytes, &plan.eager_rounds) != 2 ||
       plan.stream_bytes < kSizingBytes || plan.stream_bytes > kMostBytes ||
@@ -222,13 +361,31 @@ std::string combine(const std::vector<std::string>& measured) {
 }
 
 // One class of links, measured around the ring of `ring_members` with every member at once, and agreed
-// among `members` (the members of every ring measuring this class at once; every rank reads the answer);
-// `turns` is how many turns this rank's host takes for its cores when all of its members move a message
-// (1 where they fit).
-MeasuredLink measure_links(transport::Transport& transport, const std::vector<int>& ring_members,
-                           const std::vector<int>& members, int turns, double gamma, double gamma_in_cache,
-                           Store& store, const std::string& key, std::uint64_t comm_id, Deadline deadline) {
+// among `agreement.members` (the members of every ring measuring this class at once; every rank reads the
+// answer, encoded, which this returns): around the ring where it is the only one, around every host's ring
+// and the hosts' ring where `agreement.hosts` says so (the first member of the ring that ends it then
+// publishes the answer as `key` for the others: the sampled ranks make no store request for the probe, the
+// others one), else through the store; `turns` is how many turns this rank's host takes for its cores when
+// all of its members move a message (1 where they fit).
+std::string measure_links(transport::Transport& transport, const std::vector<int>& ring_members,
+                          const Agreement& agreement, int turns, double gamma, double gamma_in_cache,
+                          Store& store, const std::string& key, std::uint64_t comm_id, Deadline deadline) {
+  const std::vector<int>& members = agreement.members;
   const ProbeRing ring = ring_among(ring_members, transport.rank());
+  const bool one_ring = ring_members == members;
+  const Agree agree = [&](const std::string& what, const std::string& mine, const Combine& how) {
+    if (one_ring && ring.member) return agree_around_ring(transport, ring, comm_id, mine, how, deadline);
+    if (agreement.hosts)
+      return agree_within_hosts(transport, ring, *agreement.hosts, comm_id, mine, how, deadline);
+    return rendezvous::agree_among(store, what, transport.rank(), members, mine, how);
+  };
+  // Who publishes the answer for the ranks outside: the first of the ring that ends the agreement.
+  const bool publishes =
+      agreement.publish && (one_ring ? ring.times_token : agreement.hosts && agreement.hosts->times_token);
+  if (ring.member) {
+    const std::array<int, 2> neighbours{ring.prev, ring.next};
+    transport.expect_peers(neighbours);  // where both are dialled, one store request learns both addresses
+  }
   MeasuredLink mine;
   mine.gamma = gamma;
   mine.gamma_in_cache = gamma_in_cache;
@@ -239,7 +396,7 @@ MeasuredLink measure_links(transport::Transport& transport, const std::vector<in
   // Only those who agree need the plan (a rank of `members` outside every ring says 0 in it).
   const bool agrees = std::find(members.begin(), members.end(), transport.rank()) != members.end();
   const ProbePlan plan =
-      agrees ? agree_on_probe_plan(transport, ring, members, store, key + "/plan", comm_id, deadline) : ProbePlan{};
+      agrees ? agree_on_probe_plan(transport, ring, agree, key + "/plan", comm_id, deadline) : ProbePlan{};
   if (ring.member) {
     link.beta = probe_loaded_bandwidth(transport, ring, comm_id, kBulk, plan.stream_bytes, 3, link.alpha,
                                        turns, deadline);
@@ -249,8 +406,10 @@ MeasuredLink measure_links(transport::Transport& transport, const std::vector<in
   } else {
     link.beta = link.beta_eager = 0;
   }
-  return decode_measured_link(
-      rendezvous::agree_among(store, key, transport.rank(), members, encode(mine), combine));
+  if (!agrees) return store.get(key);
+  const std::string answer = agree(key, encode(mine), combine);
+  if (publishes) store.set(key, answer);  // for the ranks outside the rings
+  return answer;
 }
 
 // Where the layout has both classes of links (several hosts, some with several ranks), each is measured
@@ -296,8 +455,9 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
   LinkModel model;
   if (one_class) {
     const std::vector<int> sample = sample_of(everyone);
-    const MeasuredLink every = measure_links(transport, sample, sample, turns_of_sample(hosts, sample, rank),
-                                             gamma, gamma_in_cache, store, "cost_model", comm_id, deadline);
+    const MeasuredLink every = decode_measured_link(
+        measure_links(transport, sample, Agreement{sample}, turns_of_sample(hosts, sample, rank), gamma,
+                      gamma_in_cache, store, "cost_model", comm_id, deadline));
     model.set_every_link(every.link);
     model.gamma = every.gamma;
     model.gamma_in_cache = every.gamma_in_cache;
@@ -308,12 +468,49 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
   for (int r = 0; r < transport.size(); ++r)
     if (static_cast<std::size_t>(hosts.local_rank_of(r)) < kProbeSample) within_members.push_back(r);
   const std::vector<int> host_sample = sample_of(my_host);
-  const MeasuredLink within =
-      measure_links(transport, host_sample, within_members, turns_of_sample(hosts, host_sample, rank), gamma,
-                    gamma_in_cache, store, "cost_model/within", comm_id, deadline);
   const std::vector<int> hosts_sample = sample_of(first_of_host);
-  const MeasuredLink between = measure_links(transport, hosts_sample, hosts_sample, /*turns=*/1, gamma,
-                                             gamma_in_cache, store, "cost_model/between", comm_id, deadline);
+  // Where the ring of the hosts' first ranks holds every host, the samples agree around their rings (each
+  // host's, then the hosts'), and a host's first rank brings the figures between hosts back around its
+  // host's ring: the sampled ranks then make no request for the probe. With more hosts, through the store.
+  const bool every_host_in_ring = first_of_host.size() <= kProbeSample;
+  const ProbeRing hosts_ring = ring_among(hosts_sample, rank);
+  const ProbeRing host_ring = ring_among(host_sample, rank);
+  const bool measures_between =
+      std::find(hosts_sample.begin(), hosts_sample.end(), rank) != hosts_sample.end();
+  // Rank 0 ends both agreements there and publishes both answers in one key for the ranks outside the
+  // samples; through the store, each agreement publishes its own.
+  const std::string both_key = "cost_model/hosts";
+  std::string within_text, between_text;
+  if (!sampled) {
+    // Outside both samples (a host's first ranks make both): both answers in one request.
+    if (every_host_in_ring) {
+      const std::vector<std::string> answers = split_texts(store.get(both_key), rank);
+      if (answers.size() != 2)
+        fail(ErrorCode::Protocol, "rank {}: malformed '{}' in the store", rank, both_key);
+      within_text = answers[0];
+      between_text = answers[1];
+    } else {
+      const std::vector<std::string> answers = store.get_many({"cost_model/within", "cost_model/between"});
+      within_text = answers[0];
+      between_text = answers[1];
+    }
+  } else {
+    within_text = measure_links(
+        transport, host_sample,
+        Agreement{within_members, every_host_in_ring ? &hosts_ring : nullptr, !every_host_in_ring},
+        turns_of_sample(hosts, host_sample, rank), gamma, gamma_in_cache, store, "cost_model/within", comm_id,
+        deadline);
+    if (measures_between || !every_host_in_ring)
+      between_text =
+          measure_links(transport, hosts_sample, Agreement{hosts_sample, nullptr, !every_host_in_ring},
+                        /*turns=*/1, gamma, gamma_in_cache, store, "cost_model/between", comm_id, deadline);
+    if (every_host_in_ring && hosts_ring.times_token)
+      store.set(both_key, join_texts({within_text, between_text}));
+    if (every_host_in_ring && host_ring.member)
+      between_text = pass_around_ring(transport, host_ring, comm_id, between_text, deadline);
+  }
+  const MeasuredLink within = decode_measured_link(within_text);
+  const MeasuredLink between = decode_measured_link(between_text);
   model.within_host = within.link;
   model.between_hosts = between.link;
   model.between_hosts.through_memory = false;  // its ring's messages cross between hosts

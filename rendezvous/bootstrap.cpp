@@ -30,15 +30,9 @@ std::string rank_key(std::string_view what, int rank) {
 // Two processes launched with the same rank would otherwise deadlock or corrupt a collective much
 // later. The first to write "rank/<r>" wins; the other learns who holds its rank.
 void claim_rank(Store& store, const LaunchInfo& info, const std::string& host_id) {
-  std::random_device device;
-  std::string me = fmt::format("{} pid {} ({:08x})", host_id, ::getpid(), device());
+  std::string me = fmt::format("{} {}", host_id, rank_claim());
   std::string holder = store.compare_set(rank_key("rank", info.rank), "", me);
-  if (holder != me)
-    fail(ErrorCode::Config,
-         "rendezvous: rank {} is already claimed by {} (we are {}): two processes were given the same rank "
-         "(check the launch variables), or a FileStore directory still holds an earlier run's keys (use a "
-         "fresh one)",
-         info.rank, holder, me);
+  if (holder != me) fail_rank_claimed(info.rank, holder, me);
 }
 
 // Rank 0's store, on every address; a port that is taken is named with where it came from.
@@ -99,6 +93,19 @@ std::shared_ptr<Store> connect_through_pmix(const LaunchInfo& info, Duration tim
 
 }  // namespace
 
+std::string rank_claim() {
+  std::random_device device;
+  return fmt::format("pid {} ({:08x})", ::getpid(), device());
+}
+
+void fail_rank_claimed(int rank, std::string_view holder, std::string_view me) {
+  fail(ErrorCode::Config,
+       "rendezvous: rank {} is already claimed by {} (we are {}): two processes were given the same rank "
+       "(check the launch variables), or a FileStore directory still holds an earlier run's keys (use a "
+       "fresh one)",
+       rank, holder, me);
+}
+
 std::string host_identity(std::string_view configured) {
   if (!configured.empty()) return std::string(configured);
   char name[HOST_NAME_MAX + 1] = {};
@@ -129,19 +136,22 @@ std::vector<std::string> gather_from_all_ranks(Store& store, std::string_view wh
 
 std::string agree_through_rank_zero(
     Store& store, std::string_view what, int rank, int world_size, const std::string& value,
-    const std::function<std::string(const std::vector<std::string>&)>& combine) {
+    const std::function<std::string(const std::vector<std::string>&)>& combine, const PublishValue& publish) {
   std::vector<int> everyone(static_cast<std::size_t>(world_size));
   std::iota(everyone.begin(), everyone.end(), 0);
-  return agree_among(store, what, rank, everyone, value, combine);
+  return agree_among(store, what, rank, everyone, value, combine, {}, publish);
 }
 
 std::string agree_among(Store& store, std::string_view what, int rank, const std::vector<int>& members,
                         const std::string& value,
                         const std::function<std::string(const std::vector<std::string>&)>& combine,
-                        std::string_view answer_at) {
+                        std::string_view answer_at, const PublishValue& publish) {
   const std::string answer_key(answer_at.empty() ? what : answer_at);
   if (std::find(members.begin(), members.end(), rank) == members.end()) return store.get(answer_key);
-  store.set(rank_key(what, rank), value);
+  if (publish)
+    publish(store, rank_key(what, rank), value);
+  else
+    store.set(rank_key(what, rank), value);
   if (rank == members.front()) {
     std::vector<std::string> keys;
     for (int member : members) keys.push_back(rank_key(what, member));
@@ -153,7 +163,10 @@ std::string agree_among(Store& store, std::string_view what, int rank, const std
       fail(ErrorCode::Timeout, "rendezvous: rank {} waited {} ms for the {} ranks agreeing on '{}'; {}", rank,
            store.timeout().count(), members.size(), what, e.what());
     }
-    store.set(answer_key, combine(values));
+    // The answer it publishes is the one it returns: no request to read it back.
+    std::string answer = combine(values);
+    store.set(answer_key, answer);
+    return answer;
   }
   return store.get(answer_key);
 }
@@ -173,7 +186,7 @@ void assign_local_ranks(Store& store, LaunchInfo& info, const std::string& host_
              info.local_world_size, host_id);
 }
 
-Rendezvous rendezvous(const EnvMap& env, Duration timeout) {
+Rendezvous rendezvous(const EnvMap& env, Duration timeout, RankClaim claim) {
   Rendezvous result;
   result.info = parse_launch_environment(env);
   LaunchInfo& info = result.info;
@@ -204,6 +217,7 @@ Rendezvous rendezvous(const EnvMap& env, Duration timeout) {
   }
   base->set_timeout(timeout);
   result.store = std::make_shared<PrefixStore>(base, fmt::format("round/{}", info.restart_count));
+  if (claim == RankClaim::ByCaller) return result;
   std::string host_id = host_identity(env);
   claim_rank(*result.store, info, host_id);
   if (info.local_rank < 0 || info.local_world_size < 0) assign_local_ranks(*result.store, info, host_id);

@@ -45,11 +45,17 @@ struct Rendezvous {
                                            // every rank is done with the store
 };
 
+// Who claims the rank and learns the local ranks: rendezvous() (Here), or its caller (ByCaller), whose
+// first store request claims the rank itself and which learns the local ranks from the host layout (the
+// world communicator's record: collectives/host_layout_exchange.hpp). ByCaller leaves the local rank and
+// local world size -1 where the launcher did not give them.
+enum class RankClaim { Here, ByCaller };
+
 // Parses the environment, hosts the store (rank 0, unless a launcher hosts it) or connects to it,
 // claims this rank (two processes with one rank are an Error(Config)) and derives the local rank
-// and local world size when the launcher did not give them. Every wait is bounded by `timeout`,
-// which also becomes the store's default timeout.
-Rendezvous rendezvous(const EnvMap& env, Duration timeout);
+// and local world size when the launcher did not give them (both unless `claim` is ByCaller). Every
+// wait is bounded by `timeout`, which also becomes the store's default timeout.
+Rendezvous rendezvous(const EnvMap& env, Duration timeout, RankClaim claim = RankClaim::Here);
 
 // Every rank publishes "<what>/<rank>" = value and returns everyone's, by rank; a rank that does not
 // arrive within the store's timeout is an Error(Timeout) that says how many were awaited. Two requests per
@@ -61,12 +67,18 @@ std::vector<std::string> exchange_with_all_ranks(Store& store, std::string_view 
 // waiter in errors.
 std::vector<std::string> gather_from_all_ranks(Store& store, std::string_view what, int rank, int world_size);
 
+// How a rank publishes its value under `key` in an agreement: store.set(key, value) when empty; a claim
+// (claim_key) where the key must be this process's alone.
+using PublishValue = std::function<void(Store& store, const std::string& key, const std::string& value)>;
+
 // Every rank publishes "<what>/<rank>" = value; rank 0 gathers them, makes one answer of them with
 // `combine` and publishes it as "<what>"; every rank returns that answer. Two store requests per rank,
-// four for rank 0 (a set, one get_many, a set, a get): O(P) in all, O(1) for any one rank.
+// three for rank 0 (a set, one get_many, a set: it returns the answer it made without reading it back):
+// O(P) in all, O(1) for any one rank.
 std::string agree_through_rank_zero(
     Store& store, std::string_view what, int rank, int world_size, const std::string& value,
-    const std::function<std::string(const std::vector<std::string>&)>& combine);
+    const std::function<std::string(const std::vector<std::string>&)>& combine,
+    const PublishValue& publish = {});
 
 // The same among `members` only (ranks in increasing order; the first gathers and combines, in the
 // members' order): a member publishes `value`, and every rank that calls, member or not, returns the
@@ -75,7 +87,14 @@ std::string agree_through_rank_zero(
 std::string agree_among(Store& store, std::string_view what, int rank, const std::vector<int>& members,
                         const std::string& value,
                         const std::function<std::string(const std::vector<std::string>&)>& combine,
-                        std::string_view answer_at = {});
+                        std::string_view answer_at = {}, const PublishValue& publish = {});
+
+// This process's claim on a rank: "pid <pid> (<random>)", unlike any other process's.
+std::string rank_claim();
+
+// Error(Config): rank `rank` is already held by `holder` (a description of the process that claimed it),
+// not by this process (`me`): two processes were given one rank, or a FileStore holds an earlier run's keys.
+[[noreturn]] void fail_rank_claimed(int rank, std::string_view holder, std::string_view me);
 
 // Every rank publishes "host/<rank>" = host_id and reads everyone's: the local rank is the position
 // among the ranks with the same host_id ordered by global rank, the local world size their number.

@@ -46,6 +46,8 @@ class IoPart {
     fail(ErrorCode::InvalidArgument, "no in-place receive from rank {} on this link", peer);
   }
 
+  // Transport::expect_peers, with the peers this part sends to.
+  virtual void expect_peers(std::span<const int> peers) { (void)peers; }
   virtual bool busy() const = 0;
   // Moves what can move now without blocking. Throws the Error (PeerFailedError, Mismatch...) of a peer
   // that failed; what completed before stays in `done`.

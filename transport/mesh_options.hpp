@@ -15,6 +15,8 @@
 
 namespace canopy::transport {
 
+class TcpAddressBook;
+
 struct MeshOptions {
   // Scopes the store keys and handshakes of one mesh: one communicator's never meet another's.
   std::uint64_t comm_id = 0;
@@ -24,6 +26,11 @@ struct MeshOptions {
   // read a peer's address when a message first needs it. Null: every link is made before connect_mesh()
   // returns. Transports that cannot connect later (verbs) ignore it.
   std::shared_ptr<Store> store_for_first_use;
+  // TCP: the listener made, and the peers' addresses published, in the ranks' own records
+  // (tcp/tcp_address_book.hpp); this mesh is the book's `tcp_address_book_mesh`-th. Null: the TCP mesh
+  // listens and publishes its address itself.
+  std::shared_ptr<TcpAddressBook> tcp_address_book;
+  int tcp_address_book_mesh = 0;
   // The host layout, as the group learned it: each rank's host (an index; equal for ranks of one host);
   // empty: every rank on a host of its own. A transport that joins same-host pairs its own way (shared
   // memory) reads it.

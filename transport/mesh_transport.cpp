@@ -66,6 +66,16 @@ OpId MeshTransport::post_recv(int peer, const Envelope& envelope, std::span<std:
   return id;
 }
 
+void MeshTransport::expect_peers(std::span<const int> peers) {
+  // Rare (a schedule's first run, a probe): the few peers are sorted by part on the spot.
+  for (std::size_t index = 0; index < parts_.size(); ++index) {
+    std::vector<int> routed;
+    for (int peer : peers)
+      if (peer >= 0 && peer < size_ && peer != rank_ && send_route_[peer] == index) routed.push_back(peer);
+    if (!routed.empty()) parts_[index]->expect_peers(routed);
+  }
+}
+
 bool MeshTransport::receives_in_place(int peer) const {
   return peer >= 0 && peer < size_ && peer != rank_ && parts_[recv_route_[peer]]->receives_in_place(peer);
 }

@@ -50,6 +50,7 @@ class MeshTransport final : public Transport {
   OpId post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) override;
   bool receives_in_place(int peer) const override;
   OpId post_recv_in_place(int peer, const Envelope& envelope, std::uint64_t bytes, PieceSink& sink) override;
+  void expect_peers(std::span<const int> peers) override;
   bool progress(Deadline deadline, std::vector<OpId>& completed) override;
   void abort(const std::string& reason) override;
   void wake() override;

@@ -17,7 +17,7 @@ namespace {
 // Every rank publishes whether it can use verbs ("transport/<comm>/verbs_usable/<rank>": "1", or "0" and
 // why not); rank 0 gathers them and publishes the group's verdict ("transport/<comm>/verbs_usable": "1", or
 // "<rank>:<reason>" for the first rank that cannot), which every rank reads
-// (rendezvous::agree_through_rank_zero: two store requests a rank, four for rank 0). Verbs only if all can.
+// (rendezvous::agree_through_rank_zero: two store requests a rank, three for rank 0). Verbs only if all can.
 // Returns the first rank that cannot and its reason, or nullopt.
 std::optional<std::pair<int, std::string>> first_rank_without_verbs(Store& store, int rank, int size,
                                                                     const VerbsOptions& verbs) {
@@ -61,17 +61,25 @@ TransportKind transport_kind_from(const Settings& settings) {
   return value == "tcp" ? TransportKind::Tcp : value == "verbs" ? TransportKind::Verbs : TransportKind::Auto;
 }
 
+TransportKind kind_taken(TransportKind kind, const Transport& first) {
+  if (kind != TransportKind::Auto) return kind;
+  return first.name() == "verbs" ? TransportKind::Verbs : TransportKind::ShmTcp;
+}
+
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options,
-                                        TransportKind kind) {
+                                        TransportKind kind, std::string_view why) {
+  auto said = [&](std::string_view setting) {
+    return why.empty() ? fmt::format("CANOPY_TRANSPORT={}", setting) : std::string(why);
+  };
   switch (kind) {
     case TransportKind::ShmTcp:
-      log::info("rank {}: transport: shm+tcp (CANOPY_TRANSPORT=shm+tcp)", rank);
+      log::info("rank {}: transport: shm+tcp ({})", rank, said("shm+tcp"));
       return connect_shm_tcp_mesh(store, rank, size, options);
     case TransportKind::Tcp:
-      log::info("rank {}: transport: tcp (CANOPY_TRANSPORT=tcp)", rank);
+      log::info("rank {}: transport: tcp ({})", rank, said("tcp"));
       return connect_tcp_mesh(store, rank, size, TcpOptions::from(options));
     case TransportKind::Verbs:
-      log::info("rank {}: transport: verbs (CANOPY_TRANSPORT=verbs)", rank);
+      log::info("rank {}: transport: verbs ({})", rank, said("verbs"));
       return connect_verbs_mesh(store, rank, size, VerbsOptions::from(options));
     case TransportKind::Auto:
       break;

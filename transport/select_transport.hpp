@@ -28,9 +28,13 @@ inline TransportKind transport_kind_from(const EnvMap& env) {
 }
 
 // Builds the mesh of `kind`; each transport takes its options from `options` (TcpOptions::from,
-// VerbsOptions::from).
+// VerbsOptions::from). `why`, for a kind given: how it was chosen, for the log (empty: CANOPY_TRANSPORT).
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options,
-                                        TransportKind kind);
+                                        TransportKind kind, std::string_view why = {});
+
+// The kind that a second mesh of the same group takes where `first` was built with `kind`: what auto
+// resolved to (verbs, or shm+tcp), so that the group agrees on verbs once, not once a mesh.
+TransportKind kind_taken(TransportKind kind, const Transport& first);
 
 // The same with the kind from the options' settings (CANOPY_TRANSPORT): what a communicator calls.
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options);

@@ -61,6 +61,10 @@ class Transport {
     return false;
   }
   virtual OpId post_recv_in_place(int peer, const Envelope& envelope, std::uint64_t bytes, PieceSink& sink);
+  // The peers that messages are about to go to or come from (a call's schedule, a probe's ring): a
+  // transport that makes its links on first use may learn all their addresses now, in one store request,
+  // instead of one as each link is first needed. Makes no connection; a hint only, which never throws.
+  virtual void expect_peers(std::span<const int> peers) { (void)peers; }
 
   // Drives I/O on the calling thread until at least one posted operation has completed (its id is
   // appended to `completed`) or the deadline passes. Returns false when the deadline passed first.

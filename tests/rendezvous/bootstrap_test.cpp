@@ -217,7 +217,7 @@ TEST(Rendezvous, AMissingRankIsATimeoutNamingIt) {
 
 // Forming a group costs each rank O(1) store requests, whatever the group's size: rank 0 gathers the P
 // values in one GET_MANY.
-TEST(AgreeThroughRankZero, CostsTwoRequestsPerRankAndFourForRankZero) {
+TEST(AgreeThroughRankZero, CostsTwoRequestsPerRankAndThreeForRankZero) {
   constexpr int kRanks = 64;
   TcpStoreServer server("127.0.0.1", 0, "tok");
   std::vector<std::uint64_t> requests(kRanks);
@@ -234,7 +234,7 @@ TEST(AgreeThroughRankZero, CostsTwoRequestsPerRankAndFourForRankZero) {
     require(answer.substr(0, 6) == "0,1,2,", "rank {} agreed on '{}'", rank, answer);
     requests[static_cast<std::size_t>(rank)] = store.requests_sent();
   });
-  EXPECT_EQ(requests[0], 4u);
+  EXPECT_EQ(requests[0], 3u);  // it returns the answer it made without reading it back
   for (int rank = 1; rank < kRanks; ++rank) EXPECT_EQ(requests[static_cast<std::size_t>(rank)], 2u) << rank;
 }
 

@@ -18,8 +18,8 @@ using testing::expect_all_ok;
 using testing::require;
 
 // A rank's requests: the verbs verdict, the sockets and whom each rank reached, the cells' wish and
-// whether they were mapped (two each, four for the rank that gathers them), and the TCP address.
-constexpr std::uint64_t kMostSetUpRequests = 5 * 4 + 1;
+// whether they were mapped (two each, three for the rank that gathers them), and the TCP address.
+constexpr std::uint64_t kMostSetUpRequests = 5 * 3 + 1;
 
 TEST(ShmSetUp, StoreRequestsPerRankDoNotGrowWithTheGroup) {
   for (int size : {8, 64}) {

@@ -379,7 +379,7 @@ namespace {
 
 // Whether every rank says what this one says (`mine`), agreed through rank 0
 // (rendezvous::agree_through_rank_zero under "<what>/<rank>" and "<what>"): "same", or "rank r says X,
-// rank 0 Y" for the first that differs. Two store requests a rank, four for rank 0.
+// rank 0 Y" for the first that differs. Two store requests a rank, three for rank 0.
 std::optional<std::string> first_difference(Store& store, int rank, int size, const std::string& what,
                                             const std::string& mine, Deadline deadline,
                                             const std::function<std::string(const std::string&)>& quote) {

@@ -115,7 +115,7 @@ class ShmPeersBuilder {
 
   // What the ranks of this host agree on (rendezvous::agree_among, the host's lowest rank gathering): each
   // sets "<what>/<rank>", and every rank of the host reads the answer from "<what>/host/<lowest>". Two store
-  // requests a rank, four for the lowest, however many ranks the host has; the keys by global rank, so
+  // requests a rank, three for the lowest, however many ranks the host has; the keys by global rank, so
   // that a timeout names the rank that never came.
   std::string agree(const std::string& what, const std::string& value, const CombineAnswers& combine) {
     const int lowest = members_.front();

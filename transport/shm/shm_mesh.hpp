@@ -30,7 +30,7 @@ struct ShmPeers {
 // (rendezvous::agree_through_rank_zero's pattern, among the host's ranks only) on every one's listener name
 // ("shm/<comm_id>/socket/<rank>", gathered into "shm/<comm_id>/socket/host/<lowest>"), then on which lower
 // ranks each could not reach ("shm/<comm_id>/unreached/<rank>", gathered likewise): two store requests a
-// rank for each, four for the lowest, however many ranks the host has. A rank connects to the lower ranks
+// rank for each, three for the lowest, however many ranks the host has. A rank connects to the lower ranks
 // of its host and accepts the higher ones that reached it, as the TCP mesh does, so the waits form no
 // cycle. Throws Error(Timeout) naming the ranks that never answered.
 ShmPeers connect_shm_peers(Store& store, int rank, int size, const ShmOptions& options);

@@ -11,6 +11,7 @@
 #include "common/fd_limit.hpp"
 #include "common/log.hpp"
 #include "transport/tcp/interfaces.hpp"
+#include "transport/tcp/tcp_address_book.hpp"
 
 namespace canopy::transport {
 namespace {
@@ -81,6 +82,15 @@ TcpConnector::TcpConnector(std::shared_ptr<Store> store, int rank, int size, con
       requested_(static_cast<std::size_t>(size), false),
       connected_(static_cast<std::size_t>(size), false) {
   if (size == 1) return;
+  if (options_.address_book) {
+    // Made before the rank's record, which holds its address, was published.
+    listener_ = options_.address_book->take_listener(options_.address_book_mesh);
+    if (!listener_.valid())
+      fail(ErrorCode::InvalidArgument, "rank {}: the TCP listener {} of comm {} was taken by another mesh",
+           rank_, options_.address_book_mesh, options_.comm_id);
+    address_ = options_.address_book->address(options_.address_book_mesh);
+    return;
+  }
   InterfaceAddress chosen = choose_interface(list_interfaces(), options_.socket_ifname, options_.socket_family);
   // The backlog holds every peer that may dial at once: the kernel completes their connects while this
   // rank computes, and drive() answers them on its next call.
@@ -110,12 +120,24 @@ std::vector<int> TcpConnector::awaited() const {
 }
 
 bool TcpConnector::resolve(Dial& dial) {
-  const std::string key = tcp_address_key(options_.comm_id, dial.peer);
-  try {
-    dial.address = SocketAddress::parse(store_->get(key, kLookupWait));
-    return true;
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::Timeout) throw;
+  TcpAddressBook* book = options_.address_book.get();
+  const std::string key = book ? book->key_of(dial.peer) : tcp_address_key(options_.comm_id, dial.peer);
+  if (book) {
+    // Usually read already, with the other dials' (drive()) or by the other mesh.
+    std::optional<std::string> address = book->address_of(dial.peer, options_.address_book_mesh);
+    if (!address && book->read({dial.peer}, kLookupWait))
+      address = book->address_of(dial.peer, options_.address_book_mesh);
+    if (address) {
+      dial.address = SocketAddress::parse(*address);
+      return true;
+    }
+  } else {
+    try {
+      dial.address = SocketAddress::parse(store_->get(key, kLookupWait));
+      return true;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::Timeout) throw;
+    }
   }
   dial.problem = fmt::format("rank {} never published its address (store key '{}'); is it running, with the "
                              "same store and world size {}?",
@@ -123,6 +145,21 @@ bool TcpConnector::resolve(Dial& dial) {
   dial.retry_at = Clock::now() + dial.pause;
   dial.pause = std::min<Clock::duration>(dial.pause * 2, kLongestLookupPause);
   return false;
+}
+
+void TcpConnector::expect(const std::vector<int>& peers) {
+  if (!options_.address_book) return;
+  std::vector<int> dialled;
+  for (int peer : peers)
+    if (peer < rank_) dialled.push_back(peer);  // the higher peers dial this rank
+  if (dialled.empty()) return;
+  try {
+    options_.address_book->read(dialled, kLookupWait);
+  } catch (const Error& e) {
+    // A hint only: the dials read again, and fail the peers' operations with what went wrong.
+    log::debug("rank {}: reading the records of ranks {} ahead of their dials: {}", rank_, rank_list(dialled),
+               e.what());
+  }
 }
 
 void TcpConnector::request(int peer) {
@@ -362,7 +399,21 @@ TcpConnector::Step TcpConnector::send_answer(Inbound& in) {
 
 // ---- driving ----
 
+// The records of every peer about to be dialled, in one store request: the dials a call (or an eager mesh)
+// starts at once cost one round trip, not one each.
+void TcpConnector::read_addresses() {
+  std::vector<int> peers;
+  Clock::time_point now{};
+  for (const auto& dial : dials_) {
+    if (dial->stage != Dial::Stage::Resolving) continue;
+    if (now == Clock::time_point{}) now = Clock::now();
+    if (now >= dial->retry_at) peers.push_back(dial->peer);
+  }
+  if (peers.size() > 1) options_.address_book->read(peers, kLookupWait);
+}
+
 void TcpConnector::drive(std::vector<Outcome>& outcomes) {
+  if (options_.address_book && !dials_.empty()) read_addresses();
   for (std::size_t i = 0; i < dials_.size();) {
     Outcome outcome;
     outcome.peer = dials_[i]->peer;

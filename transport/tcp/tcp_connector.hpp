@@ -42,7 +42,9 @@ class TcpConnector {
   };
 
   // Listens and publishes "tcp/<comm_id>/addr/<rank>" in the store (one request). Dials read the lower
-  // peers' addresses from the store when they start, once each: the connector keeps it.
+  // peers' addresses from the store when they start, once each: the connector keeps it. With an address
+  // book (options.address_book) the listener and the addresses are the book's (no request here), and the
+  // dials that start together read their peers' records in one request.
   TcpConnector(std::shared_ptr<Store> store, int rank, int size, const TcpOptions& options);
   ~TcpConnector();
   TcpConnector(const TcpConnector&) = delete;
@@ -53,6 +55,9 @@ class TcpConnector {
   // Timeout outcome; an awaited peer is bounded by the caller's own deadline.
   void request(int peer);
   bool requested(int peer) const { return requested_[static_cast<std::size_t>(peer)]; }
+  // The peers that are about to be asked for (Transport::expect_peers): with an address book, the records
+  // of those this rank will dial are read now, all in one store request. Asks for nothing; never throws.
+  void expect(const std::vector<int>& peers);
   // Whether a dial is under way: drive() has work even without a poll.
   bool dialling() const { return !dials_.empty(); }
   // The awaited peers that have not connected yet, in rank order.
@@ -76,6 +81,7 @@ class TcpConnector {
   enum class Step { Continue, Done, Drop };
 
   std::string need() const;
+  void read_addresses();
   // Reads the peer's address without waiting for it; false (and a later retry planned) while it is absent.
   bool resolve(Dial& dial);
   // Dials: false while it goes on; true once `outcome` is set.

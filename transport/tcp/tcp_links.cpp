@@ -47,6 +47,14 @@ int TcpLinks::connected_peers() const {
   return static_cast<int>(std::count_if(peers_.begin(), peers_.end(), [](const Peer& p) { return p.link.fd.valid(); }));
 }
 
+void TcpLinks::expect_peers(std::span<const int> peers) {
+  if (!connector_) return;
+  std::vector<int> unlinked;
+  for (int peer : peers)
+    if (!peers_[peer].link.fd.valid() && !connector_->requested(peer)) unlinked.push_back(peer);
+  connector_->expect(unlinked);
+}
+
 void TcpLinks::ensure_link(int peer) {
   if (!connector_ || peers_[peer].link.fd.valid() || connector_->requested(peer)) return;
   try {

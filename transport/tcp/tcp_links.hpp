@@ -41,6 +41,7 @@ class TcpLinks final : public IoPart {
 
   void post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) override;
   void post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) override;
+  void expect_peers(std::span<const int> peers) override;
   bool busy() const override;
   void drive(Pass pass, Completions& done) override;
   std::uint64_t bytes_moved() const override { return bytes_moved_; }

@@ -36,6 +36,8 @@ TcpOptions TcpOptions::from(const MeshOptions& mesh) {
   take_mesh_facts(mesh, options);
   options.job_token = mesh.job_token;
   options.store_for_first_use = mesh.store_for_first_use;
+  options.address_book = mesh.tcp_address_book;
+  options.address_book_mesh = mesh.tcp_address_book_mesh;
   options.socket_ifname = settings.text("CANOPY_SOCKET_IFNAME");
   options.socket_family = settings.choice("CANOPY_SOCKET_FAMILY");
   if (settings.has("CANOPY_SOCKET_SPIN_US")) options.spin = settings.duration("CANOPY_SOCKET_SPIN_US");

@@ -13,6 +13,8 @@
 
 namespace canopy::transport {
 
+class TcpAddressBook;
+
 struct TcpOptions {
   std::uint64_t comm_id = 0;  // keys in the store and handshakes are scoped by it
   std::string job_token;      // presented in every handshake; connections with another are dropped
@@ -22,6 +24,11 @@ struct TcpOptions {
   // Connections on first use: the store (the one the mesh is formed on) kept to read a peer's address when
   // a message first needs that peer. Null: every connection is made before the mesh is returned.
   std::shared_ptr<Store> store_for_first_use;
+  // Where the listener and the peers' addresses come from when every rank publishes them in a record of
+  // its own (tcp_address_book.hpp): this mesh is its `address_book_mesh`-th. Null: this mesh listens and
+  // publishes "tcp/<comm_id>/addr/<rank>" itself, and reads the peers' from there.
+  std::shared_ptr<TcpAddressBook> address_book;
+  int address_book_mesh = 0;
   // An accepted connection that has not completed its handshake by then is dropped (port scanners,
   // stray clients): it never holds up the mesh.
   Duration handshake_timeout = std::chrono::seconds(2);
@@ -44,7 +51,8 @@ struct TcpOptions {
 };
 
 // Every rank calls this with the same store, its rank, the group size and comm_id. Each rank publishes
-// "tcp/<comm_id>/addr/<rank>" = "ip:port" in the store. Without `store_for_first_use` it connects to
+// "tcp/<comm_id>/addr/<rank>" = "ip:port" in the store (unless an address book has it in the rank's own
+// record). Without `store_for_first_use` it connects to
 // every lower rank and accepts every higher one, returns once all are up and closes its listener; throws
 // Error(Timeout) naming the ranks that never appeared. With it, the mesh returns at once and keeps its
 // listener: each link is made when a message first goes to or comes from that peer.
