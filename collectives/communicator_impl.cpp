@@ -55,7 +55,7 @@ std::uint64_t child_id(std::uint64_t parent_id, const std::string& name) {
 
 Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_,
                          const CommunicatorOptions& options, const collectives::GrowPlan* plan,
-                         const Impl* member)
+                         const Impl* member, const std::function<void()>& check_members)
     : rank(rank_),
       size(size_),
       family_(std::make_shared<collectives::CommunicatorFamily>()),
@@ -89,8 +89,13 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     next_world_rank_ = *std::max_element(world_ranks_.begin(), world_ranks_.end()) + 1;
   }
   if (member) family_->store_server = member->family_->store_server;
+  const auto liveness = collectives::LivenessSettings::from_settings(settings_);
+  const std::shared_ptr<Store> forming =
+      check_members ? std::make_shared<collectives::WatchedStore>(
+                          store_, check_members, std::clamp(liveness.interval, Duration(50), Duration(1000)))
+                    : store_;
   hosts_ = std::make_shared<const collectives::HostLayout>(collectives::exchange_host_layout(
-      *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus()));
+      *forming, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus()));
   if (options.local_rank >= 0 && options.local_size > 0) {
     local_rank = options.local_rank;
     local_size = options.local_size;
@@ -98,7 +103,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     local_rank = hosts_->local_rank_of(rank);
     local_size = hosts_->ranks_on(hosts_->host_of(rank));
   }
-  connect(*hosts_, options.job_token, store_);
+  connect(*hosts_, options.job_token, forming);
 
   const bool calibrate = !plan && options.calibrate && settings_.flag("CANOPY_CALIBRATE");
   collectives::LinkModel link = plan ? plan->link : collectives::LinkModel();
@@ -109,7 +114,6 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   log::info("communicator {} ready: rank {} of {} (local {} of {}, generation {}), {}", comm_id_, rank, size,
             local_rank, local_size, generation_, collectives::describe(cost_model_.link(), *hosts_));
 
-  const auto liveness = collectives::LivenessSettings::from_settings(settings_);
   auto monitor_store = collectives::open_monitor_store(store_, liveness);
   family_->failure_store = monitor_store;
   failure_store_ = monitor_store;
