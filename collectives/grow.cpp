@@ -68,7 +68,7 @@ Communicator Communicator::grow() {
   Store& job = *old.base_store();
   const std::string waiting = std::to_string(job.add(kJoiners, 0));
   const std::uint64_t admitted =
-      parse_count(old.store()->compare_set(fmt::format("grow/{}/admitted", number), "", waiting));
+      parse_count(old.store()->compare_set(fmt::format("grow_admitted/{}", number), "", waiting));
   const collectives::GrowPlan plan = old.grow_plan(members.participants, number, old.admitted() + 1, admitted);
   const std::string text = plan.encode();
   for (std::uint64_t ticket = plan.first_ticket; ticket <= plan.admitted; ++ticket)
