@@ -255,9 +255,13 @@ void Communicator::Impl::abort(const std::string& reason) {
 
 void Communicator::Impl::end(ErrorCode code, const std::string& reason) {
   // Tell the other ranks before closing the sockets: whoever learns of this through them finds out why.
-  if (first_failure_)
-    first_failure_->blame(Error(code, code == ErrorCode::Revoked ? fmt::format("rank {}: {}", rank, reason)
-                                                                 : fmt::format("rank {}: aborted: {}", rank, reason)));
+  if (first_failure_) {
+    const std::string lead = fmt::format("rank {}: ", rank);
+    const bool led = reason.rfind(lead, 0) == 0;  // a monitor's reason already says whose it is
+    first_failure_->blame(Error(code, code != ErrorCode::Revoked ? lead + "aborted: " + reason
+                                      : led                       ? reason
+                                                                  : lead + reason));
+  }
   {
     std::lock_guard lock(failure_mutex_);
     if (failure_.empty()) {
