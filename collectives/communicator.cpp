@@ -20,7 +20,7 @@ Communicator Communicator::from_environment(const CommunicatorOptions& options) 
   auto joined = collectives::join_environment_group(options, rendezvous::RankClaim::ByCaller);
   const rendezvous::LaunchInfo& info = joined.rendezvous.info;
   Communicator communicator(std::make_unique<Impl>(joined.rendezvous.store, info.rank, info.world_size,
-                                                   joined.options, nullptr, nullptr,
+                                                   joined.options, nullptr, nullptr, std::function<void()>{},
                                                    Impl::Formation::FirstOnItsStore));
   communicator.impl_->family()->store_server = std::move(joined.rendezvous.server);
   return communicator;

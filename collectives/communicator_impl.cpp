@@ -51,7 +51,7 @@ std::uint64_t child_id(std::uint64_t parent_id, const std::string& name) {
 
 Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_,
                          const CommunicatorOptions& options, const collectives::GrowPlan* plan,
-                         const Impl* member, Formation formation)
+                         const Impl* member, const std::function<void()>& check_members, Formation formation)
     : rank(rank_),
       size(size_),
       family_(std::make_shared<collectives::CommunicatorFamily>()),
@@ -108,8 +108,13 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   collectives::RankRecord record;
   if (addresses) record.addresses = addresses->addresses();
   if (first_on_its_store) record.claim = rendezvous::rank_claim();
+  const auto liveness = collectives::LivenessSettings::from_settings(settings_);
+  const std::shared_ptr<Store> forming =
+      check_members ? std::make_shared<collectives::WatchedStore>(
+                          store_, check_members, std::clamp(liveness.interval, Duration(50), Duration(1000)))
+                    : store_;
   hosts_ = std::make_shared<const collectives::HostLayout>(collectives::exchange_host_layout(
-      *store_, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus(),
+      *forming, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus(),
       record));
   if (options.local_rank >= 0 && options.local_size > 0) {
     local_rank = options.local_rank;
@@ -118,7 +123,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     local_rank = hosts_->local_rank_of(rank);
     local_size = hosts_->ranks_on(hosts_->host_of(rank));
   }
-  connect(*hosts_, options.job_token, store_, std::move(addresses));
+  connect(*hosts_, options.job_token, forming, std::move(addresses));
 
   const bool calibrate = !plan && options.calibrate && settings_.flag("CANOPY_CALIBRATE");
   collectives::LinkModel link = plan ? plan->link : collectives::LinkModel();
@@ -129,7 +134,6 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   log::info("communicator {} ready: rank {} of {} (local {} of {}, generation {}), {}", comm_id_, rank, size,
             local_rank, local_size, generation_, collectives::describe(cost_model_.link(), *hosts_));
 
-  const auto liveness = collectives::LivenessSettings::from_settings(settings_);
   auto monitor_store = collectives::open_monitor_store(store_, liveness);
   family_->failure_store = monitor_store;
   failure_store_ = monitor_store;
@@ -284,10 +288,13 @@ void Communicator::Impl::abort(const std::string& reason) {
 
 void Communicator::Impl::end(ErrorCode code, const std::string& reason) {
   // Tell the other ranks before closing the sockets: whoever learns of this through them finds out why.
-  if (first_failure_)
-    first_failure_->blame(Error(code, code == ErrorCode::Revoked
-                                          ? fmt::format("rank {}: {}", rank, reason)
-                                          : fmt::format("rank {}: aborted: {}", rank, reason)));
+  if (first_failure_) {
+    const std::string lead = fmt::format("rank {}: ", rank);
+    const bool led = reason.rfind(lead, 0) == 0;  // a monitor's reason already says whose it is
+    first_failure_->blame(Error(code, code != ErrorCode::Revoked ? lead + "aborted: " + reason
+                                      : led                      ? reason
+                                                                 : lead + reason));
+  }
   {
     std::lock_guard lock(failure_mutex_);
     if (failure_.empty()) {

@@ -52,10 +52,11 @@ class Communicator::Impl {
   enum class Formation { SharedStore, FirstOnItsStore };
   // The first communicator of a family: forms the group of `size` ranks meeting through `store`. With a
   // `plan`, the group that grow() forms (its id, keys, job ranks and link figures from the plan);
-  // `member` is this rank's communicator in the group that grows (null on a newcomer).
+  // `member` is this rank's communicator in the group that grows (null on a newcomer), and
+  // `check_members` (when set) gives up the forming's waits once a rank it waits for is gone.
   Impl(std::shared_ptr<Store> base_store, int rank, int size, const CommunicatorOptions& options,
        const collectives::GrowPlan* plan = nullptr, const Impl* member = nullptr,
-       Formation formation = Formation::SharedStore);
+       const std::function<void()>& check_members = {}, Formation formation = Formation::SharedStore);
   // A sub-communicator of `parent` made of `members` (ranks of the parent, in their new order), which
   // contains the parent's own rank; `name` tells its store keys from those of the parent's other
   // sub-communicators. Every member calls this with the same members and name; a nonzero
@@ -102,6 +103,11 @@ class Communicator::Impl {
   collectives::GrowPlan grow_plan(const std::vector<int>& members, std::uint64_t number,
                                   std::uint64_t first_ticket, std::uint64_t admitted) const;
   std::uint64_t admitted() const { return admitted_; }
+  // After grow #n: its tickets are spent, whether or not the group formed, on every member alike.
+  void spend_tickets(std::uint64_t admitted) { admitted_ = admitted; }
+  // What a member's forming of `plan` checks between waits: the other members (by heartbeat and by
+  // process) and the newcomers (by the process each named with its ticket, where on this host).
+  std::function<void()> grow_check(const std::vector<int>& members, const collectives::GrowPlan& plan);
   const std::shared_ptr<Store>& base_store() const { return base_store_; }
   const std::shared_ptr<Store>& store() const { return store_; }
   const CommunicatorOptions& options() const { return options_; }

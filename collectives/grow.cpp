@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include "canopy/communicator.hpp"
 #include "collectives/communicator_impl.hpp"
 #include "collectives/grow_plan.hpp"
+#include "collectives/process_identity.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/settings.hpp"
@@ -23,6 +25,10 @@ constexpr const char* kJoiners = "canopy/elastic/joiners";  // tickets taken so 
 std::string plan_key(std::uint64_t ticket) {
   return fmt::format("canopy/elastic/admitted/{}", ticket);
 }
+// The newcomer's process (process_identity.hpp): a member on its host sees at once that it died.
+std::string newcomer_key(std::uint64_t ticket) {
+  return fmt::format("canopy/elastic/joiner/{}", ticket);
+}
 
 std::uint64_t parse_count(const std::string& text) {
   std::uint64_t value = 0;
@@ -33,6 +39,26 @@ std::uint64_t parse_count(const std::string& text) {
 
 }  // namespace
 
+// Every rank of the grown group, members and newcomers alike, agrees that it formed the group. Where a
+// newcomer is gone (it died while the group formed), the others shrink the group at once, so that nobody
+// is handed a communicator with a dead rank it would find only at its first call; where a member is
+// gone, the members gave the grow up (grow() says so), and a newcomer fails with them.
+Communicator Communicator::confirm_grown(Communicator grown, int members) {
+  std::uint64_t number = 0;
+  const collectives::Agreement formed = grown.impl().agree(1, "grow confirmation", number);
+  if (static_cast<int>(formed.participants.size()) == grown.size()) {
+    grown.impl().family()->peers_formed();
+    return grown;
+  }
+  for (const auto& [rank, why] : formed.left_out)
+    if (rank < members)
+      fail(ErrorCode::PeerFailed, "rank {}: the members gave up {}: member rank {} is gone ({})", grown.rank(),
+           grown.impl().describe(), rank, why);
+  log::warn("rank {}: a newcomer died while the grown group of {} formed; shrinking it", grown.rank(),
+            grown.impl().describe());
+  return grown.shrink();
+}
+
 Communicator Communicator::grow() {
   Impl& old = impl();
   std::uint64_t number = 0;
@@ -42,20 +68,40 @@ Communicator Communicator::grow() {
   Store& job = *old.base_store();
   const std::string waiting = std::to_string(job.add(kJoiners, 0));
   const std::uint64_t admitted =
-      parse_count(old.store()->compare_set(fmt::format("grow/{}/admitted", number), "", waiting));
+      parse_count(old.store()->compare_set(fmt::format("grow_admitted/{}", number), "", waiting));
   const collectives::GrowPlan plan = old.grow_plan(members.participants, number, old.admitted() + 1, admitted);
   const std::string text = plan.encode();
   for (std::uint64_t ticket = plan.first_ticket; ticket <= plan.admitted; ++ticket)
     job.set(plan_key(ticket), text);  // every member writes the same plan: any one of them may die
+  old.spend_tickets(plan.admitted);  // the next grow admits later tickets, whatever happens to these
   const int rank = static_cast<int>(
       std::find(members.participants.begin(), members.participants.end(), old.rank) - members.participants.begin());
   log::info("rank {}: grow #{} of {}: {} members and {} newcomers", old.rank, number, old.describe(),
             plan.first_newcomer, plan.size - plan.first_newcomer);
-  return Communicator(std::make_unique<Impl>(old.base_store(), rank, plan.size, old.options(), &plan, &old));
+  std::unique_ptr<Impl> formed;
+  std::optional<Error> failure;
+  try {
+    formed = std::make_unique<Impl>(old.base_store(), rank, plan.size, old.options(), &plan, &old,
+                                    old.grow_check(members.participants, plan));
+  } catch (const Error& e) {
+    failure = e;
+  }
+  // The members decide together whether the grow holds: then either all of them go on in the new group
+  // or all keep the old one (which a grow never revokes).
+  std::uint64_t confirmation = 0;
+  const collectives::Agreement everywhere = old.agree(formed ? 1 : 0, "grow confirmation", confirmation);
+  if (everywhere.value != 1 || everywhere.participants != members.participants)
+    fail(ErrorCode::PeerFailed, "rank {}: grow #{} of {} did not form, so this communicator goes on as it was: {}",
+         old.rank, number, old.describe(),
+         failure ? std::string(failure->what())
+                 : everywhere.value != 1 ? std::string("another member could not form it (its error says why)")
+                                         : std::string("a member died while it formed"));
+  return confirm_grown(Communicator(std::move(formed)), plan.first_newcomer);
 }
 
 Communicator Communicator::join(std::shared_ptr<Store> store, const CommunicatorOptions& options) {
   const auto ticket = static_cast<std::uint64_t>(store->add(kJoiners, 1));
+  store->set(newcomer_key(ticket), collectives::this_process_identity());
   const Duration timeout = options.timeout.count() > 0
                                ? options.timeout
                                : std::chrono::duration_cast<Duration>(
@@ -71,8 +117,28 @@ Communicator Communicator::join(std::shared_ptr<Store> store, const Communicator
          ticket, std::chrono::duration<double>(timeout).count());
   }
   const collectives::GrowPlan plan = collectives::GrowPlan::decode(text);
-  return Communicator(
-      std::make_unique<Impl>(std::move(store), plan.rank_of_ticket(ticket), plan.size, options, &plan, nullptr));
+  return confirm_grown(Communicator(std::make_unique<Impl>(std::move(store), plan.rank_of_ticket(ticket), plan.size,
+                                                          options, &plan, nullptr)),
+                       plan.first_newcomer);
+}
+
+std::function<void()> Communicator::Impl::grow_check(const std::vector<int>& members,
+                                                    const collectives::GrowPlan& plan) {
+  return [silence = silence(), job = base_store_, members, me = rank, world = world_ranks_,
+          first = plan.first_ticket, last = plan.admitted] {
+    for (int member : members) {
+      if (member == me) continue;
+      if (const std::string why = silence->gone(member); !why.empty())
+        fail(ErrorCode::PeerFailed, "rank {}: member rank {} (world rank {}) died while the grown group formed: {}",
+             me, member, world[static_cast<std::size_t>(member)], why);
+    }
+    for (std::uint64_t ticket = first; ticket <= last; ++ticket) {
+      if (!job->check({newcomer_key(ticket)})) continue;
+      if (const std::string ended = collectives::process_end(job->get(newcomer_key(ticket))); !ended.empty())
+        fail(ErrorCode::PeerFailed, "rank {}: the newcomer with ticket {} {} while the grown group formed", me, ticket,
+             ended);
+    }
+  };
 }
 
 }  // namespace canopy

@@ -286,6 +286,7 @@ class Communicator {
   explicit Communicator(std::unique_ptr<Impl> impl);
   Impl& impl() const;  // throws Error(InvalidArgument) for an empty communicator
   Communicator split_by(const collectives::SplitRequest& request, std::string_view what);
+  static Communicator confirm_grown(Communicator grown, int members);
   void check_blocks(std::size_t block, std::size_t whole, const char* what) const;
   CollectiveArgs all_to_all_args(const void* input, void* output, std::size_t input_count,
                                  std::size_t output_count, DataType dtype) const;

@@ -267,6 +267,7 @@ TEST_P(Elastic, ARevokedCommunicatorShrinksToEveryRankAndItsChildIsRevoked) {
     } catch (const Error& e) {
       require(e.code() == ErrorCode::Revoked, "child: {}: {}", to_string(e.code()), e.what());
     }
+    again.agree(1);  // every rank is done with its all-reduces: a shrink revokes, and would end them
     Communicator third = again.shrink();
     require(third.size() == 4 && third.generation() == 2, "second shrink: {} ranks, generation {}", third.size(),
             third.generation());
@@ -366,6 +367,7 @@ class JoinJob {
         });
   }
   ProcessGroup& group() { return *group_; }
+  const std::string& store_path() const { return dir_.path(); }
   void expect(const std::vector<int>& killed) {
     std::vector<int> all;
     for (int r = 0; r < processes_; ++r) all.push_back(r);
@@ -448,6 +450,36 @@ TEST_P(Elastic, AReplacementJoinsTheShrunkGroup) {
   std::this_thread::sleep_for(50ms);
   job.group().signal(2, SIGKILL);
   job.expect({2});
+}
+
+// The newcomer takes its ticket and dies before the members grow: their grow fails on every member
+// alike, naming it, and leaves their communicator as it was; the next grow (nobody waiting) goes on.
+TEST_P(Elastic, ANewcomerThatDiesFailsTheGrowOnEveryMemberAlike) {
+  JoinJob job(
+      3,
+      [](Communicator& comm, const Reporter& reporter) {
+        std::this_thread::sleep_for(300ms);  // the newcomer has its ticket and is dead by now
+        try {
+          comm.grow();
+          require(false, "the grow with a dead newcomer succeeded");
+        } catch (const Error& e) {
+          say(fmt::format("[rank {}] {}", comm.rank(), e.what()));
+          require(e.code() == ErrorCode::PeerFailed && std::string(e.what()).find("ticket 1") != std::string::npos,
+                  "{}: {}", to_string(e.code()), e.what());
+        }
+        check_all_reduce(comm, {0, 1, 2}, comm.rank());  // the old group goes on
+        Communicator again = comm.grow();
+        require(again.size() == 3, "the next grow has {} ranks", again.size());
+        check_all_reduce(again, {0, 1, 2}, comm.rank());
+        reporter.outcome("ok");
+      },
+      [](Communicator&, const Reporter&) { require(false, "the dead newcomer joined"); });
+  // Killed once it has its ticket and has named its process (join's first two steps).
+  auto store = open_file_store(job.store_path());
+  const auto give_up = Clock::now() + kLimit;
+  while (!store->check({"canopy/elastic/joiner/1"}) && Clock::now() < give_up) std::this_thread::sleep_for(5ms);
+  job.group().signal(3, SIGKILL);
+  job.expect({3});
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Elastic, ::testing::Values("tcp", "shm+tcp"),
