@@ -129,13 +129,13 @@ AlgorithmChoice CostModel::evaluate(const CollectiveCall& call, std::size_t elem
   Prediction best_prediction;
   // Slower than this by the time a simulation reaches it, a candidate cannot beat the best so far (not
   // even as a tie): its simulation stops there. Nothing is bounded until there is a best.
-  const auto losing_bound = [&](const Prediction& so_far) {
+  const auto losing_bound = [&] {
     PredictionBound bound;
     if (best.algorithm == nullptr) return bound;
     if (stream)
-      bound.stream_seconds = so_far.stream_seconds * (1 + kTie);
+      bound.stream_seconds = best_prediction.stream_seconds * (1 + kTie);
     else
-      bound.seconds = so_far.seconds * (1 + kTie);
+      bound.seconds = best_prediction.seconds * (1 + kTie);
     return bound;
   };
   std::string explanation;
@@ -146,8 +146,7 @@ AlgorithmChoice CostModel::evaluate(const CollectiveCall& call, std::size_t elem
   const std::string shape = host_shape(call.layout());
   for (const Algorithm& candidate : candidates) {
     if (candidate.two_level && shape.empty()) continue;
-    const Prediction prediction =
-        predict(candidate, call, element_size, link_, losing_bound(best_prediction));
+    const Prediction prediction = predict(candidate, call, element_size, link_, losing_bound());
     const double seconds = stream ? prediction.stream_seconds : prediction.seconds;
     explanation += fmt::format("{}{} {}{:.1f} us", explanation.empty() ? "" : ", ", candidate.name,
                                prediction.cut_off ? "> " : "", seconds * 1e6);
