@@ -122,6 +122,12 @@ Communicator Communicator::join(std::shared_ptr<Store> store, const Communicator
                        plan.first_newcomer);
 }
 
+std::uint64_t Communicator::joiners_waiting() const {
+  const Impl& comm = impl();
+  const auto tickets = static_cast<std::uint64_t>(comm.base_store()->add(kJoiners, 0));
+  return tickets > comm.admitted() ? tickets - comm.admitted() : 0;
+}
+
 std::function<void()> Communicator::Impl::grow_check(const std::vector<int>& members,
                                                     const collectives::GrowPlan& plan) {
   return [silence = silence(), job = base_store_, members, me = rank, world = world_ranks_,

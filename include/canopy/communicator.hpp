@@ -91,7 +91,9 @@ constexpr DataType data_type_of() {
   else if constexpr (std::is_same_v<T, std::uint8_t>) return DataType::UInt8;
   else if constexpr (std::is_same_v<T, std::int32_t>) return DataType::Int32;
   else if constexpr (std::is_same_v<T, std::int64_t>) return DataType::Int64;
-  else static_assert(sizeof(T) == 0, "use the untyped call with DataType::Float16 / BFloat16 for half types");
+  else static_assert(sizeof(T) == 0,
+                     "no DataType for this element type (float, double, int8/uint8, int32, int64); half types "
+                     "take the untyped call with DataType::Float16 / BFloat16");
 }
 
 class Communicator {
@@ -252,6 +254,10 @@ class Communicator {
   // communicator there. `store` is the job's store, the one the group was formed on; the job token
   // (options or CANOPY_JOB_TOKEN) must be the job's.
   static Communicator join(std::shared_ptr<Store> store, const CommunicatorOptions& options = {});
+  // How many processes wait in join() on this communicator's store that no grow() has admitted yet: one
+  // store request, on this rank alone. Ranks read it at different moments, so they decide together
+  // whether to grow (an all-reduce of the counts, Max) rather than each on its own reading.
+  std::uint64_t joiners_waiting() const;
   // 0 for a communicator formed on a store, and one more for each shrink() or grow() it came from (its
   // sub-communicators share it). Errors name it.
   std::uint32_t generation() const;

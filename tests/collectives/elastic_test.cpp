@@ -426,6 +426,34 @@ TEST_P(Elastic, ANewcomerJoinsWhenTheMembersGrow) {
   job.expect({});
 }
 
+// The members poll joiners_waiting() between steps and decide together (Max) to grow: one grow admits
+// the newcomer, and afterwards nobody is waiting.
+TEST_P(Elastic, MembersGrowOnceTheyAgreeANewcomerWaits) {
+  JoinJob job(
+      3,
+      [](Communicator& comm, const Reporter& reporter) {
+        require(comm.joiners_waiting() <= 1, "{} joiners waiting, at most one started", comm.joiners_waiting());
+        std::vector<std::int64_t> waiting(1, 0);
+        for (int step = 0; step < 400 && waiting[0] == 0; ++step) {
+          std::this_thread::sleep_for(10ms);
+          waiting[0] = static_cast<std::int64_t>(comm.joiners_waiting());
+          comm.all_reduce(std::span(waiting), ReduceOp::Max);
+        }
+        require(waiting[0] == 1, "the members agreed on {} joiners waiting", waiting[0]);
+        Communicator grown = comm.grow();
+        require(grown.size() == 4, "one grow after the newcomer waited gave {} ranks", grown.size());
+        require(grown.joiners_waiting() == 0, "{} joiners still waiting after the grow", grown.joiners_waiting());
+        check_all_reduce(grown, {0, 1, 2, 3}, grown.rank());
+        reporter.outcome("ok");
+      },
+      [](Communicator& comm, const Reporter& reporter) {
+        require(comm.joiners_waiting() == 0, "the newcomer sees {} joiners waiting", comm.joiners_waiting());
+        check_all_reduce(comm, {0, 1, 2, 3}, 3);
+        reporter.outcome("ok");
+      });
+  job.expect({});
+}
+
 // The whole cycle: rank 2 of four is killed, the survivors shrink to three and grow back to four with a
 // replacement, which becomes rank 3 (job rank 4, a rank never used before).
 TEST_P(Elastic, AReplacementJoinsTheShrunkGroup) {
