@@ -19,6 +19,9 @@ Communicator Communicator::from_environment(const CommunicatorOptions& options) 
   // need not.
   auto joined = collectives::join_environment_group(options, rendezvous::RankClaim::ByCaller);
   const rendezvous::LaunchInfo& info = joined.rendezvous.info;
+  // A replacement started by canopy-run --elastic (CANOPY_ELASTIC_JOIN=1) waits for the running group to
+  // grow; its rank there is the grow's to decide (the newcomers last), not the dead rank's it was given.
+  if (info.elastic_join) return join(joined.rendezvous.store, joined.options);
   Communicator communicator(std::make_unique<Impl>(joined.rendezvous.store, info.rank, info.world_size,
                                                    joined.options, nullptr, nullptr, std::function<void()>{},
                                                    Impl::Formation::FirstOnItsStore));

@@ -200,7 +200,8 @@ Rendezvous rendezvous(const EnvMap& env, Duration timeout, RankClaim claim) {
   } else {
     std::string host = info.store_host;
     std::uint16_t port = info.store_port;
-    if (!info.store_hosted_externally && info.rank == 0) {
+    // A replacement never hosts the store: the group it joins already uses one.
+    if (!info.store_hosted_externally && info.rank == 0 && !info.elastic_join) {
       if (host.empty()) {
         // One process and no launcher: a private store nobody else needs to find.
         host = "127.0.0.1";
@@ -216,8 +217,9 @@ Rendezvous rendezvous(const EnvMap& env, Duration timeout, RankClaim claim) {
               result.server ? ", hosted here" : "");
   }
   base->set_timeout(timeout);
-  result.store = std::make_shared<PrefixStore>(base, fmt::format("round/{}", info.restart_count));
-  if (claim == RankClaim::ByCaller) return result;
+  result.store = std::make_shared<PrefixStore>(base, fmt::format("round/{}", info.store_round()));
+  // A replacement claims no rank: the one it was started with is the dead rank's, whose claim stays.
+  if (claim == RankClaim::ByCaller || info.elastic_join) return result;
   std::string host_id = host_identity(env);
   claim_rank(*result.store, info, host_id);
   if (info.local_rank < 0 || info.local_world_size < 0) assign_local_ranks(*result.store, info, host_id);

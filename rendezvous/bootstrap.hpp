@@ -5,11 +5,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "canopy/store.hpp"
+#include "common/elastic_range.hpp"
 #include "common/env.hpp"
 
 namespace canopy::rendezvous {
@@ -30,8 +32,18 @@ struct LaunchInfo {
                                          // PyTorch TCPStore: Canopy needs CANOPY_MASTER_PORT beside it
   std::string job_token;                 // CANOPY_JOB_TOKEN, else derived from a job id, else ""
   int restart_count = 0;                 // CANOPY_RESTART_COUNT, else TORCHELASTIC_RESTART_COUNT
+  // CANOPY_ELASTIC=MIN:MAX: canopy-run --elastic replaces a dead rank instead of restarting the group.
+  std::optional<ElasticRange> elastic;
+  // CANOPY_ELASTIC_JOIN=1: this process replaces a dead rank and joins the running group
+  // (Communicator::join) instead of forming one; its rank there is decided by the grow, not by `rank`.
+  bool elastic_join = false;
   std::string source;                    // "canopy", "torchrun", "slurm", "openmpi", "pmi"; "default"
                                          // when no launcher variable is set (one process)
+
+  // The rendezvous round, the store's key prefix "round/<n>": the restart count, except in an elastic
+  // job, whose group is never restarted as a whole (its restart count counts replacements, which join
+  // the group's one round).
+  int store_round() const { return elastic ? 0 : restart_count; }
 };
 
 // Reads the launch variables (docs/RENDEZVOUS.md has the table and the precedence). Pure: no I/O.

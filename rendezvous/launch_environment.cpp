@@ -237,6 +237,13 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
   const char* restart_variable =
       env_value(env, "CANOPY_RESTART_COUNT") ? "CANOPY_RESTART_COUNT" : "TORCHELASTIC_RESTART_COUNT";
   if (auto restarts = non_negative(env, restart_variable)) info.restart_count = static_cast<int>(*restarts);
+  if (auto range = env_value(env, "CANOPY_ELASTIC"))
+    info.elastic = parse_elastic_range("CANOPY_ELASTIC", *range);
+  info.elastic_join = parse_flag(env, "CANOPY_ELASTIC_JOIN");
+  if (info.elastic_join && !info.elastic)
+    fail(ErrorCode::Config,
+         "CANOPY_ELASTIC_JOIN=1 needs CANOPY_ELASTIC=MIN:MAX beside it: a replacement joins an elastic job's "
+         "group, which canopy-run --elastic starts");
   return info;
 }
 
