@@ -19,6 +19,16 @@ ParsedCommandLine usage_error(const std::string& what) {
 
 // The checks that span several flags, which CLI11 cannot express; empty when the options hang together.
 std::string contradiction(const LaunchOptions& o, bool port_given, bool addr_given) {
+  if (o.elastic && o.nnodes > 1) {
+    return fmt::format(
+        "--elastic needs --nnodes 1: each node's canopy-run sees only its own ranks, and with no agreement "
+        "between the launchers none of them can tell whether the job still has {} ranks alive",
+        o.elastic->min);
+  }
+  if (o.elastic && !o.elastic->holds(o.world_size())) {
+    return fmt::format("--elastic {} does not hold the job's {} ranks (--nproc {}): MIN <= {} <= MAX",
+                       o.elastic->text(), o.world_size(), o.nproc, o.world_size());
+  }
   if (o.node_rank >= o.nnodes) {
     return fmt::format("--node-rank {} is out of range for --nnodes {} (expected 0 to {})", o.node_rank,
                        o.nnodes, o.nnodes - 1);
@@ -51,6 +61,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   bool no_prefix = false;
   std::string output = "auto";
   std::string bind_to = "none";
+  std::string elastic;
 
   CLI::App app{
       "Starts the ranks of a Canopy job on this node, hosts the store on node 0, prefixes their "
@@ -76,9 +87,14 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
                  "Address node 0's store listens on; default: the master address on one node, every "
                  "address on several");
   app.add_option("--max-restarts", o.max_restarts,
-                 "Restart the whole group up to this many times after a failure")
+                 "Restart the whole group up to this many times after a failure (with --elastic: start "
+                 "this many replacements of single ranks)")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
+  auto* elastic_option = app.add_option(
+      "--elastic", elastic,
+      "MIN:MAX: a dead rank does not stop the others; a replacement joins the running group (while "
+      "--max-restarts lasts); the job fails when fewer than MIN ranks are left. One node only");
   app.add_option("--stop-grace", grace,
                  "Seconds between SIGTERM and SIGKILL when stopping ranks (0 to 3600; or 500ms...)")
       ->capture_default_str();
@@ -99,7 +115,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   app.footer(
       "The program and its arguments follow the options (after '--' if they start with '-').\n"
       "Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT,\n"
-      "CANOPY_JOB_TOKEN, CANOPY_STORE_HOSTED=1 and CANOPY_RESTART_COUNT (see docs/LAUNCHER.md).");
+      "CANOPY_JOB_TOKEN, CANOPY_STORE_HOSTED=1 and CANOPY_RESTART_COUNT; with --elastic also\n"
+      "CANOPY_ELASTIC, and CANOPY_ELASTIC_JOIN=1 on a replacement (see docs/LAUNCHER.md).");
   app.prefix_command();  // everything from the program name on belongs to the program
 
   try {
@@ -137,6 +154,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   try {
     o.stop_grace = std::chrono::duration_cast<std::chrono::milliseconds>(
         settings::parse_duration("--stop-grace", grace));
+  } catch (const Error& e) {
+    return usage_error(e.what());
+  }
+  try {
+    if (elastic_option->count() > 0) o.elastic = parse_elastic_range("--elastic", elastic);
   } catch (const Error& e) {
     return usage_error(e.what());
   }

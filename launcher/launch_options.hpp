@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/elastic_range.hpp"
 #include "common/env.hpp"
 #include "launcher/output_budget.hpp"
 
@@ -23,7 +24,11 @@ struct LaunchOptions {
   std::string master_addr = "127.0.0.1";
   std::uint16_t master_port = 0;  // 0: node 0 picks a free one
   std::string listen_addr;  // where node 0's store listens: loopback alone, every address with nnodes > 1
+  // Without --elastic: whole-group restarts. With it: replacements of single dead ranks (rank_group.hpp).
   int max_restarts = 0;
+  // --elastic MIN:MAX: a dead rank does not stop the others; it is replaced while restarts remain, and
+  // the job fails only when fewer than MIN ranks are left (docs/LAUNCHER.md, "Elastic jobs").
+  std::optional<ElasticRange> elastic;
   std::chrono::milliseconds stop_grace = std::chrono::seconds(5);  // SIGTERM -> SIGKILL
   // --output: auto until launch() resolves it from the descriptor budget (output_budget.hpp).
   OutputMode output = OutputMode::Auto;

@@ -44,7 +44,8 @@ struct JobEnd {
   bool stop_requested = false;  // by a signal to canopy-run
 };
 
-// Runs the group, and again after each failure while restarts are left.
+// Runs the group, and again after each failure while restarts are left. With --elastic the group runs
+// once: its restarts are spent on replacements of single ranks, inside run_rank_group.
 JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatch& signals) {
   const EnvMap base = current_environment();
   for (int attempt = 0;; ++attempt) {
@@ -53,7 +54,12 @@ JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatc
     for (int local = 0; local < options.nproc; ++local) {
       envps.push_back(to_envp_strings(rank_environment(base, options, round, local)));
     }
-    GroupOutcome outcome = run_rank_group(options, envps, signals);
+    const ReplacementEnvironment replacement_env = [&](int local, int replacement) {
+      LaunchRound replacing = round;
+      replacing.restart_count = replacement;
+      return to_envp_strings(rank_environment(base, options, replacing, local, RankStart::Replacement));
+    };
+    GroupOutcome outcome = run_rank_group(options, envps, signals, replacement_env);
     if (outcome.succeeded()) return {0, false};
     if (outcome.stop_signal != 0) return {128 + outcome.stop_signal, true};
     if (!outcome.launch_error.empty()) {
@@ -61,6 +67,7 @@ JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatc
       return {outcome.launch_errno == ENOENT ? 127 : 126, false};  // a shell's "not found", "cannot run"
     }
     if (int signal = pending_stop_request(signals); signal != 0) return {128 + signal, true};
+    if (options.elastic) return {outcome.first_failure->shell_status(), false};
     if (attempt < options.max_restarts) {
       report("restarting all ranks (restart {} of {})", attempt + 1, options.max_restarts);
       continue;

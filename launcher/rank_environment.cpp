@@ -3,7 +3,7 @@
 namespace canopy::launcher {
 
 EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const LaunchRound& round,
-                        int local_rank) {
+                        int local_rank, RankStart start) {
   EnvMap env = base;
   auto set_both = [&env](const std::string& canopy_name, const std::string& torch_name,
                          const std::string& value) {
@@ -17,6 +17,12 @@ EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const 
   set_both("CANOPY_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT", std::to_string(round.restart_count));
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(options.max_restarts);  // torch programs may read it
   env["GROUP_RANK"] = std::to_string(options.node_rank);
+  // Replaced rather than inherited: values from an outer launcher would describe another job. A
+  // replacement keeps the dead rank's RANK; its rank in the group is the grow's to decide (newcomers last).
+  env.erase("CANOPY_ELASTIC");
+  env.erase("CANOPY_ELASTIC_JOIN");
+  if (options.elastic) env["CANOPY_ELASTIC"] = options.elastic->text();
+  if (start == RankStart::Replacement) env.insert_or_assign("CANOPY_ELASTIC_JOIN", std::string("1"));
   // The CANOPY_ names win over torchrun's in the bootstrap: set both, so that a stale CANOPY_MASTER_PORT
   // inherited from an outer job cannot send the ranks to some other store. MASTER_PORT is torch's own.
   set_both("CANOPY_MASTER_ADDR", "MASTER_ADDR", options.master_addr);

@@ -15,7 +15,7 @@ namespace canopy::launcher {
 struct LaunchRound {
   std::uint16_t master_port = 0;  // canopy-run's store: CANOPY_MASTER_PORT
   std::string job_token;
-  int restart_count = 0;
+  int restart_count = 0;  // the attempt; with --elastic, the replacements started so far (this one too)
   // canopy-run's own stderr is a terminal: ranks may draw progress lines on their stderr (a pipe to
   // canopy-run), which passes them through (CANOPY_STDERR_IS_TERMINAL; see docs/LAUNCHER.md).
   bool stderr_is_terminal = false;
@@ -23,8 +23,12 @@ struct LaunchRound {
   std::uint16_t torch_master_port = 0;
 };
 
+// How a rank starts: with the group (every rank of an attempt), or as the replacement of a dead rank in
+// an --elastic job (CANOPY_ELASTIC_JOIN=1: it joins the running group instead of forming one).
+enum class RankStart { WithTheGroup, Replacement };
+
 EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const LaunchRound& round,
-                        int local_rank);
+                        int local_rank, RankStart start = RankStart::WithTheGroup);
 
 // "NAME=value" strings, the shape execve wants.
 std::vector<std::string> to_envp_strings(const EnvMap& env);

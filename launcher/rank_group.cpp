@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "launcher/console.hpp"
+#include "launcher/elastic_policy.hpp"
 #include "launcher/rank_process.hpp"
 
 namespace canopy::launcher {
@@ -47,6 +48,7 @@ struct OutputStream {
 
 struct Rank {
   int rank = -1;
+  int local = -1;  // its slot on this node: a replacement takes the dead rank's
   pid_t pid = -1;
   bool running = true;
   std::vector<OutputStream> outputs;
@@ -54,7 +56,9 @@ struct Rank {
 
 class Supervisor {
  public:
-  Supervisor(const LaunchOptions& options, SignalWatch& signals) : options_(options), signals_(signals) {}
+  Supervisor(const LaunchOptions& options, SignalWatch& signals,
+             const ReplacementEnvironment& replacement_env)
+      : options_(options), signals_(signals), replacement_env_(replacement_env) {}
   ~Supervisor() { abandon(); }
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
@@ -67,27 +71,31 @@ class Supervisor {
 
  private:
   void start(const std::vector<std::vector<std::string>>& rank_envps) {
-    const std::vector<int> cpus = allowed_cpus();
-    if (options_.bind_to_core && rank_envps.size() > cpus.size())
+    if (options_.bind_to_core && rank_envps.size() > cpus_.size())
       log::warn("canopy-run: {} ranks, {} CPUs: --bind-to core puts several ranks on one CPU",
-                rank_envps.size(), cpus.size());
+                rank_envps.size(), cpus_.size());
     for (int local = 0; local < static_cast<int>(rank_envps.size()); ++local) {
-      int rank = options_.global_rank(local);
-      try {
-        const int cpu = options_.bind_to_core ? cpu_for_local_rank(local, cpus) : -1;
-        if (cpu >= 0) log::info("canopy-run: binding rank {} to CPU {}", rank, cpu);
-        RankProcess process =
-            spawn_rank(options_.command, rank_envps[local], options_.output != OutputMode::Direct, cpu);
-        Rank& r = ranks_.emplace_back(Rank{rank, process.pid, true, {}});
-        if (process.stdout_fd >= 0) r.outputs.emplace_back(process.stdout_fd, STDOUT_FILENO, rank);
-        if (process.stderr_fd >= 0) r.outputs.emplace_back(process.stderr_fd, STDERR_FILENO, rank);
-        log::info("canopy-run: started rank {} (local rank {}) as pid {}", rank, local, process.pid);
-      } catch (const SpawnFailure& e) {
-        outcome_.launch_error = e.what();
-        outcome_.launch_errno = e.error();
-        begin_stop(SIGTERM);  // the ranks already started would wait for this one forever
-        return;
-      }
+      if (!spawn_in_slot(local, rank_envps[local])) return;
+    }
+  }
+
+  // Starts a rank in local slot `local`; false (the group stopping) when the program cannot be started.
+  bool spawn_in_slot(int local, const std::vector<std::string>& envp) {
+    const int rank = options_.global_rank(local);
+    try {
+      const int cpu = options_.bind_to_core ? cpu_for_local_rank(local, cpus_) : -1;
+      if (cpu >= 0) log::info("canopy-run: binding rank {} to CPU {}", rank, cpu);
+      RankProcess process = spawn_rank(options_.command, envp, options_.output != OutputMode::Direct, cpu);
+      Rank& r = ranks_.emplace_back(Rank{rank, local, process.pid, true, {}});
+      if (process.stdout_fd >= 0) r.outputs.emplace_back(process.stdout_fd, STDOUT_FILENO, rank);
+      if (process.stderr_fd >= 0) r.outputs.emplace_back(process.stderr_fd, STDERR_FILENO, rank);
+      log::info("canopy-run: started rank {} (local rank {}) as pid {}", rank, local, process.pid);
+      return true;
+    } catch (const SpawnFailure& e) {
+      outcome_.launch_error = e.what();
+      outcome_.launch_errno = e.error();
+      begin_stop(SIGTERM);  // the ranks already started would wait for this one forever
+      return false;
     }
   }
 
@@ -192,14 +200,16 @@ class Supervisor {
         for (int i = 0; i < kDrainReads && read_some(s); ++i) {
         }
       }
-      on_rank_exit(RankExit::from_wait_status(r.rank, r.pid, status));
+      on_rank_exit(RankExit::from_wait_status(r.rank, r.pid, status), r.local);
     }
+    start_replacements();  // after the loop: starting one adds to ranks_
   }
 
-  void on_rank_exit(const RankExit& exit) {
+  void on_rank_exit(const RankExit& exit, int local) {
     status_.erase();  // canopy-run's own messages start on a line of their own
     if (!exit.failed()) {
       log::info("canopy-run: rank {} (pid {}) finished", exit.rank, exit.pid);
+      ++finished_;
       return;
     }
     if (stopping_) {
@@ -207,9 +217,47 @@ class Supervisor {
       return;
     }
     report("{}", exit.describe());
+    if (options_.elastic) {
+      on_elastic_death(exit, local);
+      return;
+    }
     outcome_.first_failure = exit;
     if (running_count() > 0) report("stopping the other ranks");
     begin_stop(SIGTERM);
+  }
+
+  // --elastic: the others go on; the dead rank is replaced, or not, or the job is over.
+  void on_elastic_death(const RankExit& exit, int local) {
+    const GroupCount group{running_count() + static_cast<int>(replace_slots_.size()), finished_,
+                           outcome_.replacements_started};
+    const DeathVerdict verdict = after_death(*options_.elastic, options_.max_restarts, group);
+    switch (verdict.action) {
+      case AfterDeath::Replace:
+        replace_slots_.push_back(local);
+        ++outcome_.replacements_started;  // now, so that a second death in this reap sees it spent
+        return;
+      case AfterDeath::GoOn:
+        report("rank {} is not replaced: {}", exit.rank, verdict.why);
+        return;
+      case AfterDeath::StopTheJob:
+        report("{}{}", verdict.why, running_count() > 0 ? ": stopping the other ranks" : "");
+        outcome_.first_failure = exit;
+        begin_stop(SIGTERM);
+        return;
+    }
+  }
+
+  void start_replacements() {
+    std::vector<int> slots = std::move(replace_slots_);
+    replace_slots_.clear();
+    const int first = outcome_.replacements_started - static_cast<int>(slots.size()) + 1;
+    for (std::size_t i = 0; i < slots.size() && !stopping_; ++i) {
+      const int number = first + static_cast<int>(i);
+      if (!spawn_in_slot(slots[i], replacement_env_(slots[i], number))) return;
+      const Rank& started = ranks_.back();
+      report("replaced rank {} with pid {} (replacement {} of --max-restarts {}); it joins the running group",
+             started.rank, started.pid, number, options_.max_restarts);
+    }
   }
 
   void on_stop_request(int signal) {
@@ -289,7 +337,11 @@ class Supervisor {
 
   const LaunchOptions& options_;
   SignalWatch& signals_;
-  std::vector<Rank> ranks_;
+  const ReplacementEnvironment& replacement_env_;
+  const std::vector<int> cpus_ = allowed_cpus();
+  std::vector<Rank> ranks_;         // every rank started, replacements after the ranks they replaced
+  int finished_ = 0;                // ranks that exited 0
+  std::vector<int> replace_slots_;  // --elastic: slots whose rank died in this reap, to start again
   // A rank's progress line ("\r" without a newline), drawn below the output when the sink is a terminal.
   StatusLine status_{[](int fd) { return ::isatty(fd) == 1; }};
   GroupOutcome outcome_;
@@ -301,8 +353,9 @@ class Supervisor {
 }  // namespace
 
 GroupOutcome run_rank_group(const LaunchOptions& options,
-                            const std::vector<std::vector<std::string>>& rank_envps, SignalWatch& signals) {
-  Supervisor supervisor(options, signals);
+                            const std::vector<std::vector<std::string>>& rank_envps, SignalWatch& signals,
+                            const ReplacementEnvironment& replacement_env) {
+  Supervisor supervisor(options, signals, replacement_env);
   return supervisor.run(rank_envps);
 }
 

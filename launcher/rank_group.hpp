@@ -1,8 +1,11 @@
 // One attempt of the job on this node: start every local rank, relay their output, and supervise them until
 // all have ended. The first rank to fail stops the others (SIGTERM, then SIGKILL after the grace period);
-// a stop request to canopy-run (SIGINT, SIGTERM, SIGHUP) is forwarded to them the same way.
+// a stop request to canopy-run (SIGINT, SIGTERM, SIGHUP) is forwarded to them the same way. With
+// --elastic, a rank that fails does not stop the others: elastic_policy.hpp decides whether a replacement
+// starts in its slot, and only a group left with fewer than MIN ranks is stopped.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,7 +16,9 @@
 namespace canopy::launcher {
 
 struct GroupOutcome {
-  std::optional<RankExit> first_failure;  // the rank whose failure stopped the group
+  std::optional<RankExit> first_failure;  // the rank whose failure stopped the group (with --elastic: the
+                                          // death that left fewer than MIN ranks)
+  int replacements_started = 0;           // --elastic: dead ranks replaced
   int stop_signal = 0;                    // the signal that asked canopy-run to stop, if one did
   std::string launch_error;               // the program could not be started ("cannot run 'foo': ...")
   int launch_errno = 0;
@@ -21,9 +26,14 @@ struct GroupOutcome {
   bool succeeded() const { return !first_failure && stop_signal == 0 && launch_error.empty(); }
 };
 
-// Runs one attempt: rank_envps[i] is the environment ("NAME=value") of local rank i. Returns once every
-// rank has been reaped; never leaves a started rank behind, even when it throws.
+// The environment of the replacement of local rank `local_rank`, the `replacement`-th of the job (from 1).
+using ReplacementEnvironment = std::function<std::vector<std::string>(int local_rank, int replacement)>;
+
+// Runs one attempt: rank_envps[i] is the environment ("NAME=value") of local rank i; with --elastic,
+// `replacement_env` gives a replacement's. Returns once every rank has been reaped; never leaves a started
+// rank behind, even when it throws.
 GroupOutcome run_rank_group(const LaunchOptions& options,
-                            const std::vector<std::vector<std::string>>& rank_envps, SignalWatch& signals);
+                            const std::vector<std::vector<std::string>>& rank_envps, SignalWatch& signals,
+                            const ReplacementEnvironment& replacement_env = {});
 
 }  // namespace canopy::launcher

@@ -1,0 +1,35 @@
+#include "launcher/elastic_policy.hpp"
+
+#include <fmt/format.h>
+
+namespace canopy::launcher {
+namespace {
+
+std::string ranks(int n) {
+  return fmt::format("{} rank{}", n, n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+DeathVerdict after_death(const ElasticRange& range, int max_restarts, const GroupCount& group) {
+  const int left = group.running + group.finished;
+  if (left < range.min) {
+    return {AfterDeath::StopTheJob,
+            fmt::format("{} left ({} running, {} finished), fewer than the {} of --elastic {}", ranks(left),
+                        group.running, group.finished, range.min, range.text())};
+  }
+  if (group.finished > 0) {
+    return {AfterDeath::GoOn,
+            fmt::format("{} finished already, so the job is ending; {} go on (--elastic {})",
+                        ranks(group.finished), ranks(group.running), range.text())};
+  }
+  if (group.replacements_started >= max_restarts) {
+    return {AfterDeath::GoOn,
+            fmt::format("--max-restarts {} {}; {} go on (--elastic {})", max_restarts,
+                        max_restarts == 0 ? "allows none" : "is spent", ranks(group.running), range.text())};
+  }
+  return {AfterDeath::Replace,
+          fmt::format("replacement {} of --max-restarts {}", group.replacements_started + 1, max_restarts)};
+}
+
+}  // namespace canopy::launcher
