@@ -9,6 +9,10 @@ std::string ranks(int n) {
   return fmt::format("{} rank{}", n, n == 1 ? "" : "s");
 }
 
+std::string go_on(int n) {
+  return fmt::format("{} {}", ranks(n), n == 1 ? "goes on" : "go on");
+}
+
 }  // namespace
 
 DeathVerdict after_death(const ElasticRange& range, int max_restarts, const GroupCount& group) {
@@ -19,14 +23,13 @@ DeathVerdict after_death(const ElasticRange& range, int max_restarts, const Grou
                         group.running, group.finished, range.min, range.text())};
   }
   if (group.finished > 0) {
-    return {AfterDeath::GoOn,
-            fmt::format("{} finished already, so the job is ending; {} go on (--elastic {})",
-                        ranks(group.finished), ranks(group.running), range.text())};
+    return {AfterDeath::GoOn, fmt::format("{} finished already, so the job is ending; {} (--elastic {})",
+                                          ranks(group.finished), go_on(group.running), range.text())};
   }
   if (group.replacements_started >= max_restarts) {
     return {AfterDeath::GoOn,
-            fmt::format("--max-restarts {} {}; {} go on (--elastic {})", max_restarts,
-                        max_restarts == 0 ? "allows none" : "is spent", ranks(group.running), range.text())};
+            fmt::format("--max-restarts {} {}; {} (--elastic {})", max_restarts,
+                        max_restarts == 0 ? "allows none" : "is spent", go_on(group.running), range.text())};
   }
   return {AfterDeath::Replace,
           fmt::format("replacement {} of --max-restarts {}", group.replacements_started + 1, max_restarts)};
