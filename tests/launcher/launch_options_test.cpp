@@ -88,6 +88,17 @@ TEST(LaunchOptions, HelpIsNotAnError) {
   EXPECT_NE(parsed.message.find("--max-restarts"), std::string::npos) << parsed.message;
 }
 
+TEST(LaunchOptions, ElasticTakesARangeThatHoldsTheJob) {
+  auto parsed = parse({"--nproc", "4", "--elastic", "3:8", "--max-restarts", "2", "train"});
+  ASSERT_TRUE(parsed.options) << parsed.message;
+  ASSERT_TRUE(parsed.options->elastic);
+  EXPECT_EQ(parsed.options->elastic->min, 3);
+  EXPECT_EQ(parsed.options->elastic->max, 8);
+  EXPECT_EQ(parsed.options->max_restarts, 2);
+  EXPECT_FALSE(parse({"--nproc", "4", "train"}).options->elastic);
+  EXPECT_TRUE(parse({"--nproc", "4", "--elastic", "4:4", "train"}).options);
+}
+
 struct BadCommandLine {
   std::vector<std::string> args;
   EnvMap env;
@@ -108,21 +119,32 @@ const EnvMap kToken{{"CANOPY_JOB_TOKEN", "t"}};
 
 INSTANTIATE_TEST_SUITE_P(
     LaunchOptions, LaunchOptionsErrors,
-    ::testing::Values(BadCommandLine{{}, {}, "no program given"},
-                      BadCommandLine{{"--nproc", "2"}, {}, "no program"},
-                      BadCommandLine{{"--nproc", "0", "prog"}, {}, "--nproc"},
-                      BadCommandLine{{"--nproc", "two", "prog"}, {}, "--nproc"},
-                      BadCommandLine{{"--frobnicate", "prog"}, {}, "--frobnicate"},
-                      BadCommandLine{{"--master-port", "70000", "prog"}, {}, "--master-port"},
-                      BadCommandLine{{"--nnodes", "2", "--node-rank", "2", "--master-addr", "h", "prog"},
-                                     kToken,
-                                     "--node-rank 2 is out of range"},
-                      BadCommandLine{{"--nnodes", "2", "prog"}, kToken, "--master-addr"},
-                      BadCommandLine{{"--nnodes", "2", "--master-addr", "h", "prog"}, {}, "CANOPY_JOB_TOKEN"},
-                      BadCommandLine{{"--nnodes", "2", "--node-rank", "1", "--master-addr", "h",
-                                      "--master-port", "0", "prog"},
-                                     kToken,
-                                     "real --master-port"}));
+    ::testing::Values(
+        BadCommandLine{{}, {}, "no program given"}, BadCommandLine{{"--nproc", "2"}, {}, "no program"},
+        BadCommandLine{{"--nproc", "0", "prog"}, {}, "--nproc"},
+        BadCommandLine{{"--nproc", "two", "prog"}, {}, "--nproc"},
+        BadCommandLine{{"--frobnicate", "prog"}, {}, "--frobnicate"},
+        BadCommandLine{{"--master-port", "70000", "prog"}, {}, "--master-port"},
+        BadCommandLine{{"--nnodes", "2", "--node-rank", "2", "--master-addr", "h", "prog"},
+                       kToken,
+                       "--node-rank 2 is out of range"},
+        BadCommandLine{{"--nnodes", "2", "prog"}, kToken, "--master-addr"},
+        BadCommandLine{{"--nnodes", "2", "--master-addr", "h", "prog"}, {}, "CANOPY_JOB_TOKEN"},
+        BadCommandLine{
+            {"--nnodes", "2", "--node-rank", "1", "--master-addr", "h", "--master-port", "0", "prog"},
+            kToken,
+            "real --master-port"},
+        BadCommandLine{{"--elastic", "3", "prog"}, {}, "--elastic '3' is not MIN:MAX"},
+        BadCommandLine{{"--elastic", "2:x", "prog"}, {}, "is not MIN:MAX"},
+        BadCommandLine{{"--elastic", "0:2", "prog"}, {}, "MIN must be at least 1"},
+        BadCommandLine{{"--nproc", "2", "--elastic", "3:1", "prog"}, {}, "MIN is more than MAX"},
+        BadCommandLine{{"--nproc", "4", "--elastic", "5:8", "prog"},
+                       {},
+                       "--elastic 5:8 does not hold the job's 4 ranks"},
+        BadCommandLine{{"--nproc", "4", "--elastic", "1:3", "prog"}, {}, "MIN <= 4 <= MAX"},
+        BadCommandLine{{"--nnodes", "2", "--master-addr", "h", "--elastic", "1:4", "prog"},
+                       kToken,
+                       "--elastic needs --nnodes 1"}));
 
 }  // namespace
 }  // namespace canopy::launcher

@@ -43,6 +43,31 @@ TEST(RankEnvironment, NumbersRanksByNodeAndLocalIndex) {
   EXPECT_EQ(env.count("CANOPY_MAX_RESTARTS"), 0u);  // nothing reads it
 }
 
+// Every rank of an elastic job learns its range; a replacement also that it joins, and how many came before.
+TEST(RankEnvironment, ElasticRanksGetTheRangeAndAReplacementJoins) {
+  LaunchOptions options;
+  options.nproc = 4;
+  options.elastic = ElasticRange{3, 4};
+  const EnvMap inherited{{"CANOPY_ELASTIC_JOIN", "1"}, {"CANOPY_ELASTIC", "1:99"}};
+  EnvMap first = rank_environment(inherited, options, LaunchRound{29501, "cafe", 0}, 2);
+  EXPECT_EQ(first["CANOPY_ELASTIC"], "3:4");
+  EXPECT_EQ(first.count("CANOPY_ELASTIC_JOIN"), 0u);  // an outer job's value would make it join
+  EnvMap replacement =
+      rank_environment(inherited, options, LaunchRound{29501, "cafe", 2}, 2, RankStart::Replacement);
+  EXPECT_EQ(replacement["CANOPY_ELASTIC"], "3:4");
+  EXPECT_EQ(replacement["CANOPY_ELASTIC_JOIN"], "1");
+  EXPECT_EQ(replacement["CANOPY_RESTART_COUNT"], "2");
+  EXPECT_EQ(replacement["TORCHELASTIC_RESTART_COUNT"], "2");
+  EXPECT_EQ(replacement["RANK"], "2");  // the dead rank's; the grow decides its rank in the group
+  EXPECT_EQ(replacement["LOCAL_RANK"], "2");
+  EXPECT_EQ(replacement["WORLD_SIZE"], "4");
+
+  options.elastic.reset();
+  EnvMap fixed = rank_environment(inherited, options, LaunchRound{29501, "cafe", 0}, 2);
+  EXPECT_EQ(fixed.count("CANOPY_ELASTIC"), 0u);
+  EXPECT_EQ(fixed.count("CANOPY_ELASTIC_JOIN"), 0u);
+}
+
 // torch's env:// rendezvous has rank 0 listen on MASTER_PORT: never the port canopy-run's store holds.
 TEST(RankEnvironment, PointsTorchAtAPortOfItsOwn) {
   LaunchOptions options;

@@ -22,6 +22,50 @@ TEST(LaunchEnvironment, NoLauncherIsOneProcess) {
   EXPECT_EQ(info.restart_count, 0);
 }
 
+// canopy-run --elastic: every rank meets in round 0, whatever its restart count (which counts
+// replacements); a replacement joins instead of forming the group.
+TEST(LaunchEnvironment, AnElasticJobHasOneRoundAndAReplacementJoinsIt) {
+  const EnvMap member{{"CANOPY_RANK", "2"},
+                      {"CANOPY_WORLD_SIZE", "4"},
+                      {"CANOPY_MASTER_ADDR", "127.0.0.1"},
+                      {"CANOPY_MASTER_PORT", "29500"},
+                      {"CANOPY_ELASTIC", "3:4"}};
+  auto info = parse_launch_environment(member);
+  ASSERT_TRUE(info.elastic);
+  EXPECT_EQ(info.elastic->min, 3);
+  EXPECT_EQ(info.elastic->max, 4);
+  EXPECT_FALSE(info.elastic_join);
+  EXPECT_EQ(info.store_round(), 0);
+
+  EnvMap replacement = member;
+  replacement["CANOPY_ELASTIC_JOIN"] = "1";
+  replacement["CANOPY_RESTART_COUNT"] = "3";
+  info = parse_launch_environment(replacement);
+  EXPECT_TRUE(info.elastic_join);
+  EXPECT_EQ(info.rank, 2);
+  EXPECT_EQ(info.restart_count, 3);
+  EXPECT_EQ(info.store_round(), 0);
+
+  EnvMap restarted = member;
+  restarted.erase("CANOPY_ELASTIC");
+  restarted["CANOPY_RESTART_COUNT"] = "3";
+  EXPECT_EQ(parse_launch_environment(restarted).store_round(), 3);
+}
+
+TEST(LaunchEnvironment, ElasticVariablesThatMakeNoSenseAreConfigErrors) {
+  const EnvMap base{{"CANOPY_RANK", "0"},
+                    {"CANOPY_WORLD_SIZE", "2"},
+                    {"CANOPY_MASTER_ADDR", "127.0.0.1"},
+                    {"CANOPY_MASTER_PORT", "29500"}};
+  EnvMap malformed = base;
+  malformed["CANOPY_ELASTIC"] = "2";
+  EXPECT_NE(config_error(malformed).find("CANOPY_ELASTIC '2' is not MIN:MAX"), std::string::npos);
+  EnvMap join_alone = base;
+  join_alone["CANOPY_ELASTIC_JOIN"] = "1";
+  EXPECT_NE(config_error(join_alone).find("CANOPY_ELASTIC_JOIN=1 needs CANOPY_ELASTIC=MIN:MAX"),
+            std::string::npos);
+}
+
 TEST(LaunchEnvironment, Torchrun) {
   auto info = parse_launch_environment({{"RANK", "3"},
                                         {"WORLD_SIZE", "8"},
