@@ -73,7 +73,9 @@ void print_environment() {
                                            "CANOPY_STORE_HOSTED",
                                            "CANOPY_RESTART_COUNT",
                                            "TORCHELASTIC_RESTART_COUNT",
-                                           "TORCHELASTIC_MAX_RESTARTS"};
+                                           "TORCHELASTIC_MAX_RESTARTS",
+                                           "CANOPY_ELASTIC",
+                                           "CANOPY_ELASTIC_JOIN"};
   std::string text;
   for (const char* name : kNames) text += fmt::format("{}={}\n", name, env_or_empty(name));
   text += fmt::format("PID={}\n", ::getpid());
