@@ -2,6 +2,7 @@
 // that commits its state every step (TrainingState) and, on a failure, shrinks and restores.
 //
 //   canopy-recovery-probe --ranks 8 --trials 5 [--transport tcp|auto] [--floats 262144]
+//   canopy-recovery-probe --launcher --ranks 8 --trials 5      (canopy-run --elastic: launcher_trial.hpp)
 //
 // Each trial forks --ranks processes that meet through a FileStore in a fresh directory and train:
 // an all-reduce of --floats floats, then a commit. After a random step in [5, 20) of the first life, this
@@ -24,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/elastic/launcher_trial.hpp"
 #include "canopy/canopy.hpp"
 #include "canopy/training_state.hpp"
 
@@ -151,6 +153,43 @@ double trial(int ranks, std::size_t floats, std::mt19937& random, int number) {
   return seconds;
 }
 
+// The directory this binary is in, where canopy-run and elastic_trainer are built beside it.
+std::string own_directory() {
+  std::error_code error;
+  return std::filesystem::read_symlink("/proc/self/exe", error).parent_path().string();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0 : values[values.size() / 2];
+}
+
+// --launcher: the trials through canopy-run --elastic, and the medians of their three times.
+int launcher_trials(const canopy::bench::LauncherTrialSettings& settings, int trials, std::mt19937& random) {
+  fmt::print(
+      "# canopy-recovery-probe --launcher: {} ranks under {} --elastic {}:{}, {} steps of {} ms, {} int64 "
+      "a step\n",
+      settings.ranks, settings.canopy_run, settings.ranks - 1, settings.ranks, settings.steps,
+      settings.step_ms, settings.count);
+  std::vector<double> recovery, up, in;
+  int failed = 0;
+  for (int t = 1; t <= trials; ++t) {
+    const canopy::bench::LauncherTrialTimes times = canopy::bench::run_launcher_trial(settings, random, t);
+    if (!times.ok) {
+      ++failed;
+      continue;
+    }
+    recovery.push_back(times.recovery);
+    up.push_back(times.replacement_up);
+    in.push_back(times.replacement_in);
+  }
+  fmt::print(
+      "# medians of {} trials ({} failed): kill -> survivors' next step {:.3f} s; kill -> replacement "
+      "started {:.3f} s; replacement start -> its first step {:.3f} s\n",
+      recovery.size(), failed, median(recovery), median(up), median(in));
+  return failed == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -166,12 +205,30 @@ int main(int argc, char** argv) {
   app.add_option("--transport", transport, "CANOPY_TRANSPORT for the ranks")
       ->check(CLI::IsMember({"tcp", "auto"}));
   app.add_option("--seed", seed, "of the victims and the steps they die after");
+  bool launcher = false;
+  canopy::bench::LauncherTrialSettings through;
+  through.canopy_run = own_directory() + "/canopy-run";
+  through.trainer = own_directory() + "/elastic_trainer";
+  app.add_flag("--launcher", launcher,
+               "run elastic_trainer under canopy-run --elastic instead: the replacement's join timed too");
+  app.add_option("--canopy-run", through.canopy_run, "--launcher: the canopy-run binary")
+      ->capture_default_str();
+  app.add_option("--trainer", through.trainer, "--launcher: the elastic_trainer binary")
+      ->capture_default_str();
+  app.add_option("--steps", through.steps, "--launcher: steps in each trial")->check(CLI::Range(25, 100000));
+  app.add_option("--step-ms", through.step_ms, "--launcher: pretend compute per step");
   CLI11_PARSE(app, argc, argv);
-  ::setenv("CANOPY_TRANSPORT", transport.c_str(), 1);
   ::setenv("CANOPY_SOCKET_IFNAME", "lo", 0);
+  std::mt19937 random(seed);
+  if (launcher) {
+    through.ranks = ranks;
+    through.count = static_cast<int>(floats);
+    if (transport != "auto") ::setenv("CANOPY_TRANSPORT", transport.c_str(), 1);
+    return launcher_trials(through, trials, random);
+  }
+  ::setenv("CANOPY_TRANSPORT", transport.c_str(), 1);
   fmt::print("# canopy-recovery-probe: {} ranks, {} floats a step, transport {}, seed {}\n", ranks, floats,
              transport, seed);
-  std::mt19937 random(seed);
   std::vector<double> times;
   int failed = 0;
   for (int t = 1; t <= trials; ++t) {
