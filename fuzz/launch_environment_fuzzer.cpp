@@ -36,6 +36,10 @@ void check_consistent(const LaunchInfo& info) {
       "several ranks without a store address, a store file or PMIx");
   check(info.restart_count >= 0, "negative restart count");
   check(kSources.count(info.source) == 1, "unknown launcher source");
+  check(!info.elastic || (info.elastic->min >= 1 && info.elastic->min <= info.elastic->max),
+        "an elastic range outside 1 <= MIN <= MAX");
+  check(!info.elastic_join || info.elastic, "a replacement outside an elastic job");
+  check(info.store_round() == (info.elastic ? 0 : info.restart_count), "a store round that is not the job's");
 }
 
 bool same(const LaunchInfo& a, const LaunchInfo& b) {
@@ -44,7 +48,10 @@ bool same(const LaunchInfo& a, const LaunchInfo& b) {
          a.store_port == b.store_port && a.store_file == b.store_file &&
          a.store_hosted_externally == b.store_hosted_externally && a.job_token == b.job_token &&
          a.restart_count == b.restart_count && a.source == b.source &&
-         a.store_through_pmix == b.store_through_pmix && a.store_origin == b.store_origin;
+         a.store_through_pmix == b.store_through_pmix && a.store_origin == b.store_origin &&
+         a.elastic.has_value() == b.elastic.has_value() &&
+         (!a.elastic || (a.elastic->min == b.elastic->min && a.elastic->max == b.elastic->max)) &&
+         a.elastic_join == b.elastic_join;
 }
 
 }  // namespace

@@ -63,6 +63,9 @@ def main():
     write("launch_environment", "canopy",
           b"CANOPY_RANK=0\nCANOPY_WORLD_SIZE=2\nCANOPY_STORE_HOSTED=yes\nCANOPY_MASTER_ADDR=::1\n"
           b"CANOPY_MASTER_PORT=4000\nCANOPY_JOB_TOKEN=t\nCANOPY_RESTART_COUNT=2\n")
+    write("launch_environment", "canopy_elastic_replacement",
+          b"CANOPY_RANK=2\nCANOPY_WORLD_SIZE=4\nCANOPY_STORE_HOSTED=1\nCANOPY_MASTER_ADDR=127.0.0.1\n"
+          b"CANOPY_MASTER_PORT=4000\nCANOPY_ELASTIC=3:4\nCANOPY_ELASTIC_JOIN=1\nCANOPY_RESTART_COUNT=1\n")
     write("launch_environment", "slurm_no_address",
           b"SLURM_PROCID=1\nSLURM_NTASKS=8\nSLURM_LOCALID=1\nSLURM_TASKS_PER_NODE=4(x2)\nSLURM_NODEID=0\n"
           b"SLURM_JOB_ID=42\nSLURM_STEP_ID=3\nSLURM_STEP_NODELIST=node[01-02]\nSLURMD_NODENAME=node01\n")
