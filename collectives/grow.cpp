@@ -11,24 +11,18 @@
 #include "canopy/communicator.hpp"
 #include "collectives/communicator_impl.hpp"
 #include "collectives/grow_plan.hpp"
-#include "collectives/process_identity.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "common/process_identity.hpp"
 #include "common/settings.hpp"
+#include "rendezvous/join_keys.hpp"
 
 namespace canopy {
 namespace {
 
-// In the job's store, beside every communicator's keys: a newcomer knows no communicator yet.
-constexpr const char* kJoiners = "canopy/elastic/joiners";  // tickets taken so far
-
-std::string plan_key(std::uint64_t ticket) {
-  return fmt::format("canopy/elastic/admitted/{}", ticket);
-}
-// The newcomer's process (process_identity.hpp): a member on its host sees at once that it died.
-std::string newcomer_key(std::uint64_t ticket) {
-  return fmt::format("canopy/elastic/joiner/{}", ticket);
-}
+using rendezvous::join_plan_key;
+using rendezvous::joiner_process_key;
+using rendezvous::kJoinTickets;
 
 std::uint64_t parse_count(const std::string& text) {
   std::uint64_t value = 0;
@@ -52,8 +46,8 @@ Communicator Communicator::confirm_grown(Communicator grown, int members) {
   }
   for (const auto& [rank, why] : formed.left_out)
     if (rank < members)
-      fail(ErrorCode::PeerFailed, "rank {}: the members gave up {}: member rank {} is gone ({})", grown.rank(),
-           grown.impl().describe(), rank, why);
+      fail(ErrorCode::PeerFailed, "rank {}: the members gave up {}: member rank {} is gone ({})",
+           grown.rank(), grown.impl().describe(), rank, why);
   log::warn("rank {}: a newcomer died while the grown group of {} formed; shrinking it", grown.rank(),
             grown.impl().describe());
   return grown.shrink();
@@ -66,16 +60,18 @@ Communicator Communicator::grow() {
   // The first member here fixes how many tickets this grow admits; every member reads its count, so a
   // newcomer that comes a moment later waits for the next grow instead of splitting the members.
   Store& job = *old.base_store();
-  const std::string waiting = std::to_string(job.add(kJoiners, 0));
+  const std::string waiting = std::to_string(job.add(kJoinTickets, 0));
   const std::uint64_t admitted =
       parse_count(old.store()->compare_set(fmt::format("grow_admitted/{}", number), "", waiting));
-  const collectives::GrowPlan plan = old.grow_plan(members.participants, number, old.admitted() + 1, admitted);
+  const collectives::GrowPlan plan =
+      old.grow_plan(members.participants, number, old.admitted() + 1, admitted);
   const std::string text = plan.encode();
   for (std::uint64_t ticket = plan.first_ticket; ticket <= plan.admitted; ++ticket)
-    job.set(plan_key(ticket), text);  // every member writes the same plan: any one of them may die
-  old.spend_tickets(plan.admitted);  // the next grow admits later tickets, whatever happens to these
-  const int rank = static_cast<int>(
-      std::find(members.participants.begin(), members.participants.end(), old.rank) - members.participants.begin());
+    job.set(join_plan_key(ticket), text);  // every member writes the same plan: any one of them may die
+  old.spend_tickets(plan.admitted);        // the next grow admits later tickets, whatever happens to these
+  const int rank =
+      static_cast<int>(std::find(members.participants.begin(), members.participants.end(), old.rank) -
+                       members.participants.begin());
   log::info("rank {}: grow #{} of {}: {} members and {} newcomers", old.rank, number, old.describe(),
             plan.first_newcomer, plan.size - plan.first_newcomer);
   std::unique_ptr<Impl> formed;
@@ -91,24 +87,25 @@ Communicator Communicator::grow() {
   std::uint64_t confirmation = 0;
   const collectives::Agreement everywhere = old.agree(formed ? 1 : 0, "grow confirmation", confirmation);
   if (everywhere.value != 1 || everywhere.participants != members.participants)
-    fail(ErrorCode::PeerFailed, "rank {}: grow #{} of {} did not form, so this communicator goes on as it was: {}",
-         old.rank, number, old.describe(),
-         failure ? std::string(failure->what())
-                 : everywhere.value != 1 ? std::string("another member could not form it (its error says why)")
-                                         : std::string("a member died while it formed"));
+    fail(ErrorCode::PeerFailed,
+         "rank {}: grow #{} of {} did not form, so this communicator goes on as it was: {}", old.rank, number,
+         old.describe(),
+         failure                 ? std::string(failure->what())
+         : everywhere.value != 1 ? std::string("another member could not form it (its error says why)")
+                                 : std::string("a member died while it formed"));
   return confirm_grown(Communicator(std::move(formed)), plan.first_newcomer);
 }
 
 Communicator Communicator::join(std::shared_ptr<Store> store, const CommunicatorOptions& options) {
-  const auto ticket = static_cast<std::uint64_t>(store->add(kJoiners, 1));
-  store->set(newcomer_key(ticket), collectives::this_process_identity());
-  const Duration timeout = options.timeout.count() > 0
-                               ? options.timeout
-                               : std::chrono::duration_cast<Duration>(
-                                     Settings::from_environment().duration("CANOPY_TIMEOUT"));
+  const auto ticket = static_cast<std::uint64_t>(store->add(kJoinTickets, 1));
+  store->set(joiner_process_key(ticket), this_process_identity());
+  const Duration timeout =
+      options.timeout.count() > 0
+          ? options.timeout
+          : std::chrono::duration_cast<Duration>(Settings::from_environment().duration("CANOPY_TIMEOUT"));
   std::string text;
   try {
-    text = store->get(plan_key(ticket), timeout);
+    text = store->get(join_plan_key(ticket), timeout);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::Timeout) throw;
     fail(ErrorCode::Timeout,
@@ -117,32 +114,33 @@ Communicator Communicator::join(std::shared_ptr<Store> store, const Communicator
          ticket, std::chrono::duration<double>(timeout).count());
   }
   const collectives::GrowPlan plan = collectives::GrowPlan::decode(text);
-  return confirm_grown(Communicator(std::make_unique<Impl>(std::move(store), plan.rank_of_ticket(ticket), plan.size,
-                                                          options, &plan, nullptr)),
+  return confirm_grown(Communicator(std::make_unique<Impl>(std::move(store), plan.rank_of_ticket(ticket),
+                                                           plan.size, options, &plan, nullptr)),
                        plan.first_newcomer);
 }
 
 std::uint64_t Communicator::joiners_waiting() const {
   const Impl& comm = impl();
-  const auto tickets = static_cast<std::uint64_t>(comm.base_store()->add(kJoiners, 0));
+  const auto tickets = static_cast<std::uint64_t>(comm.base_store()->add(kJoinTickets, 0));
   return tickets > comm.admitted() ? tickets - comm.admitted() : 0;
 }
 
 std::function<void()> Communicator::Impl::grow_check(const std::vector<int>& members,
-                                                    const collectives::GrowPlan& plan) {
+                                                     const collectives::GrowPlan& plan) {
   return [silence = silence(), job = base_store_, members, me = rank, world = world_ranks_,
           first = plan.first_ticket, last = plan.admitted] {
     for (int member : members) {
       if (member == me) continue;
       if (const std::string why = silence->gone(member); !why.empty())
-        fail(ErrorCode::PeerFailed, "rank {}: member rank {} (world rank {}) died while the grown group formed: {}",
-             me, member, world[static_cast<std::size_t>(member)], why);
+        fail(ErrorCode::PeerFailed,
+             "rank {}: member rank {} (world rank {}) died while the grown group formed: {}", me, member,
+             world[static_cast<std::size_t>(member)], why);
     }
     for (std::uint64_t ticket = first; ticket <= last; ++ticket) {
-      if (!job->check({newcomer_key(ticket)})) continue;
-      if (const std::string ended = collectives::process_end(job->get(newcomer_key(ticket))); !ended.empty())
-        fail(ErrorCode::PeerFailed, "rank {}: the newcomer with ticket {} {} while the grown group formed", me, ticket,
-             ended);
+      if (!job->check({joiner_process_key(ticket)})) continue;
+      if (const std::string ended = process_end(job->get(joiner_process_key(ticket))); !ended.empty())
+        fail(ErrorCode::PeerFailed, "rank {}: the newcomer with ticket {} {} while the grown group formed",
+             me, ticket, ended);
     }
   };
 }

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "collectives/process_identity.hpp"
+#include "common/process_identity.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 

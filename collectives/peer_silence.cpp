@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "collectives/process_identity.hpp"
+#include "common/process_identity.hpp"
 
 namespace canopy::collectives {
 

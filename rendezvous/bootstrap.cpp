@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <numeric>
 #include <climits>
+#include <numeric>
 #include <random>
 #include <sstream>
 #include <string>
@@ -186,6 +186,10 @@ void assign_local_ranks(Store& store, LaunchInfo& info, const std::string& host_
              info.local_world_size, host_id);
 }
 
+std::string round_prefix(int round) {
+  return fmt::format("round/{}", round);
+}
+
 Rendezvous rendezvous(const EnvMap& env, Duration timeout, RankClaim claim) {
   Rendezvous result;
   result.info = parse_launch_environment(env);
@@ -217,7 +221,7 @@ Rendezvous rendezvous(const EnvMap& env, Duration timeout, RankClaim claim) {
               result.server ? ", hosted here" : "");
   }
   base->set_timeout(timeout);
-  result.store = std::make_shared<PrefixStore>(base, fmt::format("round/{}", info.store_round()));
+  result.store = std::make_shared<PrefixStore>(base, round_prefix(info.store_round()));
   // A replacement claims no rank: the one it was started with is the dead rank's, whose claim stays.
   if (claim == RankClaim::ByCaller || info.elastic_join) return result;
   std::string host_id = host_identity(env);

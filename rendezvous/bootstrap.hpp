@@ -37,14 +37,17 @@ struct LaunchInfo {
   // CANOPY_ELASTIC_JOIN=1: this process replaces a dead rank and joins the running group
   // (Communicator::join) instead of forming one; its rank there is decided by the grow, not by `rank`.
   bool elastic_join = false;
-  std::string source;                    // "canopy", "torchrun", "slurm", "openmpi", "pmi"; "default"
-                                         // when no launcher variable is set (one process)
+  std::string source;  // "canopy", "torchrun", "slurm", "openmpi", "pmi"; "default"
+                       // when no launcher variable is set (one process)
 
   // The rendezvous round, the store's key prefix "round/<n>": the restart count, except in an elastic
   // job, whose group is never restarted as a whole (its restart count counts replacements, which join
   // the group's one round).
   int store_round() const { return elastic ? 0 : restart_count; }
 };
+
+// The key prefix of rendezvous round `round` in the launcher's store: "round/<n>".
+std::string round_prefix(int round);
 
 // Reads the launch variables (docs/RENDEZVOUS.md has the table and the precedence). Pure: no I/O.
 // Throws Error(Config) naming the variable(s) for a missing, malformed or contradictory setting.
@@ -115,6 +118,8 @@ void assign_local_ranks(Store& store, LaunchInfo& info, const std::string& host_
 
 // `configured` (CANOPY_HOST_ID: tests, containers that share a host) or, when empty, the host name.
 std::string host_identity(std::string_view configured);
-inline std::string host_identity(const EnvMap& env) { return host_identity(env_value(env, "CANOPY_HOST_ID").value_or("")); }
+inline std::string host_identity(const EnvMap& env) {
+  return host_identity(env_value(env, "CANOPY_HOST_ID").value_or(""));
+}
 
 }  // namespace canopy::rendezvous

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace canopy::collectives {
+namespace canopy {
 
 // "<boot id> <pid namespace> <pid> <start time>", or "" where /proc cannot tell.
 std::string this_process_identity();
@@ -17,4 +17,8 @@ std::string this_process_identity();
 // be running, or when this process cannot tell (another kernel or namespace, an unreadable record).
 std::string process_end(const std::string& identity);
 
-}  // namespace canopy::collectives
+// Whether `identity` names the process `pid` of this kernel and pid namespace (a child of this
+// process, say); false for one this_process_identity() never wrote.
+bool names_process(const std::string& identity, long pid);
+
+}  // namespace canopy

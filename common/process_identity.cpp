@@ -1,14 +1,15 @@
-#include "collectives/process_identity.hpp"
+#include "common/process_identity.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
 #include <fstream>
+#include <optional>
 #include <sstream>
-#include <sys/stat.h>
 
-namespace canopy::collectives {
+namespace canopy {
 namespace {
 
 std::string first_line(const std::string& path) {
@@ -27,8 +28,8 @@ std::string pid_namespace() {
 
 struct ProcessState {
   bool exists = false;
-  char state = '?';          // R, S, D, T, Z (zombie: ended, not yet reaped), X
-  std::string start_time;    // field 22 of /proc/<pid>/stat, in clock ticks since boot
+  char state = '?';        // R, S, D, T, Z (zombie: ended, not yet reaped), X
+  std::string start_time;  // field 22 of /proc/<pid>/stat, in clock ticks since boot
 };
 
 ProcessState state_of(long pid) {
@@ -45,6 +46,21 @@ ProcessState state_of(long pid) {
   return process;
 }
 
+struct Named {
+  long pid = 0;
+  std::string start_time;
+};
+
+// The process `identity` names, where it is one of this kernel and pid namespace.
+std::optional<Named> named_here(const std::string& identity) {
+  std::istringstream words(identity);
+  std::string boot, space;
+  Named named;
+  if (!(words >> boot >> space >> named.pid >> named.start_time) || named.pid <= 0) return std::nullopt;
+  if (boot != first_line("/proc/sys/kernel/random/boot_id") || space != pid_namespace()) return std::nullopt;
+  return named;
+}
+
 }  // namespace
 
 std::string this_process_identity() {
@@ -56,18 +72,21 @@ std::string this_process_identity() {
 }
 
 std::string process_end(const std::string& identity) {
-  std::istringstream words(identity);
-  std::string boot, space, start_time;
-  long pid = 0;
-  if (!(words >> boot >> space >> pid >> start_time) || pid <= 0) return {};
-  if (boot != first_line("/proc/sys/kernel/random/boot_id") || space != pid_namespace()) return {};
+  const std::optional<Named> named = named_here(identity);
+  if (!named) return {};
+  const long pid = named->pid;
   const ProcessState process = state_of(pid);
   if (!process.exists) return fmt::format("has exited (pid {} on this host)", pid);
-  if (process.start_time != start_time)
+  if (process.start_time != named->start_time)
     return fmt::format("has exited (pid {} on this host now names another process)", pid);
   if (process.state == 'Z' || process.state == 'X')
     return fmt::format("has exited (pid {} on this host, not yet reaped)", pid);
   return {};
 }
 
-}  // namespace canopy::collectives
+bool names_process(const std::string& identity, long pid) {
+  const std::optional<Named> named = named_here(identity);
+  return named && named->pid == pid;
+}
+
+}  // namespace canopy

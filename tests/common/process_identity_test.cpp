@@ -1,6 +1,6 @@
 // A process named by process_identity.hpp: alive while it runs, ended once it exits (a zombie included,
 // and after it is reaped), never judged from another kernel or pid namespace.
-#include "collectives/process_identity.hpp"
+#include "common/process_identity.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 
 #include <string>
 
-namespace canopy::collectives {
+namespace canopy {
 namespace {
 
 TEST(ProcessIdentity, ThisProcessIsRunning) {
@@ -40,6 +40,8 @@ TEST(ProcessIdentity, AChildThatWasKilledHasEndedBeforeAndAfterItIsReaped) {
   ::kill(child, SIGKILL);
   for (int i = 0; i < 1000 && process_end(identity).empty(); ++i) ::usleep(1000);
   EXPECT_NE(process_end(identity).find("has exited"), std::string::npos);  // a zombie, not yet reaped
+  EXPECT_TRUE(names_process(identity, child));
+  EXPECT_FALSE(names_process(identity, ::getpid()));
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_NE(process_end(identity).find("has exited"), std::string::npos) << process_end(identity);
@@ -49,7 +51,9 @@ TEST(ProcessIdentity, AnotherKernelOrARecordOfNoSenseIsNeverJudged) {
   EXPECT_EQ(process_end("00000000-0000-0000-0000-000000000000 pid:[1] 1 1"), "");
   EXPECT_EQ(process_end("nonsense"), "");
   EXPECT_EQ(process_end(""), "");
+  EXPECT_FALSE(names_process("00000000-0000-0000-0000-000000000000 pid:[1] 1 1", 1));
+  EXPECT_FALSE(names_process("nonsense", 1));
 }
 
 }  // namespace
-}  // namespace canopy::collectives
+}  // namespace canopy
