@@ -73,7 +73,8 @@ std::vector<std::int64_t> expected_weights(std::size_t count, std::int64_t steps
 
 class Trainer {
  public:
-  Trainer(std::size_t count, int step_ms) : weights_(count, 0), gradient_(count), step_ms_(step_ms) {
+  Trainer(std::size_t count, int step_ms, bool grows)
+      : weights_(count, 0), gradient_(count), step_ms_(step_ms), grows_(grows) {
     state_.add("weights", canopy::tensor_view(std::span(weights_)));
     state_.add("step", canopy::tensor_view(std::span(&step_, 1)));
   }
@@ -91,7 +92,7 @@ class Trainer {
     while (step_ < steps) {
       try {
         train_one_step(comm);
-        admit_replacements(comm);  // last: a replacement enters the loop at the training, as the members
+        if (grows_) admit_replacements(comm);  // last: a replacement enters the loop at the training
       } catch (const canopy::Error& e) {
         std::fprintf(stderr, "step %lld failed, shrinking: %s\n", static_cast<long long>(step_ + 1),
                      e.what());
@@ -134,6 +135,7 @@ class Trainer {
   std::vector<std::int64_t> gradient_;
   std::int64_t step_ = 0;
   int step_ms_;
+  bool grows_;
   canopy::TrainingState state_;
 };
 
@@ -148,9 +150,11 @@ int main(int argc, char** argv) {
   app.add_option("--count", count, "int64 weights all-reduced each step")->check(CLI::Range(1, 1 << 26));
   app.add_option("--step-ms", step_ms, "milliseconds of pretend compute per step")
       ->check(CLI::Range(0, 60000));
+  bool no_grow = false;
+  app.add_flag("--no-grow", no_grow, "only shrink: never admit a replacement (canopy-run then stops it at the end)");
   CLI11_PARSE(app, argc, argv);
   try {
-    return Trainer(count, step_ms).run(steps);
+    return Trainer(count, step_ms, !no_grow).run(steps);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "elastic_trainer: %s\n", e.what());
     return 1;

@@ -23,12 +23,11 @@ constexpr const char* kFinishedNodesKey = "canopy-run/finished-nodes";
 constexpr std::chrono::seconds kConnectLimit{3};
 constexpr int kPollIntervalMs = 100;
 
-// Node 0 reaches its own store through the address it listens on (loopback when it listens everywhere).
+}  // namespace
+
 std::string local_store_host(const LaunchOptions& options) {
   return options.listen_addr.empty() ? "127.0.0.1" : options.listen_addr;
 }
-
-}  // namespace
 
 std::string generate_job_token() {
   int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);

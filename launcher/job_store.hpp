@@ -23,6 +23,9 @@ std::string generate_job_token();
 // real one is server->port()). Throws canopy::Error naming the address when it cannot listen.
 std::unique_ptr<TcpStoreServer> host_store(const LaunchOptions& options, const std::string& job_token);
 
+// Where node 0 reaches the store it hosts: the address it listens on (loopback when it listens everywhere).
+std::string local_store_host(const LaunchOptions& options);
+
 // How long node 0 waits for the other nodes to finish once its own ranks have ended.
 inline constexpr std::chrono::seconds kOtherNodesLimit{60};
 

@@ -54,12 +54,16 @@ JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatc
     for (int local = 0; local < options.nproc; ++local) {
       envps.push_back(to_envp_strings(rank_environment(base, options, round, local)));
     }
-    const ReplacementEnvironment replacement_env = [&](int local, int replacement) {
-      LaunchRound replacing = round;
-      replacing.restart_count = replacement;
-      return to_envp_strings(rank_environment(base, options, replacing, local, RankStart::Replacement));
-    };
-    GroupOutcome outcome = run_rank_group(options, envps, signals, replacement_env);
+    ElasticHooks elastic;
+    if (options.elastic) {
+      elastic.replacement_env = [&](int local, int replacement) {
+        LaunchRound replacing = round;
+        replacing.restart_count = replacement;
+        return to_envp_strings(rank_environment(base, options, replacing, local, RankStart::Replacement));
+      };
+      elastic.join_state = admissions_of_job(options, round);
+    }
+    GroupOutcome outcome = run_rank_group(options, envps, signals, elastic);
     if (outcome.succeeded()) return {0, false};
     if (outcome.stop_signal != 0) return {128 + outcome.stop_signal, true};
     if (!outcome.launch_error.empty()) {

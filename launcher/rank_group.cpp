@@ -51,14 +51,15 @@ struct Rank {
   int local = -1;  // its slot on this node: a replacement takes the dead rank's
   pid_t pid = -1;
   bool running = true;
+  bool replacement = false;  // --elastic: started in a dead rank's slot, to join the running group
+  bool admitted = false;     // a replacement the group has admitted (once known: it stays so)
   std::vector<OutputStream> outputs;
 };
 
 class Supervisor {
  public:
-  Supervisor(const LaunchOptions& options, SignalWatch& signals,
-             const ReplacementEnvironment& replacement_env)
-      : options_(options), signals_(signals), replacement_env_(replacement_env) {}
+  Supervisor(const LaunchOptions& options, SignalWatch& signals, const ElasticHooks& elastic)
+      : options_(options), signals_(signals), elastic_(elastic) {}
   ~Supervisor() { abandon(); }
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
@@ -86,7 +87,10 @@ class Supervisor {
       const int cpu = options_.bind_to_core ? cpu_for_local_rank(local, cpus_) : -1;
       if (cpu >= 0) log::info("canopy-run: binding rank {} to CPU {}", rank, cpu);
       RankProcess process = spawn_rank(options_.command, envp, options_.output != OutputMode::Direct, cpu);
-      Rank& r = ranks_.emplace_back(Rank{rank, local, process.pid, true, {}});
+      Rank& r = ranks_.emplace_back();
+      r.rank = rank;
+      r.local = local;
+      r.pid = process.pid;
       if (process.stdout_fd >= 0) r.outputs.emplace_back(process.stdout_fd, STDOUT_FILENO, rank);
       if (process.stderr_fd >= 0) r.outputs.emplace_back(process.stderr_fd, STDERR_FILENO, rank);
       log::info("canopy-run: started rank {} (local rank {}) as pid {}", rank, local, process.pid);
@@ -118,6 +122,7 @@ class Supervisor {
       }
       wait_and_handle_events(next_wake(drain_until));
       reap_exited();
+      stop_replacements_nobody_can_admit();
     }
     for (Rank& r : ranks_) {
       for (OutputStream& s : r.outputs) close_stream(s);
@@ -200,7 +205,9 @@ class Supervisor {
         for (int i = 0; i < kDrainReads && read_some(s); ++i) {
         }
       }
-      on_rank_exit(RankExit::from_wait_status(r.rank, r.pid, status), r.local);
+      const RankExit exit = RankExit::from_wait_status(r.rank, r.pid, status);
+      if (exit.failed()) last_death_ = exit;
+      on_rank_exit(exit, r.local);
     }
     start_replacements();  // after the loop: starting one adds to ranks_
   }
@@ -253,11 +260,44 @@ class Supervisor {
     const int first = outcome_.replacements_started - static_cast<int>(slots.size()) + 1;
     for (std::size_t i = 0; i < slots.size() && !stopping_; ++i) {
       const int number = first + static_cast<int>(i);
-      if (!spawn_in_slot(slots[i], replacement_env_(slots[i], number))) return;
-      const Rank& started = ranks_.back();
+      if (!spawn_in_slot(slots[i], elastic_.replacement_env(slots[i], number))) return;
+      Rank& started = ranks_.back();
+      started.replacement = true;
       report("replaced rank {} with pid {} (replacement {} of --max-restarts {}); it joins the running group",
              started.rank, started.pid, number, options_.max_restarts);
     }
+  }
+
+  // --elastic: once no member of the group is left (every rank still running is a replacement waiting
+  // in join() for a ticket the group never admitted), nobody will grow to admit them: stop them rather
+  // than let each wait out its CANOPY_TIMEOUT. Where the members finished, the job succeeded; where they
+  // all died, it failed with the last death. A replacement with no ticket is left alone: it may join
+  // some other way, or be about to take one.
+  void stop_replacements_nobody_can_admit() {
+    if (!options_.elastic || !elastic_.join_state || stopping_) return;
+    std::vector<const Rank*> waiting;
+    for (Rank& r : ranks_) {
+      if (!r.running) continue;
+      if (!r.replacement || r.admitted) return;  // a member is left
+      const JoinState state = elastic_.join_state(r.pid);
+      r.admitted = state == JoinState::Admitted;
+      if (state != JoinState::Waiting) return;
+      waiting.push_back(&r);
+    }
+    if (waiting.empty()) return;
+    status_.erase();
+    std::string who;
+    for (const Rank* r : waiting)
+      who += fmt::format("{}rank {} (pid {})", who.empty() ? "" : ", ", r->rank, r->pid);
+    if (finished_ > 0) {
+      report("the group has finished without admitting the replacement{} waiting to join: stopping {}",
+             waiting.size() == 1 ? "" : "s", who);
+    } else {
+      report("no member of the group is left to admit the replacement{} waiting to join: stopping {}",
+             waiting.size() == 1 ? "" : "s", who);
+      outcome_.first_failure = last_death_;
+    }
+    begin_stop(SIGTERM);
   }
 
   void on_stop_request(int signal) {
@@ -337,10 +377,11 @@ class Supervisor {
 
   const LaunchOptions& options_;
   SignalWatch& signals_;
-  const ReplacementEnvironment& replacement_env_;
+  const ElasticHooks& elastic_;
   const std::vector<int> cpus_ = allowed_cpus();
-  std::vector<Rank> ranks_;         // every rank started, replacements after the ranks they replaced
-  int finished_ = 0;                // ranks that exited 0
+  std::vector<Rank> ranks_;  // every rank started, replacements after the ranks they replaced
+  int finished_ = 0;         // ranks that exited 0
+  std::optional<RankExit> last_death_;
   std::vector<int> replace_slots_;  // --elastic: slots whose rank died in this reap, to start again
   // A rank's progress line ("\r" without a newline), drawn below the output when the sink is a terminal.
   StatusLine status_{[](int fd) { return ::isatty(fd) == 1; }};
@@ -354,8 +395,8 @@ class Supervisor {
 
 GroupOutcome run_rank_group(const LaunchOptions& options,
                             const std::vector<std::vector<std::string>>& rank_envps, SignalWatch& signals,
-                            const ReplacementEnvironment& replacement_env) {
-  Supervisor supervisor(options, signals, replacement_env);
+                            const ElasticHooks& elastic) {
+  Supervisor supervisor(options, signals, elastic);
   return supervisor.run(rank_envps);
 }
 

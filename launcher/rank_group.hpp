@@ -2,7 +2,8 @@
 // all have ended. The first rank to fail stops the others (SIGTERM, then SIGKILL after the grace period);
 // a stop request to canopy-run (SIGINT, SIGTERM, SIGHUP) is forwarded to them the same way. With
 // --elastic, a rank that fails does not stop the others: elastic_policy.hpp decides whether a replacement
-// starts in its slot, and only a group left with fewer than MIN ranks is stopped.
+// starts in its slot, and only a group left with fewer than MIN ranks is stopped, or one where no member
+// is left to admit the replacements still waiting.
 #pragma once
 
 #include <functional>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/join_admissions.hpp"
 #include "launcher/launch_options.hpp"
 #include "launcher/rank_process.hpp"
 
@@ -29,11 +31,19 @@ struct GroupOutcome {
 // The environment of the replacement of local rank `local_rank`, the `replacement`-th of the job (from 1).
 using ReplacementEnvironment = std::function<std::vector<std::string>(int local_rank, int replacement)>;
 
+// What an --elastic group needs beyond its ranks' environments.
+struct ElasticHooks {
+  ReplacementEnvironment replacement_env;
+  // Where the replacement with this pid stands in joining the group (join_admissions.hpp); empty: never
+  // asked, and a replacement nobody admits waits out its own timeout.
+  JoinQuery join_state;
+};
+
 // Runs one attempt: rank_envps[i] is the environment ("NAME=value") of local rank i; with --elastic,
-// `replacement_env` gives a replacement's. Returns once every rank has been reaped; never leaves a started
-// rank behind, even when it throws.
+// `elastic` starts and follows the replacements. Returns once every rank has been reaped; never leaves a
+// started rank behind, even when it throws.
 GroupOutcome run_rank_group(const LaunchOptions& options,
                             const std::vector<std::vector<std::string>>& rank_envps, SignalWatch& signals,
-                            const ReplacementEnvironment& replacement_env = {});
+                            const ElasticHooks& elastic = {});
 
 }  // namespace canopy::launcher

@@ -115,5 +115,51 @@ TEST(CanopyRunElasticTraining, FewerThanMinLeftStopsTheJobWithAClearMessage) {
   }
 }
 
+// A replacement that nobody admits (the members never grow) is stopped by canopy-run once the members
+// have finished, not left to wait out its CANOPY_TIMEOUT (20 s here): the job ends at once, and succeeds.
+TEST(CanopyRunElasticTraining, AReplacementTheGroupNeverAdmitsIsStoppedWhenTheMembersFinish) {
+  LauncherProcess run({"--nproc", "3", "--elastic", "2:3", "--max-restarts", "1", elastic_trainer_path(),
+                       "--steps", "40", "--step-ms", "20", "--no-grow"},
+                      kEnvironment);
+  ASSERT_TRUE(run.wait_for_stdout("[2] step 5 rank 2 size 3 ", 1, seconds(30))) << run.out_so_far();
+  const pid_t victim = member_pid(run.out_so_far(), 2);
+  ASSERT_GT(victim, 0) << run.out_so_far();
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  LauncherResult r = run.finish(seconds(60));
+  ASSERT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(count_of(r.err, "canopy-run: replaced rank 2 with pid "), 1) << r.describe();
+  EXPECT_EQ(count_of(r.err, "canopy-run: the group has finished without admitting the replacement waiting to "
+                            "join: stopping rank 2 (pid "),
+            1)
+      << r.describe();
+  EXPECT_EQ(final_lines(r.out, 40).size(), 2u) << r.describe();  // ranks 0 and 1, in a group of two
+  EXPECT_LT(r.elapsed, seconds(15)) << r.describe();  // not the replacement's 20 s timeout
+}
+
+// Where every member dies while a replacement waits, nobody is left to admit it: the job fails at once
+// with the last death's status, rather than when the replacement's wait runs out.
+TEST(CanopyRunElasticTraining, AReplacementLeftWithNoMemberToAdmitItEndsTheJob) {
+  LauncherProcess run({"--nproc", "3", "--elastic", "1:3", "--max-restarts", "1", elastic_trainer_path(),
+                       "--steps", "100000", "--step-ms", "20", "--no-grow"},
+                      kEnvironment);
+  ASSERT_TRUE(run.wait_for_stdout("[2] step 5 rank 2 size 3 ", 1, seconds(30))) << run.out_so_far();
+  const pid_t victims[] = {member_pid(run.out_so_far(), 2), member_pid(run.out_so_far(), 0),
+                           member_pid(run.out_so_far(), 1)};
+  for (pid_t victim : victims) ASSERT_GT(victim, 0) << run.out_so_far();
+  ASSERT_EQ(::kill(victims[0], SIGKILL), 0);
+  ASSERT_TRUE(run.wait_for_stderr("canopy-run: replaced rank 2 with pid ", 1, seconds(30))) << run.out_so_far();
+  ASSERT_EQ(::kill(victims[1], SIGKILL), 0);
+  ASSERT_EQ(::kill(victims[2], SIGKILL), 0);
+  LauncherResult r = run.finish(seconds(60));
+  ASSERT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.describe();
+  EXPECT_EQ(count_of(r.err, "canopy-run: no member of the group is left to admit the replacement waiting to "
+                            "join: stopping rank 2 (pid "),
+            1)
+      << r.describe();
+  EXPECT_LT(r.elapsed, seconds(15)) << r.describe();
+}
+
 }  // namespace
 }  // namespace canopy::testing
