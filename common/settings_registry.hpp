@@ -83,6 +83,7 @@ inline constexpr Spec kRegistry[] = {
   text("CANOPY_SOCKET_IFNAME", "interfaces for the TCP transport: `eth,ib` prefixes, `^docker` excludes, `=eth0` exact"),
   choice("CANOPY_SOCKET_FAMILY", "", "ipv4|ipv6|AF_INET|AF_INET6|4|6", "address family for TCP (default: IPv4 first, then IPv6)"),
   microseconds("CANOPY_SOCKET_SPIN_US", "", 1e-6, 1, "how long TCP busy-polls before it blocks (default: 50 us unless ranks outnumber cores 4 to 1)", "never spin"),
+  integer("CANOPY_SHM_MAX_RANKS", "128", 2, 1 << 20, "with CANOPY_TRANSPORT=auto, the most ranks of a group on one host that share memory: a host with more talks over TCP (shared memory links every pair of the host's ranks while the group forms, which costs more than it brings beyond this)"),
   size("CANOPY_SHM_BYTES", "32M", 0, 1024 * kGiB, "what the shared-memory rings of one host may take together; a pair whose ring does not fit talks over TCP"),
   size("CANOPY_SHM_RING_BYTES", "2M", 1024, kGiB, "the ring of each direction between two ranks of a host that talk (a power of two; smaller where the budget is short)"),
   size("CANOPY_SHM_SLOT_BYTES", "256K", 64, kGiB, "the most a sender writes into a ring before the receiver may take it (a multiple of 64)"),

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <string>
 #include <vector>
@@ -53,6 +54,13 @@ std::optional<std::pair<int, std::string>> first_rank_without_verbs(Store& store
   return std::make_pair(without, answer.substr(colon + 1));
 }
 
+// The ranks of this group on this rank's host, by the layout (1 without one).
+int group_ranks_on_this_host(const MeshOptions& options, int rank) {
+  const auto& hosts = options.host_of_rank;
+  if (hosts.size() <= static_cast<std::size_t>(rank)) return 1;
+  return static_cast<int>(std::count(hosts.begin(), hosts.end(), hosts[static_cast<std::size_t>(rank)]));
+}
+
 }  // namespace
 
 TransportKind transport_kind_from(const Settings& settings) {
@@ -63,7 +71,8 @@ TransportKind transport_kind_from(const Settings& settings) {
 
 TransportKind kind_taken(TransportKind kind, const Transport& first) {
   if (kind != TransportKind::Auto) return kind;
-  return first.name() == "verbs" ? TransportKind::Verbs : TransportKind::ShmTcp;
+  if (first.name() == "verbs") return TransportKind::Verbs;
+  return first.name() == "tcp" ? TransportKind::Tcp : TransportKind::ShmTcp;  // tcp: no peer on the host
 }
 
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options,
@@ -86,6 +95,16 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
   }
   const VerbsOptions verbs = VerbsOptions::from(options);
   if (auto without = first_rank_without_verbs(store, rank, size, verbs)) {
+    // Every rank of a host counts the same ranks there, so all of them make the same choice.
+    const int host_ranks = group_ranks_on_this_host(options, rank);
+    const auto most = options.settings.integer("CANOPY_SHM_MAX_RANKS");
+    if (host_ranks > most) {
+      log::info(
+          "rank {}: transport: tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {}; {} ranks of this "
+          "group on this host, more than CANOPY_SHM_MAX_RANKS={} share memory)",
+          rank, without->first, without->second, host_ranks, most);
+      return connect_tcp_mesh(store, rank, size, TcpOptions::from(options));
+    }
     log::info("rank {}: transport: shm+tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {})", rank,
               without->first, without->second);
     return connect_shm_tcp_mesh(store, rank, size, options);

@@ -171,6 +171,34 @@ TEST(Communicator, EveryAlgorithmIsExactOnTwoHostsOfThreeRanks) {
   for (int rank = 0; rank < 6; ++rank) EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
 }
 
+// Under auto, a host with more of the group's ranks than CANOPY_SHM_MAX_RANKS talks over TCP, both
+// meshes, while a smaller host beside it keeps shared memory; the two kinds of rank work together.
+TEST(Communicator, AutoSharesMemoryOnlyOnHostsWithinTheRankBound) {
+  testing::TempDir dir;
+  testing::ScopedEnv environment;
+  environment.set("CANOPY_TRANSPORT", "auto");
+  environment.set("CANOPY_SHM_MAX_RANKS", "2");
+  auto exits = testing::run_processes(5, [&](int rank) {
+    ::setenv("CANOPY_HOST_ID", rank < 3 ? "host a" : "host b", 1);
+    Communicator comm(open_file_store(dir.path()), rank, 5, test_options());
+    const std::string_view expected = rank < 3 ? "tcp" : "shm+tcp";
+    require(comm.transport_name() == expected, "rank {}: over {}, not {}", rank, comm.transport_name(), expected);
+    std::vector<float> data(1000, static_cast<float>(rank + 1));
+    comm.all_reduce(std::span(data));
+    for (float x : data) require(x == 15.0f, "rank {}: all_reduce gave {}, not 15", rank, x);
+    // Point to point within each host: 0 -> 1 on host a (TCP), 3 -> 4 on host b (shared memory).
+    std::vector<std::byte> message(4096, std::byte{7});
+    if (rank == 0 || rank == 3) comm.send(message, rank + 1);
+    if (rank == 1 || rank == 4) {
+      std::vector<std::byte> got(message.size());
+      comm.recv(got, rank - 1);
+      require(got == message, "rank {}: the message from rank {} differs", rank, rank - 1);
+    }
+    comm.barrier();
+  });
+  for (int rank = 0; rank < 5; ++rank) EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+}
+
 // Auto's choice for 1001 elements, and one-shot through the host's cells for 100.
 TEST(Communicator, EveryOpAndTypeIsExact) {
   run_group(3, [](Communicator& comm) {
