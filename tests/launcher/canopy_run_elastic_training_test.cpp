@@ -33,6 +33,22 @@ pid_t member_pid(const std::string& out, int rank) {
   return -1;
 }
 
+// Waits until slot `rank` printed its step `step` in a group of `size`, then SIGKILLs that slot's first
+// process; returns its pid (-1, with a test failure, where it never got there).
+pid_t kill_after_step(LauncherProcess& run, int rank, int step, int size) {
+  const std::string line = fmt::format("[{}] step {} rank {} size {} ", rank, step, rank, size);
+  if (!run.wait_for_stdout(line, 1, seconds(30))) {
+    ADD_FAILURE() << "no '" << line << "' within 30 s:\n" << run.out_so_far();
+    return -1;
+  }
+  const pid_t victim = member_pid(run.out_so_far(), rank);
+  EXPECT_GT(victim, 0) << run.out_so_far();
+  if (victim > 0) {
+    EXPECT_EQ(::kill(victim, SIGKILL), 0);
+  }
+  return victim;
+}
+
 struct FinalLine {
   std::string digest, expected;
 };
@@ -56,10 +72,8 @@ TEST(CanopyRunElasticTraining, AKilledRankIsReplacedAndEveryRankEndsWithTheFailu
   LauncherProcess run({"--nproc", "4", "--elastic", "3:4", "--max-restarts", "1", elastic_trainer_path(),
                        "--steps", std::to_string(kSteps), "--step-ms", "20"},
                       kEnvironment);
-  ASSERT_TRUE(run.wait_for_stdout("[2] step 10 rank 2 size 4 ", 1, seconds(30))) << run.out_so_far();
-  const pid_t victim = member_pid(run.out_so_far(), 2);
-  ASSERT_GT(victim, 0) << run.out_so_far();
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const pid_t victim = kill_after_step(run, 2, 10, 4);
+  ASSERT_GT(victim, 0);
   LauncherResult r = run.finish(seconds(60));
   ASSERT_FALSE(r.timed_out) << r.describe();
   EXPECT_EQ(r.exit_code, 0) << r.describe();
@@ -95,10 +109,8 @@ TEST(CanopyRunElasticTraining, FewerThanMinLeftStopsTheJobWithAClearMessage) {
   LauncherProcess run({"--nproc", "3", "--elastic", "3:3", "--max-restarts", "2", elastic_trainer_path(),
                        "--steps", "100000", "--step-ms", "20"},
                       kEnvironment);
-  ASSERT_TRUE(run.wait_for_stdout("[1] step 5 rank 1 size 3 ", 1, seconds(30))) << run.out_so_far();
-  const pid_t victim = member_pid(run.out_so_far(), 1);
-  ASSERT_GT(victim, 0) << run.out_so_far();
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const pid_t victim = kill_after_step(run, 1, 5, 3);
+  ASSERT_GT(victim, 0);
   LauncherResult r = run.finish(seconds(30));
   ASSERT_FALSE(r.timed_out) << r.describe();
   EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.describe();
@@ -121,20 +133,19 @@ TEST(CanopyRunElasticTraining, AReplacementTheGroupNeverAdmitsIsStoppedWhenTheMe
   LauncherProcess run({"--nproc", "3", "--elastic", "2:3", "--max-restarts", "1", elastic_trainer_path(),
                        "--steps", "40", "--step-ms", "20", "--no-grow"},
                       kEnvironment);
-  ASSERT_TRUE(run.wait_for_stdout("[2] step 5 rank 2 size 3 ", 1, seconds(30))) << run.out_so_far();
-  const pid_t victim = member_pid(run.out_so_far(), 2);
-  ASSERT_GT(victim, 0) << run.out_so_far();
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const pid_t victim = kill_after_step(run, 2, 5, 3);
+  ASSERT_GT(victim, 0);
   LauncherResult r = run.finish(seconds(60));
   ASSERT_FALSE(r.timed_out) << r.describe();
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(count_of(r.err, "canopy-run: replaced rank 2 with pid "), 1) << r.describe();
-  EXPECT_EQ(count_of(r.err, "canopy-run: the group has finished without admitting the replacement waiting to "
-                            "join: stopping rank 2 (pid "),
+  EXPECT_EQ(count_of(r.err,
+                     "canopy-run: the group has finished without admitting the replacement waiting to "
+                     "join: stopping rank 2 (pid "),
             1)
       << r.describe();
   EXPECT_EQ(final_lines(r.out, 40).size(), 2u) << r.describe();  // ranks 0 and 1, in a group of two
-  EXPECT_LT(r.elapsed, seconds(15)) << r.describe();  // not the replacement's 20 s timeout
+  EXPECT_LT(r.elapsed, seconds(15)) << r.describe();             // not the replacement's 20 s timeout
 }
 
 // Where every member dies while a replacement waits, nobody is left to admit it: the job fails at once
@@ -143,19 +154,20 @@ TEST(CanopyRunElasticTraining, AReplacementLeftWithNoMemberToAdmitItEndsTheJob) 
   LauncherProcess run({"--nproc", "3", "--elastic", "1:3", "--max-restarts", "1", elastic_trainer_path(),
                        "--steps", "100000", "--step-ms", "20", "--no-grow"},
                       kEnvironment);
-  ASSERT_TRUE(run.wait_for_stdout("[2] step 5 rank 2 size 3 ", 1, seconds(30))) << run.out_so_far();
-  const pid_t victims[] = {member_pid(run.out_so_far(), 2), member_pid(run.out_so_far(), 0),
-                           member_pid(run.out_so_far(), 1)};
-  for (pid_t victim : victims) ASSERT_GT(victim, 0) << run.out_so_far();
-  ASSERT_EQ(::kill(victims[0], SIGKILL), 0);
-  ASSERT_TRUE(run.wait_for_stderr("canopy-run: replaced rank 2 with pid ", 1, seconds(30))) << run.out_so_far();
-  ASSERT_EQ(::kill(victims[1], SIGKILL), 0);
-  ASSERT_EQ(::kill(victims[2], SIGKILL), 0);
+  ASSERT_GT(kill_after_step(run, 2, 5, 3), 0);
+  ASSERT_TRUE(run.wait_for_stderr("canopy-run: replaced rank 2 with pid ", 1, seconds(30)))
+      << run.out_so_far();
+  for (int member : {0, 1}) {
+    const pid_t pid = member_pid(run.out_so_far(), member);
+    ASSERT_GT(pid, 0) << run.out_so_far();
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  }
   LauncherResult r = run.finish(seconds(60));
   ASSERT_FALSE(r.timed_out) << r.describe();
   EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.describe();
-  EXPECT_EQ(count_of(r.err, "canopy-run: no member of the group is left to admit the replacement waiting to "
-                            "join: stopping rank 2 (pid "),
+  EXPECT_EQ(count_of(r.err,
+                     "canopy-run: no member of the group is left to admit the replacement waiting to "
+                     "join: stopping rank 2 (pid "),
             1)
       << r.describe();
   EXPECT_LT(r.elapsed, seconds(15)) << r.describe();
