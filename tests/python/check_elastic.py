@@ -1,0 +1,176 @@
+"""canopy_torch.elastic with real processes and real DDP: a rank dies, the others go on; a replacement
+joins. One scenario per run (tests/python/CMakeLists.txt runs each):
+
+    run_ranks.py --nproc 4 --killed 2 -- check_elastic.py killed --victim 2
+    run_ranks.py --nproc 4 --killed 1 -- check_elastic.py idle --victim 1
+    run_ranks.py --nproc 4 --killed 2 -- check_elastic.py too_few --victim 2 --min-ranks 4
+    run_ranks.py --nproc 4 --killed 0 -- check_elastic.py store_lost --victim 0
+    canopy-run --nproc 4 --elastic 3:4 --max-restarts 0 python3 check_elastic.py killed --victim 0
+    canopy-run --nproc 4 --elastic 3:4 --max-restarts 1 python3 check_elastic.py replaced --victim 2
+
+Every rank trains a small MLP with SGD and momentum (optimizer state that must be restored too) on
+batches drawn from (step, rank). At the end the survivors compare a digest of their parameters and
+optimizer state: bit-identical on every rank, or the run fails.
+"""
+import argparse
+import datetime
+import hashlib
+import os
+import signal
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import canopy_torch
+import canopy_torch.elastic as elastic
+
+TIMEOUT = 20  # every call's deadline: a hang fails the scenario well inside run_ranks' 120 s
+
+
+def batch(step, rank):
+    generator = torch.Generator().manual_seed(step * 1009 + rank)
+    x = torch.randn(8, 16, generator=generator)
+    return x, x[:, :4].sum(dim=1, keepdim=True)
+
+
+def held_out_loss(module):
+    """The loss on one fixed batch no rank trains on: the same on every rank whose model is the same."""
+    with torch.no_grad():
+        x, y = batch(10**6, 0)
+        return (module(x) - y).square().mean().item()
+
+
+def digest(state):
+    """A hash of the parameters and the optimizer's momentum, as int64 pieces for an all_gather."""
+    h = hashlib.sha256()
+    for p in state.module.parameters():
+        h.update(p.detach().numpy().tobytes())
+        momentum = state.optimizer.state.get(p, {}).get("momentum_buffer")
+        if momentum is not None:
+            h.update(momentum.numpy().tobytes())
+    return torch.tensor([int.from_bytes(h.digest()[i:i + 7], "little") for i in range(0, 28, 7)],
+                        dtype=torch.int64)
+
+
+def all_equal_digests(state):
+    mine = digest(state)
+    every = [torch.zeros_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(every, mine)
+    return all(torch.equal(d, every[0]) for d in every)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario", choices=["killed", "idle", "too_few", "store_lost", "replaced"])
+    parser.add_argument("--victim", type=int, default=2)
+    parser.add_argument("--at-step", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--min-ranks", type=int, default=2)
+    args = parser.parse_args()
+    launched_rank = int(os.environ["RANK"])
+    replacement = os.environ.get("CANOPY_ELASTIC_JOIN") == "1"
+    first_size = int(os.environ["WORLD_SIZE"])
+    is_victim = launched_rank == args.victim and not replacement
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    state = elastic.TorchState(model, optimizer, step=0, losses=[])
+    initial_loss = held_out_loss(model)
+    seen = {"failures": [], "sizes": []}
+
+    def on_world_size_change(state, old, new):
+        seen["sizes"].append(new)
+        for group in state.optimizer.param_groups:
+            group["lr"] = 0.05 * new / first_size  # the linear rule: lr follows the global batch
+
+    def on_failure(state, error):
+        seen["failures"].append(error.code)
+        seen.setdefault("messages", []).append(str(error))
+
+    def train(state):
+        # In "replaced", go on until the replacement is in (every rank sees the same size and step, so
+        # every rank decides alike), up to a bound that fails the scenario rather than hang.
+        while state.step < args.steps or (args.scenario == "replaced" and dist.get_world_size() < first_size
+                                          and state.step < 2000):
+            x, y = batch(state.step, dist.get_rank())
+            loss = (state.model(x) - y).square().mean()
+            if is_victim and state.step == args.at_step and args.scenario != "idle":
+                os.kill(os.getpid(), signal.SIGKILL)  # the others are in backward's all-reduce by now
+            loss.backward()
+            state.optimizer.step()
+            state.optimizer.zero_grad()
+            state.losses.append(loss.item())
+            state.step += 1
+            state.commit()
+            if args.scenario == "idle" and state.step == args.at_step:
+                # Everyone between steps: the victim dies while no call is in flight; the others' next call
+                # finds the group failed (their liveness monitors learned it meanwhile).
+                if is_victim:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                time.sleep(1.0)
+            if args.scenario == "replaced":
+                time.sleep(0.02)  # leaves the replacement's start-up (~2 s) a few dozen steps to land in
+
+    started = time.monotonic()
+    try:
+        elastic.run(train, state, min_ranks=args.min_ranks, timeout=TIMEOUT,
+                    on_world_size_change=on_world_size_change, on_failure=on_failure, verbose=True)
+    except canopy_torch.TooFewRanks as e:
+        elapsed = time.monotonic() - started
+        if args.scenario != "too_few":
+            sys.exit(f"unexpected TooFewRanks: {e}")
+        if elapsed > TIMEOUT:
+            sys.exit(f"TooFewRanks came after {elapsed:.1f} s")
+        print(f"rank {launched_rank}: TooFewRanks as expected: {e}", flush=True)
+        os._exit(0)
+    except canopy_torch.CanopyError as e:
+        elapsed = time.monotonic() - started
+        if args.scenario != "store_lost":
+            raise
+        # Rank 0 hosted Canopy's store (torchrun's variables, no canopy-run): the agreement has no store
+        # to decide through, so the survivors cannot shrink; they say so, within the deadline.
+        if "store" not in str(e) or elapsed > 2 * TIMEOUT:
+            sys.exit(f"store_lost: unexpected error after {elapsed:.1f} s: {e}")
+        print(f"rank {launched_rank}: the store died with rank 0, as expected ({e.code}) after "
+              f"{elapsed:.1f} s: {e}", flush=True)
+        os._exit(0)
+    if args.scenario in ("too_few", "store_lost"):
+        sys.exit(f"{args.scenario}: training went on")
+
+    size, rank = dist.get_world_size(), dist.get_rank()
+    expected = {"killed": first_size - 1, "idle": first_size - 1, "replaced": first_size}[args.scenario]
+    problems = []
+    if size != expected:
+        problems.append(f"the group has {size} ranks, expected {expected}")
+    if state.step < args.steps:
+        problems.append(f"stopped at step {state.step}")
+    if not replacement and not seen["failures"]:
+        problems.append("no failure was seen")
+    if args.scenario == "idle":
+        # The monitors (a heartbeat every 0.1 s here) fail the group during the pause: the next call is
+        # refused at its start, and says what the first failure was, with its code (PeerFailed).
+        if seen["failures"] != ["PeerFailed"] or "unusable after an earlier failure" not in seen["messages"][0]:
+            problems.append(f"the idle group's failure: {seen['failures']} {seen.get('messages')}, expected "
+                            "PeerFailed on a call refused at its start")
+    if not all_equal_digests(state):
+        problems.append("the ranks' models differ")
+    final_loss = held_out_loss(state.module)
+    if not final_loss < initial_loss:
+        problems.append(f"the held-out loss did not fall: {initial_loss:.4f} -> {final_loss:.4f}")
+    print(f"rank {rank} of {size} (launched as {launched_rank}{', a replacement' if replacement else ''}): "
+          f"{state.step} steps, sizes {seen['sizes']}, failures {seen['failures']}, held-out loss "
+          f"{initial_loss:.4f} -> {final_loss:.4f}, lr {state.optimizer.param_groups[0]['lr']:.4f}, models identical: "
+          f"{not problems or 'the ranks' not in ' '.join(problems)}", flush=True)
+    dist.barrier()  # nobody leaves (closing its links) while another still checks
+    if problems:
+        sys.exit("; ".join(problems))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
