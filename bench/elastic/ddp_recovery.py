@@ -11,7 +11,8 @@ between its forward and backward (the others are in backward's all-reduce); cano
 replacement, which joins at a commit. One more run without a kill is the reference. Every worker writes a
 line per step (time, loss, group size, generation) to a file of its own; the driver reports, per trial:
 
-  recovery     the kill to the end of the slowest survivor's first step in the shrunk group
+  recovery     the kill to the end of the slowest survivor's first step in the shrunk group (and to the
+               moment the slowest survivor's failed step raised: the rest is shrink, restore, DDP, a step)
   replacement  the kill to the end of the replacement's first step in the grown group ("+x s" after the
                recovery), and when its process started (its first line, before torch is imported)
   identical    whether every rank's final parameters and momentum are bit-identical
@@ -99,7 +100,11 @@ def worker(args):
         import canopy_torch
         return canopy_torch.generation(dist.distributed_c10d._get_default_group())
 
-    elastic.run(train, state, min_ranks=max(1, args.ranks - 1), timeout=60, on_world_size_change=linear_lr_rule)
+    def on_failure(state, error):
+        event(kind="failure", t=time.time(), code=error.code)
+
+    elastic.run(train, state, min_ranks=max(1, args.ranks - 1), timeout=60, on_world_size_change=linear_lr_rule,
+                on_failure=on_failure)
     h = hashlib.sha256()
     for p in state.module.parameters():
         h.update(p.detach().numpy().tobytes())
@@ -152,6 +157,9 @@ def analyse(records, reference_curve, steps):
     for r in sorted((r for r in records if r["kind"] == "step" and r["generation"] >= 1), key=lambda r: r["t"]):
         first_after.setdefault(r["pid"], r["t"])
     recovery = max(first_after[pid] for pid in survivors) - kill["t"]
+    # When the slowest survivor's step raised: the rest of the recovery is the shrink, the restore, DDP's
+    # rebuild and one step.
+    detected = max(r["t"] for r in records if r["kind"] == "failure" and r["pid"] in survivors) - kill["t"]
     newcomer = [r for r in records if r["kind"] == "start" and r["replacement"]]
     replacement = None
     if newcomer:
@@ -161,7 +169,7 @@ def analyse(records, reference_curve, steps):
     curve = loss_curve(records, steps)
     z = [(m - rm) / math.sqrt(se ** 2 + rse ** 2) if se + rse > 0 else 0.0
          for (m, se, _), (rm, rse, _) in zip(curve, reference_curve)]
-    return {"victim": kill["launched"], "kill_step": kill["step"], "recovery_s": recovery,
+    return {"victim": kill["launched"], "kill_step": kill["step"], "recovery_s": recovery, "detected_s": detected,
             "replacement": replacement, "ranks_at_end": len(finals),
             "identical": len({r["digest"] for r in finals}) == 1,
             "steps_within_3_se": sum(abs(v) < 3 for v in z), "max_abs_z": max(abs(v) for v in z),
@@ -188,7 +196,8 @@ def driver(args):
         result = analyse(records, reference_curve, args.steps)
         results.append(result)
         rep = result["replacement"]
-        print(f"trial {trial + 1}: rank {victim} killed at step {kill_step}; recovery {result['recovery_s']:.3f} s; "
+        print(f"trial {trial + 1}: rank {victim} killed at step {kill_step}; recovery {result['recovery_s']:.3f} s "
+              f"(error seen +{result['detected_s']:.3f} s); "
               f"replacement started +{rep['started']:.2f} s, training +{rep['training']:.2f} s "
               f"(+{rep['training'] - result['recovery_s']:.2f} s after the recovery); {result['ranks_at_end']} ranks "
               f"at the end, identical: {result['identical']}; loss within 3 SE of the reference at "

@@ -25,6 +25,7 @@ the state from them and everyone goes on in the grown group.
 import datetime
 import gc
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -84,14 +85,17 @@ class _Loop:
         if size < self.min_ranks:
             raise TooFewRanks(f"{size} rank(s) left after {why}, fewer than min_ranks={self.min_ranks}",
                               "TooFewRanks")
+        started = time.monotonic()
         restored = self.state.restore()
         old = self.state.world_size
         if old != size and self.on_world_size_change is not None:
             self.on_world_size_change(self.state, old, size)
         self.state.world_size = size
+        rebuilt = time.monotonic()
         self.state.model = DDP(self.state.module, **self.state.ddp_options)
         self.say(f"rank {group.rank()} of {size} (generation {_C.generation(group)}) after {why}; "
-                 f"restored commit {restored}")
+                 f"restored commit {restored} in {1000 * (rebuilt - started):.0f} ms, DDP rebuilt in "
+                 f"{1000 * (time.monotonic() - rebuilt):.0f} ms")
 
     def _check_newcomers(self):
         waiting = torch.tensor([_C.joiners_waiting(self.group)], dtype=torch.int64)
@@ -123,12 +127,15 @@ class _Loop:
                 self.on_failure(self.state, failure)
             old = self.group
             self.state.model = None
+            started = time.monotonic()
             try:
                 shrunk = _C.shrink(old)
             except CanopyError as error:
                 raise CanopyError(f"canopy_torch.elastic: the survivors could not shrink the group: {error}",
                                   error.code) from error
             del old
+            self.say(f"rank {shrunk.rank()}: shrunk to {shrunk.size()} ranks in "
+                     f"{1000 * (time.monotonic() - started):.0f} ms")
             try:
                 self.adopt(shrunk, "a shrink")
                 return
