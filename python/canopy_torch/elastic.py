@@ -62,8 +62,9 @@ def _group_failure(group):
 class _Loop:
     """One process's part of run(): its current group and what it does on each change."""
 
-    def __init__(self, state, min_ranks, on_world_size_change, on_failure, verbose):
+    def __init__(self, state, min_ranks, on_world_size_change, on_failure, on_ddp_built, verbose):
         self.state = state
+        self.on_ddp_built = on_ddp_built
         self.on_failure = on_failure
         self.min_ranks = min_ranks
         self.on_world_size_change = on_world_size_change
@@ -93,6 +94,8 @@ class _Loop:
         self.state.world_size = size
         rebuilt = time.monotonic()
         self.state.model = DDP(self.state.module, **self.state.ddp_options)
+        if self.on_ddp_built is not None:
+            self.on_ddp_built(self.state)
         self.say(f"rank {group.rank()} of {size} (generation {_C.generation(group)}) after {why}; "
                  f"restored commit {restored} in {1000 * (rebuilt - started):.0f} ms, DDP rebuilt in "
                  f"{1000 * (time.monotonic() - rebuilt):.0f} ms")
@@ -157,7 +160,8 @@ class _Loop:
         self.adopt(grown, "a grow")
 
 
-def run(train_fn, state, min_ranks=1, timeout=None, on_world_size_change=None, on_failure=None, verbose=None):
+def run(train_fn, state, min_ranks=1, timeout=None, on_world_size_change=None, on_failure=None,
+        on_ddp_built=None, verbose=None):
     """Calls train_fn(state) until it returns, through failures and newcomers; returns what it returned.
 
     state: a TorchState. min_ranks: fewer ranks left raises TooFewRanks on every survivor. timeout: every
@@ -165,11 +169,11 @@ def run(train_fn, state, min_ranks=1, timeout=None, on_world_size_change=None, o
     called on every member after each restore that changed the world size (once at the start, with old
     None), after the state is restored and before DDP is rebuilt: the place for a learning-rate rule.
     on_failure(state, error): called on every survivor with the group's error (a CanopyError) before it
-    shrinks.
+    shrinks. on_ddp_built(state): after every (re)build of state.model, the place to register a comm hook.
     verbose (default: CANOPY_ELASTIC_VERBOSE=1): one line per change of group."""
     if verbose is None:
         verbose = os.environ.get("CANOPY_ELASTIC_VERBOSE") == "1"
-    loop = _Loop(state, min_ranks, on_world_size_change, on_failure, verbose)
+    loop = _Loop(state, min_ranks, on_world_size_change, on_failure, on_ddp_built, verbose)
     joining = os.environ.get("CANOPY_ELASTIC_JOIN") == "1"
     if dist.is_initialized():
         raise RuntimeError("canopy_torch.elastic.run forms the default group itself: do not call "

@@ -23,6 +23,7 @@ import time
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 import canopy_torch
 import canopy_torch.elastic as elastic
@@ -92,6 +93,17 @@ def main():
         seen["failures"].append(error.code)
         seen.setdefault("messages", []).append(str(error))
 
+    def counted_allreduce_hook(process_group, bucket):
+        seen["hooked"] = seen.get("hooked", 0) + 1
+        return default_hooks.allreduce_hook(process_group, bucket)
+
+    def on_ddp_built(state):
+        # "killed" runs DDP with a comm hook, registered on every rebuilt DDP (one that fails the
+        # scenario unless it ran after the shrink too).
+        if args.scenario == "killed":
+            seen["hooked"] = 0
+            state.model.register_comm_hook(None, counted_allreduce_hook)
+
     def train(state):
         # In "replaced", go on until the replacement is in (every rank sees the same size and step, so
         # every rank decides alike), up to a bound that fails the scenario rather than hang.
@@ -119,7 +131,7 @@ def main():
     started = time.monotonic()
     try:
         elastic.run(train, state, min_ranks=args.min_ranks, timeout=TIMEOUT,
-                    on_world_size_change=on_world_size_change, on_failure=on_failure, verbose=True)
+                    on_world_size_change=on_world_size_change, on_failure=on_failure, on_ddp_built=on_ddp_built, verbose=True)
     except canopy_torch.TooFewRanks as e:
         elapsed = time.monotonic() - started
         if args.scenario != "too_few":
@@ -151,6 +163,8 @@ def main():
         problems.append(f"stopped at step {state.step}")
     if not replacement and not seen["failures"]:
         problems.append("no failure was seen")
+    if args.scenario == "killed" and not seen.get("hooked"):
+        problems.append("the comm hook did not run on the rebuilt DDP")
     if args.scenario == "idle":
         # The monitors (a heartbeat every 0.1 s here) fail the group during the pause: the next call is
         # refused at its start, and says what the first failure was, with its code (PeerFailed).
