@@ -121,6 +121,18 @@ class _Loop:
                 raise failure from error
             return "failed", failure
 
+    def settle(self, group, why):
+        """adopt(group), and where a rank dies meanwhile (in the restore, in DDP's set-up), shrink."""
+        try:
+            self.adopt(group, why)
+        except TooFewRanks:
+            raise
+        except Exception:
+            failure = _group_failure(group)
+            if failure is None or failure.code not in RECOVERABLE:
+                raise
+            self.shrink(failure)
+
     def shrink(self, failure):
         """Shrinks until the survivors hold a healthy group, restored (a death during the recovery shrinks
         again)."""
@@ -157,7 +169,7 @@ class _Loop:
             # step, which shrinks it).
             self.say(f"rank {self.group.rank()}: grow failed, going on as before: {error}")
             return
-        self.adopt(grown, "a grow")
+        self.settle(grown, "a grow")
 
 
 def run(train_fn, state, min_ranks=1, timeout=None, on_world_size_change=None, on_failure=None,
@@ -179,7 +191,7 @@ def run(train_fn, state, min_ranks=1, timeout=None, on_world_size_change=None, o
         raise RuntimeError("canopy_torch.elastic.run forms the default group itself: do not call "
                            "init_process_group before it")
     start = _C.join_group if joining else _C.group_from_environment
-    loop.adopt(start(_seconds(timeout)), "joining" if joining else "the start")
+    loop.settle(start(_seconds(timeout)), "joining" if joining else "the start")
     while True:
         outcome, value = loop.attempt(train_fn)
         if outcome == "done":

@@ -3,6 +3,7 @@ joins. One scenario per run (tests/python/CMakeLists.txt runs each):
 
     run_ranks.py --nproc 4 --killed 2 -- check_elastic.py killed --victim 2
     run_ranks.py --nproc 4 --killed 1 -- check_elastic.py idle --victim 1
+    run_ranks.py --nproc 4 --killed 2 --killed 1 -- check_elastic.py twice --victim 2 --second-victim 1
     run_ranks.py --nproc 4 --killed 2 -- check_elastic.py too_few --victim 2 --min-ranks 4
     run_ranks.py --nproc 4 --killed 0 -- check_elastic.py store_lost --victim 0
     canopy-run --nproc 4 --elastic 3:4 --max-restarts 0 python3 check_elastic.py killed --victim 0
@@ -65,11 +66,12 @@ def all_equal_digests(state):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["killed", "idle", "too_few", "store_lost", "replaced"])
+    parser.add_argument("scenario", choices=["killed", "idle", "twice", "too_few", "store_lost", "replaced"])
     parser.add_argument("--victim", type=int, default=2)
     parser.add_argument("--at-step", type=int, default=4)
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--min-ranks", type=int, default=2)
+    parser.add_argument("--second-victim", type=int, default=-1, help="twice: dies in the first recovery")
     args = parser.parse_args()
     launched_rank = int(os.environ["RANK"])
     replacement = os.environ.get("CANOPY_ELASTIC_JOIN") == "1"
@@ -85,6 +87,9 @@ def main():
     seen = {"failures": [], "sizes": []}
 
     def on_world_size_change(state, old, new):
+        if launched_rank == args.second_victim and old is not None:
+            # Restored, DDP not yet rebuilt: the others' DDP set-up fails, and they shrink once more.
+            os.kill(os.getpid(), signal.SIGKILL)
         seen["sizes"].append(new)
         for group in state.optimizer.param_groups:
             group["lr"] = 0.05 * new / first_size  # the linear rule: lr follows the global batch
@@ -155,7 +160,8 @@ def main():
         sys.exit(f"{args.scenario}: training went on")
 
     size, rank = dist.get_world_size(), dist.get_rank()
-    expected = {"killed": first_size - 1, "idle": first_size - 1, "replaced": first_size}[args.scenario]
+    expected = {"killed": first_size - 1, "idle": first_size - 1, "twice": first_size - 2,
+                "replaced": first_size}[args.scenario]
     problems = []
     if size != expected:
         problems.append(f"the group has {size} ranks, expected {expected}")
