@@ -32,12 +32,3 @@ def install_default_group(group):
     _c10d._backend = backend
     _c10d._default_pg_init_method = "canopy-elastic://"
 
-
-def forget_default_group():
-    """Drops torch's references to the default group (as destroy_process_group does), so that the group
-    goes once the caller's own references do."""
-    _c10d._update_default_pg(None)
-    _c10d._pg_map.clear()
-    _c10d._pg_names.clear()
-    _c10d._pg_group_ranks.clear()
-    _c10d._default_pg_init_method = None
