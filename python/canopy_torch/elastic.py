@@ -43,8 +43,9 @@ __all__ = ["run", "TorchState", "TooFewRanks", "RECOVERABLE"]
 RECOVERABLE = ("PeerFailed", "Revoked", "Timeout", "Aborted")
 
 
-class _NewcomersWaiting(Exception):
-    """Raised out of train() by commit() on every member at once: someone waits to join."""
+class _NewcomersWaiting(BaseException):
+    """Raised out of train() by commit() on every member at once: someone waits to join. A BaseException,
+    so that a program's own `except Exception` does not swallow it."""
 
 
 def _seconds(timeout):
