@@ -10,7 +10,8 @@ members alone (torch calls the backend on those ranks only). See docs/TORCH.md.
 After a failure, a group goes on in place (docs/TORCH.md, *Elastic training*): canopy_torch.elastic.run
 does it for a DDP loop, with the functions below on a canopy group: shrink(group) -> the survivors' group,
 grow(group) -> the members and the replacements waiting, revoke(group, reason), agree(group, flags),
-joiners_waiting(group), generation(group), failure(group) (the error that ended it, or None), and
+joiners_waiting(group), generation(group), failure(group) (the error that ended it, or None),
+group_from_environment(timeout) (a group on Canopy's own store, from the launcher's variables) and
 join_group(timeout) on a replacement. Their errors are CanopyError (with .code), PeerFailure and Revoked.
 """
 import os
@@ -19,11 +20,11 @@ import torch  # loads libtorch before the extension, which links against it
 import torch.distributed as dist
 
 from . import _C
-from ._C import agree, generation, grow, join_group, joiners_waiting, revoke, shrink  # noqa: F401
+from ._C import agree, generation, group_from_environment, grow, join_group, joiners_waiting, revoke, shrink  # noqa: F401,E501
 from .errors import CanopyError, PeerFailure, Revoked, TooFewRanks, from_code
 
 __all__ = ["BACKEND", "CanopyError", "PeerFailure", "Revoked", "TooFewRanks", "agree", "failure", "generation",
-           "grow", "join_group", "joiners_waiting", "revoke", "shrink"]
+           "group_from_environment", "grow", "join_group", "joiners_waiting", "revoke", "shrink"]
 
 BACKEND = "canopy"
 

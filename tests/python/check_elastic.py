@@ -1,6 +1,7 @@
 """canopy_torch.elastic with real processes and real DDP: a rank dies, the others go on; a replacement
 joins. One scenario per run (tests/python/CMakeLists.txt runs each):
 
+    run_ranks.py --nproc 3 -- check_elastic.py api
     run_ranks.py --nproc 4 --killed 2 -- check_elastic.py killed --victim 2
     run_ranks.py --nproc 4 --killed 1 -- check_elastic.py idle --victim 1
     run_ranks.py --nproc 4 --killed 2 --killed 1 -- check_elastic.py twice --victim 2 --second-victim 1
@@ -64,15 +65,56 @@ def all_equal_digests(state):
     return all(torch.equal(d, every[0]) for d in every)
 
 
+def check(condition, what):
+    if not condition:
+        sys.exit(f"api: {what}")
+
+
+def api():
+    """The functions under run(), on a group of 3: agree, revoke (failure() then says Revoked on every
+    rank), shrink, grow with nobody waiting, and CanopyError's code."""
+    rank = int(os.environ["RANK"])
+    try:
+        canopy_torch.join_group(datetime.timedelta(seconds=1))
+        sys.exit("api: join_group without CANOPY_ELASTIC_JOIN=1 did not raise")
+    except canopy_torch.CanopyError as e:
+        check(e.code == "Config" and isinstance(e, RuntimeError), f"join_group raised {e.code}: {e}")
+    group = canopy_torch.group_from_environment(datetime.timedelta(seconds=TIMEOUT))
+    check(group.size() == 3 and canopy_torch.generation(group) == 0, "the group is not 3 ranks, generation 0")
+    check(canopy_torch.agree(group, 0xF & ~(1 << rank)) == 0x8, "agree did not AND the flags")
+    check(canopy_torch.failure(group) is None, "a healthy group reports a failure")
+    if rank == 0:
+        canopy_torch.revoke(group, "the api check revokes")
+    try:
+        group.allreduce([torch.ones(4)]).wait()
+        sys.exit("api: an all-reduce on a revoked group succeeded")
+    except RuntimeError:
+        pass
+    failure = canopy_torch.failure(group)
+    check(isinstance(failure, canopy_torch.Revoked) and failure.code == "Revoked", f"failure() is {failure!r}")
+    shrunk = canopy_torch.shrink(group)
+    check(shrunk.size() == 3 and canopy_torch.generation(shrunk) == 1, "the shrunk group is not 3, generation 1")
+    check(canopy_torch.joiners_waiting(shrunk) == 0, "someone waits to join")
+    grown = canopy_torch.grow(shrunk)
+    check(grown.size() == 3 and canopy_torch.generation(grown) == 2, "the grown group is not 3, generation 2")
+    data = torch.full((1000,), float(rank + 1))
+    grown.allreduce([data]).wait()
+    check(torch.equal(data, torch.full((1000,), 6.0)), "the grown group's all-reduce is wrong")
+    grown.barrier().wait()
+    print(f"rank {rank}: api checked", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["killed", "idle", "twice", "too_few", "store_lost", "replaced"])
+    parser.add_argument("scenario", choices=["api", "killed", "idle", "twice", "too_few", "store_lost", "replaced"])
     parser.add_argument("--victim", type=int, default=2)
     parser.add_argument("--at-step", type=int, default=4)
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--min-ranks", type=int, default=2)
     parser.add_argument("--second-victim", type=int, default=-1, help="twice: dies in the first recovery")
     args = parser.parse_args()
+    if args.scenario == "api":
+        return api()
     launched_rank = int(os.environ["RANK"])
     replacement = os.environ.get("CANOPY_ELASTIC_JOIN") == "1"
     first_size = int(os.environ["WORLD_SIZE"])
