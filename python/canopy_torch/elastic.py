@@ -147,8 +147,11 @@ class _Loop:
             try:
                 shrunk = _C.shrink(old)
             except CanopyError as error:
-                raise CanopyError(f"canopy_torch.elastic: the survivors could not shrink the group: {error}",
-                                  error.code) from error
+                # Revoked: the others counted this rank as failed (it was stopped or slow) and went on
+                # without it; anything else: the shrink itself failed (the store died).
+                what = ("this rank was left out of the survivors' group" if error.code == "Revoked"
+                        else "the survivors could not shrink the group")
+                raise from_code(error.code, f"canopy_torch.elastic: {what}: {error}") from error
             del old
             self.say(f"rank {shrunk.rank()}: shrunk to {shrunk.size()} ranks in "
                      f"{1000 * (time.monotonic() - started):.0f} ms")

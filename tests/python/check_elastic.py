@@ -5,6 +5,7 @@ joins. One scenario per run (tests/python/CMakeLists.txt runs each):
     run_ranks.py --nproc 4 --killed 2 -- check_elastic.py killed --victim 2
     run_ranks.py --nproc 4 --killed 1 -- check_elastic.py idle --victim 1
     run_ranks.py --nproc 4 --killed 2 --killed 1 -- check_elastic.py twice --victim 2 --second-victim 1
+    run_ranks.py --nproc 4 -- check_elastic.py stopped --victim 3   (heartbeat 0.1 s, silent after 1 s)
     run_ranks.py --nproc 4 --killed 2 -- check_elastic.py too_few --victim 2 --min-ranks 4
     run_ranks.py --nproc 4 --killed 0 -- check_elastic.py store_lost --victim 0
     canopy-run --nproc 4 --elastic 3:4 --max-restarts 0 python3 check_elastic.py killed --victim 0
@@ -19,7 +20,9 @@ import datetime
 import hashlib
 import os
 import signal
+import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -106,7 +109,7 @@ def api():
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["api", "killed", "idle", "twice", "too_few", "store_lost", "replaced"])
+    parser.add_argument("scenario", choices=["api", "killed", "idle", "twice", "stopped", "too_few", "store_lost", "replaced"])
     parser.add_argument("--victim", type=int, default=2)
     parser.add_argument("--at-step", type=int, default=4)
     parser.add_argument("--steps", type=int, default=12)
@@ -158,7 +161,11 @@ def main():
                                           and state.step < 2000):
             x, y = batch(state.step, dist.get_rank())
             loss = (state.model(x) - y).square().mean()
-            if is_victim and state.step == args.at_step and args.scenario != "idle":
+            if is_victim and state.step == args.at_step and args.scenario == "stopped":
+                # Alive but silent: a helper continues this process after the others have left it out.
+                subprocess.Popen(["sh", "-c", f"sleep 4; kill -CONT {os.getpid()}"])
+                os.kill(os.getpid(), signal.SIGSTOP)
+            elif is_victim and state.step == args.at_step and args.scenario != "idle":
                 os.kill(os.getpid(), signal.SIGKILL)  # the others are in backward's all-reduce by now
             loss.backward()
             state.optimizer.step()
@@ -175,6 +182,8 @@ def main():
             if args.scenario == "replaced":
                 time.sleep(0.02)  # leaves the replacement's start-up (~2 s) a few dozen steps to land in
 
+    # Rank 0 hosts the store: in "stopped" it stays until the continued rank has had its answer.
+    stopped_flag = os.path.join(tempfile.gettempdir(), f"check-elastic-stopped-{os.environ['MASTER_PORT']}")
     started = time.monotonic()
     try:
         elastic.run(train, state, min_ranks=args.min_ranks, timeout=TIMEOUT,
@@ -189,6 +198,14 @@ def main():
         os._exit(0)
     except canopy_torch.CanopyError as e:
         elapsed = time.monotonic() - started
+        if args.scenario == "stopped" and is_victim:
+            # Continued after the others shrank without it: it learns it is no longer a member, and never
+            # touches their group.
+            if e.code != "Revoked" or "left out" not in str(e):
+                sys.exit(f"stopped: the continued rank got {e.code}: {e}")
+            print(f"rank {launched_rank}: continued, and told it was left out ({e.code}): {e}", flush=True)
+            open(stopped_flag, "w").close()
+            os._exit(0)
         if args.scenario != "store_lost":
             raise
         # Rank 0 hosted Canopy's store (torchrun's variables, no canopy-run): the agreement has no store
@@ -202,7 +219,7 @@ def main():
         sys.exit(f"{args.scenario}: training went on")
 
     size, rank = dist.get_world_size(), dist.get_rank()
-    expected = {"killed": first_size - 1, "idle": first_size - 1, "twice": first_size - 2,
+    expected = {"killed": first_size - 1, "idle": first_size - 1, "stopped": first_size - 1, "twice": first_size - 2,
                 "replaced": first_size}[args.scenario]
     problems = []
     if size != expected:
@@ -229,6 +246,14 @@ def main():
           f"{initial_loss:.4f} -> {final_loss:.4f}, lr {state.optimizer.param_groups[0]['lr']:.4f}, models identical: "
           f"{not problems or 'the ranks' not in ' '.join(problems)}", flush=True)
     dist.barrier()  # nobody leaves (closing its links) while another still checks
+    if args.scenario == "stopped" and launched_rank == 0:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(stopped_flag) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not os.path.exists(stopped_flag):
+            problems.append("the stopped rank never reported")
+        else:
+            os.unlink(stopped_flag)
     if problems:
         sys.exit("; ".join(problems))
     dist.destroy_process_group()
