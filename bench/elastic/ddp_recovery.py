@@ -4,12 +4,12 @@ is back in (docs/RELIABILITY.md, *PyTorch: canopy_torch.elastic*). A measurement
     PYTHONPATH=build/python /usr/bin/python3 bench/elastic/ddp_recovery.py --canopy-run build/bin/canopy-run \
         --ranks 8 --trials 5 --seed 1
 
-Each trial runs `canopy-run --nproc R --elastic R-1:R --max-restarts 1` over this script as a worker: DDP
-over an MLP (32 -> 256 -> 256 -> 1, SGD with momentum, 16 samples a rank a step, lr scaled with the world
-size), canopy_torch.elastic.run around the loop. A random rank SIGKILLs itself at a random step in 10-29,
-between its forward and backward (the others are in backward's all-reduce); canopy-run starts a
-replacement, which joins at a commit. One more run without a kill is the reference. Every worker writes a
-line per step (time, loss, group size, generation) to a file of its own; the driver reports, per trial:
+Each trial runs `canopy-run --nproc R --elastic R-1:R --max-restarts 1` over this script as a worker: DDP over
+an MLP (32 -> 256 -> 256 -> 1, SGD with momentum, 16 samples a rank a step, lr scaled with the world size),
+canopy_torch.elastic.run around the loop. A random rank SIGKILLs itself at a random step in 10-29 (fewer for
+short runs), between its forward and backward (the others are in backward's all-reduce); canopy-run starts a
+replacement, which joins at a commit. One more run without a kill is the reference. Every worker writes a line
+per step (time, loss, group size, generation) to a file of its own; the driver reports, per trial:
 
   recovery     the kill to the end of the slowest survivor's first step in the shrunk group (and to the
                moment the slowest survivor's failed step raised: the rest is shrink, restore, DDP, a step)
@@ -190,7 +190,7 @@ def driver(args):
           f"{len(ref_digests) == 1}", flush=True)
     results = []
     for trial in range(args.trials):
-        victim, kill_step = rng.randrange(args.ranks), rng.randrange(10, 30)
+        victim, kill_step = rng.randrange(args.ranks), rng.randrange(10, max(11, min(30, args.steps - 5)))
         with tempfile.TemporaryDirectory() as events:
             records, took = launch(args, victim, kill_step, events)
         result = analyse(records, reference_curve, args.steps)
