@@ -37,7 +37,7 @@ class TorchState:
 
     def __init__(self, model, optimizer=None, ddp_options=None, **values):
         is_ddp = isinstance(model, DDP)
-        object.__setattr__(self, "_names", list(values))
+        self._names = list(values)
         self.module = model.module if is_ddp else model
         self.model = model
         self.optimizer = optimizer
