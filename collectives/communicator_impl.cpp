@@ -279,7 +279,9 @@ void Communicator::Impl::ensure_usable() {
   if (failure_.empty()) return;
   if (failure_code_ == ErrorCode::Revoked)
     fail(ErrorCode::Revoked, "rank {}: {} is revoked; shrink() it to go on: {}", rank, describe(), failure_);
-  fail(ErrorCode::Aborted, "rank {}: communicator is unusable after an earlier failure: {}", rank, failure_);
+  // The first failure's own code (PeerFailed, Timeout, Mismatch, Aborted...): a program deciding whether to
+  // shrink learns the same from a later call as from the call that failed.
+  fail(failure_code_, "rank {}: communicator is unusable after an earlier failure: {}", rank, failure_);
 }
 
 void Communicator::Impl::abort(const std::string& reason) {

@@ -8,6 +8,8 @@
 
 #include "common/error.hpp"
 #include "python/c10d_store.hpp"
+#include "python/elastic_bindings.hpp"
+#include "python/errors.hpp"
 #include "python/process_group.hpp"
 
 namespace {
@@ -49,4 +51,6 @@ PYBIND11_MODULE(_C, module) {
              pybind11::call_guard<pybind11::gil_scoped_release>(),
              "The group of `ranks` (ranks of `parent`, a canopy group), formed by its members alone, each "
              "passing the same ranks and name; timeout 0 = the parent's.");
+  canopy::pytorch::register_error_translation(module);
+  canopy::pytorch::add_elastic_functions(module);
 }

@@ -50,6 +50,14 @@ ProcessGroupCanopy::~ProcessGroupCanopy() {
   });
 }
 
+c10::intrusive_ptr<ProcessGroupCanopy> ProcessGroupCanopy::shrink() {
+  return c10::make_intrusive<ProcessGroupCanopy>(comm_->shrink(), timeout_);
+}
+
+c10::intrusive_ptr<ProcessGroupCanopy> ProcessGroupCanopy::grow() {
+  return c10::make_intrusive<ProcessGroupCanopy>(comm_->grow(), timeout_);
+}
+
 c10::intrusive_ptr<ProcessGroupCanopy> ProcessGroupCanopy::create_group(const std::vector<int>& ranks,
                                                                         const std::string& name,
                                                                         Duration timeout) {
@@ -59,11 +67,12 @@ c10::intrusive_ptr<ProcessGroupCanopy> ProcessGroupCanopy::create_group(const st
 
 template <typename Start>
 c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::track(CallRecord record, Start&& start) {
-  auto work = c10::make_intrusive<CanopyWork>(rank_, std::move(record));
+  auto work = c10::make_intrusive<CanopyWork>(rank_, std::move(record), failures_);
   canopy::Work call;
   try {
     call = start();
   } catch (...) {
+    failures_->note(std::current_exception());  // a group that failed while idle refuses the next call
     work->fail_to_start(std::current_exception());
     throw;
   }

@@ -8,12 +8,15 @@
 // later call raises naming the first failure.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <vector>
 
 #include "canopy/communicator.hpp"
+#include "python/failure_note.hpp"
 #include "python/work.hpp"
 
 namespace canopy::pytorch {
@@ -32,6 +35,18 @@ class ProcessGroupCanopy final : public c10d::ProcessGroup {
                                                       Duration timeout);
 
   const std::string getBackendName() const override { return "canopy"; }
+
+  // Going on after a failure (canopy_torch.elastic; docs/TORCH.md, *Elastic training*): each is the
+  // Communicator call of the same name, on every member; shrink and grow return a new group (with this
+  // group's timeout) and leave this one revoked (shrink) or as it was (grow).
+  c10::intrusive_ptr<ProcessGroupCanopy> shrink();
+  c10::intrusive_ptr<ProcessGroupCanopy> grow();
+  void revoke(const std::string& reason) { comm_->revoke(reason); }
+  std::uint32_t agree(std::uint32_t flags) { return comm_->agree(flags); }
+  std::uint64_t joiners_waiting() const { return comm_->joiners_waiting(); }
+  std::uint32_t generation() const { return comm_->generation(); }
+  // The first error that ended this group's communicator, as one of its calls met it; none while healthy.
+  std::optional<Error> failure() const { return failures_->first(); }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts = {}) override;
@@ -83,6 +98,7 @@ class ProcessGroupCanopy final : public c10d::ProcessGroup {
   Duration timeout_;                      // each call's deadline; 0: the communicator's own
   std::unique_ptr<Completer> completer_;  // declared first: goes last, after the calls have ended
   std::unique_ptr<Communicator> comm_;
+  std::shared_ptr<FailureNote> failures_ = std::make_shared<FailureNote>();
 };
 
 }  // namespace canopy::pytorch

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "canopy/communicator.hpp"
+#include "python/failure_note.hpp"
 
 namespace canopy::pytorch {
 
@@ -37,7 +38,8 @@ struct CallRecord {
 
 class CanopyWork final : public c10d::Work {
  public:
-  CanopyWork(int rank, CallRecord record);
+  // `failures` (the process group's) learns the call's error, if it fails.
+  CanopyWork(int rank, CallRecord record, std::shared_ptr<FailureNote> failures = nullptr);
 
   // The Canopy call this Work stands for; set once, right after the call was started.
   void attach(canopy::Work call) { call_ = std::move(call); }
@@ -62,6 +64,7 @@ class CanopyWork final : public c10d::Work {
 
   CallRecord record_;
   canopy::Work call_;
+  std::shared_ptr<FailureNote> failures_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::atomic<bool> claimed_{false};
   std::atomic<int> waiters_{0};  // threads inside wait(), each of which completes the Work itself

@@ -6,6 +6,13 @@
 Every process group torch creates with it is one Canopy communicator: init_process_group's is formed
 through the store torch hands it; each new_group's is created from the default group's by the new group's
 members alone (torch calls the backend on those ranks only). See docs/TORCH.md.
+
+After a failure, a group goes on in place (docs/TORCH.md, *Elastic training*): canopy_torch.elastic.run
+does it for a DDP loop, with the functions below on a canopy group: shrink(group) -> the survivors' group,
+grow(group) -> the members and the replacements waiting, revoke(group, reason), agree(group, flags),
+joiners_waiting(group), generation(group), failure(group) (the error that ended it, or None),
+group_from_environment(timeout) (a group on Canopy's own store, from the launcher's variables) and
+join_group(timeout) on a replacement. Their errors are CanopyError (with .code), PeerFailure and Revoked.
 """
 import os
 
@@ -13,8 +20,11 @@ import torch  # loads libtorch before the extension, which links against it
 import torch.distributed as dist
 
 from . import _C
+from ._C import agree, generation, group_from_environment, grow, join_group, joiners_waiting, revoke, shrink  # noqa: F401,E501
+from .errors import CanopyError, PeerFailure, Revoked, TooFewRanks, from_code
 
-__all__ = ["BACKEND"]
+__all__ = ["BACKEND", "CanopyError", "PeerFailure", "Revoked", "TooFewRanks", "agree", "failure", "generation",
+           "group_from_environment", "grow", "join_group", "joiners_waiting", "revoke", "shrink"]
 
 BACKEND = "canopy"
 
@@ -49,3 +59,10 @@ def _create_process_group(options, pg_options):
 
 if BACKEND.upper() not in dist.Backend._plugins:  # a second import (or importlib.reload) is harmless
     dist.Backend.register_backend(BACKEND, _create_process_group, extended_api=True)
+
+
+def failure(group):
+    """The error (a CanopyError) that ended `group`'s communicator, as one of its calls met it; None while
+    the group is healthy."""
+    first = _C.failure(group)
+    return None if first is None else from_code(*first)
