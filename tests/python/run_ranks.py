@@ -11,6 +11,7 @@ killed and reported: a hang is a failure, never a wait.
 """
 import argparse
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -19,7 +20,29 @@ import tempfile
 import time
 
 
-def free_port():
+def ephemeral_ports():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(word) for word in f.read().split())
+            return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_port(taken=()):
+    """A port free now, below the kernel's ephemeral range: a port from there (what binding port 0 gives)
+    may be taken by any process's outgoing connection before the rank binds it."""
+    low, _ = ephemeral_ports()
+    for _ in range(200):
+        port = random.randint(10000, max(10001, low - 1))
+        if port in taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -36,7 +59,8 @@ def main():
     if not command:
         parser.error("no program given")
 
-    port, spare = free_port(), free_port()
+    port = free_port()
+    spare = free_port(taken=(port,))
     ranks = []
     start = time.monotonic()
     for rank in range(args.nproc):
