@@ -20,6 +20,7 @@
 namespace canopy {
 namespace {
 
+using rendezvous::join_abandoned_key;
 using rendezvous::join_plan_key;
 using rendezvous::joiner_process_key;
 using rendezvous::kJoinTickets;
@@ -86,13 +87,18 @@ Communicator Communicator::grow() {
   // or all keep the old one (which a grow never revokes).
   std::uint64_t confirmation = 0;
   const collectives::Agreement everywhere = old.agree(formed ? 1 : 0, "grow confirmation", confirmation);
-  if (everywhere.value != 1 || everywhere.participants != members.participants)
-    fail(ErrorCode::PeerFailed,
-         "rank {}: grow #{} of {} did not form, so this communicator goes on as it was: {}", old.rank, number,
-         old.describe(),
-         failure                 ? std::string(failure->what())
-         : everywhere.value != 1 ? std::string("another member could not form it (its error says why)")
-                                 : std::string("a member died while it formed"));
+  if (everywhere.value != 1 || everywhere.participants != members.participants) {
+    const std::string why = fmt::format(
+        "rank {}: grow #{} of {} did not form, so this communicator goes on as it was: {}", old.rank, number,
+        old.describe(),
+        failure                 ? std::string(failure->what())
+        : everywhere.value != 1 ? std::string("another member could not form it (its error says why)")
+                                : std::string("a member died while it formed"));
+    // A newcomer may still wait for a member that will never come (a key of the group's set-up).
+    for (std::uint64_t ticket = plan.first_ticket; ticket <= plan.admitted; ++ticket)
+      job.compare_set(join_abandoned_key(ticket), "", why);
+    throw Error(ErrorCode::PeerFailed, why);
+  }
   return confirm_grown(Communicator(std::move(formed)), plan.first_newcomer);
 }
 
@@ -114,8 +120,15 @@ Communicator Communicator::join(std::shared_ptr<Store> store, const Communicator
          ticket, std::chrono::duration<double>(timeout).count());
   }
   const collectives::GrowPlan plan = collectives::GrowPlan::decode(text);
-  return confirm_grown(Communicator(std::make_unique<Impl>(std::move(store), plan.rank_of_ticket(ticket),
-                                                           plan.size, options, &plan, nullptr)),
+  // The members give the grow up together (grow() says why in the store): then this process's waits for
+  // them end at once, not at the deadline.
+  auto members_gave_up = [store, ticket] {
+    if (store->check({join_abandoned_key(ticket)}))
+      fail(ErrorCode::PeerFailed, "join: the members gave up the grow that admitted this process (ticket {}): {}",
+           ticket, store->get(join_abandoned_key(ticket)));
+  };
+  return confirm_grown(Communicator(std::make_unique<Impl>(store, plan.rank_of_ticket(ticket), plan.size, options,
+                                                          &plan, nullptr, members_gave_up)),
                        plan.first_newcomer);
 }
 

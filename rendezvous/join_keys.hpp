@@ -18,6 +18,12 @@ inline std::string join_plan_key(std::uint64_t ticket) {
   return fmt::format("canopy/elastic/admitted/{}", ticket);
 }
 
+// Why the members gave up the grow that admitted the newcomer holding `ticket`, written by each of them:
+// the newcomer's waits for them end on it.
+inline std::string join_abandoned_key(std::uint64_t ticket) {
+  return fmt::format("canopy/elastic/abandoned/{}", ticket);
+}
+
 // The newcomer's process (common/process_identity.hpp), written as it takes the ticket: a member on its
 // host sees at once that it died, and canopy-run which of its replacements it is.
 inline std::string joiner_process_key(std::uint64_t ticket) {

@@ -352,18 +352,21 @@ TEST_P(Elastic, AStoppedRankIsLeftOutAndWhenContinuedLearnsIt) {
 class JoinJob {
  public:
   JoinJob(int members, const std::function<void(Communicator&, const Reporter&)>& body,
-          const std::function<void(Communicator&, const Reporter&)>& newcomer)
+          const std::function<void(Communicator&, const Reporter&)>& newcomer, bool tcp_store = false)
       : processes_(members + 1) {
+    if (tcp_store) server_ = std::make_unique<testing::StoreServerProcess>("elastic-test");
     const std::string path = dir_.path();
+    const std::uint16_t port = server_ ? server_->port() : 0;
     group_ = std::make_unique<ProcessGroup>(
-        processes_, [path, members, body, newcomer](int index, const Reporter& reporter) {
+        processes_, [path, port, members, body, newcomer](int index, const Reporter& reporter) {
           auto options = testing::group_options("elastic-test");
+          auto store = port != 0 ? connect_tcp_store("127.0.0.1", port, "elastic-test", 20s) : open_file_store(path);
           if (index == members) {
-            Communicator comm = Communicator::join(open_file_store(path), options);
+            Communicator comm = Communicator::join(store, options);
             newcomer(comm, reporter);
             return;
           }
-          Communicator comm(open_file_store(path), index, members, options);
+          Communicator comm(store, index, members, options);
           body(comm, reporter);
         });
   }
@@ -385,6 +388,7 @@ class JoinJob {
  private:
   int processes_;
   testing::TempDir dir_;
+  std::unique_ptr<testing::StoreServerProcess> server_;
   std::unique_ptr<ProcessGroup> group_;
 };
 
@@ -509,6 +513,78 @@ TEST_P(Elastic, ANewcomerThatDiesFailsTheGrowOnEveryMemberAlike) {
   while (!store->check({"canopy/elastic/joiner/1"}) && Clock::now() < give_up) std::this_thread::sleep_for(5ms);
   job.group().signal(3, SIGKILL);
   job.expect({3});
+}
+
+// Member 2 dies at some point inside a grow (a thread of its own kills it 0.2, 1 or 4 ms in; over a
+// TcpStore): wherever the death lands, the newcomer never waits for the call deadline. Either the grow holds (the survivors
+// shrink the dead member out if it was admitted) or the members give it up, and then the newcomer, which
+// may be waiting for the dead member's part of the group's set-up, is told so at once (or finds the dead
+// member's link closed).
+TEST_P(Elastic, AMemberKilledInsideGrowNeverHoldsTheNewcomerToTheDeadline) {
+  for (int delay_us : {200, 1000, 4000}) {
+    SCOPED_TRACE(fmt::format("member 2 killed {} us into the grow", delay_us));
+    auto settle = [](Communicator comm, int id, const Reporter& reporter) {
+      for (int shrinks = 0; shrinks < 3; ++shrinks) {
+        try {
+          std::vector<std::int64_t> mine{id}, members(static_cast<std::size_t>(comm.size()));
+          comm.all_gather(std::span<const std::int64_t>(mine), std::span(members));
+          std::vector<int> ids(members.begin(), members.end());
+          check_all_reduce(comm, ids, id);
+          reporter.outcome(fmt::format("ok in a group of {}", comm.size()));
+          return;
+        } catch (const Error&) {
+          comm = comm.shrink();
+        }
+      }
+      require(false, "no group after 3 shrinks");
+    };
+    const auto start = Clock::now();
+    JoinJob job(
+        3,
+        [delay_us, settle](Communicator& comm, const Reporter& reporter) {
+          const int id = comm.rank();
+          std::vector<std::int64_t> waiting{0};
+          while (waiting[0] == 0) {  // every member has seen the newcomer's ticket
+            std::this_thread::sleep_for(5ms);
+            waiting[0] = static_cast<std::int64_t>(comm.joiners_waiting());
+            comm.all_reduce(std::span(waiting), ReduceOp::Max);
+          }
+          if (id == 2)
+            std::thread([delay_us] {
+              std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+              ::kill(::getpid(), SIGKILL);
+            }).detach();
+          auto grown = [&comm]() -> Communicator {
+            try {
+              return comm.grow();
+            } catch (const Error& e) {
+              say(fmt::format("[rank {}] {}", comm.rank(), e.what()));
+              return std::move(comm);
+            }
+          };
+          Communicator after = grown();
+          if (id == 2) std::this_thread::sleep_for(60s);  // killed long before
+          settle(std::move(after), id, reporter);
+        },
+        [settle](Communicator& comm, const Reporter& reporter) { settle(std::move(comm), 4, reporter); },
+        /*tcp_store=*/true);  // a FileStore keeps the lock of a member killed deciding (docs/RELIABILITY.md)
+    const auto ended = Clock::now() + 6s;  // far below the 20 s call deadline
+    job.group().wait_ended({0, 1, 3}, ended);
+    for (int p : {0, 1, 3}) {
+      const testing::ProcessEnd& end = job.group().end(p);
+      EXPECT_TRUE(end.ended) << "process " << p << " still running 6 s after the grow began";
+      if (p < 3) {
+        EXPECT_TRUE(end.ok() && end.outcome.rfind("ok", 0) == 0) << "member " << p << " " << end.describe();
+      }
+    }
+    const testing::ProcessEnd& newcomer = job.group().end(3);
+    // In the group, or told that it is not: "the members gave up ...", or the dead member's end of a link.
+    EXPECT_TRUE(newcomer.signal == 0 && (newcomer.outcome.rfind("ok", 0) == 0 ||
+                                         newcomer.outcome.rfind("exception", 0) == 0))
+        << newcomer.describe();
+    say(fmt::format("[killed {} us in] newcomer: {}; {:.2f} s", delay_us, newcomer.outcome, seconds_since(start)));
+    job.group().kill_unfinished();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Elastic, ::testing::Values("tcp", "shm+tcp"),
