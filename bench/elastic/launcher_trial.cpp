@@ -14,14 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "bench/elastic/rank_processes.hpp"
+
 namespace canopy::bench {
 namespace {
-
-double monotonic_seconds() {
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
 
 // canopy-run with its stdout (the ranks' prefixed lines) on a pipe to this process; stderr passes through.
 struct Launch {
@@ -97,7 +93,7 @@ LauncherTrialTimes run_launcher_trial(const LauncherTrialSettings& s, std::mt199
     if (is_step && line.slot == victim && killed_at == 0 &&
         starts(line.text, fmt::format("step {} ", kill_after).c_str())) {
       ::kill(member_pids[victim], SIGKILL);
-      killed_at = monotonic_seconds();
+      killed_at = now_seconds();
     }
     if (starts(line.text, "shrunk to size")) shrunk.insert(line.slot);
     if (is_step && line.slot != victim && shrunk.contains(line.slot) && !next_step.contains(line.slot))

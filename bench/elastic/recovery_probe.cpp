@@ -21,34 +21,21 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bench/elastic/launcher_trial.hpp"
+#include "bench/elastic/rank_processes.hpp"
 #include "canopy/canopy.hpp"
 #include "canopy/training_state.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: comparable between the processes of a host
-
-double now_seconds() {
-  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-}
-
-struct Report {
-  int rank = -1;
-  int step = -1;             // the step a progress line reports; -1 on the recovery line
-  double seconds = 0;        // when it was written
-  std::uint64_t digest = 0;  // recovery line: of the restored weights
-  int restored_step = -1;    // recovery line
-};
-
-void write_line(int fd, const std::string& line) {
-  const std::string text = line + "\n";
-  (void)!::write(fd, text.data(), text.size());  // one write below PIPE_BUF: never interleaved
-}
+using canopy::bench::now_seconds;
+using canopy::bench::write_line;
 
 // One rank's life: train, and after a failure shrink, restore and train one step more.
 [[noreturn]] void rank_main(int rank, int ranks, const std::string& store_dir, std::size_t floats,
@@ -95,36 +82,26 @@ void write_line(int fd, const std::string& line) {
 double trial(int ranks, std::size_t floats, std::mt19937& random, int number) {
   char pattern[] = "/tmp/canopy-recovery-XXXXXX";
   const std::string dir = ::mkdtemp(pattern);
-  int fds[2];
-  if (::pipe(fds) != 0) return -1;
-  std::vector<pid_t> pids;
-  for (int r = 0; r < ranks; ++r) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(fds[0]);
-      rank_main(r, ranks, dir, floats, fds[1]);
-    }
-    pids.push_back(pid);
-  }
-  ::close(fds[1]);
+  auto processes = std::make_unique<canopy::bench::RankProcesses>(
+      ranks, [&](int r, int report_fd) { rank_main(r, ranks, dir, floats, report_fd); });
   const int victim = std::uniform_int_distribution<int>(0, ranks - 1)(random);
   const int kill_after = std::uniform_int_distribution<int>(5, 19)(random);
-  FILE* in = ::fdopen(fds[0], "r");
   double killed_at = 0;
   double recovered_at = 0;
   int recovered = 0;
   std::vector<std::uint64_t> digests;
   std::vector<int> restored_steps;
-  char line[256];
   const double give_up = now_seconds() + 60;
-  while (recovered < ranks - 1 && now_seconds() < give_up && std::fgets(line, sizeof line, in) != nullptr) {
+  while (recovered < ranks - 1) {
+    const std::optional<std::string> line = processes->next_line(give_up);
+    if (!line) break;
     int rank = -1, step = 0;
     double at = 0;
     unsigned long long digest = 0;
     long long restored = -1;
-    const int fields = std::sscanf(line, "%d %d %lf %llu %lld", &rank, &step, &at, &digest, &restored);
+    const int fields = std::sscanf(line->c_str(), "%d %d %lf %llu %lld", &rank, &step, &at, &digest, &restored);
     if (fields >= 3 && step == kill_after && rank == victim && killed_at == 0) {
-      ::kill(pids[static_cast<std::size_t>(victim)], SIGKILL);
+      processes->kill(victim, SIGKILL);
       killed_at = now_seconds();
     }
     if (fields == 5 && step == -1) {
@@ -134,9 +111,7 @@ double trial(int ranks, std::size_t floats, std::mt19937& random, int number) {
       restored_steps.push_back(static_cast<int>(restored));
     }
   }
-  std::fclose(in);
-  for (pid_t pid : pids) ::kill(pid, SIGKILL);  // the survivors have ended; anything left is stuck
-  for (pid_t pid : pids) ::waitpid(pid, nullptr, 0);
+  processes.reset();  // the survivors have ended; anything left is stuck, and is killed
   std::filesystem::remove_all(dir);
   const bool alike = !digests.empty() && std::all_of(digests.begin(), digests.end(), [&](std::uint64_t d) {
     return d == digests[0];
