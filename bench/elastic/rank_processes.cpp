@@ -67,7 +67,8 @@ std::optional<std::string> RankProcesses::next_line(double until) {
 }
 
 void RankProcesses::kill(int index, int signal_number) {
-  if (!reaped_[static_cast<std::size_t>(index)]) ::kill(pids_[static_cast<std::size_t>(index)], signal_number);
+  if (!reaped_[static_cast<std::size_t>(index)])
+    ::kill(pids_[static_cast<std::size_t>(index)], signal_number);
 }
 
 std::vector<int> RankProcesses::reap(double until) {
