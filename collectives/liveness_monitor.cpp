@@ -23,6 +23,9 @@ std::string beat_key(int rank) {
 std::string left_key(int rank) {
   return fmt::format("liveness/left/{}", rank);
 }
+std::string silent_key(int rank) {
+  return fmt::format("liveness/silent/{}", rank);
+}
 
 double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
@@ -176,11 +179,13 @@ std::string LivenessMonitor::process_end_of(Watched& peer) {
 
 LivenessMonitor::Verdict LivenessMonitor::check_once() {
   beat();
-  std::optional<FailureRecord> first = first_failure_.read();
-  store_requests_ += first ? 2 : 1;
-  if (first) {
-    abort_communicator_(Error(first->code, first_failure_.explain(*first)));
-    return Verdict::BeatOnly;
+  if (!aborted_) {
+    std::optional<FailureRecord> first = first_failure_.read();
+    store_requests_ += first ? 2 : 1;
+    if (first) {
+      aborted_ = true;
+      abort_communicator_(Error(first->code, first_failure_.explain(*first)));
+    }
   }
 
   const Clock::time_point now = Clock::now();
@@ -221,26 +226,38 @@ LivenessMonitor::Verdict LivenessMonitor::check_once() {
       it = watched_.erase(it);
       continue;
     }
-    if (!ended.empty()) {
-      Error exited(
-          ErrorCode::PeerFailed,
-          fmt::format("rank {}: rank {} {} without leaving the group (its heartbeat stopped {:.1f} s "
-                      "ago): did it crash or was it killed?",
-                      rank_, peer.rank, ended, seconds(silent_for)));
-      abort_communicator_(first_failure_.blame(exited));
-      return Verdict::BeatOnly;
+    if (!ended.empty()) {  // the kernel tells the survivors' agreements too
+      if (!aborted_) {
+        aborted_ = true;
+        Error exited(
+            ErrorCode::PeerFailed,
+            fmt::format("rank {}: rank {} {} without leaving the group (its heartbeat stopped {:.1f} s "
+                        "ago): did it crash or was it killed?",
+                        rank_, peer.rank, ended, seconds(silent_for)));
+        abort_communicator_(first_failure_.blame(exited));
+      }
+      it = watched_.erase(it);
+      continue;
     }
-    Error silent(ErrorCode::PeerFailed,
-                 fmt::format("rank {}: rank {} sent no heartbeat for {:.1f} s (its counter stayed at {}; "
-                             "heartbeat every {} s, timeout {} s: CANOPY_HEARTBEAT_SECONDS, "
-                             "CANOPY_HEARTBEAT_TIMEOUT_SECONDS): is rank {} stopped (SIGSTOP), swapping or "
-                             "stuck?",
-                             rank_, peer.rank, seconds(silent_for), beats, seconds(settings_.interval),
-                             seconds(settings_.timeout), peer.rank));
-    abort_communicator_(first_failure_.blame(silent));
-    return Verdict::BeatOnly;
+    // The verdict stays in the store with the count it stopped at (peer_silence.hpp): the survivors'
+    // agreements then leave this rank out at once rather than timing its silence afresh.
+    const int silent = peer.rank;
+    store_->set(silent_key(silent), std::to_string(beats));
+    ++store_requests_;
+    it = watched_.erase(it);
+    if (aborted_) continue;
+    aborted_ = true;
+    Error verdict(ErrorCode::PeerFailed,
+                  fmt::format("rank {}: rank {} sent no heartbeat for {:.1f} s (its counter stayed at {}; "
+                              "heartbeat every {} s, timeout {} s: CANOPY_HEARTBEAT_SECONDS, "
+                              "CANOPY_HEARTBEAT_TIMEOUT_SECONDS): is rank {} stopped (SIGSTOP), swapping or "
+                              "stuck?",
+                              rank_, silent, seconds(silent_for), beats, seconds(settings_.interval),
+                              seconds(settings_.timeout), silent));
+    abort_communicator_(first_failure_.blame(verdict));
   }
-  return Verdict::KeepWatching;
+  // Before a failure the record is read every round, even with nobody left to watch (a revoke comes that way).
+  return aborted_ && watched_.empty() ? Verdict::BeatOnly : Verdict::KeepWatching;
 }
 
 }  // namespace canopy::collectives

@@ -79,8 +79,10 @@ class LivenessMonitor {
     Clock::time_point since{};  // when this rank first read that value
     std::string process;        // its process's identity (process_identity.hpp), read once it is late
   };
-  // After a verdict the monitor only beats: the rank is alive, and a shrink or an agreement among the
-  // survivors tells the living from the dead by their heartbeats (fault_agreement.hpp).
+  // Once the communicator has failed the monitor aborts nothing more, but it goes on judging its watched
+  // peers and records each one it finds silent ("liveness/silent/<rank>"), so that the survivors'
+  // agreements leave out every rank of a lost host at once, not only the first (peer_silence.hpp). With
+  // no peer left to judge it only beats: the rank is alive.
   enum class Verdict { KeepWatching, BeatOnly };
 
   void run() noexcept;
@@ -100,6 +102,7 @@ class LivenessMonitor {
   const LivenessSettings settings_;
   const AbortCommunicator abort_communicator_;
   std::atomic<bool> peers_formed_{false};
+  bool aborted_ = false;  // abort_communicator_ has been called
   std::vector<Watched> watched_;
   Clock::time_point last_round_{};
   std::int64_t beats_sent_ = 0;

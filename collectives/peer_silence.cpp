@@ -2,9 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "common/process_identity.hpp"
 
 namespace canopy::collectives {
+namespace {
+
+// A heartbeat counter as the store holds it; 0 where the rank has not beaten yet ("").
+std::int64_t counter(const std::string& text) {
+  std::int64_t value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
+}
+
+}  // namespace
 
 PeerSilence::PeerSilence(std::shared_ptr<Store> store, std::vector<int> family_ranks, LivenessSettings settings,
                          bool beating)
@@ -32,6 +44,14 @@ std::string PeerSilence::gone(int rank) {
       return fmt::format("rank {} {}", rank, ended);
   const std::string key = fmt::format("liveness/beats/{}", watched);
   const std::string beats = store_->check({key}) ? store_->get(key) : std::string();
+  // A watcher's monitor already found it silent for the timeout: gone at once, while its counter still
+  // stands where the verdict saw it stop (a stopped rank that was continued beats again).
+  const std::string verdict_key = fmt::format("liveness/silent/{}", watched);
+  if (store_->check({verdict_key}) && counter(store_->get(verdict_key)) == counter(beats))
+    return fmt::format(
+        "rank {} sent no heartbeat for the heartbeat timeout ({:.1f} s), as its watcher found (its "
+        "counter stayed at {})",
+        rank, std::chrono::duration<double>(settings_.timeout).count(), beats.empty() ? "none" : beats);
   const Clock::time_point now = Clock::now();
   if (!seen.looked || beats != seen.beats) {
     seen.beats = beats;

@@ -2,8 +2,9 @@
 // in the store (liveness_monitor.hpp): what an agreement among survivors (fault_agreement.hpp) waits on.
 //
 // A rank is gone when it destroyed its communicators ("liveness/left/<rank>"), when its process has
-// ended on this rank's own host (the kernel says so at once: process_identity.hpp), or when its counter
-// has not moved for the heartbeat timeout, timed from when this rank first looked. Its monitor beats from
+// ended on this rank's own host (the kernel says so at once: process_identity.hpp), when a watcher's
+// monitor found it silent ("liveness/silent/<rank>") and its counter has not moved since, or when its
+// counter has not moved for the heartbeat timeout, timed from when this rank first looked. Its monitor beats from
 // a thread of its own, even after its communicator failed, so a survivor busy elsewhere is never gone.
 #pragma once
 

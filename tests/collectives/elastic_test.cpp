@@ -318,18 +318,22 @@ TEST_P(Elastic, ARankKilledAnywhereInsideShrinkIsLeftOutInTheEnd) {
   }
 }
 
-// Rank 2 is stopped (SIGSTOP), alive but silent: its heartbeat stops, so the survivors leave it out
-// after the heartbeat timeout and go on in a group of three. Continued once they are done, it finds
-// that it was left out: shrink tells it so with Error(Revoked), and it never joins the new group.
+// Rank 2 is stopped (SIGSTOP), alive but silent: its heartbeat stops, so the survivors fail after the
+// heartbeat timeout, leave it out of the shrink at once (a watcher's verdict) and go on in a group of
+// three. Continued once they are done, it finds that it was left out: shrink tells it so with
+// Error(Revoked), and it never joins the new group.
 TEST_P(Elastic, AStoppedRankIsLeftOutAndWhenContinuedLearnsIt) {
   Job job(4, [](Communicator& comm, const Reporter& reporter) {
     comm.barrier();
     reporter.ready();
     reduce_until_failure(comm);
     try {
+      const auto failed_at = Clock::now();
       Communicator smaller = comm.shrink();
       require(comm.rank() != 2, "the stopped rank joined the shrunk group as rank {}", smaller.rank());
       require(smaller.size() == 3, "shrunk to {} ranks", smaller.size());
+      // The monitor's verdict left rank 2 out: the shrink did not time its silence for another 1.5 s.
+      require(seconds_since(failed_at) < 1.0, "the shrink took {:.2f} s after the failure", seconds_since(failed_at));
       check_all_reduce(smaller, {0, 1, 3}, comm.rank());
     } catch (const Error& e) {
       say(fmt::format("[world rank {}] {}", comm.rank(), e.what()));
@@ -516,10 +520,10 @@ TEST_P(Elastic, ANewcomerThatDiesFailsTheGrowOnEveryMemberAlike) {
 }
 
 // Member 2 dies at some point inside a grow (a thread of its own kills it 0.2, 1 or 4 ms in; over a
-// TcpStore): wherever the death lands, the newcomer never waits for the call deadline. Either the grow holds (the survivors
-// shrink the dead member out if it was admitted) or the members give it up, and then the newcomer, which
-// may be waiting for the dead member's part of the group's set-up, is told so at once (or finds the dead
-// member's link closed).
+// TcpStore): wherever the death lands, the newcomer never waits for the call deadline. Either the grow
+// holds (the survivors shrink the dead member out if it was admitted) or the members give it up, and
+// then the newcomer, which may be waiting for the dead member's part of the group's set-up, is told so
+// at once (or finds the dead member's link closed).
 TEST_P(Elastic, AMemberKilledInsideGrowNeverHoldsTheNewcomerToTheDeadline) {
   for (int delay_us : {200, 1000, 4000}) {
     SCOPED_TRACE(fmt::format("member 2 killed {} us into the grow", delay_us));

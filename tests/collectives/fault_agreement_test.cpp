@@ -35,12 +35,12 @@ std::vector<int> ranks_of(int size) {
 // Runs the agreement on the listed ranks of `size`, each on a thread, and returns each one's answer.
 std::vector<Agreement> agree_on_threads(const std::shared_ptr<MemoryStore>& store, int size,
                                         const std::vector<int>& present, bool beating,
-                                        Duration deadline = 20s) {
+                                        Duration deadline = 20s, LivenessSettings settings = quick()) {
   std::vector<Agreement> answers(static_cast<std::size_t>(size));
   std::vector<std::thread> threads;
   for (int rank : present)
     threads.emplace_back([&, rank] {
-      PeerSilence silence(store, ranks_of(size), quick(), beating);
+      PeerSilence silence(store, ranks_of(size), settings, beating);
       AgreementRound round;
       round.rank = rank;
       round.size = size;
@@ -99,6 +99,40 @@ TEST(FaultAgreement, ARankThatLeftIsLeftOutAtOnce) {
   EXPECT_LT(Clock::now() - start, 2s);  // no heartbeat timeout to wait for
   EXPECT_EQ(answers[0].participants, (std::vector<int>{0, 2}));
   EXPECT_NE(answers[2].left_out.at(0).second.find("destroyed its communicator"), std::string::npos);
+}
+
+// A watcher's monitor found rank 2 silent (its verdict, with the count it stopped at, is in the store):
+// the agreement leaves it out at once instead of timing its silence afresh for another 30 s timeout.
+TEST(FaultAgreement, ARankAWatcherFoundSilentIsLeftOutAtOnce) {
+  auto store = std::make_shared<MemoryStore>();
+  store->set("liveness/beats/2", "7");
+  store->set("liveness/silent/2", "7");
+  LivenessSettings slow = quick();
+  slow.timeout = 30s;
+  const auto start = Clock::now();
+  const auto answers = agree_on_threads(store, 4, {0, 1, 3}, true, 20s, slow);
+  EXPECT_LT(Clock::now() - start, 10s);
+  for (int rank : {0, 1, 3}) {
+    const Agreement& answer = answers[static_cast<std::size_t>(rank)];
+    EXPECT_EQ(answer.participants, (std::vector<int>{0, 1, 3})) << "rank " << rank;
+    EXPECT_NE(answer.left_out.at(0).second.find("as its watcher found"), std::string::npos)
+        << answer.left_out.at(0).second;
+  }
+}
+
+// The verdict no longer holds once the rank beats again (a stopped rank that was continued): it is
+// timed as any other, here until the deadline.
+TEST(FaultAgreement, AWatchersVerdictLapsesOnceTheRankBeatsAgain) {
+  auto store = std::make_shared<MemoryStore>();
+  store->set("liveness/beats/2", "8");
+  store->set("liveness/silent/2", "7");
+  LivenessSettings slow = quick();
+  slow.timeout = 30s;
+  const auto answers = agree_on_threads(store, 4, {0, 1, 3}, true, 300ms, slow);
+  for (int rank : {0, 1, 3})
+    EXPECT_NE(answers[static_cast<std::size_t>(rank)].left_out.at(0).second.find("before the deadline"),
+              std::string::npos)
+        << answers[static_cast<std::size_t>(rank)].left_out.at(0).second;
 }
 
 // Without heartbeats (the monitor off) only the deadline tells a rank that never comes.
