@@ -123,6 +123,9 @@ for ((trial = 1; trial <= trials; trial++)); do
     wait "${pids[rank]}" || status=$?
     echo "exit $rank $status" >>"$dir/facts"
   done
+  if grep -q "^cut " "$dir/facts" && ! grep -q "^healed " "$dir/facts"; then  # the next trial starts connected
+    reconnect "${names[cut_host]}" 2>/dev/null || true
+  fi
   python3 "$here/host-cut-table.py" --line "$dir"
 done
 python3 "$here/host-cut-table.py" "$out"/trial-*

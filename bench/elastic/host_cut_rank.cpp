@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -70,7 +71,14 @@ int main(int argc, char** argv) {
   app.add_option("--give-up", give_up_s, "seconds of training without a failure before this rank gives up");
   CLI11_PARSE(app, argc, argv);
 
-  canopy::Communicator comm = canopy::Communicator::from_environment();
+  std::optional<canopy::Communicator> formed;
+  try {
+    formed.emplace(canopy::Communicator::from_environment());
+  } catch (const canopy::Error& e) {
+    say(fmt::format("end - {:.6f} error {} while forming: {}", realtime_seconds(), code_of(e), one_line(e.what())));
+    return 2;
+  }
+  canopy::Communicator& comm = *formed;
   const int id = comm.rank();
   const int world = comm.size();
   std::vector<std::int64_t> weights(count, 0), gradient(count);
