@@ -23,6 +23,7 @@ packages=(
   libpmix-dev
   python3  # bench scripts' tables: compare.sh --repeat (and its test), record-figures.sh
   gnuplot-nox  # canopy-bench --plot and canopy-bench plot (SVG and PNG, no X)
+  nftables  # nft: bench/elastic/host-cut.sh and its test cut one emulated host off (skipped without it)
 )
 case "${1:-all}" in
   all) [ "${CANOPY_NO_TORCH:-0}" = 1 ] || packages+=(libtorch-dev python3-torch pybind11-dev python3-dev) ;;
