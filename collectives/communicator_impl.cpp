@@ -20,6 +20,7 @@
 #include "common/error.hpp"
 #include "common/fnv1a.hpp"
 #include "common/log.hpp"
+#include "common/process_identity.hpp"
 #include "common/settings.hpp"
 #include "rendezvous/bootstrap.hpp"
 #include "transport/frame.hpp"
@@ -45,6 +46,15 @@ void grow_to(std::vector<std::byte>& buffer, std::size_t bytes) {
 // that it never meets the small numbers of the communicators formed on the store directly.
 std::uint64_t child_id(std::uint64_t parent_id, const std::string& name) {
   return fnv1a64(name, parent_id) | (std::uint64_t{1} << 63);
+}
+
+// Names this process under a new family's liveness keys before its group forms, where its monitor names
+// it only once its thread runs: a member of a shrunk or grown group that dies while the group forms, or
+// just after, is then found gone at once by the others on its host (peer_silence.hpp), not after the
+// heartbeat timeout.
+void name_this_process(Store& family_store, int rank) {
+  if (const std::string identity = this_process_identity(); !identity.empty())
+    family_store.set(fmt::format("liveness/process/{}", rank), identity);
 }
 
 }  // namespace
@@ -80,6 +90,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   store_path_ = plan ? plan->prefix : fmt::format("canopy/comm/{}", comm_id_);
   store_ = std::make_shared<PrefixStore>(base_store, store_path_);
   store_->set_timeout(timeout_);
+  if (plan) name_this_process(*store_, rank);
 
   world_ranks_.resize(static_cast<std::size_t>(size));
   std::iota(world_ranks_.begin(), world_ranks_.end(), 0);
@@ -170,6 +181,7 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
   local_size = hosts_->ranks_on(hosts_->host_of(rank));
   store_ = std::make_shared<PrefixStore>(parent.store_, name);
   store_->set_timeout(timeout_);
+  if (origin.new_family) name_this_process(*store_, rank);
   if (members_digest != 0) {
     // The first member to arrive records its list; a member with another list would wait for peers that
     // never come.
