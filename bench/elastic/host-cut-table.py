@@ -77,11 +77,11 @@ def verdict(directory):
         problems.append(f"the survivors went on {row['went_on']:.2f} s after the cut, over {facts['timeout']} + 2 s")
     committed = [max(ranks[r]["steps"], default=0) for r in survivors]
     row["committed_by_all"], row["latest"] = min(committed), max(committed)
-    restored = {ranks[r].get("restored") for r in survivors}
-    row["restored"] = restored.pop() if len(restored) == 1 else None
+    restored = sorted({str(ranks[r].get("restored")) for r in survivors})
+    row["restored"] = int(restored[0]) if len(restored) == 1 and restored[0] != "None" else None
     if row["restored"] != row["committed_by_all"]:
-        problems.append(f"restored {sorted(map(str, restored | {row['restored']}))}, "
-                        f"not the step every survivor committed ({row['committed_by_all']})")
+        problems.append(f"restored {', '.join(restored)}, not the step every survivor committed "
+                        f"({row['committed_by_all']})")
     expected_members = ",".join(map(str, sorted(survivors)))
     done = [ranks[r]["done"] for r in survivors]
     row["exact"] = all(d is not None and d[1] == "ok" and d[2] == expected_members for d in done)
