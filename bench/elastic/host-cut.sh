@@ -55,7 +55,7 @@ fi
 # Inside the namespaces.
 shift 4  # --inside, nodes, cpus, rate
 trials=$1 seed=$2 heartbeat=$3 heartbeat_timeout=$4 call_timeout=$5 bound=$6 heal=$7 bin=$8 out=$9
-make_private_cluster hc 4 1gbit
+make_private_cluster hc 4 1gbit  # the hosts: names[] and addresses[] (private-cluster.sh)
 ranks_per_host=2
 world=$((4 * ranks_per_host))
 now() { date +%s.%N; }
