@@ -12,6 +12,7 @@
 #include "collectives/host_layout_exchange.hpp"
 #include "collectives/link_calibration.hpp"
 #include "collectives/link_model_text.hpp"
+#include "collectives/liveness_keys.hpp"
 #include "collectives/liveness_monitor.hpp"
 #include "collectives/one_shot.hpp"
 #include "collectives/watched_store.hpp"
@@ -54,7 +55,7 @@ std::uint64_t child_id(std::uint64_t parent_id, const std::string& name) {
 // heartbeat timeout.
 void name_this_process(Store& family_store, int rank) {
   if (const std::string identity = this_process_identity(); !identity.empty())
-    family_store.set(fmt::format("liveness/process/{}", rank), identity);
+    family_store.set(collectives::process_key(rank), identity);
 }
 
 }  // namespace

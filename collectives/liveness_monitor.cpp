@@ -3,29 +3,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <optional>
 
-#include "common/process_identity.hpp"
+#include "collectives/liveness_keys.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "common/process_identity.hpp"
 
 namespace canopy::collectives {
 namespace {
 
 constexpr int kWatchedRanks = 4;
 constexpr int kDefaultTimeoutIntervals = 10;
-
-std::string beat_key(int rank) {
-  return fmt::format("liveness/beats/{}", rank);
-}
-std::string left_key(int rank) {
-  return fmt::format("liveness/left/{}", rank);
-}
-std::string silent_key(int rank) {
-  return fmt::format("liveness/silent/{}", rank);
-}
 
 double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
@@ -112,7 +102,7 @@ void LivenessMonitor::run() noexcept {
     // Once, off the group's critical path: lets a survivor on this host see at once that this process
     // ended (peer_silence.hpp), where its heartbeat would take the timeout to say so.
     if (const std::string identity = this_process_identity(); !identity.empty()) {
-      store_->set(fmt::format("liveness/process/{}", rank_), identity);
+      store_->set(process_key(rank_), identity);
       ++store_requests_;
     }
     Verdict verdict = Verdict::KeepWatching;
@@ -154,8 +144,7 @@ std::vector<std::int64_t> LivenessMonitor::read_counters() {
     }
   }
   std::vector<std::int64_t> counters(keys.size(), 0);
-  for (std::size_t i = 0; i < keys.size(); ++i)
-    std::from_chars(texts[i].data(), texts[i].data() + texts[i].size(), counters[i]);
+  for (std::size_t i = 0; i < keys.size(); ++i) counters[i] = heartbeat_count(texts[i]);
   return counters;
 }
 
@@ -168,7 +157,7 @@ void LivenessMonitor::beat() {
 
 std::string LivenessMonitor::process_end_of(Watched& peer) {
   if (peer.process.empty()) {
-    const std::string key = fmt::format("liveness/process/{}", peer.rank);
+    const std::string key = process_key(peer.rank);
     store_requests_ += 1;
     if (!store_->check({key})) return {};
     ++store_requests_;
@@ -256,7 +245,8 @@ LivenessMonitor::Verdict LivenessMonitor::check_once() {
                               seconds(settings_.timeout), silent));
     abort_communicator_(first_failure_.blame(verdict));
   }
-  // Before a failure the record is read every round, even with nobody left to watch (a revoke comes that way).
+  // Before a failure the record is read every round, even with nobody left to watch (a revoke comes that
+  // way).
   return aborted_ && watched_.empty() ? Verdict::BeatOnly : Verdict::KeepWatching;
 }
 
