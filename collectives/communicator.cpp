@@ -41,6 +41,10 @@ bool Communicator::valid() const {
   return impl_ != nullptr;
 }
 
+std::optional<Error> Communicator::failure() const {
+  return impl().failure();
+}
+
 Communicator::Impl& Communicator::impl() const {
   if (!impl_)
     fail(ErrorCode::InvalidArgument,

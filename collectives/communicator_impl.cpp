@@ -288,13 +288,19 @@ std::string Communicator::Impl::describe() const {
 
 void Communicator::Impl::ensure_usable() {
   if (!failed_.load(std::memory_order_acquire)) return;
+  if (std::optional<Error> refusal = failure()) throw *refusal;
+}
+
+std::optional<Error> Communicator::Impl::failure() {
   std::lock_guard lock(failure_mutex_);
-  if (failure_.empty()) return;
+  if (failure_.empty()) return std::nullopt;
   if (failure_code_ == ErrorCode::Revoked)
-    fail(ErrorCode::Revoked, "rank {}: {} is revoked; shrink() it to go on: {}", rank, describe(), failure_);
+    return Error(ErrorCode::Revoked,
+                 fmt::format("rank {}: {} is revoked; shrink() it to go on: {}", rank, describe(), failure_));
   // The first failure's own code (PeerFailed, Timeout, Mismatch, Aborted...): a program deciding whether to
   // shrink learns the same from a later call as from the call that failed.
-  fail(failure_code_, "rank {}: communicator is unusable after an earlier failure: {}", rank, failure_);
+  return Error(failure_code_,
+               fmt::format("rank {}: communicator is unusable after an earlier failure: {}", rank, failure_));
 }
 
 void Communicator::Impl::abort(const std::string& reason) {

@@ -122,6 +122,7 @@ class Communicator::Impl {
   double predict(const collectives::Algorithm& algorithm, const collectives::CollectiveCall& call,
                  std::size_t element_size, collectives::Pace pace) const;
   const std::shared_ptr<collectives::CommunicatorFamily>& family() const { return family_; }
+  std::optional<Error> failure();  // Communicator::failure
 
   int rank = 0;
   int size = 1;

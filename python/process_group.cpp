@@ -67,12 +67,11 @@ c10::intrusive_ptr<ProcessGroupCanopy> ProcessGroupCanopy::create_group(const st
 
 template <typename Start>
 c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::track(CallRecord record, Start&& start) {
-  auto work = c10::make_intrusive<CanopyWork>(rank_, std::move(record), failures_);
+  auto work = c10::make_intrusive<CanopyWork>(rank_, std::move(record));
   canopy::Work call;
   try {
     call = start();
   } catch (...) {
-    failures_->note(std::current_exception());  // a group that failed while idle refuses the next call
     work->fail_to_start(std::current_exception());
     throw;
   }

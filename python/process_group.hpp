@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "canopy/communicator.hpp"
-#include "python/failure_note.hpp"
 #include "python/work.hpp"
 
 namespace canopy::pytorch {
@@ -45,8 +44,8 @@ class ProcessGroupCanopy final : public c10d::ProcessGroup {
   std::uint32_t agree(std::uint32_t flags) { return comm_->agree(flags); }
   std::uint64_t joiners_waiting() const { return comm_->joiners_waiting(); }
   std::uint32_t generation() const { return comm_->generation(); }
-  // The first error that ended this group's communicator, as one of its calls met it; none while healthy.
-  std::optional<Error> failure() const { return failures_->first(); }
+  // The error that ended this group's communicator (Communicator::failure); none while healthy.
+  std::optional<Error> failure() const { return comm_->failure(); }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts = {}) override;
@@ -98,7 +97,6 @@ class ProcessGroupCanopy final : public c10d::ProcessGroup {
   Duration timeout_;                      // each call's deadline; 0: the communicator's own
   std::unique_ptr<Completer> completer_;  // declared first: goes last, after the calls have ended
   std::unique_ptr<Communicator> comm_;
-  std::shared_ptr<FailureNote> failures_ = std::make_shared<FailureNote>();
 };
 
 }  // namespace canopy::pytorch

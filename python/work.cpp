@@ -7,10 +7,9 @@
 
 namespace canopy::pytorch {
 
-CanopyWork::CanopyWork(int rank, CallRecord record, std::shared_ptr<FailureNote> failures)
+CanopyWork::CanopyWork(int rank, CallRecord record)
     : c10d::Work(rank, record.type, record.title, record.inputs),
       record_(std::move(record)),
-      failures_(std::move(failures)),
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
 bool CanopyWork::isCompleted() {
@@ -60,7 +59,6 @@ void CanopyWork::complete() {
     return;
   }
   std::exception_ptr error = call_.error();
-  if (error && failures_) failures_->note(error);
   if (!error && record_.copy_out) {
     try {
       record_.copy_out();

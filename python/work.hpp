@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "canopy/communicator.hpp"
-#include "python/failure_note.hpp"
 
 namespace canopy::pytorch {
 
@@ -38,8 +37,7 @@ struct CallRecord {
 
 class CanopyWork final : public c10d::Work {
  public:
-  // `failures` (the process group's) learns the call's error, if it fails.
-  CanopyWork(int rank, CallRecord record, std::shared_ptr<FailureNote> failures = nullptr);
+  CanopyWork(int rank, CallRecord record);
 
   // The Canopy call this Work stands for; set once, right after the call was started.
   void attach(canopy::Work call) { call_ = std::move(call); }
@@ -64,7 +62,6 @@ class CanopyWork final : public c10d::Work {
 
   CallRecord record_;
   canopy::Work call_;
-  std::shared_ptr<FailureNote> failures_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::atomic<bool> claimed_{false};
   std::atomic<int> waiters_{0};  // threads inside wait(), each of which completes the Work itself

@@ -14,6 +14,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -223,6 +224,9 @@ class Communicator {
   // False for an empty communicator (a rank outside the group of split or subgroup, or a moved-from one);
   // any call on it is Error(InvalidArgument).
   bool valid() const;
+  // What ended this communicator (a failed call, a peer found dead while it was idle, abort(), revoke()):
+  // the error its later calls raise; none while it is usable.
+  std::optional<Error> failure() const;
 
   // Wakes every waiter with Error(Aborted); every later call fails. Callable from any thread.
   void abort(const std::string& reason = "aborted by the user");

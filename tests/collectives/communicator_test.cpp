@@ -518,6 +518,29 @@ TEST(Communicator, PointToPointKeepsOrder) {
   });
 }
 
+// failure() is empty while the communicator is usable, and afterwards says what ended it, with the code
+// its later calls raise.
+TEST(Communicator, FailureSaysWhatEndedTheCommunicator) {
+  run_group(2, [](Communicator& comm) {
+    require(!comm.failure(), "rank {}: a failure before any: {}", comm.rank(),
+            comm.failure() ? comm.failure()->what() : "");
+    comm.barrier();
+    comm.abort("ended by the test");
+    const std::optional<Error> failure = comm.failure();
+    require(failure && failure->code() == ErrorCode::Aborted, "rank {}: no Aborted failure after abort()",
+            comm.rank());
+    require(std::string(failure->what()).find("ended by the test") != std::string::npos,
+            "rank {}: the failure does not say why: {}", comm.rank(), failure->what());
+    try {
+      comm.barrier();
+      require(false, "rank {}: a barrier after abort() succeeded", comm.rank());
+    } catch (const Error& e) {
+      require(e.code() == failure->code(), "rank {}: the later call raised {}, failure() says {}", comm.rank(),
+              to_string(e.code()), to_string(failure->code()));
+    }
+  });
+}
+
 TEST(Communicator, BadArgumentsAreClearErrors) {
   run_group(2, [](Communicator& comm) {
     std::vector<float> data(4);
