@@ -104,10 +104,10 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     next_world_rank_ = *std::max_element(world_ranks_.begin(), world_ranks_.end()) + 1;
   }
   if (member) family_->store_server = member->family_->store_server;
-  // Both TCP meshes (the collectives' and the point-to-point one) listen before the layout is agreed, so
-  // that their addresses travel in this rank's layout record: one request publishes all it has to say.
-  // Not where the transport is verbs, which has no TCP mesh (auto may still choose verbs: the listeners
-  // then close unused).
+  // Both TCP meshes (the collectives' and the point-to-point one) share one listener, made before the
+  // layout is agreed, so that its address travels in this rank's layout record: one request publishes all
+  // it has to say. Not where the transport is verbs, which has no TCP mesh (auto may still choose verbs:
+  // the listener then closes unused).
   std::shared_ptr<transport::TcpAddressBook> addresses;
   if (size > 1 && transport::transport_kind_from(settings_) != transport::TransportKind::Verbs) {
     const transport::TcpOptions tcp =
@@ -118,7 +118,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
                                            collectives::addresses_in_record});
   }
   collectives::RankRecord record;
-  if (addresses) record.addresses = addresses->addresses();
+  if (addresses) record.addresses = addresses->address();
   if (first_on_its_store) record.claim = rendezvous::rank_claim();
   const auto liveness = collectives::LivenessSettings::from_settings(settings_);
   const std::shared_ptr<Store> forming =

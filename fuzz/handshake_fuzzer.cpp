@@ -34,7 +34,7 @@ void fuzz_hello(const std::byte* bytes, std::size_t size) {
   auto again = transport::decode_hello(
       std::span<const std::byte, transport::kHelloSize>(encoded.data(), transport::kHelloSize));
   check(again.comm_id == hello.comm_id && again.rank == hello.rank && again.size == hello.size &&
-            again.token_bytes == token.size(),
+            again.mesh == hello.mesh && again.token_bytes == token.size(),
         "a hello does not survive encode -> decode");
   std::string_view other(reinterpret_cast<const char*>(bytes), std::min(size, token.size()));
   check(transport::tokens_equal(token, other) == (token == other), "tokens_equal disagrees with ==");

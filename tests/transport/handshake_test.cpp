@@ -12,13 +12,14 @@ std::span<const std::byte, kHelloSize> fixed_part(const std::vector<std::byte>& 
 }
 
 TEST(Handshake, HelloRoundTrip) {
-  Hello hello{.comm_id = 0xABCDEF0123456789ULL, .rank = 4, .size = 9};
+  Hello hello{.comm_id = 0xABCDEF0123456789ULL, .rank = 4, .size = 9, .mesh = 1, .token_bytes = 0};
   auto bytes = encode_hello(hello, "secret");
   ASSERT_EQ(bytes.size(), kHelloSize + 6);
   Hello back = decode_hello(fixed_part(bytes));
   EXPECT_EQ(back.comm_id, hello.comm_id);
   EXPECT_EQ(back.rank, 4u);
   EXPECT_EQ(back.size, 9u);
+  EXPECT_EQ(back.mesh, 1);
   EXPECT_EQ(back.token_bytes, 6);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data() + kHelloSize), 6), "secret");
 }

@@ -27,6 +27,8 @@ std::string_view to_string(AckStatus status) {
       return "a connection from this rank already exists";
     case AckStatus::OtherUser:
       return "the connecting process runs as another user";
+    case AckStatus::NoSuchMesh:
+      return "no mesh of that number listens there";
   }
   return "unknown status";
 }
@@ -38,6 +40,7 @@ std::vector<std::byte> encode_hello(const Hello& hello, std::string_view token) 
   std::vector<std::byte> out(kHelloSize + token.size());
   put(&out[0], kHelloMagic);
   put(&out[4], kHandshakeVersion);
+  put(&out[5], hello.mesh);
   put(&out[6], static_cast<std::uint16_t>(token.size()));
   put(&out[8], hello.comm_id);
   put(&out[16], hello.rank);
@@ -54,6 +57,7 @@ Hello decode_hello(std::span<const std::byte, kHelloSize> in) {
     fail(ErrorCode::Protocol, "handshake version {} is not supported (this build speaks {})", version,
          kHandshakeVersion);
   Hello hello;
+  hello.mesh = get<std::uint8_t>(&in[5]);
   hello.token_bytes = get<std::uint16_t>(&in[6]);
   if (hello.token_bytes > kMaxTokenBytes)
     fail(ErrorCode::Protocol, "handshake announces a {}-byte token; at most {} are allowed",
@@ -82,7 +86,7 @@ Ack decode_ack(std::span<const std::byte, kAckSize> in) {
     fail(ErrorCode::Protocol, "handshake answer version {} is not supported (this build speaks {})", version,
          kHandshakeVersion);
   auto status = get<std::uint8_t>(&in[5]);
-  if (status > static_cast<std::uint8_t>(AckStatus::OtherUser))
+  if (status > static_cast<std::uint8_t>(AckStatus::NoSuchMesh))
     fail(ErrorCode::Protocol, "handshake answer with unknown status {}", status);
   Ack ack;
   ack.status = static_cast<AckStatus>(status);

@@ -2,8 +2,9 @@
 // the job (token) and the communicator (comm id); the accepting rank answers with an ack saying whether
 // it took the connection. Anything else (a port scanner, a stray job, garbage) is dropped.
 //
-// Hello (24 bytes + token, little-endian): u32 magic "CNPH", u8 version, u8 reserved, u16 token length,
-//   u64 comm_id, u32 rank, u32 size; then the token bytes.
+// Hello (24 bytes + token, little-endian): u32 magic "CNPH", u8 version, u8 mesh, u16 token length,
+//   u64 comm_id, u32 rank, u32 size; then the token bytes. `mesh` says which of the meshes sharing the
+//   accepting rank's listener the connection is for (tcp_listener.hpp).
 // Ack (24 bytes): u32 magic "CNPA", u8 version, u8 status, u16 reserved, u64 comm_id, u32 rank, u32 reserved.
 #pragma once
 
@@ -21,7 +22,7 @@ namespace canopy::transport {
 
 inline constexpr std::uint32_t kHelloMagic = 0x48504E43;  // "CNPH"
 inline constexpr std::uint32_t kAckMagic = 0x41504E43;    // "CNPA"
-inline constexpr std::uint8_t kHandshakeVersion = 1;
+inline constexpr std::uint8_t kHandshakeVersion = 2;
 inline constexpr std::size_t kHelloSize = 24;
 inline constexpr std::size_t kAckSize = 24;
 inline constexpr std::size_t kMaxTokenBytes = 1024;
@@ -30,6 +31,7 @@ struct Hello {
   std::uint64_t comm_id = 0;
   std::uint32_t rank = 0;
   std::uint32_t size = 0;
+  std::uint8_t mesh = 0;          // of the accepting rank's listener; 0 where it serves one mesh
   std::uint16_t token_bytes = 0;  // the token follows the fixed part
 };
 
@@ -39,7 +41,8 @@ enum class AckStatus : std::uint8_t {
   WrongComm = 2,
   BadRank = 3,
   Duplicate = 4,
-  OtherUser = 5  // the shared-memory handshake: the connecting process runs as another user
+  OtherUser = 5,  // the shared-memory handshake: the connecting process runs as another user
+  NoSuchMesh = 6  // the hello names a mesh the accepting rank's listener does not serve
 };
 std::string_view to_string(AckStatus status);
 

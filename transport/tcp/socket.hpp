@@ -3,6 +3,7 @@
 
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -51,6 +52,11 @@ struct SocketAddress {
   static SocketAddress local_of(int fd);  // getsockname
   static SocketAddress peer_of(int fd);   // getpeername; family 0 when the socket has no peer
 };
+
+// Whether a non-blocking call's errno says only that it would have to wait.
+inline bool would_block(int error) {
+  return error == EAGAIN || error == EWOULDBLOCK;
+}
 
 // A listening socket bound to `address` (port 0 picks one), non-blocking. Out of descriptors it throws
 // Error(Resource), naming `need` (what the caller holds open, common/fd_limit.hpp).

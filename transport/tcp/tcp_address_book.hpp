@@ -1,9 +1,9 @@
-// Where the TCP meshes of one communicator find each other when every rank publishes all its listening
-// addresses once, inside a record of its own (the host layout agreement's:
-// collectives/communicator_impl.cpp), instead of one store key a mesh ("tcp/<comm>/addr/<rank>",
-// tcp_address_key): the listeners, made before that record is published, and the peers' records, each read
-// from the store at most once, several in one request, for every mesh of the communicator (the collectives'
-// and the point-to-point one).
+// Where the TCP meshes of one communicator find each other when every rank publishes its listening address
+// once, inside a record of its own (the host layout agreement's: collectives/communicator_impl.cpp), instead
+// of one store key a mesh ("tcp/<comm>/addr/<rank>", tcp_address_key): one listener that every mesh of the
+// communicator shares (the collectives' and the point-to-point one: tcp_listener.hpp), made before that
+// record is published, and the peers' records, each read from the store at most once, several in one
+// request, for every mesh.
 #pragma once
 
 #include <functional>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "canopy/store.hpp"
-#include "transport/tcp/socket.hpp"
+#include "transport/tcp/tcp_listener.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy::transport {
@@ -25,8 +25,7 @@ class TcpAddressBook {
   struct Records {
     std::shared_ptr<Store> store;
     std::function<std::string(int rank)> key_of;
-    // A record's addresses, "<mesh 0's> <mesh 1's> ..." (empty: it has none); Error(Protocol) for a
-    // malformed record.
+    // A record's listening address (empty: it has none); Error(Protocol) for a malformed record.
     std::function<std::string(const std::string& record, int rank)> addresses_of;
   };
 
@@ -36,30 +35,26 @@ class TcpAddressBook {
   TcpAddressBook(const TcpAddressBook&) = delete;
   TcpAddressBook& operator=(const TcpAddressBook&) = delete;
 
-  // "<mesh 0's address> <mesh 1's> ...": this rank's part of its record.
-  std::string addresses() const;
-  // This rank's listening address for `mesh`.
-  const std::string& address(int mesh) const { return own_[static_cast<std::size_t>(mesh)]; }
-  // Mesh `mesh`'s listener, for its TcpConnector: once (invalid afterwards).
-  UniqueFd take_listener(int mesh);
+  // This rank's listening address: its part of its record.
+  const std::string& address() const { return listener_->address(); }
+  // The listener every mesh's TcpConnector shares.
+  const std::shared_ptr<TcpListener>& listener() const { return listener_; }
 
   // Reads the records of those of `peers` that were not read yet, in one store request (none when every one
   // is known), waiting for them at most `wait`. False when some were not there: they stay unknown, and a
   // later call asks again. Thread-safe (the point-to-point mesh has a thread of its own).
   bool read(const std::vector<int>& peers, Duration wait);
-  // `peer`'s address for `mesh`, once its record was read.
-  std::optional<std::string> address_of(int peer, int mesh) const;
+  // `peer`'s listening address, once its record was read.
+  std::optional<std::string> address_of(int peer) const;
   // The store key of `peer`'s record, for messages.
   std::string key_of(int peer) const { return records_.key_of(peer); }
 
  private:
   const int rank_;
-  const int meshes_;
   const Records records_;
-  std::vector<UniqueFd> listeners_;
-  std::vector<std::string> own_;
+  std::shared_ptr<TcpListener> listener_;
   mutable std::mutex mutex_;
-  std::vector<std::vector<std::string>> known_;  // by peer: its addresses, empty until its record was read
+  std::vector<std::string> known_;  // by peer: its address, empty until its record was read
 };
 
 }  // namespace canopy::transport

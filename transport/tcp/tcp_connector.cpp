@@ -37,10 +37,6 @@ std::string rank_list(const std::vector<int>& ranks) {
   return text;
 }
 
-bool would_block(int error) {
-  return error == EAGAIN || error == EWOULDBLOCK;
-}
-
 }  // namespace
 
 struct TcpConnector::Dial {
@@ -63,14 +59,9 @@ struct TcpConnector::Inbound {
   UniqueFd fd;
   std::string address;
   Clock::time_point give_up;
-  std::array<std::byte, kHelloSize> head{};
-  std::size_t head_received = 0;
   Hello hello;
-  std::string token;  // sized once the hello announced it
-  std::size_t token_received = 0;
   std::array<std::byte, kAckSize> ack{};
   std::size_t ack_sent = 0;
-  bool answering = false;
   AckStatus status = AckStatus::Accepted;
 };
 
@@ -84,18 +75,22 @@ TcpConnector::TcpConnector(std::shared_ptr<Store> store, int rank, int size, con
   if (size == 1) return;
   if (options_.address_book) {
     // Made before the rank's record, which holds its address, was published.
-    listener_ = options_.address_book->take_listener(options_.address_book_mesh);
-    if (!listener_.valid())
-      fail(ErrorCode::InvalidArgument, "rank {}: the TCP listener {} of comm {} was taken by another mesh",
-           rank_, options_.address_book_mesh, options_.comm_id);
-    address_ = options_.address_book->address(options_.address_book_mesh);
+    listener_ = options_.address_book->listener();
+    mesh_ = options_.address_book_mesh;
+    if (mesh_ < 0 || mesh_ >= listener_->meshes())
+      fail(ErrorCode::InvalidArgument, "rank {}: comm {}'s TCP listener serves {} meshes, not mesh {}", rank_,
+           options_.comm_id, listener_->meshes(), mesh_);
+    address_ = listener_->address();
     return;
   }
-  InterfaceAddress chosen = choose_interface(list_interfaces(), options_.socket_ifname, options_.socket_family);
+  InterfaceAddress chosen =
+      choose_interface(list_interfaces(), options_.socket_ifname, options_.socket_family);
   // The backlog holds every peer that may dial at once: the kernel completes their connects while this
   // rank computes, and drive() answers them on its next call.
-  listener_ = listen_on(chosen.address, size_ + 64, need());
-  address_ = SocketAddress::local_of(listener_.get()).to_string();
+  UniqueFd listening = listen_on(chosen.address, size_ + 64, need());
+  address_ = SocketAddress::local_of(listening.get()).to_string();
+  listener_ = std::make_shared<TcpListener>(rank_, std::move(listening), address_, /*meshes=*/1,
+                                            options_.handshake_timeout, need());
   log::info("rank {}: listening on {} (interface {}{}) for comm {}", rank_, address_, chosen.name,
             options_.socket_ifname.empty() ? ", the default choice" : ", from CANOPY_SOCKET_IFNAME",
             options_.comm_id);
@@ -105,11 +100,7 @@ TcpConnector::TcpConnector(std::shared_ptr<Store> store, int rank, int size, con
 TcpConnector::~TcpConnector() = default;
 
 std::string TcpConnector::need() const {
-  return fmt::format(
-      "rank {}'s TCP mesh of {} ranks (comm {}) needs {} descriptors to hold a link with every peer: a socket for "
-      "each of its {} peers, its listener and an eventfd (links made on first use need one for each peer "
-      "it has talked to)",
-      rank_, size_, options_.comm_id, size_ + 1, size_ - 1);
+  return tcp_descriptor_need(rank_, size_, listener_ ? listener_->meshes() : 1, options_.comm_id);
 }
 
 std::vector<int> TcpConnector::awaited() const {
@@ -124,9 +115,8 @@ bool TcpConnector::resolve(Dial& dial) {
   const std::string key = book ? book->key_of(dial.peer) : tcp_address_key(options_.comm_id, dial.peer);
   if (book) {
     // Usually read already, with the other dials' (drive()) or by the other mesh.
-    std::optional<std::string> address = book->address_of(dial.peer, options_.address_book_mesh);
-    if (!address && book->read({dial.peer}, kLookupWait))
-      address = book->address_of(dial.peer, options_.address_book_mesh);
+    std::optional<std::string> address = book->address_of(dial.peer);
+    if (!address && book->read({dial.peer}, kLookupWait)) address = book->address_of(dial.peer);
     if (address) {
       dial.address = SocketAddress::parse(*address);
       return true;
@@ -139,9 +129,10 @@ bool TcpConnector::resolve(Dial& dial) {
       if (e.code() != ErrorCode::Timeout) throw;
     }
   }
-  dial.problem = fmt::format("rank {} never published its address (store key '{}'); is it running, with the "
-                             "same store and world size {}?",
-                             dial.peer, key, size_);
+  dial.problem = fmt::format(
+      "rank {} never published its address (store key '{}'); is it running, with the "
+      "same store and world size {}?",
+      dial.peer, key, size_);
   dial.retry_at = Clock::now() + dial.pause;
   dial.pause = std::min<Clock::duration>(dial.pause * 2, kLongestLookupPause);
   return false;
@@ -170,9 +161,11 @@ void TcpConnector::request(int peer) {
   dial->peer = peer;
   dial->give_up = Clock::now() + options_.connect_timeout;
   dial->retry_at = Clock::now();
-  Hello hello{.comm_id = options_.comm_id,
-              .rank = static_cast<std::uint32_t>(rank_),
-              .size = static_cast<std::uint32_t>(size_)};
+  Hello hello;
+  hello.comm_id = options_.comm_id;
+  hello.rank = static_cast<std::uint32_t>(rank_);
+  hello.size = static_cast<std::uint32_t>(size_);
+  hello.mesh = static_cast<std::uint8_t>(mesh_);
   dial->hello = encode_hello(hello, options_.job_token);
   dials_.push_back(std::move(dial));
 }
@@ -180,8 +173,8 @@ void TcpConnector::request(int peer) {
 // ---- dialling a lower rank ----
 
 void TcpConnector::retry_later(Dial& dial, std::string problem) {
-  log::debug("rank {}: connecting to rank {} at {}: {}; retrying", rank_, dial.peer, dial.address->to_string(),
-             problem);
+  log::debug("rank {}: connecting to rank {} at {}: {}; retrying", rank_, dial.peer,
+             dial.address->to_string(), problem);
   dial.problem = std::move(problem);
   dial.fd.reset();
   dial.stage = Dial::Stage::Waiting;
@@ -189,24 +182,26 @@ void TcpConnector::retry_later(Dial& dial, std::string problem) {
   dial.retry_at = Clock::now() + kRetryPause;
 }
 
-std::optional<Error> TcpConnector::judge_ack(const Dial& dial, std::span<const std::byte, kAckSize> bytes) const {
+std::optional<Error> TcpConnector::judge_ack(const Dial& dial,
+                                             std::span<const std::byte, kAckSize> bytes) const {
   const std::string where = dial.address->to_string();
   Ack ack;
   try {
     ack = decode_ack(bytes);
   } catch (const Error& e) {
-    return Error(ErrorCode::Protocol,
-                 fmt::format("rank {}: the address published for rank {} ({}) answered with something that is "
-                             "not a Canopy handshake: {}",
-                             rank_, dial.peer, where, e.what()));
+    return Error(
+        ErrorCode::Protocol,
+        fmt::format("rank {}: the address published for rank {} ({}) answered with something that is "
+                    "not a Canopy handshake: {}",
+                    rank_, dial.peer, where, e.what()));
   }
   if (ack.status != AckStatus::Accepted)
-    return Error(ack.status == AckStatus::WrongToken ? ErrorCode::Config : ErrorCode::Protocol,
-                 fmt::format("rank {}: rank {} ({}) refused the connection for comm {}: {}{}", rank_, dial.peer,
-                             where, options_.comm_id, to_string(ack.status),
-                             ack.status == AckStatus::WrongToken
-                                 ? " (every rank must have the same CANOPY_JOB_TOKEN)"
-                                 : ""));
+    return Error(
+        ack.status == AckStatus::WrongToken ? ErrorCode::Config : ErrorCode::Protocol,
+        fmt::format(
+            "rank {}: rank {} ({}) refused the connection for comm {}: {}{}", rank_, dial.peer, where,
+            options_.comm_id, to_string(ack.status),
+            ack.status == AckStatus::WrongToken ? " (every rank must have the same CANOPY_JOB_TOKEN)" : ""));
   if (ack.rank != static_cast<std::uint32_t>(dial.peer) || ack.comm_id != options_.comm_id)
     return Error(ErrorCode::Protocol,
                  fmt::format("rank {}: the address published for rank {} of comm {} ({}) answered as rank {} "
@@ -220,12 +215,13 @@ bool TcpConnector::advance(Dial& dial, Outcome& outcome) {
     if (Clock::now() >= dial.give_up) {
       outcome.failure = Error(
           ErrorCode::Timeout,
-          dial.address ? fmt::format("rank {}: TCP mesh set-up for comm {} timed out after {} ms: never connected "
-                                     "with rank {} at {} (last problem: {})",
-                                     rank_, options_.comm_id, millis(options_.connect_timeout), dial.peer,
-                                     dial.address->to_string(), dial.problem)
-                       : fmt::format("rank {}: TCP mesh set-up for comm {} timed out after {} ms: {}", rank_,
-                                     options_.comm_id, millis(options_.connect_timeout), dial.problem));
+          dial.address
+              ? fmt::format("rank {}: TCP mesh set-up for comm {} timed out after {} ms: never connected "
+                            "with rank {} at {} (last problem: {})",
+                            rank_, options_.comm_id, millis(options_.connect_timeout), dial.peer,
+                            dial.address->to_string(), dial.problem)
+              : fmt::format("rank {}: TCP mesh set-up for comm {} timed out after {} ms: {}", rank_,
+                            options_.comm_id, millis(options_.connect_timeout), dial.problem));
       return true;
     }
     switch (dial.stage) {
@@ -258,8 +254,8 @@ bool TcpConnector::advance(Dial& dial, Outcome& outcome) {
         continue;
       }
       case Dial::Stage::Greeting: {
-        ssize_t n = ::send(dial.fd.get(), dial.hello.data() + dial.hello_sent, dial.hello.size() - dial.hello_sent,
-                           MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = ::send(dial.fd.get(), dial.hello.data() + dial.hello_sent,
+                           dial.hello.size() - dial.hello_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && would_block(errno)) return false;
         if (n < 0) {
@@ -295,73 +291,16 @@ bool TcpConnector::advance(Dial& dial, Outcome& outcome) {
 
 // ---- accepting higher ranks ----
 
-void TcpConnector::accept_pending() {
-  for (;;) {
-    int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (would_block(errno)) return;
-      if (out_of_descriptors(errno)) {
-        // accept() fails at once for as long as a connection waits, so polling the listener now would
-        // spin. A handshake under way may still end as a stray and free a descriptor; with none, no peer
-        // can ever be accepted.
-        const int err = errno;
-        if (inbound_.empty())
-          fail_descriptor_call(fmt::format("rank {}: accept() of ranks {} on {}", rank_,
-                                           rank_list(awaited()), address_),
-                               err, need());
-        log::debug("rank {}: accept: {}; waiting for the {} handshake(s) under way", rank_, std::strerror(err),
-                   inbound_.size());
-        listener_paused_ = true;
-        return;
-      }
-      if (errno == ENOBUFS || errno == ENOMEM) {  // the kernel's memory: it may come back on the next poll
-        log::warn("rank {}: accept: {}; retrying", rank_, std::strerror(errno));
-        return;
-      }
-      fail_errno(fmt::format("rank {}: accept on {}", rank_, address_));
-    }
-    auto in = std::make_unique<Inbound>();
-    in->fd = UniqueFd(fd);
-    in->address = SocketAddress::peer_of(fd).to_string();
-    in->give_up = Clock::now() + options_.handshake_timeout;
-    inbound_.push_back(std::move(in));
-  }
-}
-
-// Reads the hello and its token, judges them, sends the answer. Drop closes the connection.
-TcpConnector::Step TcpConnector::advance(Inbound& in) {
-  while (!in.answering) {
-    const bool in_head = in.head_received < kHelloSize;
-    std::byte* target = in_head ? in.head.data() + in.head_received
-                                : reinterpret_cast<std::byte*>(in.token.data()) + in.token_received;
-    std::size_t want = in_head ? kHelloSize - in.head_received : in.token.size() - in.token_received;
-    if (want > 0) {
-      ssize_t n = ::recv(in.fd.get(), target, want, MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && would_block(errno)) return Step::Continue;
-      if (n <= 0) {
-        log::warn("rank {}: dropped a connection from {}: closed before completing the handshake", rank_,
-                  in.address);
-        return Step::Drop;
-      }
-      (in_head ? in.head_received : in.token_received) += static_cast<std::size_t>(n);
-      if (!in_head || in.head_received < kHelloSize) continue;
-      try {
-        in.hello = decode_hello(in.head);
-      } catch (const Error& e) {
-        log::warn("rank {}: dropped a connection from {}: {}", rank_, in.address, e.what());
-        return Step::Drop;
-      }
-      in.token.resize(in.hello.token_bytes);
-      continue;
-    }
-    in.status = judge(in.hello, in.token);
-    in.ack = encode_ack(
-        Ack{.status = in.status, .comm_id = options_.comm_id, .rank = static_cast<std::uint32_t>(rank_)});
-    in.answering = true;
-  }
-  return send_answer(in);
+void TcpConnector::answer(TcpListener::Greeted greeted) {
+  auto in = std::make_unique<Inbound>();
+  in->fd = std::move(greeted.fd);
+  in->address = std::move(greeted.address);
+  in->give_up = Clock::now() + options_.handshake_timeout;
+  in->hello = greeted.hello;
+  in->status = judge(in->hello, greeted.token);
+  in->ack = encode_ack(
+      Ack{.status = in->status, .comm_id = options_.comm_id, .rank = static_cast<std::uint32_t>(rank_)});
+  inbound_.push_back(std::move(in));
 }
 
 AckStatus TcpConnector::judge(const Hello& hello, std::string_view token) const {
@@ -426,14 +365,18 @@ void TcpConnector::drive(std::vector<Outcome>& outcomes) {
     dials_.erase(dials_.begin() + static_cast<std::ptrdiff_t>(i));
   }
 
+  greeted_.clear();
+  if (listener_) listener_->drive(mesh_, greeted_);
+  for (auto& greeted : greeted_) answer(std::move(greeted));
   // No clock read while nothing is under way: drive() runs on every pass of the data path.
   const auto now = inbound_.empty() ? Clock::time_point() : Clock::now();
   for (std::size_t i = 0; i < inbound_.size();) {
     Inbound& in = *inbound_[i];
-    Step step = advance(in);
+    Step step = send_answer(in);
     if (step == Step::Continue && now >= in.give_up) {
-      log::warn("rank {}: dropped a connection from {}: no complete handshake within {} ms", rank_, in.address,
-                millis(options_.handshake_timeout));
+      log::warn(
+          "rank {}: dropped a connection from {}: its handshake's answer could not be sent within {} ms",
+          rank_, in.address, millis(options_.handshake_timeout));
       step = Step::Drop;
     }
     if (step == Step::Continue) {
@@ -444,23 +387,19 @@ void TcpConnector::drive(std::vector<Outcome>& outcomes) {
       const int peer = static_cast<int>(in.hello.rank);
       connected_[peer] = true;
       configure_data_socket(in.fd.get());
-      outcomes.push_back(Outcome{.peer = peer, .link = PeerLink{std::move(in.fd), in.address}, .failure = {}});
+      outcomes.push_back(
+          Outcome{.peer = peer, .link = PeerLink{std::move(in.fd), in.address}, .failure = {}});
     }
     inbound_.erase(inbound_.begin() + static_cast<std::ptrdiff_t>(i));
-    listener_paused_ = false;  // a handshake ended: accept() may work again
-  }
-  if (listener_ready_) {
-    listener_ready_ = false;
-    accept_pending();
-    if (!inbound_.empty()) drive(outcomes);  // their hellos are usually there already
   }
 }
 
 void TcpConnector::prepare_to_block(std::vector<pollfd>& fds, Clock::time_point& wake_by) {
-  listener_polled_ = listener_.valid() && !listener_paused_;
-  if (listener_polled_) fds.push_back({listener_.get(), POLLIN, 0});
+  const std::size_t before = fds.size();
+  if (listener_) listener_->prepare_to_block(mesh_, fds, wake_by);
+  listener_polls_ = fds.size() - before;
   for (const auto& in : inbound_) {
-    fds.push_back({in->fd.get(), static_cast<short>(in->answering ? POLLOUT : POLLIN), 0});
+    fds.push_back({in->fd.get(), POLLOUT, 0});
     wake_by = std::min(wake_by, in->give_up);
   }
   for (const auto& dial : dials_) {
@@ -482,7 +421,7 @@ void TcpConnector::prepare_to_block(std::vector<pollfd>& fds, Clock::time_point&
 }
 
 void TcpConnector::after_poll(std::span<const pollfd> fds) {
-  if (listener_polled_ && !fds.empty() && fds[0].revents != 0) listener_ready_ = true;
+  if (listener_) listener_->after_poll(mesh_, fds.first(std::min(listener_polls_, fds.size())));
 }
 
 }  // namespace canopy::transport

@@ -22,6 +22,7 @@
 #include "common/deadline.hpp"
 #include "transport/tcp/handshake.hpp"
 #include "transport/tcp/socket.hpp"
+#include "transport/tcp/tcp_listener.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy::transport {
@@ -43,8 +44,9 @@ class TcpConnector {
 
   // Listens and publishes "tcp/<comm_id>/addr/<rank>" in the store (one request). Dials read the lower
   // peers' addresses from the store when they start, once each: the connector keeps it. With an address
-  // book (options.address_book) the listener and the addresses are the book's (no request here), and the
-  // dials that start together read their peers' records in one request.
+  // book (options.address_book) the listener, shared with the communicator's other meshes, and the
+  // addresses are the book's (no request here), and the dials that start together read their peers'
+  // records in one request.
   TcpConnector(std::shared_ptr<Store> store, int rank, int size, const TcpOptions& options);
   ~TcpConnector();
   TcpConnector(const TcpConnector&) = delete;
@@ -88,9 +90,8 @@ class TcpConnector {
   bool advance(Dial& dial, Outcome& outcome);
   void retry_later(Dial& dial, std::string problem);
   std::optional<Error> judge_ack(const Dial& dial, std::span<const std::byte, kAckSize> bytes) const;
-  // Inbound handshakes.
-  void accept_pending();
-  Step advance(Inbound& in);
+  // Inbound handshakes: the listener reads the hellos, this connector judges and answers them.
+  void answer(TcpListener::Greeted greeted);
   AckStatus judge(const Hello& hello, std::string_view token) const;
   Step send_answer(Inbound& in);
 
@@ -98,13 +99,13 @@ class TcpConnector {
   const int rank_;
   const int size_;
   const TcpOptions options_;
-  UniqueFd listener_;
+  std::shared_ptr<TcpListener> listener_;
+  int mesh_ = 0;  // which of the listener's meshes this is
   std::string address_;
-  bool listener_paused_ = false;  // out of descriptors: not polled until a handshake under way ends
-  bool listener_polled_ = false;  // the last prepare_to_block() put the listener first
-  bool listener_ready_ = false;   // and poll() found a connection waiting
-  std::vector<bool> requested_;   // by peer
-  std::vector<bool> connected_;   // by peer: a link was handed out
+  std::size_t listener_polls_ = 0;  // the listener's entries, first in the last prepare_to_block()
+  std::vector<TcpListener::Greeted> greeted_;
+  std::vector<bool> requested_;  // by peer
+  std::vector<bool> connected_;  // by peer: a link was handed out
   std::vector<std::unique_ptr<Dial>> dials_;
   std::vector<std::unique_ptr<Inbound>> inbound_;
 };

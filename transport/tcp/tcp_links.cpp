@@ -22,14 +22,13 @@ constexpr std::uint64_t kDuplexSlice = std::uint64_t{1} << 20;
 // Read-ahead per peer: many small frames per recv(); payloads at least this large skip it.
 constexpr std::size_t kInboxBytes = 64 * 1024;
 
-bool would_block(int error) {
-  return error == EAGAIN || error == EWOULDBLOCK;
-}
-
 }  // namespace
 
 TcpLinks::TcpLinks(int rank, int size, TcpLinkSet links, const AbortFlag& abort)
-    : rank_(rank), abort_(abort), peers_(static_cast<std::size_t>(size)), connector_(std::move(links.connector)) {
+    : rank_(rank),
+      abort_(abort),
+      peers_(static_cast<std::size_t>(size)),
+      connector_(std::move(links.connector)) {
   for (std::size_t p = 0; p < links.links.size(); ++p)
     if (links.links[p].fd.valid()) install(static_cast<int>(p), std::move(links.links[p]));
 }
@@ -44,7 +43,8 @@ void TcpLinks::install(int peer, PeerLink link) {
 
 int TcpLinks::connected_peers() const {
   std::lock_guard lock(links_mutex_);
-  return static_cast<int>(std::count_if(peers_.begin(), peers_.end(), [](const Peer& p) { return p.link.fd.valid(); }));
+  return static_cast<int>(
+      std::count_if(peers_.begin(), peers_.end(), [](const Peer& p) { return p.link.fd.valid(); }));
 }
 
 void TcpLinks::expect_peers(std::span<const int> peers) {

@@ -107,7 +107,7 @@ class TcpLinks final : public IoPart {
   // Guards the peers' descriptors between install() and shut_down(), which any thread may call.
   mutable std::mutex links_mutex_;
   bool shut_ = false;
-  std::vector<int> poll_peers_;    // the peers prepare_to_block() asked to wait on, in order
+  std::vector<int> poll_peers_;      // the peers prepare_to_block() asked to wait on, in order
   std::size_t connector_polls_ = 0;  // the connector's entries after them
   Clock::time_point wake_by_ = Clock::time_point::max();
   std::vector<short> polled_;      // their revents from the last poll()
