@@ -27,7 +27,9 @@ PointToPoint::PointToPoint(std::unique_ptr<transport::Transport> transport, Sett
       rank_(transport_->rank()),
       peers_(static_cast<std::size_t>(transport_->size())) {}
 
-PointToPoint::~PointToPoint() { close(); }
+PointToPoint::~PointToPoint() {
+  close();
+}
 
 void PointToPoint::close() {
   {
@@ -40,10 +42,11 @@ void PointToPoint::close() {
   transport_->wake();
   if (thread_.joinable()) thread_.join();
   // The thread is gone: what it never finished ends here, its buffers no longer touched.
-  const Error gone(ErrorCode::Aborted,
-                   fmt::format("rank {}: the communicator was destroyed while this point-to-point operation was "
-                               "pending",
-                               rank_));
+  const Error gone(
+      ErrorCode::Aborted,
+      fmt::format("rank {}: the communicator was destroyed while this point-to-point operation was "
+                  "pending",
+                  rank_));
   for (auto& [index, op] : operations_) op.work->finish(std::make_exception_ptr(gone));
   for (auto& [index, op] : inbox_) op.work->finish(std::make_exception_ptr(gone));
   operations_.clear();
@@ -99,8 +102,11 @@ void PointToPoint::abort(const std::string& reason) {
 
 void PointToPoint::run() noexcept {
   try {
-    for (int peer = 0; peer < static_cast<int>(peers_.size()); ++peer)
-      if (peer != rank_) expect_descriptor(peer);
+    // Only the higher ranks may send first: with links made on first use the higher rank of a pair dials,
+    // so a receive from a lower one would dial it, and a group of thousands would connect everyone. A
+    // lower rank's messages are read once this rank has an operation with it (MPI lets a send wait for its
+    // receive).
+    for (int peer = rank_ + 1; peer < static_cast<int>(peers_.size()); ++peer) listen_to(peer);
   } catch (const Error& error) {
     fail_all(error);
   }
@@ -166,6 +172,7 @@ void PointToPoint::progress_once() {
 
 void PointToPoint::start_send(OpIndex index) {
   const Operation& op = operations_.at(index);
+  listen_to(op.peer);  // its ClearToSend comes back as a descriptor
   Peer& peer = peers_[static_cast<std::size_t>(op.peer)];
   if (peer.gone)
     throw Error(ErrorCode::PeerFailed,
@@ -181,6 +188,7 @@ void PointToPoint::start_send(OpIndex index) {
 
 void PointToPoint::start_recv(OpIndex index) {
   const Operation& op = operations_.at(index);
+  listen_to(op.peer);
   Peer& peer = peers_[static_cast<std::size_t>(op.peer)];
   if (auto it = peer.unmatched.find(op.tag); it != peer.unmatched.end() && !it->second.empty()) {
     const std::uint64_t arrival = it->second.front();
@@ -345,6 +353,13 @@ void PointToPoint::expect_descriptor(int from) {
   const transport::OpId id = transport_->post_recv(
       from, frame_envelope(peer.frames_in++, kP2PDescriptorBytes, false), peer.descriptor_in);
   in_transport_[id] = {Pending::Kind::DescriptorIn, from, {}, {}, 0};
+}
+
+void PointToPoint::listen_to(int from) {
+  Peer& peer = peers_[static_cast<std::size_t>(from)];
+  if (peer.listened) return;
+  peer.listened = true;
+  expect_descriptor(from);
 }
 
 void PointToPoint::expect_payload(int from, std::span<std::byte> into, Pending pending) {

@@ -93,7 +93,8 @@ class PointToPoint {
     std::uint64_t frame = 0;               // DescriptorOut: its key in Peer::descriptors_out
   };
   struct Peer {
-    bool gone = false;  // closed its connection with nothing pending toward it
+    bool gone = false;      // closed its connection with nothing pending toward it
+    bool listened = false;  // a receive for its next descriptor is posted
     std::uint64_t frames_out = 0;
     std::uint64_t frames_in = 0;
     P2PDescriptorBytes descriptor_in{};
@@ -117,6 +118,8 @@ class PointToPoint {
   void check_sizes(OpIndex receive, const P2PDescriptor& message) const;
   void claim(OpIndex receive, std::uint64_t arrival);
   void expect_descriptor(int peer);
+  // Posts the first receive for `peer`'s descriptors, once.
+  void listen_to(int peer);
   void expect_payload(int peer, std::span<std::byte> into, Pending pending);
   void post_frame(int peer, const P2PDescriptor& descriptor, std::span<const std::byte> payload,
                   std::optional<OpIndex> completes);

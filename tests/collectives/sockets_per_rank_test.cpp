@@ -1,0 +1,67 @@
+// The sockets a rank holds (issue 27: at most 4 after a ring all-reduce, whatever the group's size): one
+// listener that both TCP meshes share, the ring's two links, and its store connection. Counted from /proc in
+// each rank's own process, with the store hosted outside the ranks as canopy-run hosts it.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "canopy/canopy.hpp"
+#include "tests/support/ranks.hpp"
+#include "tests/support/scoped_env.hpp"
+#include "tests/support/socket_census.hpp"
+#include "tests/support/store_server_process.hpp"
+
+namespace canopy {
+namespace {
+
+using testing::require;
+
+constexpr int kRanks = 8;
+const std::string kToken = "sockets-per-rank-test";
+
+TEST(SocketsPerRank, ARingHoldsTwoLinksOneListenerAndTheStoreAndPointToPointAddsOnlyItsLinks) {
+  testing::StoreServerProcess server(kToken);
+  const std::uint16_t port = server.port();
+  auto exits = testing::run_processes(kRanks, [&](int rank) {
+    testing::ScopedEnv env;
+    env.set("CANOPY_RANK", std::to_string(rank))
+        .set("CANOPY_WORLD_SIZE", std::to_string(kRanks))
+        .set("CANOPY_MASTER_ADDR", "127.0.0.1")
+        .set("CANOPY_MASTER_PORT", std::to_string(port))
+        .set("CANOPY_STORE_HOSTED", "1")
+        .set("CANOPY_JOB_TOKEN", kToken)
+        .set("CANOPY_SOCKET_IFNAME", "lo")
+        .set("CANOPY_TRANSPORT", "tcp")
+        .set("CANOPY_TIMEOUT", "60");
+    Communicator comm = Communicator::from_environment();
+    std::vector<float> data(kRanks, 1.0f);
+    comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
+    const testing::SocketCensus after_ring = testing::take_socket_census(port);
+    require(after_ring.listening == 1 && after_ring.other_connected == 2 && after_ring.not_tcp == 0 &&
+                after_ring.to_store >= 1 && after_ring.to_store <= 2,
+            "rank {} after a ring all-reduce: {}", rank, after_ring.describe());
+    // Once this is done every rank has counted: a rank that went on to its point-to-point messages would
+    // dial this one through the shared listener.
+    comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
+    // A ring of point-to-point messages: that mesh's two links, on the same listener.
+    const int next = (rank + 1) % kRanks, previous = (rank + kRanks - 1) % kRanks;
+    std::vector<int> out{rank}, in{-1};
+    Work sent = comm.send_async(std::as_bytes(std::span(out)), next, 3);
+    comm.recv(std::as_writable_bytes(std::span(in)), previous, 3);
+    sent.wait();
+    require(in[0] == previous, "rank {} received {} from rank {}", rank, in[0], previous);
+    const testing::SocketCensus after_p2p = testing::take_socket_census(port);
+    require(after_p2p.listening == 1 && after_p2p.other_connected == 4 &&
+                after_p2p.to_store == after_ring.to_store,
+            "rank {} after point-to-point messages: {}", rank, after_p2p.describe());
+    // No rank exits (resetting its links) before every rank has counted.
+    comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
+  });
+  for (int rank = 0; rank < kRanks; ++rank)
+    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+}
+
+}  // namespace
+}  // namespace canopy
