@@ -104,21 +104,21 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     next_world_rank_ = *std::max_element(world_ranks_.begin(), world_ranks_.end()) + 1;
   }
   if (member) family_->store_server = member->family_->store_server;
-  // Both TCP meshes (the collectives' and the point-to-point one) share one listener, made before the
-  // layout is agreed, so that its address travels in this rank's layout record: one request publishes all
-  // it has to say. Not where the transport is verbs, which has no TCP mesh (auto may still choose verbs:
-  // the listener then closes unused).
-  std::shared_ptr<transport::TcpAddressBook> addresses;
+  // Both TCP meshes (the collectives' and the point-to-point one) share the rank's one listener, made
+  // before the layout is agreed (or kept from the group a survivor leaves), so that its address travels in
+  // this rank's layout record: one request publishes all it has to say. Not where the transport is verbs,
+  // which has no TCP mesh (auto may still choose verbs: the listener then closes unused).
   if (size > 1 && transport::transport_kind_from(settings_) != transport::TransportKind::Verbs) {
     const transport::TcpOptions tcp =
         transport::TcpOptions::from(transport::MeshOptions::from_settings(settings_, comm_id_));
-    addresses = std::make_shared<transport::TcpAddressBook>(
+    tcp_addresses_ = std::make_shared<transport::TcpAddressBook>(
         rank, size, /*meshes=*/2, tcp,
         transport::TcpAddressBook::Records{store_, collectives::rank_record_key,
-                                           collectives::addresses_in_record});
+                                           collectives::addresses_in_record},
+        member && member->tcp_addresses_ ? member->tcp_addresses_->listener() : nullptr);
   }
   collectives::RankRecord record;
-  if (addresses) record.addresses = addresses->address();
+  if (tcp_addresses_) record.addresses = tcp_addresses_->address();
   if (first_on_its_store) record.claim = rendezvous::rank_claim();
   const auto liveness = collectives::LivenessSettings::from_settings(settings_);
   const std::shared_ptr<Store> forming =
@@ -135,7 +135,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     local_rank = hosts_->local_rank_of(rank);
     local_size = hosts_->ranks_on(hosts_->host_of(rank));
   }
-  connect(*hosts_, options.job_token, forming, std::move(addresses));
+  connect(*hosts_, options.job_token, forming);
 
   const bool calibrate = !plan && options.calibrate && settings_.flag("CANOPY_CALIBRATE");
   collectives::LinkModel link = plan ? plan->link : collectives::LinkModel();
@@ -192,6 +192,9 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
            "rank {} (world rank {}): the members of group '{}' passed different lists of ranks", rank,
            world_ranks_[static_cast<std::size_t>(rank)], name);
   }
+  // The parent's listener and records: forming the group listens, publishes and reads nothing of its own.
+  if (parent.tcp_addresses_)
+    tcp_addresses_ = std::make_shared<transport::TcpAddressBook>(parent.tcp_addresses_, members);
   connect(*hosts_, options_.job_token,
           origin.check_members
               ? std::make_shared<collectives::WatchedStore>(store_, origin.check_members, origin.check_every)
@@ -246,10 +249,9 @@ Communicator::Impl::~Impl() {
 }
 
 void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token,
-                                 const std::shared_ptr<Store>& forming,
-                                 std::shared_ptr<transport::TcpAddressBook> addresses) {
+                                 const std::shared_ptr<Store>& forming) {
   auto mesh = transport::MeshOptions::from_settings(settings_, comm_id_);
-  mesh.tcp_address_book = addresses;
+  mesh.tcp_address_book = tcp_addresses_;
   mesh.tcp_address_book_mesh = 0;
   mesh.connect_timeout = timeout_;
   if (!job_token.empty()) mesh.job_token = job_token;

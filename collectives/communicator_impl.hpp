@@ -133,11 +133,10 @@ class Communicator::Impl {
  private:
   // The part both constructors share: connects the group's two meshes (collectives, point-to-point).
   // `forming`: the store the meshes form through (store_, or a WatchedStore over it); links made later,
-  // on first use, meet through store_. `addresses`: the TCP listeners made, and published in the ranks'
-  // records, before the layout was agreed (null: each TCP mesh publishes its own).
+  // on first use, meet through store_. tcp_addresses_: the rank's TCP listener and where the peers'
+  // addresses are (null: each TCP mesh listens and publishes its own).
   void connect(const collectives::HostLayout& hosts, const std::string& job_token,
-               const std::shared_ptr<Store>& forming,
-               std::shared_ptr<transport::TcpAddressBook> addresses = nullptr);
+               const std::shared_ptr<Store>& forming);
   // Who of this group is gone, by heartbeat: one for all its agreements, so that a rank found silent in
   // one is gone at once in the next.
   const std::shared_ptr<collectives::PeerSilence>& silence();
@@ -167,6 +166,9 @@ class Communicator::Impl {
   std::uint64_t admitted_ = 0;         // join tickets admitted by grow() so far, in this lineage
   int next_world_rank_ = 0;            // the job rank the next newcomer gets
   std::string path_;  // its store keys' prefix below the family's first communicator's ("" there)
+  // The rank's one TCP listener, which this group's meshes and its sub-groups' attach to, and the records
+  // its peers' addresses are in; null under CANOPY_TRANSPORT=verbs.
+  std::shared_ptr<transport::TcpAddressBook> tcp_addresses_;
   std::unique_ptr<transport::Transport> transport_;
   transport::HostCells* host_cells_ = nullptr;  // the transport's, read once; null: none
   std::unique_ptr<collectives::PointToPoint> p2p_;

@@ -1,5 +1,6 @@
 // The sockets a rank holds (issue 27: at most 4 after a ring all-reduce, whatever the group's size): one
-// listener that both TCP meshes share, the ring's two links, and its store connection. Counted from /proc in
+// listener that every TCP mesh of the rank shares (the communicator's two, a split's), the ring's two
+// links, and its store connection. Counted from /proc in
 // each rank's own process, with the store hosted outside the ranks as canopy-run hosts it.
 #include <gtest/gtest.h>
 
@@ -21,7 +22,7 @@ using testing::require;
 constexpr int kRanks = 8;
 const std::string kToken = "sockets-per-rank-test";
 
-TEST(SocketsPerRank, ARingHoldsTwoLinksOneListenerAndTheStoreAndPointToPointAddsOnlyItsLinks) {
+TEST(SocketsPerRank, ARingHoldsTwoLinksOneListenerAndTheStorePointToPointAndSplitsAddOnlyTheirLinks) {
   testing::StoreServerProcess server(kToken);
   const std::uint16_t port = server.port();
   auto exits = testing::run_processes(kRanks, [&](int rank) {
@@ -56,6 +57,20 @@ TEST(SocketsPerRank, ARingHoldsTwoLinksOneListenerAndTheStoreAndPointToPointAdds
     require(after_p2p.listening == 1 && after_p2p.other_connected == 4 &&
                 after_p2p.to_store == after_ring.to_store,
             "rank {} after point-to-point messages: {}", rank, after_p2p.describe());
+    // A sub-communicator of every other rank (formed by its members alone: a split's agreement would use
+    // the parent's links): its ring's two links, and still the one listener.
+    comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});  // every rank counted
+    std::vector<int> members;
+    for (int r = rank % 2; r < kRanks; r += 2) members.push_back(r);
+    Communicator half = comm.create_group(members, rank % 2 == 0 ? "evens" : "odds");
+    std::vector<float> halves(kRanks / 2, 1.0f);
+    half.all_reduce(std::span(halves), ReduceOp::Sum, {.algorithm = "ring"});
+    require(halves[0] == kRanks / 2, "rank {}: the split's all-reduce gave {}", rank, halves[0]);
+    comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});  // every split's ring is done
+    const testing::SocketCensus after_split = testing::take_socket_census(port);
+    require(after_split.listening == 1 && after_split.other_connected == 6 &&
+                after_split.to_store == after_ring.to_store,
+            "rank {} after a split's ring all-reduce: {}", rank, after_split.describe());
     // No rank exits (resetting its links) before every rank has counted.
     comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
   });

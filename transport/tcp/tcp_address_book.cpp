@@ -10,16 +10,27 @@
 
 namespace canopy::transport {
 
-TcpAddressBook::TcpAddressBook(int rank, int size, int meshes, const TcpOptions& options, Records records)
-    : rank_(rank), records_(std::move(records)), known_(static_cast<std::size_t>(size)) {
+TcpAddressBook::TcpAddressBook(int rank, int size, int meshes, const TcpOptions& options, Records records,
+                               std::shared_ptr<TcpListener> listener)
+    : rank_(rank),
+      meshes_(meshes),
+      records_(std::move(records)),
+      listener_(std::move(listener)),
+      known_(static_cast<std::size_t>(size)) {
+  if (listener_) {
+    log::info(
+        "rank {}: comm {}'s {} TCP meshes listen on {}, the rank's listener, published in its layout "
+        "record",
+        rank_, options.comm_id, meshes, listener_->address());
+    return;
+  }
   const InterfaceAddress chosen =
       choose_interface(list_interfaces(), options.socket_ifname, options.socket_family);
-  const std::string need = tcp_descriptor_need(rank, size, meshes, options.comm_id);
   // As a TcpConnector's own listener: the backlog holds every peer of every mesh that may dial at once.
-  UniqueFd listening = listen_on(chosen.address, meshes * size + 64, need);
+  UniqueFd listening =
+      listen_on(chosen.address, meshes * size + 64, tcp_descriptor_need(rank, size, meshes, options.comm_id));
   std::string address = SocketAddress::local_of(listening.get()).to_string();
-  listener_ = std::make_shared<TcpListener>(rank, std::move(listening), std::move(address), meshes,
-                                            options.handshake_timeout, need);
+  listener_ = TcpListener::make(rank, std::move(listening), std::move(address), options.handshake_timeout);
   log::info(
       "rank {}: listening on {} (interface {}{}) for comm {}'s {} meshes, published in its layout record",
       rank_, listener_->address(), chosen.name,
@@ -27,7 +38,25 @@ TcpAddressBook::TcpAddressBook(int rank, int size, int meshes, const TcpOptions&
       meshes);
 }
 
+TcpAddressBook::TcpAddressBook(std::shared_ptr<TcpAddressBook> parent, std::vector<int> members)
+    : rank_(parent->rank_),
+      meshes_(parent->meshes_),
+      records_(parent->records_),
+      parent_(std::move(parent)),
+      members_(std::move(members)),
+      listener_(parent_->listener_) {}
+
+std::string TcpAddressBook::key_of(int peer) const {
+  if (parent_) return parent_->key_of(members_.at(static_cast<std::size_t>(peer)));
+  return records_.key_of(peer);
+}
+
 bool TcpAddressBook::read(const std::vector<int>& peers, Duration wait) {
+  if (parent_) {
+    std::vector<int> theirs;
+    for (int peer : peers) theirs.push_back(members_.at(static_cast<std::size_t>(peer)));
+    return parent_->read(theirs, wait);
+  }
   std::vector<int> unknown;
   {
     std::lock_guard lock(mutex_);
@@ -61,6 +90,7 @@ bool TcpAddressBook::read(const std::vector<int>& peers, Duration wait) {
 }
 
 std::optional<std::string> TcpAddressBook::address_of(int peer) const {
+  if (parent_) return parent_->address_of(members_.at(static_cast<std::size_t>(peer)));
   std::lock_guard lock(mutex_);
   const std::string& address = known_.at(static_cast<std::size_t>(peer));
   if (address.empty()) return std::nullopt;

@@ -37,6 +37,15 @@ std::string rank_list(const std::vector<int>& ranks) {
   return text;
 }
 
+// An ack saying that the peer's listener has no such mesh (yet); false for any other, or garbage.
+bool answers_not_yet(std::span<const std::byte, kAckSize> bytes) {
+  try {
+    return decode_ack(bytes).status == AckStatus::NoSuchMesh;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 struct TcpConnector::Dial {
@@ -75,11 +84,8 @@ TcpConnector::TcpConnector(std::shared_ptr<Store> store, int rank, int size, con
   if (size == 1) return;
   if (options_.address_book) {
     // Made before the rank's record, which holds its address, was published.
-    listener_ = options_.address_book->listener();
     mesh_ = options_.address_book_mesh;
-    if (mesh_ < 0 || mesh_ >= listener_->meshes())
-      fail(ErrorCode::InvalidArgument, "rank {}: comm {}'s TCP listener serves {} meshes, not mesh {}", rank_,
-           options_.comm_id, listener_->meshes(), mesh_);
+    listener_ = options_.address_book->listener()->attach(options_.comm_id, mesh_, need());
     address_ = listener_->address();
     return;
   }
@@ -89,8 +95,8 @@ TcpConnector::TcpConnector(std::shared_ptr<Store> store, int rank, int size, con
   // rank computes, and drive() answers them on its next call.
   UniqueFd listening = listen_on(chosen.address, size_ + 64, need());
   address_ = SocketAddress::local_of(listening.get()).to_string();
-  listener_ = std::make_shared<TcpListener>(rank_, std::move(listening), address_, /*meshes=*/1,
-                                            options_.handshake_timeout, need());
+  listener_ = TcpListener::make(rank_, std::move(listening), address_, options_.handshake_timeout)
+                  ->attach(options_.comm_id, 0, need());
   log::info("rank {}: listening on {} (interface {}{}) for comm {}", rank_, address_, chosen.name,
             options_.socket_ifname.empty() ? ", the default choice" : ", from CANOPY_SOCKET_IFNAME",
             options_.comm_id);
@@ -100,7 +106,8 @@ TcpConnector::TcpConnector(std::shared_ptr<Store> store, int rank, int size, con
 TcpConnector::~TcpConnector() = default;
 
 std::string TcpConnector::need() const {
-  return tcp_descriptor_need(rank_, size_, listener_ ? listener_->meshes() : 1, options_.comm_id);
+  return tcp_descriptor_need(rank_, size_, options_.address_book ? options_.address_book->meshes() : 1,
+                             options_.comm_id);
 }
 
 std::vector<int> TcpConnector::awaited() const {
@@ -278,6 +285,13 @@ bool TcpConnector::advance(Dial& dial, Outcome& outcome) {
         }
         dial.ack_received += static_cast<std::size_t>(n);
         if (dial.ack_received < kAckSize) continue;
+        if (answers_not_yet(dial.ack)) {
+          // The peer has not formed this mesh yet (a group it forms after this rank did): as a refused
+          // connect.
+          retry_later(dial, fmt::format("rank {} has formed no mesh {} of comm {} (yet)", dial.peer, mesh_,
+                                        options_.comm_id));
+          return false;
+        }
         outcome.failure = judge_ack(dial, dial.ack);
         if (!outcome.failure) {
           configure_data_socket(dial.fd.get());
@@ -366,7 +380,7 @@ void TcpConnector::drive(std::vector<Outcome>& outcomes) {
   }
 
   greeted_.clear();
-  if (listener_) listener_->drive(mesh_, greeted_);
+  if (listener_) listener_->drive(greeted_);
   for (auto& greeted : greeted_) answer(std::move(greeted));
   // No clock read while nothing is under way: drive() runs on every pass of the data path.
   const auto now = inbound_.empty() ? Clock::time_point() : Clock::now();
@@ -396,7 +410,7 @@ void TcpConnector::drive(std::vector<Outcome>& outcomes) {
 
 void TcpConnector::prepare_to_block(std::vector<pollfd>& fds, Clock::time_point& wake_by) {
   const std::size_t before = fds.size();
-  if (listener_) listener_->prepare_to_block(mesh_, fds, wake_by);
+  if (listener_) listener_->prepare_to_block(fds, wake_by);
   listener_polls_ = fds.size() - before;
   for (const auto& in : inbound_) {
     fds.push_back({in->fd.get(), POLLOUT, 0});
@@ -421,7 +435,7 @@ void TcpConnector::prepare_to_block(std::vector<pollfd>& fds, Clock::time_point&
 }
 
 void TcpConnector::after_poll(std::span<const pollfd> fds) {
-  if (listener_) listener_->after_poll(mesh_, fds.first(std::min(listener_polls_, fds.size())));
+  if (listener_) listener_->after_poll(fds.first(std::min(listener_polls_, fds.size())));
 }
 
 }  // namespace canopy::transport

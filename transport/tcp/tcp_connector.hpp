@@ -99,8 +99,8 @@ class TcpConnector {
   const int rank_;
   const int size_;
   const TcpOptions options_;
-  std::shared_ptr<TcpListener> listener_;
-  int mesh_ = 0;  // which of the listener's meshes this is
+  std::unique_ptr<TcpListener::Mesh> listener_;  // this mesh's place on the rank's listener
+  int mesh_ = 0;                                 // its number there
   std::string address_;
   std::size_t listener_polls_ = 0;  // the listener's entries, first in the last prepare_to_block()
   std::vector<TcpListener::Greeted> greeted_;
