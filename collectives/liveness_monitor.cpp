@@ -30,7 +30,6 @@ LivenessSettings LivenessSettings::from_settings(const Settings& given) {
   if (given.has("CANOPY_HEARTBEAT_TIMEOUT_SECONDS"))
     settings.timeout =
         std::chrono::duration_cast<Duration>(given.duration("CANOPY_HEARTBEAT_TIMEOUT_SECONDS"));
-  settings.own_connection = given.integer("CANOPY_STORE_CONNECTIONS") == 2;
   // One late heartbeat must never be enough to call a rank silent.
   if (settings.enabled() && settings.timeout < settings.interval * 2)
     fail(ErrorCode::Config,
@@ -49,10 +48,6 @@ std::vector<int> LivenessMonitor::watched_ranks(int rank, int size) {
 std::shared_ptr<Store> open_monitor_store(const std::shared_ptr<Store>& store,
                                           const LivenessSettings& settings) {
   const Duration timeout = settings.enabled() ? settings.timeout : Duration(std::chrono::seconds(10));
-  if (!settings.own_connection) {
-    log::debug("CANOPY_STORE_CONNECTIONS=1: the liveness monitor shares the communicator's store connection");
-    return store;
-  }
   try {
     if (auto own = store->open_another(timeout)) return own;
     log::debug("this store cannot open a second handle: the liveness monitor shares the communicator's");

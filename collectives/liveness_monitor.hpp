@@ -10,7 +10,8 @@
 //
 // The heartbeats go through the store, not the data path: collectives never share a socket with them,
 // and a rank that only computes for minutes still beats. The monitor works on a store handle of its own
-// (Store::open_another), so a long get() elsewhere in the process never holds its heartbeat back.
+// (Store::open_another: on a TcpStore the same multiplexed connection), so a long get() elsewhere in the
+// process never holds its heartbeat back.
 #pragma once
 
 #include <atomic>
@@ -35,9 +36,6 @@ namespace canopy::collectives {
 struct LivenessSettings {
   Duration interval{1000};  // between heartbeats; 0 turns the monitor off
   Duration timeout{10000};  // a counter still this long makes its rank silent
-  // A store connection of its own (CANOPY_STORE_CONNECTIONS=2), so that a long get() on the
-  // communicator's never holds a beat back; with 1 it shares the communicator's.
-  bool own_connection = true;
 
   bool enabled() const { return interval.count() > 0; }
   // CANOPY_HEARTBEAT_SECONDS (interval, default 1; 0 = off) and CANOPY_HEARTBEAT_TIMEOUT_SECONDS (default
@@ -117,7 +115,8 @@ class LivenessMonitor {
 };
 
 // The handle the monitor and FirstFailure share: one of their own where `store` can open one (so that a
-// long get() elsewhere never holds a heartbeat back), else `store` itself; null when the store cannot be
+// long get() elsewhere never holds a heartbeat back: a TcpStore's shares its multiplexed connection, a
+// torch TCPStore's is a second connection), else `store` itself; null when the store cannot be
 // reached. Its calls are bounded by the heartbeat timeout (10 s when the monitor is off).
 std::shared_ptr<Store> open_monitor_store(const std::shared_ptr<Store>& store,
                                           const LivenessSettings& settings);

@@ -96,7 +96,6 @@ inline constexpr Spec kRegistry[] = {
   size("CANOPY_IB_CHUNK_BYTES", "0", 4096, 2 * kGiB, "the most one RDMA write carries", "the port's largest message"),
   flag("CANOPY_IB_REG_CACHE", "0", "keep registrations of user buffers (only when buffers outlive the communicator)"),
   // Set by canopy-run for its ranks
-  integer("CANOPY_STORE_CONNECTIONS", "2", 1, 2, "store connections a rank holds: 2 gives its liveness monitor its own, 1 shares its communicator's (canopy-run sets 1 where 2 a rank do not fit its descriptor limit)"),
   flag("CANOPY_STDERR_IS_TERMINAL", "0", "canopy-run's stderr is a terminal (its ranks' is a pipe): canopy-bench then draws a progress line"),
 };
 // clang-format on

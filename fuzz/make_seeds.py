@@ -43,16 +43,22 @@ def main():
     write("handshake", "ack_wrong_token", struct.pack("<IBBHQII", 0x41504E43, 1, 1, 0, 51, 0, 0))
     write("handshake", "ack", ack)
 
-    set_req = b"\x01" + field(b"rank/0") + field(b"host pid 1")
-    get_req = b"\x02" + field(b"tcp/1/addr/2") + struct.pack("<Q", 5000)
-    add_req = b"\x03" + field(b"canopy/communicators/0") + struct.pack("<q", 1)
-    cas_req = b"\x04" + field(b"k") + field(b"") + field(b"v")
-    check_req = b"\x05" + struct.pack("<I", 2) + field(b"a") + field(b"b")
-    wait_req = b"\x06" + struct.pack("<I", 1) + field(b"host/3") + struct.pack("<Q", 100)
+    # rendezvous/store_protocol.hpp, version 2: u32 request id, u8 command, then the command's fields.
+    def request(request_id, command, body):
+        return struct.pack("<IB", request_id, command) + body
+
+    set_req = request(1, 1, field(b"rank/0") + field(b"host pid 1"))
+    get_req = request(2, 2, field(b"tcp/1/addr/2") + struct.pack("<Q", 5000))
+    add_req = request(3, 3, field(b"canopy/communicators/0") + struct.pack("<q", 1))
+    cas_req = request(4, 4, field(b"k") + field(b"") + field(b"v"))
+    check_req = request(5, 5, struct.pack("<I", 2) + field(b"a") + field(b"b"))
+    wait_req = request(6, 6, struct.pack("<I", 1) + field(b"host/3") + struct.pack("<Q", 100))
+    many_req = request(9, 9, struct.pack("<I", 2) + field(b"addr/0") + field(b"addr/1") + struct.pack("<Q", 100))
     write("store_protocol", "set", set_req)
-    write("store_protocol", "pipelined", get_req + add_req + cas_req + check_req + wait_req + b"\x07" +
-          field(b"k") + b"\x08")
-    write("store_protocol", "value_over_limit", b"\x01" + field(b"k") + struct.pack("<I", 64 * 1024 * 1024 + 1))
+    write("store_protocol", "pipelined", get_req + add_req + cas_req + check_req + wait_req +
+          request(7, 7, field(b"k")) + request(8, 8, b"") + many_req)
+    write("store_protocol", "value_over_limit",
+          request(10, 1, field(b"k") + struct.pack("<I", 64 * 1024 * 1024 + 1)))
 
     write("launch_environment", "torchrun",
           b"RANK=1\nWORLD_SIZE=4\nLOCAL_RANK=1\nLOCAL_WORLD_SIZE=2\nMASTER_ADDR=127.0.0.1\nMASTER_PORT=29500\n")

@@ -1,7 +1,8 @@
 // The TcpStore request parser (rendezvous/store_protocol.hpp) on arbitrary bytes, read the way the
 // server reads a connection: request after request until one is incomplete or malformed.
-// Properties: a complete request occupies bytes inside the buffer and encodes back to exactly them;
-// every shorter prefix of it is Incomplete (never Malformed, never Complete); a malformed one says why.
+// Properties: a complete request (its id included) occupies bytes inside the buffer and encodes back to
+// exactly them; every shorter prefix of it is Incomplete (never Malformed, never Complete); a malformed one
+// says why.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +42,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       return 0;
     }
     check(result.consumed > 0 && result.consumed <= buffer.size(), "consumed bytes outside the buffer");
-    check(request.keys.size() <= protocol::kMaxKeysPerRequest, "more keys than the limit");
+    check(
+        request.keys.size() <= (request.command == protocol::Command::GetMany ? protocol::kMaxKeysPerGetMany
+                                                                              : protocol::kMaxKeysPerRequest),
+        "more keys than the limit");
     for (const auto& key : request.keys)
       check(key.size() <= protocol::kMaxKeyBytes, "a key beyond the limit");
     check(request.value.size() <= protocol::kMaxValueBytes &&

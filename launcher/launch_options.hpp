@@ -33,9 +33,6 @@ struct LaunchOptions {
   // --output: auto until launch() resolves it from the descriptor budget (output_budget.hpp).
   OutputMode output = OutputMode::Auto;
   bool bind_to_core = false;  // --bind-to core: local rank i on the i-th allowed CPU (wrapping around)
-  // Store connections each rank holds (its CANOPY_STORE_CONNECTIONS): 1 where launch() finds that two do
-  // not fit the store's descriptor limit.
-  int store_connections_per_rank = kStoreConnectionsPerRank;
   std::optional<std::string> job_token;  // CANOPY_JOB_TOKEN; generated on node 0 when absent
   std::vector<std::string> command;      // program and its arguments
 

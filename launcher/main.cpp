@@ -83,10 +83,9 @@ JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatc
   }
 }
 
-// Resolves --output, and the store connections a rank holds, from the descriptors canopy-run holds now
-// (the store hosted already) and will need; says why when auto gives up the prefixes or the ranks share
-// one store connection, warns when the store may not fit. Throws Error(Resource) when --output prefixed
-// cannot fit its pipes, before any rank starts.
+// Resolves --output from the descriptors canopy-run holds now (the store hosted already) and will need;
+// says why when auto gives up the prefixes, warns when the store may not fit. Throws Error(Resource) when
+// --output prefixed cannot fit its pipes, before any rank starts.
 void resolve_output(LaunchOptions& options) {
   const DescriptorBudget budget =
       current_descriptor_budget(options.nproc, options.hosts_store() ? options.world_size() : 0,
@@ -97,7 +96,6 @@ void resolve_output(LaunchOptions& options) {
   if (!choice.notice.empty()) report("{}", choice.notice);
   if (!choice.warning.empty()) report("{}", choice.warning);
   options.output = choice.prefixed ? OutputMode::Prefixed : OutputMode::Direct;
-  options.store_connections_per_rank = choice.store_connections_per_rank;
 }
 
 int launch(const LaunchOptions& given) {

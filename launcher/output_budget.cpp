@@ -26,14 +26,14 @@ std::string raise_hint(std::uint64_t count, std::string_view what = {}) {
   return fmt::format("raise the limit to at least {}{} (ulimit -n {})", count, what, count);
 }
 
-// "1024 pipes (2 per rank), 1024 store connections (2 per rank) and canopy-run's own 9 + 16 spare, 2073"
+// "1024 pipes (2 per rank), 512 store connections (1 per rank), canopy-run's own 9 + 16 spare: 1561 ..."
 std::string breakdown(const DescriptorBudget& b, bool pipes, bool store) {
   std::string text;
   if (pipes) text += fmt::format("{} (2 per rank), ", plural(b.pipes(), "pipe", "pipes"));
   if (store && b.store_connections() > 0) {
     text += fmt::format("{} ({} per rank{}), ",
                         plural(b.store_connections(), "store connection", "store connections"),
-                        b.connections_per_rank, b.other_nodes > 0 ? ", 1 per other node" : "");
+                        kStoreConnectionsPerRank, b.other_nodes > 0 ? ", 1 per other node" : "");
   }
   const std::uint64_t total = static_cast<std::uint64_t>(b.open_now) + kDescriptorHeadroom +
                               (pipes ? b.pipes() : 0) + (store ? b.store_connections() : 0);
@@ -80,30 +80,15 @@ OutputChoice choose_output(OutputMode mode, const DescriptorBudget& b) {
   }
 
   const std::uint64_t needed = choice.prefixed ? with_pipes : without_pipes;
-  DescriptorBudget used = b;
   if (b.store_connections() > 0 && !b.fits(needed)) {
-    // Two connections a rank do not fit: the ranks' liveness monitors share their communicator's.
-    used.connections_per_rank = 1;
-    choice.store_connections_per_rank = 1;
-    const std::uint64_t shared_needed = used.needed(choice.prefixed);
-    if (b.fits(shared_needed)) {
-      const std::string why = fmt::format(
-          "the store this canopy-run hosts cannot hold two connections a rank ({}, over {}), so each rank's "
-          "liveness monitor shares its communicator's (CANOPY_STORE_CONNECTIONS=1: a long store wait can "
-          "then delay a heartbeat); to keep two, {}",
-          breakdown(b, choice.prefixed, true), limit_words(b), raise_hint(needed));
-      choice.notice = choice.notice.empty() ? why : choice.notice + "; " + why;
-    } else {
-      choice.warning = fmt::format(
-          "warning: the store's connections may not fit, even one a rank (each rank's liveness monitor "
-          "shares its communicator's): {}, over {}; a rank whose connection cannot be accepted waits for "
-          "it; {}",
-          breakdown(used, choice.prefixed, true), limit_words(b), raise_hint(shared_needed));
-    }
+    choice.warning = fmt::format(
+        "warning: the store's connections may not fit: {}, over {}; a rank whose connection cannot be "
+        "accepted waits for it; {}",
+        breakdown(b, choice.prefixed, true), limit_words(b), raise_hint(needed));
   }
   choice.summary = fmt::format("canopy-run: output {} under a descriptor limit of {}: {}",
                                choice.prefixed ? "prefixed" : "direct", limit_text(b.limit),
-                               breakdown(used, choice.prefixed, true));
+                               breakdown(b, choice.prefixed, true));
   return choice;
 }
 

@@ -14,11 +14,9 @@ namespace canopy::launcher {
 
 enum class OutputMode { Auto, Prefixed, Direct };
 
-// The store connections a rank of a Canopy job holds: its communicator's, and its liveness monitor's own
-// (collectives/liveness_monitor.cpp, open_monitor_store), which must never wait behind a long get() on the
-// first; for the whole life of the communicator. Where two a rank cannot fit, canopy-run gives its ranks
-// CANOPY_STORE_CONNECTIONS=1: the monitor then shares the communicator's.
-inline constexpr int kStoreConnectionsPerRank = 2;
+// The store connections a rank of a Canopy job holds for the life of its communicator: one, which its
+// liveness monitor shares (the connection is multiplexed, so a long get() never holds a heartbeat back).
+inline constexpr int kStoreConnectionsPerRank = 1;
 // Descriptors canopy-run opens for a moment beyond what it holds when it decides: a starting rank's two
 // pipes and its start report (6), node 0's own client of its store and the server's end of it, the other
 // nodes' end reports; the rest spare.
@@ -32,11 +30,10 @@ struct DescriptorBudget {
   int store_clients = 0;         // ranks that connect to the store this canopy-run hosts: the world size on
                                  // node 0, else 0
   int other_nodes = 0;           // nodes that report their end to this one's store (nnodes - 1 on node 0)
-  int connections_per_rank = kStoreConnectionsPerRank;
 
   std::uint64_t pipes() const { return 2 * static_cast<std::uint64_t>(local_ranks); }
   std::uint64_t store_connections() const {
-    return static_cast<std::uint64_t>(connections_per_rank) * static_cast<std::uint64_t>(store_clients) +
+    return static_cast<std::uint64_t>(kStoreConnectionsPerRank) * static_cast<std::uint64_t>(store_clients) +
            static_cast<std::uint64_t>(other_nodes);
   }
   // What canopy-run needs with (prefixed) or without its pipes.
@@ -51,9 +48,6 @@ struct OutputChoice {
   bool prefixed = true;
   std::string notice;   // why auto chose direct: one line for stderr; "" otherwise
   std::string warning;  // the store's connections may not fit, whatever the output: one line; "" if they do
-  // 1 where two store connections a rank do not fit and one does (the ranks' CANOPY_STORE_CONNECTIONS);
-  // `notice` then says so.
-  int store_connections_per_rank = kStoreConnectionsPerRank;
   std::string refusal;  // --output prefixed whose pipes cannot fit: canopy-run starts nothing; "" otherwise
   std::string summary;  // the budget in one line, for CANOPY_DEBUG=INFO
 };

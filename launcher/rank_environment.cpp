@@ -33,10 +33,6 @@ EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const 
   env["CANOPY_JOB_TOKEN"] = round.job_token;
   // Always set: a value inherited from an outer launcher would describe that launcher's stderr.
   env.insert_or_assign("CANOPY_STDERR_IS_TERMINAL", std::string(round.stderr_is_terminal ? "1" : "0"));
-  // A user's own choice stands; canopy-run only lowers it where two connections a rank do not fit.
-  if (options.store_connections_per_rank != kStoreConnectionsPerRank &&
-      !env.contains("CANOPY_STORE_CONNECTIONS"))
-    env.insert_or_assign("CANOPY_STORE_CONNECTIONS", std::to_string(options.store_connections_per_rank));
   // All ranks of a one-node job share this host: their data connections stay on loopback unless the
   // user chose interfaces.
   if (options.nnodes == 1 && env.find("CANOPY_SOCKET_IFNAME") == env.end())

@@ -136,6 +136,15 @@ void ClientSocket::close() {
   fd_ = -1;
 }
 
+void ClientSocket::shutdown() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+}
+
+bool ClientSocket::wait_readable(Deadline deadline) {
+  if (fd_ < 0) fail(ErrorCode::PeerFailed, "the connection to the TcpStore at {} is closed", endpoint_);
+  return wait_ready(POLLIN, deadline);
+}
+
 bool ClientSocket::wait_ready(short events, Deadline deadline) {
   pollfd p{fd_, events, 0};
   for (;;) {

@@ -25,8 +25,14 @@ class ClientSocket {
   void send_all(std::string_view bytes, Deadline deadline);
   void receive_exact(char* into, std::size_t size, Deadline deadline);
 
+  // True once bytes (or the peer's close) wait to be received; false when the deadline passed first.
+  bool wait_readable(Deadline deadline);
+
   const std::string& endpoint() const { return endpoint_; }  // "host:port", for messages
   void close();
+  // Ends the connection for every thread blocked on it (they see the peer's close), keeping the descriptor
+  // until close() or destruction, so that no other thread's call lands on a reused one.
+  void shutdown();
 
  private:
   ClientSocket(int fd, std::string endpoint) : fd_(fd), endpoint_(std::move(endpoint)) {}

@@ -199,19 +199,27 @@ std::string_view to_string(Command command) {
 
 ParseResult parse_request(std::string_view buffer, Request& request) {
   Cursor probe(buffer);
+  auto id = probe.u32();
+  if (!id) return probe.result();
+  auto with_id = [&](ParseResult result) {
+    if (result.kind == Kind::Malformed) result.id = *id;
+    return result;
+  };
   auto byte = probe.u8();
   if (!byte) return probe.result();
   if (!known_command(*byte)) {
     probe.malformed(fmt::format("unknown command byte {}", *byte));
-    return probe.result();
+    return with_id(probe.result());
   }
   auto command = static_cast<Command>(*byte);
   read_fields(probe, command, request, /*copy=*/false);
-  if (!probe.ok()) return probe.result();
+  if (!probe.ok()) return with_id(probe.result());
 
   request = Request{};
+  request.id = *id;
   request.command = command;
   Cursor in(buffer);
+  in.u32();
   in.u8();
   read_fields(in, command, request, /*copy=*/true);
   return in.result();
@@ -253,6 +261,7 @@ std::uint64_t get_u64(const char* data) {
 
 std::string encode_request(const Request& request) {
   std::string out;
+  put_u32(out, request.id);
   put_u8(out, static_cast<std::uint8_t>(request.command));
   auto key = [&] { put_bytes(out, request.keys.empty() ? std::string_view() : request.keys.front()); };
   switch (request.command) {
@@ -296,51 +305,54 @@ std::string encode_hello(std::string_view token) {
   return out;
 }
 
-std::string encode_ok() {
+namespace {
+
+std::string reply_head(std::uint32_t id, Status status, std::size_t reserve = 0) {
   std::string out;
-  put_u8(out, static_cast<std::uint8_t>(Status::Ok));
+  out.reserve(kReplyHeaderBytes + reserve);
+  put_u32(out, id);
+  put_u8(out, static_cast<std::uint8_t>(status));
   return out;
 }
-std::string encode_ok_bytes(std::string_view bytes) {
-  std::string out;
-  out.reserve(5 + bytes.size());
-  put_u8(out, static_cast<std::uint8_t>(Status::Ok));
+
+}  // namespace
+
+std::string encode_ok(std::uint32_t id) {
+  return reply_head(id, Status::Ok);
+}
+std::string encode_ok_bytes(std::uint32_t id, std::string_view bytes) {
+  std::string out = reply_head(id, Status::Ok, 4 + bytes.size());
   put_bytes(out, bytes);
   return out;
 }
-std::string encode_ok_bytes_head(std::size_t size) {
-  std::string out;
-  put_u8(out, static_cast<std::uint8_t>(Status::Ok));
+std::string encode_ok_bytes_head(std::uint32_t id, std::size_t size) {
+  std::string out = reply_head(id, Status::Ok, 4);
   put_u32(out, static_cast<std::uint32_t>(size));
   return out;
 }
-std::string encode_ok_i64(std::int64_t value) {
-  std::string out;
-  put_u8(out, static_cast<std::uint8_t>(Status::Ok));
+std::string encode_ok_i64(std::uint32_t id, std::int64_t value) {
+  std::string out = reply_head(id, Status::Ok, 8);
   put_u64(out, static_cast<std::uint64_t>(value));
   return out;
 }
-std::string encode_ok_flag(bool flag) {
-  std::string out;
-  put_u8(out, static_cast<std::uint8_t>(Status::Ok));
+std::string encode_ok_flag(std::uint32_t id, bool flag) {
+  std::string out = reply_head(id, Status::Ok, 1);
   put_u8(out, flag ? 1 : 0);
   return out;
 }
-std::string encode_ok_values(const std::vector<std::string_view>& values) {
+std::string encode_ok_values(std::uint32_t id, const std::vector<std::string_view>& values) {
   std::size_t total = 0;
   for (auto value : values) total += value.size();
-  std::string out;
-  out.reserve(5 + 4 * values.size() + total);
-  put_u8(out, static_cast<std::uint8_t>(Status::Ok));
+  std::string out = reply_head(id, Status::Ok, 4 + 4 * values.size() + total);
   put_u32(out, static_cast<std::uint32_t>(values.size()));
   for (auto value : values) put_u32(out, static_cast<std::uint32_t>(value.size()));
   for (auto value : values) out.append(value);
   return out;
 }
-std::string encode_failure(Status status, std::string_view message) {
-  std::string out;
-  put_u8(out, static_cast<std::uint8_t>(status));
-  put_bytes(out, message.substr(0, kMaxMessageBytes));
+std::string encode_failure(std::uint32_t id, Status status, std::string_view message) {
+  message = message.substr(0, kMaxMessageBytes);
+  std::string out = reply_head(id, status, 4 + message.size());
+  put_bytes(out, message);
   return out;
 }
 

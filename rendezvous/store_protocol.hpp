@@ -11,7 +11,8 @@
 namespace canopy::rendezvous::protocol {
 
 inline constexpr std::string_view kMagic = "CNPYSTOR";
-inline constexpr std::uint16_t kVersion = 1;
+// 2: every request and reply carries the client's request id, and replies may come out of order.
+inline constexpr std::uint16_t kVersion = 2;
 
 inline constexpr std::size_t kMaxKeyBytes = 4 * 1024;
 inline constexpr std::size_t kMaxValueBytes = 64 * 1024 * 1024;
@@ -24,10 +25,16 @@ inline constexpr std::size_t kMaxGetManyKeyBytes = 16 * 1024 * 1024;
 inline constexpr std::size_t kMaxGetManyValueBytes = kMaxValueBytes;
 inline constexpr std::size_t kMaxTokenBytes = 4 * 1024;
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;  // the text of an ERROR / TIMEOUT reply
+// Requests of one connection that may wait for keys at once (GET / WAIT / GET_MANY), and their keys'
+// bytes together: past either, a waiting request is answered ERROR at once and the connection stays.
+inline constexpr std::size_t kMaxPendingWaitsPerConnection = 64;
+inline constexpr std::size_t kMaxPendingKeyBytesPerConnection = kMaxGetManyKeyBytes;
 
 // Sent by the server after the hello, then the connection is closed unless it is kHelloOk.
 enum class HelloStatus : std::uint8_t { Ok = 0, BadToken = 1, BadVersion = 2 };
 
+// Every request is u32 id, u8 command, then its fields; every reply is u32 id (its request's), u8 status,
+// then its fields.
 enum class Command : std::uint8_t {
   Set = 1,         // key, value                      -> OK
   Get = 2,         // key, u64 timeout ms             -> OK value | TIMEOUT message
@@ -46,6 +53,7 @@ std::string_view to_string(Command command);
 
 // One decoded request. Only the members its command uses are filled.
 struct Request {
+  std::uint32_t id = 0;  // chosen by the client; its reply carries it back
   Command command = Command::Ping;
   std::vector<std::string> keys;  // one key, except for Check / Wait / GetMany
   std::string value;              // Set: value; CompareSet: expected
@@ -58,6 +66,7 @@ struct Request {
 struct ParseResult {
   enum class Kind { Incomplete, Complete, Malformed } kind = Kind::Incomplete;
   std::size_t consumed = 0;  // Complete: bytes the request occupied
+  std::uint32_t id = 0;      // Malformed: the request's id once its 4 bytes arrived (0 before), for the reply
   std::string error;         // Malformed: why, for the ERROR reply and the log
 };
 
@@ -71,6 +80,8 @@ std::string encode_hello(std::string_view token);
 
 // The fixed-size front of a hello: magic, version, token length.
 inline constexpr std::size_t kHelloHeaderBytes = kMagic.size() + 2 + 4;
+// The fixed-size front of a reply: request id, status.
+inline constexpr std::size_t kReplyHeaderBytes = 4 + 1;
 
 // Little-endian integers, appended to or read from a byte string.
 void put_u8(std::string& out, std::uint8_t value);
@@ -82,16 +93,16 @@ std::uint16_t get_u16(const char* data);
 std::uint32_t get_u32(const char* data);
 std::uint64_t get_u64(const char* data);
 
-// Server side: the bytes of one reply.
-std::string encode_ok();
-std::string encode_ok_bytes(std::string_view bytes);
+// Server side: the bytes of one reply to request `id`.
+std::string encode_ok(std::uint32_t id);
+std::string encode_ok_bytes(std::uint32_t id, std::string_view bytes);
 // encode_ok_bytes's front without the bytes, for a server that sends them from where they are.
-std::string encode_ok_bytes_head(std::size_t size);
-std::string encode_ok_i64(std::int64_t value);
-std::string encode_ok_flag(bool flag);
+std::string encode_ok_bytes_head(std::uint32_t id, std::size_t size);
+std::string encode_ok_i64(std::uint32_t id, std::int64_t value);
+std::string encode_ok_flag(std::uint32_t id, bool flag);
 // GET_MANY's reply: the lengths first, so that a client reads the values in three receives, not 2n, and
 // knows their total before it allocates.
-std::string encode_ok_values(const std::vector<std::string_view>& values);
-std::string encode_failure(Status status, std::string_view message);
+std::string encode_ok_values(std::uint32_t id, const std::vector<std::string_view>& values);
+std::string encode_failure(std::uint32_t id, Status status, std::string_view message);
 
 }  // namespace canopy::rendezvous::protocol

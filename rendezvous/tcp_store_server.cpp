@@ -1,10 +1,12 @@
 // The TcpStore server: one Asio io_context on one thread of its own serves every client with
 // asynchronous accept, read and write (no thread per client). GET and WAIT wait here, on the
-// server, in a waiter list per key, so that clients never poll.
+// server, in a waiter list per key, so that clients never poll; each connection may park several
+// such requests at once and is answered as each completes (replies carry their request's id).
 #include <algorithm>
 #include <array>
 #include <asio.hpp>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,8 +32,10 @@ using rendezvous::printable;
 
 // A connection that has not presented its hello by then is a stray (a port scanner, a stuck peer).
 constexpr auto kHelloTimeout = std::chrono::seconds(30);
-// While a request waits for its keys the connection keeps reading (to notice the client leaving), but
-// stops once this much of the next requests has piled up.
+// Replies not yet written past which a connection's next requests wait to be handled (its client is not
+// reading them); the connection keeps reading meanwhile, to notice the client leaving, up to
+// kMaxBufferedWhileBusy of those requests.
+constexpr std::size_t kMaxQueuedReplyBytes = 1 << 20;
 constexpr std::size_t kMaxBufferedWhileBusy = 1 << 20;
 // Every session reads into the server's one buffer of this size and keeps only the bytes of requests not
 // yet handled: an idle connection (a bootstrap's 16,384 of them) holds no read buffer at all.
@@ -49,24 +53,41 @@ constexpr std::uint64_t kMaxWaitMs = 365ull * 24 * 3600 * 1000;
 
 class Session;
 
+// A GET / WAIT / GET_MANY parked until its keys exist or its own timer fires. The per-key waiter lists
+// hold it, not its session, so that one connection can wait for several things at once.
+struct PendingWait {
+  PendingWait(const asio::any_io_executor& executor, std::weak_ptr<Session> owner, proto::Request r)
+      : timer(executor), session(std::move(owner)), request(std::move(r)) {}
+
+  asio::steady_timer timer;
+  std::weak_ptr<Session> session;
+  proto::Request request;
+  std::size_t key_bytes = 0;   // what it counts against its connection's kMaxPendingKeyBytesPerConnection
+  std::string registered_key;  // the key whose waiter list holds it
+  std::size_t ready = 0;       // its keys before this one existed when last looked at
+  bool done = false;           // answered, or its session closed
+};
+
 // What every session shares: the table, the waiters, the set of live sessions. Touched only from the
 // io_context's thread.
 struct ServerState {
   std::uint16_t port = 0;
   std::string token;
   rendezvous::KeyValueTable table;
-  std::unordered_map<std::string, std::vector<std::shared_ptr<Session>>> waiters;
+  std::unordered_map<std::string, std::vector<std::shared_ptr<PendingWait>>> waiters;
   std::unordered_map<Session*, std::shared_ptr<Session>> sessions;
   std::vector<char> read_buffer = std::vector<char>(kReadChunk);  // one thread: one reader at a time
 
   void notify(const std::string& key);
-  void unregister_waiter(const std::string& key, Session* session);
+  void unregister_waiter(const std::string& key, const PendingWait* wait);
 };
 
 // One reply: its own bytes, then for a GET the value's buffer, shared with the table and the other readers.
 struct Outgoing {
   std::string head;
   std::shared_ptr<const std::string> value;
+
+  std::size_t size() const { return head.size() + (value ? value->size() : 0); }
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -82,20 +103,21 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void start() {
-    arm_timer(kHelloTimeout, [this] {
-      log::warn("TcpStore :{}: closing the connection from {}: no hello within {} s", server_.port, peer_,
-                std::chrono::duration_cast<std::chrono::seconds>(kHelloTimeout).count());
-      close();
-    });
+    arm_hello_timer();
     maybe_read();
   }
 
-  // Ends the connection and forgets any wait; safe to call twice.
+  // Ends the connection and frees every wait it parked (their timers and waiter entries); safe to call twice.
   void close() {
     if (closed_) return;
     closed_ = true;
-    if (pending_) server_.unregister_waiter(registered_key_, this);
-    pending_.reset();
+    for (auto& [id, wait] : waits_) {
+      wait->done = true;
+      server_.unregister_waiter(wait->registered_key, wait.get());
+      wait->timer.cancel();
+    }
+    waits_.clear();
+    pending_key_bytes_ = 0;
     ++timer_generation_;
     timer_.cancel();
     std::error_code ignored;
@@ -104,54 +126,69 @@ class Session : public std::enable_shared_from_this<Session> {
     server_.sessions.erase(this);  // may drop the last owner but one: callers hold shared_from_this()
   }
 
-  // A key this session waits on was written: done, or wait for the next missing key. Keys before
-  // `ready_` existed when last looked at, so a wait for P keys that arrive one by one (rank 0 gathering
-  // a job) costs O(P) look-ups, not O(P^2); one full pass at the end catches a key removed meanwhile.
-  void recheck() {
-    if (closed_ || !pending_) return;
-    const auto& keys = pending_->keys;
+  // A key `wait` waits on was written: done, or wait for the next missing key. Keys before `ready`
+  // existed when last looked at, so a wait for P keys that arrive one by one (rank 0 gathering a job)
+  // costs O(P) look-ups, not O(P^2); one full pass at the end catches a key removed meanwhile.
+  void recheck(const std::shared_ptr<PendingWait>& wait) {
+    if (closed_ || wait->done) return;
+    const auto& keys = wait->request.keys;
     for (;;) {
-      while (ready_ < keys.size() && server_.table.find(keys[ready_])) ++ready_;
-      if (ready_ < keys.size()) {
-        registered_key_ = keys[ready_];
-        server_.waiters[registered_key_].push_back(shared_from_this());
+      while (wait->ready < keys.size() && server_.table.find(keys[wait->ready])) ++wait->ready;
+      if (wait->ready < keys.size()) {
+        wait->registered_key = keys[wait->ready];
+        server_.waiters[wait->registered_key].push_back(wait);
         return;
       }
       const std::string* missing = server_.table.first_missing(keys);
       if (!missing) break;
-      ready_ = static_cast<std::size_t>(missing - keys.data());
+      wait->ready = static_cast<std::size_t>(missing - keys.data());
     }
-    ++timer_generation_;
-    timer_.cancel();
-    proto::Request done = std::move(*pending_);
-    pending_.reset();
+    finish(*wait);
+    const auto& done = wait->request;
     if (done.command == Command::Get) {
-      reply_value(server_.table.share(done.keys.front()));
+      reply_value(done.id, server_.table.share(done.keys.front()));
     } else if (done.command == Command::GetMany) {
-      reply(values_of(done.keys));
+      reply(values_of(done.id, done.keys));
     } else {
-      reply(proto::encode_ok());
+      reply(proto::encode_ok(done.id));
     }
+  }
+
+  // `wait`'s own timer fired before its keys all existed.
+  void expire(const std::shared_ptr<PendingWait>& wait) {
+    if (closed_ || wait->done) return;
+    server_.unregister_waiter(wait->registered_key, wait.get());
+    finish(*wait);
+    std::vector<std::string> missing;
+    for (const auto& k : wait->request.keys)
+      if (!server_.table.find(k)) missing.push_back(k);
+    auto waited = std::min(wait->request.timeout_ms, kMaxWaitMs);
+    reply(proto::encode_failure(
+        wait->request.id, proto::Status::Timeout,
+        fmt::format("after {} ms still missing: {}", waited, rendezvous::printable_list(missing))));
   }
 
  private:
   using Command = proto::Command;
 
-  template <typename OnExpiry>
-  void arm_timer(std::chrono::milliseconds after, OnExpiry on_expiry) {
+  void arm_hello_timer() {
     auto generation = ++timer_generation_;
-    timer_.expires_after(after);
-    timer_.async_wait([self = shared_from_this(), generation, on_expiry](const std::error_code& ec) {
+    timer_.expires_after(kHelloTimeout);
+    timer_.async_wait([self = shared_from_this(), generation](const std::error_code& ec) {
       if (ec || self->closed_ || generation != self->timer_generation_) return;
-      on_expiry();
+      log::warn("TcpStore :{}: closing the connection from {}: no hello within {} s", self->server_.port,
+                self->peer_, std::chrono::duration_cast<std::chrono::seconds>(kHelloTimeout).count());
+      self->close();
     });
   }
 
   std::size_t buffered() const { return inbuf_.size() - consumed_; }
+  // The client is not reading its replies: its next requests wait.
+  bool overloaded() const { return queued_bytes_ > kMaxQueuedReplyBytes; }
 
   // GET_MANY's reply once every key exists, or an ERROR when the values together exceed one reply's
   // limit (the connection stays usable: the client can ask for fewer keys at a time).
-  std::string values_of(const std::vector<std::string>& keys) const {
+  std::string values_of(std::uint32_t id, const std::vector<std::string>& keys) const {
     std::vector<std::string_view> values;
     values.reserve(keys.size());
     std::size_t total = 0;
@@ -161,22 +198,22 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (total > proto::kMaxGetManyValueBytes)
       return proto::encode_failure(
-          proto::Status::Error,
+          id, proto::Status::Error,
           fmt::format(
               "the values of these {} keys total {} bytes, over the limit of {} bytes for one GET_MANY "
               "reply: ask for fewer keys at a time",
               keys.size(), total, proto::kMaxGetManyValueBytes));
-    return proto::encode_ok_values(values);
+    return proto::encode_ok_values(id, values);
   }
 
   // Reads what has arrived into the server's buffer and handles it, and waits for more only once the
   // socket is drained: Asio's epoll is edge-triggered, so a wait begun while bytes sit unread may never end
-  // (after a turn's reads, or a pause while busy). Reading goes on while a request waits, to notice the
-  // client leaving, up to kMaxBufferedWhileBusy.
+  // (after a turn's reads, or a pause while overloaded). Reading goes on while the client is not reading
+  // its replies, to notice it leaving, up to kMaxBufferedWhileBusy.
   void maybe_read() {
     if (reading_ || closed_) return;
     for (int turn = 0; turn < kReadsPerTurn; ++turn) {
-      if (busy_ && buffered() >= kMaxBufferedWhileBusy) return;  // write_next's handler reads on
+      if (overloaded() && buffered() >= kMaxBufferedWhileBusy) return;  // write_next's handler reads on
       std::error_code ec;
       std::size_t n = socket_.read_some(asio::buffer(server_.read_buffer), ec);
       if (ec == asio::error::would_block || ec == asio::error::try_again) return wait_readable();
@@ -212,11 +249,11 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  // Handles the requests that have fully arrived, one at a time: the next one starts only when the
-  // reply to this one has been written.
+  // Handles each request that has fully arrived as it arrives: one that waits for keys is parked and the
+  // next is handled at once. Stops while the client leaves too many replies unread.
   void process() {
     try {
-      while (!busy_ && !closed_) {
+      while (!closed_ && !close_after_write_ && !overloaded()) {
         std::string_view rest(inbuf_.data() + consumed_, buffered());
         if (!authenticated_) {
           if (!process_hello(rest)) break;
@@ -226,10 +263,7 @@ class Session : public std::enable_shared_from_this<Session> {
         auto parsed = proto::parse_request(rest, request);
         if (parsed.kind == proto::ParseResult::Kind::Incomplete) break;
         if (parsed.kind == proto::ParseResult::Kind::Malformed) {
-          log::warn("TcpStore :{}: malformed request from {}: {}; closing the connection", server_.port,
-                    peer_, parsed.error);
-          close_after_write_ = true;
-          reply(proto::encode_failure(proto::Status::Error, "malformed request: " + parsed.error));
+          reject_request(parsed.id, parsed.error);
           break;
         }
         consumed_ += parsed.consumed;
@@ -241,6 +275,14 @@ class Session : public std::enable_shared_from_this<Session> {
       log::error("TcpStore :{}: dropping the connection from {}: {}", server_.port, peer_, e.what());
       close();
     }
+  }
+
+  // An ERROR reply, then the connection closes: after a malformed request the stream cannot be trusted.
+  void reject_request(std::uint32_t id, const std::string& why) {
+    log::warn("TcpStore :{}: malformed request from {}: {}; closing the connection", server_.port, peer_,
+              why);
+    reply(proto::encode_failure(id, proto::Status::Error, "malformed request: " + why));
+    close_after_write_ = true;
   }
 
   void compact() {
@@ -274,8 +316,10 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string_view token = rest.substr(proto::kHelloHeaderBytes, token_length);
     consumed_ += proto::kHelloHeaderBytes + token_length;
     if (version != proto::kVersion) {
-      log::warn("TcpStore :{}: rejected the connection from {}: protocol version {} (this server speaks {})",
-                server_.port, peer_, version, proto::kVersion);
+      log::warn(
+          "TcpStore :{}: rejected the connection from {}: it speaks store protocol version {}, this server "
+          "{} (every rank and the launcher of a job must run the same Canopy release)",
+          server_.port, peer_, version, proto::kVersion);
       close_after_write_ = true;
       reply(std::string(1, static_cast<char>(proto::HelloStatus::BadVersion)));
       return false;
@@ -300,97 +344,117 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void handle(proto::Request request) {
     auto& table = server_.table;
+    const std::uint32_t id = request.id;
     const std::string& key = request.keys.empty() ? empty_ : request.keys.front();
     switch (request.command) {
       case Command::Set:
         table.set(key, request.value);
-        reply(proto::encode_ok());
+        reply(proto::encode_ok(id));
         server_.notify(key);
         return;
       case Command::Get:
-        if (auto value = table.share(key)) return reply_value(std::move(value));
+        if (auto value = table.share(key)) return reply_value(id, std::move(value));
         return begin_wait(std::move(request));
       case Command::Add: {
         std::int64_t sum = 0;
         try {
           sum = table.add(key, request.delta);
         } catch (const Error& e) {
-          return reply(proto::encode_failure(proto::Status::Error, e.what()));
+          return reply(proto::encode_failure(id, proto::Status::Error, e.what()));
         }
-        reply(proto::encode_ok_i64(sum));
+        reply(proto::encode_ok_i64(id, sum));
         server_.notify(key);
         return;
       }
       case Command::CompareSet: {
         bool changed = false;
         std::string after = table.compare_set(key, request.value, request.desired, changed);
-        reply(proto::encode_ok_bytes(after));
+        reply(proto::encode_ok_bytes(id, after));
         if (changed) server_.notify(key);
         return;
       }
       case Command::Check:
-        return reply(proto::encode_ok_flag(table.first_missing(request.keys) == nullptr));
+        return reply(proto::encode_ok_flag(id, table.first_missing(request.keys) == nullptr));
       case Command::Wait:
-        if (!table.first_missing(request.keys)) return reply(proto::encode_ok());
+        if (!table.first_missing(request.keys)) return reply(proto::encode_ok(id));
         return begin_wait(std::move(request));
       case Command::GetMany:
-        if (!table.first_missing(request.keys)) return reply(values_of(request.keys));
+        if (!table.first_missing(request.keys)) return reply(values_of(id, request.keys));
         return begin_wait(std::move(request));
       case Command::Delete:
-        return reply(proto::encode_ok_flag(table.remove(key)));
+        return reply(proto::encode_ok_flag(id, table.remove(key)));
       case Command::Ping:
-        return reply(proto::encode_ok());
+        return reply(proto::encode_ok(id));
     }
   }
 
+  // Parks a request whose keys do not all exist yet, within this connection's bounds.
   void begin_wait(proto::Request request) {
-    busy_ = true;
+    const std::uint32_t id = request.id;
+    if (waits_.count(id)) {
+      return reject_request(id, fmt::format("request id {} reused while its {} still waits", id,
+                                            proto::to_string(request.command)));
+    }
+    std::size_t key_bytes = 0;
+    for (const auto& k : request.keys) key_bytes += k.size();
+    if (waits_.size() >= proto::kMaxPendingWaitsPerConnection ||
+        pending_key_bytes_ + key_bytes > proto::kMaxPendingKeyBytesPerConnection) {
+      return reply(proto::encode_failure(
+          id, proto::Status::Error,
+          fmt::format("{} not parked: this connection already has {} requests waiting for keys ({} bytes of "
+                      "keys); one connection may park at most {} ({} bytes): wait for some to finish",
+                      proto::to_string(request.command), waits_.size(), pending_key_bytes_,
+                      proto::kMaxPendingWaitsPerConnection, proto::kMaxPendingKeyBytesPerConnection)));
+    }
     auto timeout = std::chrono::milliseconds(std::min(request.timeout_ms, kMaxWaitMs));
-    pending_ = std::move(request);
-    ready_ = 0;
-    arm_timer(timeout, [this, timeout] {
-      server_.unregister_waiter(registered_key_, this);
-      std::vector<std::string> missing;
-      for (const auto& k : pending_->keys)
-        if (!server_.table.find(k)) missing.push_back(k);
-      pending_.reset();
-      reply(proto::encode_failure(proto::Status::Timeout,
-                                  fmt::format("after {} ms still missing: {}", timeout.count(),
-                                              rendezvous::printable_list(missing))));
+    auto wait = std::make_shared<PendingWait>(socket_.get_executor(), weak_from_this(), std::move(request));
+    wait->key_bytes = key_bytes;
+    waits_.emplace(id, wait);
+    pending_key_bytes_ += key_bytes;
+    wait->timer.expires_after(timeout);
+    wait->timer.async_wait([wait](const std::error_code& ec) {
+      if (ec || wait->done) return;
+      if (auto session = wait->session.lock()) session->expire(wait);
     });
-    recheck();
+    recheck(wait);
+  }
+
+  // Takes an answered wait off this session's books; its reply is the caller's to send.
+  void finish(PendingWait& wait) {
+    wait.done = true;
+    wait.timer.cancel();
+    pending_key_bytes_ -= wait.key_bytes;
+    waits_.erase(wait.request.id);
   }
 
   void reply(std::string bytes) { send(Outgoing{std::move(bytes), nullptr}); }
 
   // A GET's reply: the header here, the value read from the table's buffer as it is written.
-  void reply_value(std::shared_ptr<const std::string> value) {
-    send(Outgoing{proto::encode_ok_bytes_head(value->size()), std::move(value)});
+  void reply_value(std::uint32_t id, std::shared_ptr<const std::string> value) {
+    send(Outgoing{proto::encode_ok_bytes_head(id, value->size()), std::move(value)});
   }
 
-  // Requests are handled one at a time, so at most one reply is written at once; queued_ is for safety.
+  // Replies go out one async_write at a time, in the order they were made.
   void send(Outgoing outgoing) {
-    busy_ = true;
-    if (writing_) return queued_.push_back(std::move(outgoing));
-    writing_ = std::move(outgoing);
-    write_next();
+    if (closed_) return;
+    queued_bytes_ += outgoing.size();
+    queue_.push_back(std::move(outgoing));
+    if (!writing_) write_next();
   }
 
   void write_next() {
+    writing_ = true;
+    const Outgoing& front = queue_.front();  // a deque's push_back leaves it in place
     std::array<asio::const_buffer, 2> buffers{
-        asio::buffer(writing_->head),
-        writing_->value ? asio::buffer(*writing_->value) : asio::const_buffer()};
+        asio::buffer(front.head), front.value ? asio::buffer(*front.value) : asio::const_buffer()};
     asio::async_write(socket_, buffers, [self = shared_from_this()](const std::error_code& ec, std::size_t) {
       if (self->closed_) return;
       if (ec) return self->close();
-      self->writing_.reset();
-      if (!self->queued_.empty()) {
-        self->writing_ = std::move(self->queued_.front());
-        self->queued_.erase(self->queued_.begin());
-        return self->write_next();
-      }
+      self->queued_bytes_ -= self->queue_.front().size();
+      self->queue_.pop_front();
+      if (!self->queue_.empty()) return self->write_next();
+      self->writing_ = false;
       if (self->close_after_write_) return self->close();
-      self->busy_ = false;
       self->process();
       self->maybe_read();
     });
@@ -398,21 +462,20 @@ class Session : public std::enable_shared_from_this<Session> {
 
   ServerState& server_;
   tcp::socket socket_;
-  asio::steady_timer timer_;
+  asio::steady_timer timer_;  // the hello's
   std::uint64_t timer_generation_ = 0;
   std::string peer_;
   std::string inbuf_;  // the bytes of requests not yet handled
   std::size_t consumed_ = 0;
-  std::optional<Outgoing> writing_;  // stays in place while async_write reads it
-  std::vector<Outgoing> queued_;
+  std::deque<Outgoing> queue_;  // the front one is being written
+  std::size_t queued_bytes_ = 0;
+  bool writing_ = false;
   bool authenticated_ = false;
-  bool busy_ = false;  // a request is waiting for keys or its reply is being written
   bool reading_ = false;
   bool closed_ = false;
   bool close_after_write_ = false;
-  std::optional<proto::Request> pending_;
-  std::string registered_key_;  // the key whose waiter list holds this session while pending_
-  std::size_t ready_ = 0;       // pending_'s keys before this one existed when last looked at
+  std::unordered_map<std::uint32_t, std::shared_ptr<PendingWait>> waits_;  // by request id
+  std::size_t pending_key_bytes_ = 0;                                      // waits_' keys together
   const std::string empty_;
 };
 
@@ -421,14 +484,17 @@ void ServerState::notify(const std::string& key) {
   if (it == waiters.end()) return;
   auto woken = std::move(it->second);
   waiters.erase(it);
-  for (auto& session : woken) session->recheck();
+  for (auto& wait : woken) {
+    if (wait->done) continue;
+    if (auto session = wait->session.lock()) session->recheck(wait);
+  }
 }
 
-void ServerState::unregister_waiter(const std::string& key, Session* session) {
+void ServerState::unregister_waiter(const std::string& key, const PendingWait* wait) {
   auto it = waiters.find(key);
   if (it == waiters.end()) return;
   auto& list = it->second;
-  list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& s) { return s.get() == session; }),
+  list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& w) { return w.get() == wait; }),
              list.end());
   if (list.empty()) waiters.erase(it);
 }

@@ -24,7 +24,8 @@ class Store {
   virtual std::int64_t add(std::string_view key, std::int64_t delta) = 0;
   // Stores `desired` if the current value equals `expected` (absent counts as equal to an
   // empty `expected`). Returns the value stored afterwards.
-  virtual std::string compare_set(std::string_view key, std::string_view expected, std::string_view desired) = 0;
+  virtual std::string compare_set(std::string_view key, std::string_view expected,
+                                  std::string_view desired) = 0;
   // True when every key exists, without waiting.
   virtual bool check(const std::vector<std::string>& keys) = 0;
   // Waits until every key exists; throws Error(Timeout) naming the missing keys.
@@ -42,10 +43,10 @@ class Store {
     return values;
   }
 
-  // Another handle on the same keys whose calls never wait behind this handle's (a TcpStore client opens
-  // a second connection), each bounded by `timeout`: for a thread that polls the store while others may
-  // hold this handle in a long get() (the communicator's liveness monitor). nullptr when this kind of
-  // store cannot open one.
+  // Another handle on the same keys whose calls never wait behind this handle's (a TcpStore client's shares
+  // its multiplexed connection; a torch TCPStore's opens a second one), each bounded by `timeout`: for a
+  // thread that polls the store while others may hold this handle in a long get() (the communicator's
+  // liveness monitor). nullptr when this kind of store cannot open one.
   virtual std::shared_ptr<Store> open_another(Duration timeout) {
     (void)timeout;
     return nullptr;
@@ -53,7 +54,8 @@ class Store {
 
   // The requests this handle has sent to a store server: one per round trip on a TcpStore connection (the
   // hello not counted), so a benchmark can report store requests per rank. A PrefixStore reports its base's;
-  // open_another's connection keeps its own count. 0 for a store without a server (the FileStore).
+  // open_another's handle keeps its own count, even on a shared connection. 0 for a store without a server
+  // (the FileStore).
   virtual std::uint64_t requests_sent() const { return 0; }
 
   // The timeout used by the overloads without one.
@@ -95,8 +97,8 @@ class PrefixStore final : public Store {
 };
 
 // A client of a TcpStore server. Every connection presents `job_token`; the server drops it otherwise.
-std::shared_ptr<Store> connect_tcp_store(const std::string& host, std::uint16_t port, const std::string& job_token,
-                                         Duration connect_timeout);
+std::shared_ptr<Store> connect_tcp_store(const std::string& host, std::uint16_t port,
+                                         const std::string& job_token, Duration connect_timeout);
 
 // A store in a directory shared by all ranks (NFS, Lustre...): atomic renames only, no inotify.
 std::shared_ptr<Store> open_file_store(const std::string& directory);

@@ -8,8 +8,13 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "canopy/canopy.hpp"
@@ -38,6 +43,33 @@ void launch_environment(testing::ScopedEnv& env, int rank, int size, std::uint16
       .set("CANOPY_JOB_TOKEN", kToken)
       .set("CANOPY_SOCKET_IFNAME", "lo")
       .set("CANOPY_TIMEOUT", "60");
+}
+
+// This process's established TCP connections to `port`: its sockets (/proc/self/fd) found in the kernel's
+// connection tables by inode.
+int connections_to(std::uint16_t port) {
+  std::set<std::string> inodes;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (!ec && target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  int count = 0;
+  for (const char* table : {"/proc/self/net/tcp", "/proc/self/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+      const auto colon = remote.rfind(':');
+      if (colon == std::string::npos) continue;
+      const bool to_port = std::stoul(remote.substr(colon + 1), nullptr, 16) == port;
+      if (to_port && state == "01" && inodes.count(inode)) ++count;  // 01: ESTABLISHED
+    }
+  }
+  return count;
 }
 
 // Each rank's requests from from_environment() to the end of a first ring all-reduce, by rank.
@@ -85,6 +117,31 @@ TEST(StartUpRequests, AtMostFourARankWithEveryLinkAtOnce) {
   for (int rank = 0; rank < kRanks; ++rank) {
     const int expected = rank == 0 ? 4 : rank < kSampled ? 3 : 4;
     EXPECT_EQ(requests[static_cast<std::size_t>(rank)], expected) << "rank " << rank;
+  }
+}
+
+// Issue 27: after a ring all-reduce a rank holds one store connection, which its liveness monitor (on by
+// default) shares with its communicator.
+TEST(StartUpRequests, ARankHoldsOneStoreConnectionSharedWithItsLivenessMonitor) {
+  constexpr int kSize = 4;
+  testing::TempDir dir;
+  testing::StoreServerProcess server(kToken);
+  const std::uint16_t port = server.port();
+  auto exits = testing::run_processes(kSize, [&](int rank) {
+    testing::ScopedEnv env;
+    launch_environment(env, rank, kSize, port);
+    env.set("CANOPY_TRANSPORT", "tcp").set("CANOPY_HEARTBEAT_SECONDS", "0.2");
+    Communicator comm = Communicator::from_environment();
+    std::vector<float> data(kSize, 1.0f);
+    comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the monitor has beaten a few times
+    std::ofstream(fmt::format("{}/{}", dir.path(), rank)) << connections_to(port);
+  });
+  for (int rank = 0; rank < kSize; ++rank) {
+    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
+    int connections = -1;
+    std::ifstream(fmt::format("{}/{}", dir.path(), rank)) >> connections;
+    EXPECT_EQ(connections, 1) << "rank " << rank;
   }
 }
 

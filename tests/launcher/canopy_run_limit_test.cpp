@@ -65,7 +65,7 @@ CommandResult run_under_256(const std::string& arguments) {
                    std::chrono::seconds(60));
 }
 
-// 100 ranks under 256: prefixed would need 200 pipes beside the store's 200 connections (2 per rank); the
+// 100 ranks under 256: prefixed would need 200 pipes beside the store's 100 connections (1 per rank); the
 // ranks write to canopy-run's own streams instead, and each one still joins the store and meets the rest.
 TEST(CanopyRunLimit, AutoWritesDirectlyWhenThePipesAndTheStoreDoNotFitAndSaysWhy) {
   CommandResult r = run_under_256(fmt::format("--nproc 100 '{}' rendezvous", launcher_probe_path()));
@@ -81,18 +81,18 @@ TEST(CanopyRunLimit, AutoWritesDirectlyWhenThePipesAndTheStoreDoNotFitAndSaysWhy
   EXPECT_EQ(count_of(r.out, "[0] "), 0) << "no prefixes\n" << r.describe();
   EXPECT_EQ(count_of(r.out,
                      "canopy-run: 100 ranks write straight to canopy-run's stdout and stderr, without "
-                     "\"[rank] \" prefixes: prefixing them needs 200 pipes (2 per rank), 200 store "
-                     "connections (2 per rank), canopy-run's own "),
+                     "\"[rank] \" prefixes: prefixing them needs 200 pipes (2 per rank), 100 store "
+                     "connections (1 per rank), canopy-run's own "),
             1)
       << r.describe();
   EXPECT_EQ(count_of(r.out, "over the limit of 256 (RLIMIT_NOFILE); to keep the prefixes, raise the limit"),
             1)
       << r.describe();
-  EXPECT_EQ(count_of(r.out, "warning"), 0) << "the store's 200 connections fit without the pipes\n"
+  EXPECT_EQ(count_of(r.out, "warning"), 0) << "the store's 100 connections fit without the pipes\n"
                                            << r.describe();
 }
 
-// 40 ranks under 256: 80 pipes + 80 store connections fit, with room to spare: the prefixes stay.
+// 40 ranks under 256: 80 pipes + 40 store connections fit, with room to spare: the prefixes stay.
 TEST(CanopyRunLimit, AutoKeepsThePrefixesWhileTheyFit) {
   CommandResult r = run_under_256("--nproc 40 /bin/sh -c 'echo rank=$RANK limit=$(ulimit -n)'");
   if (r.exit_code == 125) GTEST_SKIP() << "cannot set the limit to 256: " << r.describe();

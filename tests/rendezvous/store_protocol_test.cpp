@@ -17,6 +17,7 @@ std::vector<Request> every_command() {
   auto make = [&](Command command) -> Request& {
     all.emplace_back();
     all.back().command = command;
+    all.back().id = 0xfedc0000u + static_cast<std::uint32_t>(command);
     return all.back();
   };
   auto& set = make(Command::Set);
@@ -55,10 +56,13 @@ TEST(StoreProtocol, EveryRequestRoundTripsAndIsIncompleteAtEverySplit) {
           << to_string(original.command) << " split at " << split;
     }
     Request decoded;
-    std::string with_next = bytes + "\x08";  // a following PING must not be consumed
+    Request ping;
+    ping.command = Command::Ping;
+    std::string with_next = bytes + encode_request(ping);  // a following PING must not be consumed
     auto result = parse_request(with_next, decoded);
     ASSERT_EQ(result.kind, Kind::Complete) << to_string(original.command);
     EXPECT_EQ(result.consumed, bytes.size());
+    EXPECT_EQ(decoded.id, original.id);
     EXPECT_EQ(decoded.command, original.command);
     EXPECT_EQ(decoded.keys, original.keys);
     EXPECT_EQ(decoded.value, original.value);
@@ -70,22 +74,29 @@ TEST(StoreProtocol, EveryRequestRoundTripsAndIsIncompleteAtEverySplit) {
 
 TEST(StoreProtocol, UnknownCommandsAreMalformed) {
   for (int byte : {0, 10, 0x7f, 0xff}) {
+    std::string bytes;
+    put_u32(bytes, 99);
+    put_u8(bytes, static_cast<std::uint8_t>(byte));
     Request request;
-    auto result = parse_request(std::string(1, static_cast<char>(byte)), request);
+    auto result = parse_request(bytes, request);
     EXPECT_EQ(result.kind, Kind::Malformed) << byte;
     EXPECT_NE(result.error.find("unknown command"), std::string::npos);
+    EXPECT_EQ(result.id, 99u);  // the ERROR reply can say which request it answers
   }
 }
 
 TEST(StoreProtocol, LengthsBeyondTheLimitsAreMalformedFromTheHeaderAlone) {
   std::string key_too_long;
+  put_u32(key_too_long, 7);  // request id
   put_u8(key_too_long, static_cast<std::uint8_t>(Command::Get));
   put_u32(key_too_long, static_cast<std::uint32_t>(kMaxKeyBytes + 1));
   std::string value_too_long;
+  put_u32(value_too_long, 7);  // request id
   put_u8(value_too_long, static_cast<std::uint8_t>(Command::Set));
   put_bytes(value_too_long, "k");
   put_u32(value_too_long, static_cast<std::uint32_t>(kMaxValueBytes + 1));
   std::string too_many_keys;
+  put_u32(too_many_keys, 7);  // request id
   put_u8(too_many_keys, static_cast<std::uint8_t>(Command::Check));
   put_u32(too_many_keys, static_cast<std::uint32_t>(kMaxKeysPerRequest + 1));
   for (const auto& bytes : {key_too_long, value_too_long, too_many_keys}) {
@@ -107,6 +118,7 @@ TEST(StoreProtocol, LengthsBeyondTheLimitsAreMalformedFromTheHeaderAlone) {
 // length field before the bytes it announces.
 TEST(StoreProtocol, GetManyIsBoundedByKeysAndTheirBytesTogether) {
   std::string too_many;
+  put_u32(too_many, 7);  // request id
   put_u8(too_many, static_cast<std::uint8_t>(Command::GetMany));
   put_u32(too_many, static_cast<std::uint32_t>(kMaxKeysPerGetMany + 1));
   Request request;
@@ -117,6 +129,7 @@ TEST(StoreProtocol, GetManyIsBoundedByKeysAndTheirBytesTogether) {
   // Full-size keys up to the byte limit, then one more length field: refused before its key arrives.
   const std::size_t fit = kMaxGetManyKeyBytes / kMaxKeyBytes;
   std::string too_big;
+  put_u32(too_big, 7);  // request id
   put_u8(too_big, static_cast<std::uint8_t>(Command::GetMany));
   put_u32(too_big, static_cast<std::uint32_t>(fit + 1));
   for (std::size_t i = 0; i < fit; ++i) put_bytes(too_big, std::string(kMaxKeyBytes, 'k'));
@@ -137,8 +150,9 @@ TEST(StoreProtocol, GetManyIsBoundedByKeysAndTheirBytesTogether) {
 }
 
 TEST(StoreProtocol, GetManyRepliesPutTheLengthsBeforeTheValues) {
-  std::string bytes = encode_ok_values({"ab", "", "c"});
+  std::string bytes = encode_ok_values(41, {"ab", "", "c"});
   std::string expected;
+  put_u32(expected, 41);
   put_u8(expected, static_cast<std::uint8_t>(Status::Ok));
   put_u32(expected, 3);
   for (std::uint32_t length : {2u, 0u, 1u}) put_u32(expected, length);

@@ -20,6 +20,7 @@
 #include "canopy/store.hpp"
 #include "common/deadline.hpp"
 #include "rendezvous/store_protocol.hpp"
+#include "tests/rendezvous/raw_connection.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy {
@@ -27,62 +28,7 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace proto = rendezvous::protocol;
-
-// A hand-driven loopback connection, to send what no well-behaved client would.
-class RawConnection {
- public:
-  explicit RawConnection(std::uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0)
-      throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
-  }
-  ~RawConnection() { ::close(fd_); }
-
-  void send(std::string_view bytes) {
-    while (!bytes.empty()) {
-      ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-      if (n <= 0) return;  // the server may have closed already: what it answered is checked
-      bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
-  }
-  void hello(std::string_view token = "tok") {
-    send(proto::encode_hello(token));
-    EXPECT_EQ(receive(1, 2s), std::string(1, '\0'));
-  }
-  // Up to `size` bytes, or fewer when the server closes or the time runs out.
-  std::string receive(std::size_t size, std::chrono::milliseconds within) {
-    std::string out;
-    auto deadline = Clock::now() + within;
-    while (out.size() < size && Clock::now() < deadline) {
-      pollfd p{fd_, POLLIN, 0};
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (::poll(&p, 1, static_cast<int>(std::max<long long>(left, 0))) <= 0) break;
-      char buffer[4096];
-      ssize_t n = ::recv(fd_, buffer, std::min(sizeof(buffer), size - out.size()), 0);
-      if (n <= 0) {
-        closed_ = true;
-        break;
-      }
-      out.append(buffer, static_cast<std::size_t>(n));
-    }
-    return out;
-  }
-  // True when the server closes the connection within the time.
-  bool closed_by_server(std::chrono::milliseconds within) {
-    while (!closed_) {
-      if (receive(1 << 20, within).empty() && !closed_) return false;
-    }
-    return true;
-  }
-
- private:
-  int fd_ = -1;
-  bool closed_ = false;
-};
+using testing::RawConnection;
 
 class TcpStoreServerTest : public ::testing::Test {
  protected:
@@ -108,6 +54,7 @@ class TcpStoreServerTest : public ::testing::Test {
 
 std::string request_with_field_length(proto::Command command, std::uint32_t length) {
   std::string bytes;
+  proto::put_u32(bytes, 1);  // request id
   proto::put_u8(bytes, static_cast<std::uint8_t>(command));
   proto::put_u32(bytes, length);
   return bytes;
@@ -140,10 +87,14 @@ TEST_F(TcpStoreServerTest, GarbageInsteadOfAHelloIsDropped) {
 TEST_F(TcpStoreServerTest, UnknownCommandGetsAnErrorAndTheConnectionCloses) {
   RawConnection raw(server_->port());
   raw.hello();
-  raw.send(std::string(1, static_cast<char>(0x7f)));
-  std::string reply = raw.receive(1, 2s);
-  ASSERT_EQ(reply.size(), 1u);
-  EXPECT_EQ(reply[0], static_cast<char>(proto::Status::Error));
+  std::string unknown;
+  proto::put_u32(unknown, 77);
+  proto::put_u8(unknown, 0x7f);
+  raw.send(unknown);
+  std::string reply = raw.receive(proto::kReplyHeaderBytes, 2s);
+  ASSERT_EQ(reply.size(), proto::kReplyHeaderBytes);
+  EXPECT_EQ(proto::get_u32(reply.data()), 77u);  // the ERROR answers the request it is about
+  EXPECT_EQ(reply[4], static_cast<char>(proto::Status::Error));
   EXPECT_TRUE(raw.closed_by_server(2s));
   expect_still_serving();
 }
@@ -164,9 +115,9 @@ TEST_F(TcpStoreServerTest, OversizedLengthFieldsAreRefusedBeforeAnyAllocation) {
     RawConnection raw(server_->port());
     raw.hello();
     raw.send(request);
-    std::string reply = raw.receive(1, 2s);
-    ASSERT_EQ(reply.size(), 1u);
-    EXPECT_EQ(reply[0], static_cast<char>(proto::Status::Error));
+    std::string reply = raw.receive(proto::kReplyHeaderBytes, 2s);
+    ASSERT_EQ(reply.size(), proto::kReplyHeaderBytes);
+    EXPECT_EQ(reply[4], static_cast<char>(proto::Status::Error));
     EXPECT_TRUE(raw.closed_by_server(2s));
   }
   expect_still_serving();
@@ -263,19 +214,21 @@ TEST_F(TcpStoreServerTest, GetManyWaitsOnTheServerForKeysSetInAnyOrder) {
   gatherer.join();
 }
 
-TEST_F(TcpStoreServerTest, PipelinedRequestsAreAnsweredInOrder) {
+TEST_F(TcpStoreServerTest, PipelinedRequestsThatDoNotWaitAreAnsweredInOrder) {
   RawConnection raw(server_->port());
   raw.hello();
   proto::Request set;
+  set.id = 1;
   set.command = proto::Command::Set;
   set.keys = {"pipelined"};
   set.value = "v";
   proto::Request get;
+  get.id = 2;
   get.command = proto::Command::Get;
   get.keys = {"pipelined"};
   get.timeout_ms = 1000;
   raw.send(proto::encode_request(set) + proto::encode_request(get));
-  std::string expected = proto::encode_ok() + proto::encode_ok_bytes("v");
+  std::string expected = proto::encode_ok(1) + proto::encode_ok_bytes(2, "v");
   EXPECT_EQ(raw.receive(expected.size(), 2s), expected);
 }
 
