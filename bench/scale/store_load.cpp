@@ -155,8 +155,12 @@ struct ServerProcess {
   }
 };
 
-// What an OK reply to each request carries after its status byte.
+// What an OK reply to each request carries after its request id and status byte.
 enum class Reply { Hello, Empty, Bytes, Values };
+
+// A reply's request id and status come before its fields; each client here has one request out at a time,
+// so the id is not looked at.
+constexpr std::size_t kReplyHead = proto::kReplyHeaderBytes;
 
 struct Step {
   std::string request;
@@ -170,7 +174,8 @@ struct Step {
 std::optional<std::size_t> whole_reply(std::string_view in, Reply kind, std::string* failure) {
   if (in.empty()) return std::nullopt;
   if (kind == Reply::Hello) return 1;
-  auto status = static_cast<proto::Status>(in[0]);
+  if (in.size() < kReplyHead) return std::nullopt;
+  auto status = static_cast<proto::Status>(in[kReplyHead - 1]);
   auto field_end = [&](std::size_t at) -> std::optional<std::size_t> {
     if (in.size() < at + 4) return std::nullopt;
     std::size_t end = at + 4 + proto::get_u32(in.data() + at);
@@ -178,23 +183,24 @@ std::optional<std::size_t> whole_reply(std::string_view in, Reply kind, std::str
     return end;
   };
   if (status != proto::Status::Ok) {
-    auto end = field_end(1);
-    if (end) *failure = std::string(in.substr(5, *end - 5));
+    auto end = field_end(kReplyHead);
+    if (end) *failure = std::string(in.substr(kReplyHead + 4, *end - kReplyHead - 4));
     return end;
   }
   switch (kind) {
     case Reply::Hello:
     case Reply::Empty:
-      return 1;
+      return kReplyHead;
     case Reply::Bytes:
-      return field_end(1);
+      return field_end(kReplyHead);
     case Reply::Values: {
-      if (in.size() < 5) return std::nullopt;
-      std::size_t count = proto::get_u32(in.data() + 1);
-      if (in.size() < 5 + 4 * count) return std::nullopt;
+      if (in.size() < kReplyHead + 4) return std::nullopt;
+      std::size_t count = proto::get_u32(in.data() + kReplyHead);
+      const std::size_t lengths = kReplyHead + 4;
+      if (in.size() < lengths + 4 * count) return std::nullopt;
       std::size_t total = 0;
-      for (std::size_t i = 0; i < count; ++i) total += proto::get_u32(in.data() + 5 + 4 * i);
-      std::size_t end = 5 + 4 * count + total;
+      for (std::size_t i = 0; i < count; ++i) total += proto::get_u32(in.data() + lengths + 4 * i);
+      std::size_t end = lengths + 4 * count + total;
       if (in.size() < end) return std::nullopt;
       return end;
     }
@@ -205,16 +211,16 @@ std::optional<std::size_t> whole_reply(std::string_view in, Reply kind, std::str
 // Whether a whole OK reply says what the step expects.
 bool reply_matches(std::string_view reply, const Step& step) {
   if (step.reply == Reply::Hello) return reply[0] == static_cast<char>(proto::HelloStatus::Ok);
-  if (reply[0] != static_cast<char>(proto::Status::Ok)) return false;
+  if (reply[kReplyHead - 1] != static_cast<char>(proto::Status::Ok)) return false;
   switch (step.reply) {
     case Reply::Hello:
     case Reply::Empty:
       return true;
     case Reply::Bytes:
-      return reply.substr(5) == *step.expected;
+      return reply.substr(kReplyHead + 4) == *step.expected;
     case Reply::Values: {
-      std::size_t count = proto::get_u32(reply.data() + 1);
-      return reply.substr(5 + 4 * count) == *step.expected;
+      std::size_t count = proto::get_u32(reply.data() + kReplyHead);
+      return reply.substr(kReplyHead + 4 + 4 * count) == *step.expected;
     }
   }
   return false;
@@ -441,22 +447,23 @@ class Load {
         if (!client.in.empty()) die(fmt::format("client {}: bytes after its last reply", client.rank));
         return;
       }
-      if (step->reply == Reply::Bytes && client.in.size() >= 5 &&
-          client.in[0] == static_cast<char>(proto::Status::Ok)) {
+      if (step->reply == Reply::Bytes && client.in.size() >= kReplyHead + 4 &&
+          client.in[kReplyHead - 1] == static_cast<char>(proto::Status::Ok)) {
         // A value is checked as it arrives and dropped: the answer every rank reads (100 KB at 16,384
         // ranks) is not held once a client.
+        constexpr std::size_t kFront = kReplyHead + 4;  // request id, status, length
         const std::string_view expected = *step->expected;
-        const std::size_t length = proto::get_u32(client.in.data() + 1);
-        const std::size_t arrived = std::min(client.in.size() - 5, length - client.checked);
+        const std::size_t length = proto::get_u32(client.in.data() + kReplyHead);
+        const std::size_t arrived = std::min(client.in.size() - kFront, length - client.checked);
         if (length != expected.size() ||
-            std::string_view(client.in).substr(5, arrived) != expected.substr(client.checked, arrived))
+            std::string_view(client.in).substr(kFront, arrived) != expected.substr(client.checked, arrived))
           die(fmt::format("client {} step {}: unexpected value", client.rank, client.step));
-        client.in.erase(5, arrived);
+        client.in.erase(kFront, arrived);
         if (client.in.capacity() > 4096) client.in.shrink_to_fit();  // not 64 KiB a client mid-answer
         client.checked += arrived;
         if (client.checked < length) return;
         client.checked = 0;
-        client.in.erase(0, 5);
+        client.in.erase(0, kFront);
       } else {
         std::string failure;
         auto whole = whole_reply(client.in, step->reply, &failure);
