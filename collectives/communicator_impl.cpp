@@ -120,14 +120,23 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   collectives::RankRecord record;
   if (addresses) record.addresses = addresses->addresses();
   if (first_on_its_store) record.claim = rendezvous::rank_claim();
+  // Under auto whether this rank can use verbs travels in its record too: the group's verdict comes back
+  // with the layout, at no request of its own.
+  if (transport::transport_kind_from(settings_) == transport::TransportKind::Auto) {
+    const std::string why_not = transport::verbs_unavailable_reason(
+        transport::VerbsOptions::from(transport::MeshOptions::from_settings(settings_, comm_id_)));
+    record.verbs = why_not.empty() ? "1" : "0" + why_not;
+  }
   const auto liveness = collectives::LivenessSettings::from_settings(settings_);
   const std::shared_ptr<Store> forming =
       check_members ? std::make_shared<collectives::WatchedStore>(
                           store_, check_members, std::clamp(liveness.interval, Duration(50), Duration(1000)))
                     : store_;
-  hosts_ = std::make_shared<const collectives::HostLayout>(collectives::exchange_host_layout(
+  collectives::LayoutAgreement agreed = collectives::exchange_host_layout(
       *forming, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus(),
-      record));
+      record);
+  hosts_ = std::make_shared<const collectives::HostLayout>(std::move(agreed.layout));
+  verbs_verdict_ = std::move(agreed.verbs_verdict);
   if (options.local_rank >= 0 && options.local_size > 0) {
     local_rank = options.local_rank;
     local_size = options.local_size;
@@ -183,6 +192,8 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
   store_ = std::make_shared<PrefixStore>(parent.store_, name);
   store_->set_timeout(timeout_);
   if (origin.new_family) name_this_process(*store_, rank);
+  // Where every rank of the parent can use verbs, so can every member; otherwise the members agree anew.
+  if (parent.verbs_verdict_ == "1") verbs_verdict_ = "1";
   if (members_digest != 0) {
     // The first member to arrive records its list; a member with another list would wait for peers that
     // never come.
@@ -256,6 +267,7 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   mesh.host_of_rank = hosts.host_of_rank;
   mesh.local_size = local_size;  // whether its ranks fit on this host's cores decides if the transport spins
   mesh.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
+  mesh.verbs_verdict = verbs_verdict_;
   const bool on_first_use = settings_.choice("CANOPY_CONNECT") != "eager";
   if (on_first_use) mesh.store_for_first_use = store_;
   const transport::TransportKind kind = transport::transport_kind_from(settings_);

@@ -156,6 +156,9 @@ class Communicator::Impl {
   std::uint64_t comm_id_ = 0;
   CommunicatorOptions options_;
   std::shared_ptr<const collectives::HostLayout> hosts_;  // every call carries it (CollectiveCall::hosts)
+  // CANOPY_TRANSPORT=auto: the group's verdict on verbs, as the layout agreed it
+  // (MeshOptions::verbs_verdict).
+  std::string verbs_verdict_;
   std::vector<int> world_ranks_;  // this group's ranks as ranks of the job (of the first communicator formed)
   std::vector<int> family_ranks_;  // ... as ranks of its family's first communicator, whose monitor beats
   std::uint32_t generation_ = 0;   // shrinks since the job's first communicator
