@@ -416,7 +416,7 @@ std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size
   const auto ring_spin =
       announce_spin("rings", "CANOPY_SHM_SPIN_US", shm.spin, host_ranks, cores, kDefaultMemorySpin);
   // Before the links take the sockets: the cells come over them.
-  mesh->set_host_cells(share_host_cells(store, rank, size, peers, shm,
+  mesh->set_host_cells(share_host_cells(rank, size, peers, shm,
                                         {ring_spin, looks_between_yields(host_ranks, cores)},
                                         mesh->abort_state(), mesh->abort_fd()));
   const std::size_t shm_part = mesh->add_part(
