@@ -25,8 +25,11 @@
 #include "collectives/flight_recorder.hpp"
 #include "collectives/grow_plan.hpp"
 #include "collectives/point_to_point.hpp"
+#include "collectives/record_cache.hpp"
 #include "collectives/schedule_cache.hpp"
 #include "common/settings.hpp"
+#include "transport/select_transport.hpp"
+#include "transport/shm/unix_listener_book.hpp"
 #include "transport/tcp/tcp_address_book.hpp"
 #include "transport/transport.hpp"
 
@@ -137,7 +140,13 @@ class Communicator::Impl {
   // records, before the layout was agreed (null: each TCP mesh publishes its own).
   void connect(const collectives::HostLayout& hosts, const std::string& job_token,
                const std::shared_ptr<Store>& forming,
-               std::shared_ptr<transport::TcpAddressBook> addresses = nullptr);
+               std::shared_ptr<transport::TcpAddressBook> addresses = nullptr,
+               std::shared_ptr<transport::UnixListenerBook> listeners = nullptr);
+  // Reads, in one request, the records the meshes will read while they form (the host's other ranks'
+  // where they share memory, every lower rank's where every link is made at once); rank 0 learns them from
+  // `gathered`, every rank's record as it gathered them for the layout.
+  void read_records_at_once(collectives::RecordCache& records, const std::vector<std::string>& gathered,
+                            transport::TransportKind kind, bool tcp_addresses, bool unix_listeners);
   // Who of this group is gone, by heartbeat: one for all its agreements, so that a rank found silent in
   // one is gone at once in the next.
   const std::shared_ptr<collectives::PeerSilence>& silence();

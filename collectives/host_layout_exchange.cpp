@@ -80,14 +80,14 @@ LayoutAgreement decode(const std::string& text, int size) {
   return agreed;
 }
 
-// A record: "<addresses>\n<claim>\n<verbs>\n<cpu list> <host id>". The host id comes last, since it is
-// free text.
+// A record: "<addresses>\n<claim>\n<verbs>\n<unix listeners>\n<cpu list> <host id>". The host id comes
+// last, since it is free text.
 struct RecordParts {
-  std::string_view addresses, claim, verbs, entry;
+  std::string_view addresses, claim, verbs, listeners, entry;
 };
 
 std::optional<RecordParts> parts_of(std::string_view record) {
-  std::array<std::size_t, 3> ends{};
+  std::array<std::size_t, 4> ends{};
   std::size_t from = 0;
   for (std::size_t& end : ends) {
     end = record.find('\n', from);
@@ -98,7 +98,8 @@ std::optional<RecordParts> parts_of(std::string_view record) {
   parts.addresses = record.substr(0, ends[0]);
   parts.claim = record.substr(ends[0] + 1, ends[1] - ends[0] - 1);
   parts.verbs = record.substr(ends[1] + 1, ends[2] - ends[1] - 1);
-  parts.entry = record.substr(ends[2] + 1);
+  parts.listeners = record.substr(ends[2] + 1, ends[3] - ends[2] - 1);
+  parts.entry = record.substr(ends[3] + 1);
   return parts;
 }
 
@@ -106,8 +107,8 @@ RecordParts parts_or_fail(const std::string& record, std::size_t rank) {
   const auto parts = parts_of(record);
   if (!parts)
     fail(ErrorCode::Protocol,
-         "rank {} published a malformed record '{}' (expected '<addresses>\\n<claim>\\n<verbs>\\n<cpu "
-         "list> <host id>')",
+         "rank {} published a malformed record '{}' (expected "
+         "'<addresses>\\n<claim>\\n<verbs>\\n<unix listeners>\\n<cpu list> <host id>')",
          rank, record);
   return *parts;
 }
@@ -138,6 +139,10 @@ std::string addresses_in_record(const std::string& record, int rank) {
   return std::string(parts_or_fail(record, static_cast<std::size_t>(rank)).addresses);
 }
 
+std::string listeners_in_record(const std::string& record, int rank) {
+  return std::string(parts_or_fail(record, static_cast<std::size_t>(rank)).listeners);
+}
+
 std::string verbs_verdict_of(const std::vector<std::string_view>& said) {
   if (std::all_of(said.begin(), said.end(), [](std::string_view s) { return s.empty(); })) return {};
   for (std::size_t r = 0; r < said.size(); ++r) {
@@ -153,17 +158,19 @@ std::string verbs_verdict_of(const std::vector<std::string_view>& said) {
 LayoutAgreement exchange_host_layout(Store& store, int rank, int size, const std::string& host_id,
                                      const std::vector<int>& cpus, const RankRecord& extra) {
   const std::string entry = fmt::format("{} {}", format_cpu_list(cpus), host_id);
-  const std::string record =
-      fmt::format("{}\n{}\n{}\n{}", extra.addresses, extra.claim, on_one_line(extra.verbs), entry);
+  const std::string record = fmt::format("{}\n{}\n{}\n{}\n{}", extra.addresses, extra.claim,
+                                         on_one_line(extra.verbs), extra.listeners, entry);
   rendezvous::PublishValue publish;
   if (!extra.claim.empty())
     publish = [&](Store& s, const std::string& key, const std::string& value) {
       const std::string holder = s.compare_set(key, "", value);
       if (holder != value) rendezvous::fail_rank_claimed(rank, holder_of(holder), holder_of(value));
     };
+  std::vector<std::string> gathered;  // rank 0's
   const std::string layout = rendezvous::agree_through_rank_zero(
       store, "layout", rank, size, record,
-      [](const std::vector<std::string>& records) {
+      [&gathered](const std::vector<std::string>& records) {
+        gathered = records;
         std::vector<std::string> entries;
         std::vector<std::string_view> verbs;
         entries.reserve(records.size());
@@ -176,7 +183,9 @@ LayoutAgreement exchange_host_layout(Store& store, int rank, int size, const std
         return encode(layout_from_entries(entries), on_one_line(verbs_verdict_of(verbs)));
       },
       publish);
-  return decode(layout, size);
+  LayoutAgreement agreed = decode(layout, size);
+  agreed.records = std::move(gathered);
+  return agreed;
 }
 
 }  // namespace canopy::collectives

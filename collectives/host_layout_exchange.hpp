@@ -23,6 +23,9 @@ struct RankRecord {
   // Whether this rank can use verbs, where CANOPY_TRANSPORT=auto must choose: "1", or "0<reason>"
   // (transport::verbs_unavailable_reason, on one line); empty where it does not ask.
   std::string verbs;
+  // Its Unix listeners' names, where it shares memory (transport/shm/unix_listener_book.hpp); empty where
+  // it publishes none.
+  std::string listeners;
 };
 
 // What the group agrees on in one exchange of records: the host layout, and, where the ranks said whether
@@ -31,14 +34,15 @@ struct RankRecord {
 struct LayoutAgreement {
   HostLayout layout;
   std::string verbs_verdict;
+  std::vector<std::string> records;  // rank 0: every rank's, as it gathered them; empty elsewhere
 };
 
 // Every rank publishes its record: its host id (CANOPY_HOST_ID or the host name), the CPUs it may use and
-// `extra` ("<addresses>\n<claim>\n<verbs>\n<cpu list> <host id>" under "layout/<rank>"); rank 0 reads
-// them all and publishes the layout and the verbs verdict, which every rank reads (O(P) store requests, not
-// P^2: two requests a rank, three for rank 0). Hosts are numbered in the order of their lowest rank; a host's
-// cores are the union of its ranks' CPUs (ranks bound to a core each, by canopy-run --bind-to core or mpirun,
-// add up; unbound ranks all see every core). Every rank returns the same layout.
+// `extra` ("<addresses>\n<claim>\n<verbs>\n<listeners>\n<cpu list> <host id>" under "layout/<rank>"); rank 0
+// reads them all and publishes the layout and the verbs verdict, which every rank reads (O(P) store requests,
+// not P^2: two requests a rank, three for rank 0). Hosts are numbered in the order of their lowest rank; a
+// host's cores are the union of its ranks' CPUs (ranks bound to a core each, by canopy-run --bind-to core or
+// mpirun, add up; unbound ranks all see every core). Every rank returns the same layout.
 LayoutAgreement exchange_host_layout(Store& store, int rank, int size, const std::string& host_id,
                                      const std::vector<int>& cpus, const RankRecord& extra = {});
 
@@ -52,6 +56,9 @@ std::string addresses_in_record(const std::string& record, int rank);
 // "<rank>:<reason>" for the first that is not (one that said nothing is asked to run the same settings);
 // empty where none said anything.
 std::string verbs_verdict_of(const std::vector<std::string_view>& said);
+
+// The Unix listeners in rank `rank`'s record (RankRecord::listeners); Error(Protocol) for a malformed one.
+std::string listeners_in_record(const std::string& record, int rank);
 
 // The layout from the ranks' entries ("<cpu list> <host id>", in rank order); Error(Protocol) naming a
 // malformed one.
