@@ -1,9 +1,10 @@
 // The store requests a rank makes to start (issue 27: at most 4, whatever the group's size), counted exactly
 // by the rank's own TcpStore client (Communicator::store_requests_sent) from Communicator::from_environment
 // to the end of its first all-reduce, as canopy-startup-probe reports them. A rank publishes one record (its
-// rank claim, host, CPUs and both TCP meshes' addresses), reads the host layout, the start-up probe's
-// answer (the probe's sampled ranks agree around their ring instead) and, for the first dial, its peers'
-// records: one request for all the peers a call's schedule names.
+// rank claim, host, CPUs, both TCP meshes' addresses and, under the default transport, whether it can use
+// verbs and both meshes' Unix listeners), reads the host layout, the start-up probe's answer (the probe's
+// sampled ranks agree around their ring instead) and, for the first dial or for its host's shared memory,
+// its peers' records: one request for all it needs.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -40,16 +41,39 @@ void launch_environment(testing::ScopedEnv& env, int rank, int size, std::uint16
       .set("CANOPY_TIMEOUT", "60");
 }
 
+// CANOPY_TRANSPORT=tcp, or the default (auto) with no RDMA device that it could choose, wherever the test
+// runs: the ranks share memory where CANOPY_SHM_MAX_RANKS lets all of them, and use TCP where it is set
+// below their number.
+struct Transport {
+  std::string name;  // "tcp", or "" for auto
+  std::string shm_max_ranks;
+};
+const Transport kTcp{"tcp", ""};
+const Transport kAutoSharingMemory{"", ""};
+const Transport kAutoOverTcp{"", std::to_string(kRanks / 2)};
+
 // Each rank's requests from from_environment() to the end of a first ring all-reduce, by rank.
-std::vector<int> requests_to_start(const std::string& connect) {
+std::vector<int> requests_to_start(const std::string& connect, const Transport& transport = kTcp) {
   testing::TempDir dir;
   testing::StoreServerProcess server(kToken);
   const std::uint16_t port = server.port();
   auto exits = testing::run_processes(kRanks, [&](int rank) {
     testing::ScopedEnv env;
     launch_environment(env, rank, kRanks, port);
-    env.set("CANOPY_TRANSPORT", "tcp").set("CANOPY_CONNECT", connect);
+    env.set("CANOPY_CONNECT", connect);
+    if (transport.name.empty())
+      env.unset("CANOPY_TRANSPORT").set("CANOPY_IB_HCA", "=no_such_hca");
+    else
+      env.set("CANOPY_TRANSPORT", transport.name);
+    if (transport.shm_max_ranks.empty())
+      env.unset("CANOPY_SHM_MAX_RANKS");
+    else
+      env.set("CANOPY_SHM_MAX_RANKS", transport.shm_max_ranks);
     Communicator comm = Communicator::from_environment();
+    const std::string expected =
+        transport.name.empty() && transport.shm_max_ranks.empty() ? "shm+tcp" : "tcp";
+    require(comm.transport_name() == expected, "rank {}: transport {}, not {}", rank, comm.transport_name(),
+            expected);
     std::vector<float> data(kRanks, 1.0f);  // a block for every rank of the ring
     comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
     for (float x : data) require(x == static_cast<float>(kRanks), "rank {}: the all-reduce gave {}", rank, x);
@@ -62,7 +86,10 @@ std::vector<int> requests_to_start(const std::string& connect) {
     std::ifstream(fmt::format("{}/{}", dir.path(), rank)) >> sent;
     requests.push_back(sent);
   }
-  fmt::print("CANOPY_CONNECT={}: store requests by rank: {}\n", connect, fmt::join(requests, " "));
+  fmt::print("CANOPY_TRANSPORT={} CANOPY_SHM_MAX_RANKS={} CANOPY_CONNECT={}: store requests by rank: {}\n",
+             transport.name.empty() ? "(auto)" : transport.name,
+             transport.shm_max_ranks.empty() ? "(default)" : transport.shm_max_ranks, connect,
+             fmt::join(requests, " "));
   return requests;
 }
 
@@ -85,6 +112,36 @@ TEST(StartUpRequests, AtMostFourARankWithEveryLinkAtOnce) {
   for (int rank = 0; rank < kRanks; ++rank) {
     const int expected = rank == 0 ? 4 : rank < kSampled ? 3 : 4;
     EXPECT_EQ(requests[static_cast<std::size_t>(rank)], expected) << "rank " << rank;
+  }
+}
+
+// The default transport on a host of more than CANOPY_SHM_MAX_RANKS ranks: TCP, with the same requests as
+// CANOPY_TRANSPORT=tcp. Whether a rank can use verbs travels in its record, and the group's verdict comes
+// back with the layout (no agreement of its own); the Unix listeners named in the record close unused.
+TEST(StartUpRequests, AtMostFourARankUnderAutoOverTcp) {
+  for (const char* connect : {"lazy", "eager"}) {
+    const std::vector<int> requests = requests_to_start(connect, kAutoOverTcp);
+    for (int rank = 0; rank < kRanks; ++rank) {
+      const int expected = rank == 0 ? 4 : rank < kSampled ? 3 : 4;
+      EXPECT_EQ(requests[static_cast<std::size_t>(rank)], expected) << connect << ", rank " << rank;
+    }
+  }
+}
+
+// The default transport on a host whose 16 ranks share memory, links on first use or all at once. Rank 0:
+// its record, the records in one get_many (its host's Unix listeners among them), the layout (with the
+// verbs verdict), the probe's answer (set). A sampled rank 1-7: its record, the layout, and its host's
+// other records in one get_many (both meshes' listener names and namespaces; eager, every lower rank's TCP
+// addresses too, which are the same records); the probe ring runs over shared memory, with nothing more to
+// read. The others: the same three and the probe's answer. The pairs meet over their Unix sockets by the
+// records alone, and the host's cells agree over those sockets.
+TEST(StartUpRequests, AtMostFourARankUnderAutoSharingMemory) {
+  for (const char* connect : {"lazy", "eager"}) {
+    const std::vector<int> requests = requests_to_start(connect, kAutoSharingMemory);
+    for (int rank = 0; rank < kRanks; ++rank) {
+      const int expected = rank == 0 ? 4 : rank < kSampled ? 3 : 4;
+      EXPECT_EQ(requests[static_cast<std::size_t>(rank)], expected) << connect << ", rank " << rank;
+    }
   }
 }
 
