@@ -122,9 +122,11 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
                                            collectives::addresses_in_record});
   }
   // Both meshes' Unix listeners too, where the ranks of a host may share memory: their names travel in the
-  // record, and the host's ranks need not agree on them through the store.
+  // record, and the host's ranks need not agree on them through the store. Not where members are watched
+  // while the group forms (a grow): only the store's waits notice a member gone, not a socket's.
   std::shared_ptr<transport::UnixListenerBook> listeners;
-  if (size > 1 && (kind == transport::TransportKind::Auto || kind == transport::TransportKind::ShmTcp))
+  if (size > 1 && !check_members &&
+      (kind == transport::TransportKind::Auto || kind == transport::TransportKind::ShmTcp))
     listeners = std::make_shared<transport::UnixListenerBook>(
         rank, size, /*meshes=*/2,
         transport::UnixListenerBook::Records{records, collectives::rank_record_key,
