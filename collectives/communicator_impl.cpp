@@ -147,9 +147,21 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
       check_members ? std::make_shared<collectives::WatchedStore>(
                           store_, check_members, std::clamp(liveness.interval, Duration(50), Duration(1000)))
                     : store_;
+  // Where this rank's host may share memory, the records of the ranks its launcher says are there (a host's
+  // ranks numbered one after another, as canopy-run, torchrun and SLURM's block distribution do) come in the
+  // same request as the layout: a guess that the layout checks, costing a request only where it is wrong.
+  std::vector<std::string> likely_on_this_host;
+  const int first_here = rank - options.local_rank;
+  if (listeners && options.local_rank >= 0 && options.local_size > 1 &&
+      (kind == transport::TransportKind::ShmTcp ||
+       options.local_size <= settings_.integer("CANOPY_SHM_MAX_RANKS")))
+    for (int r = std::max(0, first_here); r < std::min(size, first_here + options.local_size); ++r)
+      if (r != rank) likely_on_this_host.push_back(collectives::rank_record_key(r));
   collectives::LayoutAgreement agreed = collectives::exchange_host_layout(
       *forming, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus(),
-      record);
+      record, likely_on_this_host);
+  for (std::size_t i = 0; i < agreed.also_read.size(); ++i)
+    records->learn(likely_on_this_host[i], std::move(agreed.also_read[i]));
   hosts_ = std::make_shared<const collectives::HostLayout>(std::move(agreed.layout));
   verbs_verdict_ = std::move(agreed.verbs_verdict);
   if (options.local_rank >= 0 && options.local_size > 0) {

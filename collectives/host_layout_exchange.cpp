@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -156,7 +157,8 @@ std::string verbs_verdict_of(const std::vector<std::string_view>& said) {
 }
 
 LayoutAgreement exchange_host_layout(Store& store, int rank, int size, const std::string& host_id,
-                                     const std::vector<int>& cpus, const RankRecord& extra) {
+                                     const std::vector<int>& cpus, const RankRecord& extra,
+                                     const std::vector<std::string>& also_read) {
   const std::string entry = fmt::format("{} {}", format_cpu_list(cpus), host_id);
   const std::string record = fmt::format("{}\n{}\n{}\n{}\n{}", extra.addresses, extra.claim,
                                          on_one_line(extra.verbs), extra.listeners, entry);
@@ -167,6 +169,22 @@ LayoutAgreement exchange_host_layout(Store& store, int rank, int size, const std
       if (holder != value) rendezvous::fail_rank_claimed(rank, holder_of(holder), holder_of(value));
     };
   std::vector<std::string> gathered;  // rank 0's
+  if (rank != 0 && !also_read.empty()) {
+    // agree_through_rank_zero's part for a rank other than 0, with the other records in the same request:
+    // every record is there once the layout is.
+    const std::string key = rank_record_key(rank);
+    if (publish)
+      publish(store, key, record);
+    else
+      store.set(key, record);
+    std::vector<std::string> keys{"layout"};
+    keys.insert(keys.end(), also_read.begin(), also_read.end());
+    std::vector<std::string> values = store.get_many(keys);
+    LayoutAgreement agreed = decode(values[0], size);
+    agreed.also_read.assign(std::make_move_iterator(values.begin() + 1),
+                            std::make_move_iterator(values.end()));
+    return agreed;
+  }
   const std::string layout = rendezvous::agree_through_rank_zero(
       store, "layout", rank, size, record,
       [&gathered](const std::vector<std::string>& records) {

@@ -34,7 +34,8 @@ struct RankRecord {
 struct LayoutAgreement {
   HostLayout layout;
   std::string verbs_verdict;
-  std::vector<std::string> records;  // rank 0: every rank's, as it gathered them; empty elsewhere
+  std::vector<std::string> records;    // rank 0: every rank's, as it gathered them; empty elsewhere
+  std::vector<std::string> also_read;  // another rank: the values of `also_read`'s keys, in their order
 };
 
 // Every rank publishes its record: its host id (CANOPY_HOST_ID or the host name), the CPUs it may use and
@@ -43,8 +44,11 @@ struct LayoutAgreement {
 // not P^2: two requests a rank, three for rank 0). Hosts are numbered in the order of their lowest rank; a
 // host's cores are the union of its ranks' CPUs (ranks bound to a core each, by canopy-run --bind-to core or
 // mpirun, add up; unbound ranks all see every core). Every rank returns the same layout.
+// `also_read`: other ranks' record keys that a rank other than 0 reads in the same request as the layout
+// (the ranks its launcher says share its host); rank 0 has them all anyway.
 LayoutAgreement exchange_host_layout(Store& store, int rank, int size, const std::string& host_id,
-                                     const std::vector<int>& cpus, const RankRecord& extra = {});
+                                     const std::vector<int>& cpus, const RankRecord& extra = {},
+                                     const std::vector<std::string>& also_read = {});
 
 // The store key of `rank`'s record, under the communicator's prefix.
 std::string rank_record_key(int rank);

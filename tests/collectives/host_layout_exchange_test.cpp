@@ -3,6 +3,7 @@
 // verbs verdict that travels with it.
 #include "collectives/host_layout_exchange.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -48,7 +49,7 @@ TEST(HostLayoutVerbsVerdict, EveryRankMustSayYesForVerbs) {
 }
 
 // Every rank learns the same layout and the same verdict from the one exchange of records, a reason with
-// a newline in it included.
+// a newline in it included, and reads other records in the same request where it asks.
 TEST(HostLayoutVerbsVerdict, EveryRankLearnsTheSameVerdictWithTheLayout) {
   constexpr int kRanks = 3;
   testing::MemoryStore store;
@@ -58,10 +59,20 @@ TEST(HostLayoutVerbsVerdict, EveryRankLearnsTheSameVerdictWithTheLayout) {
     ranks.emplace_back([&, rank] {
       RankRecord record;
       record.verbs = rank == 1 ? "0no RDMA device:\nnone here" : "1";
+      record.listeners = fmt::format("space {}", rank);
+      // Ranks 1 and 2 read each other's record with the layout.
+      const std::vector<std::string> also =
+          rank == 0 ? std::vector<std::string>{} : std::vector<std::string>{rank_record_key(3 - rank)};
       agreed[static_cast<std::size_t>(rank)] =
-          exchange_host_layout(store, rank, kRanks, rank == 2 ? "b" : "a", {rank}, record);
+          exchange_host_layout(store, rank, kRanks, rank == 2 ? "b" : "a", {rank}, record, also);
     });
   for (std::thread& t : ranks) t.join();
+  EXPECT_EQ(agreed[0].records.size(), 3u);
+  for (int rank : {1, 2}) {
+    const std::vector<std::string>& also = agreed[static_cast<std::size_t>(rank)].also_read;
+    ASSERT_EQ(also.size(), 1u);
+    EXPECT_EQ(listeners_in_record(also[0], 3 - rank), fmt::format("space {}", 3 - rank));
+  }
   for (const LayoutAgreement& a : agreed) {
     EXPECT_EQ(a.verbs_verdict, "1:no RDMA device: none here");
     EXPECT_EQ(a.layout.host_of_rank, (std::vector<int>{0, 0, 1}));

@@ -47,10 +47,13 @@ void launch_environment(testing::ScopedEnv& env, int rank, int size, std::uint16
 struct Transport {
   std::string name;  // "tcp", or "" for auto
   std::string shm_max_ranks;
+  int launcher_host_ranks = kRanks;  // CANOPY_LOCAL_WORLD_SIZE: the launcher's word on who shares the host
 };
-const Transport kTcp{"tcp", ""};
-const Transport kAutoSharingMemory{"", ""};
-const Transport kAutoOverTcp{"", std::to_string(kRanks / 2)};
+const Transport kTcp{"tcp", "", kRanks};
+const Transport kAutoSharingMemory{"", "", kRanks};
+const Transport kAutoOverTcp{"", std::to_string(kRanks / 2), kRanks};
+// The launcher says the host has blocks of 4 ranks where the layout finds all 16 on it.
+const Transport kAutoSharingMemoryMisjudged{"", "", 4};
 
 // Each rank's requests from from_environment() to the end of a first ring all-reduce, by rank.
 std::vector<int> requests_to_start(const std::string& connect, const Transport& transport = kTcp) {
@@ -60,7 +63,9 @@ std::vector<int> requests_to_start(const std::string& connect, const Transport& 
   auto exits = testing::run_processes(kRanks, [&](int rank) {
     testing::ScopedEnv env;
     launch_environment(env, rank, kRanks, port);
-    env.set("CANOPY_CONNECT", connect);
+    env.set("CANOPY_CONNECT", connect)
+        .set("CANOPY_LOCAL_RANK", std::to_string(rank % transport.launcher_host_ranks))
+        .set("CANOPY_LOCAL_WORLD_SIZE", std::to_string(transport.launcher_host_ranks));
     if (transport.name.empty())
       env.unset("CANOPY_TRANSPORT").set("CANOPY_IB_HCA", "=no_such_hca");
     else
@@ -86,10 +91,13 @@ std::vector<int> requests_to_start(const std::string& connect, const Transport& 
     std::ifstream(fmt::format("{}/{}", dir.path(), rank)) >> sent;
     requests.push_back(sent);
   }
-  fmt::print("CANOPY_TRANSPORT={} CANOPY_SHM_MAX_RANKS={} CANOPY_CONNECT={}: store requests by rank: {}\n",
-             transport.name.empty() ? "(auto)" : transport.name,
-             transport.shm_max_ranks.empty() ? "(default)" : transport.shm_max_ranks, connect,
-             fmt::join(requests, " "));
+  fmt::print(
+      "CANOPY_TRANSPORT={} CANOPY_SHM_MAX_RANKS={} CANOPY_LOCAL_WORLD_SIZE={} CANOPY_CONNECT={}: store "
+      "requests "
+      "by rank: {}\n",
+      transport.name.empty() ? "(auto)" : transport.name,
+      transport.shm_max_ranks.empty() ? "(default)" : transport.shm_max_ranks, transport.launcher_host_ranks,
+      connect, fmt::join(requests, " "));
   return requests;
 }
 
@@ -129,19 +137,30 @@ TEST(StartUpRequests, AtMostFourARankUnderAutoOverTcp) {
 }
 
 // The default transport on a host whose 16 ranks share memory, links on first use or all at once. Rank 0:
-// its record, the records in one get_many (its host's Unix listeners among them), the layout (with the
-// verbs verdict), the probe's answer (set). A sampled rank 1-7: its record, the layout, and its host's
-// other records in one get_many (both meshes' listener names and namespaces; eager, every lower rank's TCP
-// addresses too, which are the same records); the probe ring runs over shared memory, with nothing more to
-// read. The others: the same three and the probe's answer. The pairs meet over their Unix sockets by the
-// records alone, and the host's cells agree over those sockets.
+// its record, the records in one get_many (its host's among them), the layout (with the verbs verdict),
+// the probe's answer (set). Every other rank: its record, then the layout and, in the same request, the
+// records of the ranks its launcher says share its host (CANOPY_LOCAL_RANK, CANOPY_LOCAL_WORLD_SIZE): both
+// meshes' Unix listener names and namespaces, and, being the same records, the TCP addresses that eager
+// links read. A sampled rank 1-7 reads no more (the probe's ring runs over shared memory); the others read
+// the probe's answer. The pairs meet over their Unix sockets by the records alone, and the host's cells
+// agree over those sockets.
 TEST(StartUpRequests, AtMostFourARankUnderAutoSharingMemory) {
   for (const char* connect : {"lazy", "eager"}) {
     const std::vector<int> requests = requests_to_start(connect, kAutoSharingMemory);
     for (int rank = 0; rank < kRanks; ++rank) {
-      const int expected = rank == 0 ? 4 : rank < kSampled ? 3 : 4;
+      const int expected = rank == 0 ? 4 : rank < kSampled ? 2 : 3;
       EXPECT_EQ(requests[static_cast<std::size_t>(rank)], expected) << connect << ", rank " << rank;
     }
+  }
+}
+
+// Where the launcher's word is wrong (blocks of 4 where the layout has all 16 ranks on the host), a rank
+// reads the host's records it lacks in one request more after the layout: still at most 4.
+TEST(StartUpRequests, AtMostFourARankUnderAutoSharingMemoryWhereTheLauncherMisjudgesTheHost) {
+  const std::vector<int> requests = requests_to_start("lazy", kAutoSharingMemoryMisjudged);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const int expected = rank == 0 ? 4 : rank < kSampled ? 3 : 4;
+    EXPECT_EQ(requests[static_cast<std::size_t>(rank)], expected) << "rank " << rank;
   }
 }
 
