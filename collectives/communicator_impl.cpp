@@ -15,6 +15,7 @@
 #include "collectives/liveness_keys.hpp"
 #include "collectives/liveness_monitor.hpp"
 #include "collectives/one_shot.hpp"
+#include "collectives/record_cache.hpp"
 #include "collectives/watched_store.hpp"
 #include "common/cpu_list.hpp"
 #include "common/env.hpp"
@@ -26,6 +27,7 @@
 #include "rendezvous/bootstrap.hpp"
 #include "transport/frame.hpp"
 #include "transport/select_transport.hpp"
+#include "transport/shm/unix_listener_book.hpp"
 
 namespace canopy {
 
@@ -108,26 +110,60 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   // before the layout is agreed (or kept from the group a survivor leaves), so that its address travels in
   // this rank's layout record: one request publishes all it has to say. Not where the transport is verbs,
   // which has no TCP mesh (auto may still choose verbs: the listener then closes unused).
-  if (size > 1 && transport::transport_kind_from(settings_) != transport::TransportKind::Verbs) {
+  const transport::TransportKind kind = transport::transport_kind_from(settings_);
+  const auto records = std::make_shared<collectives::RecordCache>(store_);
+  if (size > 1 && kind != transport::TransportKind::Verbs) {
     const transport::TcpOptions tcp =
         transport::TcpOptions::from(transport::MeshOptions::from_settings(settings_, comm_id_));
     tcp_addresses_ = std::make_shared<transport::TcpAddressBook>(
         rank, size, /*meshes=*/2, tcp,
-        transport::TcpAddressBook::Records{store_, collectives::rank_record_key,
+        transport::TcpAddressBook::Records{records, collectives::rank_record_key,
                                            collectives::addresses_in_record},
         member && member->tcp_addresses_ ? member->tcp_addresses_->listener() : nullptr);
   }
+  // Both meshes' Unix listeners too, where the ranks of a host may share memory: their names travel in the
+  // record, and the host's ranks need not agree on them through the store. Not where members are watched
+  // while the group forms (a grow): only the store's waits notice a member gone, not a socket's.
+  std::shared_ptr<transport::UnixListenerBook> listeners;
+  if (size > 1 && !check_members &&
+      (kind == transport::TransportKind::Auto || kind == transport::TransportKind::ShmTcp))
+    listeners = std::make_shared<transport::UnixListenerBook>(
+        rank, size, /*meshes=*/2,
+        transport::UnixListenerBook::Records{records, collectives::rank_record_key,
+                                             collectives::listeners_in_record});
   collectives::RankRecord record;
   if (tcp_addresses_) record.addresses = tcp_addresses_->address();
+  if (listeners) record.listeners = listeners->part();
   if (first_on_its_store) record.claim = rendezvous::rank_claim();
+  // Under auto whether this rank can use verbs travels in its record too: the group's verdict comes back
+  // with the layout, at no request of its own.
+  if (kind == transport::TransportKind::Auto) {
+    const std::string why_not = transport::verbs_unavailable_reason(
+        transport::VerbsOptions::from(transport::MeshOptions::from_settings(settings_, comm_id_)));
+    record.verbs = why_not.empty() ? "1" : "0" + why_not;
+  }
   const auto liveness = collectives::LivenessSettings::from_settings(settings_);
   const std::shared_ptr<Store> forming =
       check_members ? std::make_shared<collectives::WatchedStore>(
                           store_, check_members, std::clamp(liveness.interval, Duration(50), Duration(1000)))
                     : store_;
-  hosts_ = std::make_shared<const collectives::HostLayout>(collectives::exchange_host_layout(
+  // Where this rank's host may share memory, the records of the ranks its launcher says are there (a host's
+  // ranks numbered one after another, as canopy-run, torchrun and SLURM's block distribution do) come in the
+  // same request as the layout: a guess that the layout checks, costing a request only where it is wrong.
+  std::vector<std::string> likely_on_this_host;
+  const int first_here = rank - options.local_rank;
+  if (listeners && options.local_rank >= 0 && options.local_size > 1 &&
+      (kind == transport::TransportKind::ShmTcp ||
+       options.local_size <= settings_.integer("CANOPY_SHM_MAX_RANKS")))
+    for (int r = std::max(0, first_here); r < std::min(size, first_here + options.local_size); ++r)
+      if (r != rank) likely_on_this_host.push_back(collectives::rank_record_key(r));
+  collectives::LayoutAgreement agreed = collectives::exchange_host_layout(
       *forming, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus(),
-      record));
+      record, likely_on_this_host);
+  for (std::size_t i = 0; i < agreed.also_read.size(); ++i)
+    records->learn(likely_on_this_host[i], std::move(agreed.also_read[i]));
+  hosts_ = std::make_shared<const collectives::HostLayout>(std::move(agreed.layout));
+  verbs_verdict_ = std::move(agreed.verbs_verdict);
   if (options.local_rank >= 0 && options.local_size > 0) {
     local_rank = options.local_rank;
     local_size = options.local_size;
@@ -135,7 +171,8 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     local_rank = hosts_->local_rank_of(rank);
     local_size = hosts_->ranks_on(hosts_->host_of(rank));
   }
-  connect(*hosts_, options.job_token, forming);
+  read_records_at_once(*records, agreed.records, kind, tcp_addresses_ != nullptr, listeners != nullptr);
+  connect(*hosts_, options.job_token, forming, std::move(listeners));
 
   const bool calibrate = !plan && options.calibrate && settings_.flag("CANOPY_CALIBRATE");
   collectives::LinkModel link = plan ? plan->link : collectives::LinkModel();
@@ -183,6 +220,8 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
   store_ = std::make_shared<PrefixStore>(parent.store_, name);
   store_->set_timeout(timeout_);
   if (origin.new_family) name_this_process(*store_, rank);
+  // Where every rank of the parent can use verbs, so can every member; otherwise the members agree anew.
+  if (parent.verbs_verdict_ == "1") verbs_verdict_ = "1";
   if (members_digest != 0) {
     // The first member to arrive records its list; a member with another list would wait for peers that
     // never come.
@@ -248,16 +287,43 @@ Communicator::Impl::~Impl() {
   p2p_->close();         // its thread may still report a failure through this communicator
 }
 
+void Communicator::Impl::read_records_at_once(collectives::RecordCache& records,
+                                              const std::vector<std::string>& gathered,
+                                              transport::TransportKind kind, bool tcp_addresses,
+                                              bool unix_listeners) {
+  for (std::size_t r = 0; r < gathered.size(); ++r)
+    records.learn(collectives::rank_record_key(static_cast<int>(r)), gathered[r]);
+  if (!gathered.empty()) return;  // rank 0: every record, from the layout's gathering
+  const int host = hosts_->host_of(rank);
+  const int host_ranks = hosts_->ranks_on(host);
+  // As connect_mesh decides (select_transport.cpp); were it to decide otherwise, a mesh would read what it
+  // lacks itself, at a request more.
+  const bool shares_memory =
+      unix_listeners && host_ranks > 1 &&
+      (kind == transport::TransportKind::ShmTcp ||
+       (verbs_verdict_ != "1" && host_ranks <= settings_.integer("CANOPY_SHM_MAX_RANKS")));
+  const bool every_link_now = tcp_addresses && settings_.choice("CANOPY_CONNECT") == "eager";
+  std::vector<std::string> keys;
+  for (int r = 0; r < size; ++r)
+    if (r != rank && ((every_link_now && r < rank) || (shares_memory && hosts_->host_of(r) == host)))
+      keys.push_back(collectives::rank_record_key(r));
+  if (!keys.empty()) records.get_many(keys, timeout_);
+}
+
 void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token,
-                                 const std::shared_ptr<Store>& forming) {
+                                 const std::shared_ptr<Store>& forming,
+                                 std::shared_ptr<transport::UnixListenerBook> listeners) {
   auto mesh = transport::MeshOptions::from_settings(settings_, comm_id_);
   mesh.tcp_address_book = tcp_addresses_;
   mesh.tcp_address_book_mesh = 0;
+  mesh.unix_listener_book = listeners;
+  mesh.unix_listener_book_mesh = 0;
   mesh.connect_timeout = timeout_;
   if (!job_token.empty()) mesh.job_token = job_token;
   mesh.host_of_rank = hosts.host_of_rank;
   mesh.local_size = local_size;  // whether its ranks fit on this host's cores decides if the transport spins
   mesh.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
+  mesh.verbs_verdict = verbs_verdict_;
   const bool on_first_use = settings_.choice("CANOPY_CONNECT") != "eager";
   if (on_first_use) mesh.store_for_first_use = store_;
   const transport::TransportKind kind = transport::transport_kind_from(settings_);
@@ -270,6 +336,7 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   mesh.spin = false;        // its thread waits in poll(): no core spent on waiting
   mesh.host_cells = false;  // collectives only
   mesh.tcp_address_book_mesh = 1;
+  mesh.unix_listener_book_mesh = 1;
   if (on_first_use) mesh.store_for_first_use = p2p_store;
   collectives::PointToPoint::Settings settings;
   settings.comm_id = comm_id_;

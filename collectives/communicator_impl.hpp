@@ -25,8 +25,11 @@
 #include "collectives/flight_recorder.hpp"
 #include "collectives/grow_plan.hpp"
 #include "collectives/point_to_point.hpp"
+#include "collectives/record_cache.hpp"
 #include "collectives/schedule_cache.hpp"
 #include "common/settings.hpp"
+#include "transport/select_transport.hpp"
+#include "transport/shm/unix_listener_book.hpp"
 #include "transport/tcp/tcp_address_book.hpp"
 #include "transport/transport.hpp"
 
@@ -134,9 +137,16 @@ class Communicator::Impl {
   // The part both constructors share: connects the group's two meshes (collectives, point-to-point).
   // `forming`: the store the meshes form through (store_, or a WatchedStore over it); links made later,
   // on first use, meet through store_. tcp_addresses_: the rank's TCP listener and where the peers'
-  // addresses are (null: each TCP mesh listens and publishes its own).
+  // addresses are (null: each TCP mesh listens and publishes its own); `listeners`: both meshes' Unix
+  // listeners, named in the ranks' records (null: the host's ranks agree on them through the store).
   void connect(const collectives::HostLayout& hosts, const std::string& job_token,
-               const std::shared_ptr<Store>& forming);
+               const std::shared_ptr<Store>& forming,
+               std::shared_ptr<transport::UnixListenerBook> listeners = nullptr);
+  // Reads, in one request, the records the meshes will read while they form (the host's other ranks'
+  // where they share memory, every lower rank's where every link is made at once); rank 0 learns them from
+  // `gathered`, every rank's record as it gathered them for the layout.
+  void read_records_at_once(collectives::RecordCache& records, const std::vector<std::string>& gathered,
+                            transport::TransportKind kind, bool tcp_addresses, bool unix_listeners);
   // Who of this group is gone, by heartbeat: one for all its agreements, so that a rank found silent in
   // one is gone at once in the next.
   const std::shared_ptr<collectives::PeerSilence>& silence();
@@ -155,6 +165,9 @@ class Communicator::Impl {
   std::uint64_t comm_id_ = 0;
   CommunicatorOptions options_;
   std::shared_ptr<const collectives::HostLayout> hosts_;  // every call carries it (CollectiveCall::hosts)
+  // CANOPY_TRANSPORT=auto: the group's verdict on verbs, as the layout agreed it
+  // (MeshOptions::verbs_verdict).
+  std::string verbs_verdict_;
   std::vector<int> world_ranks_;  // this group's ranks as ranks of the job (of the first communicator formed)
   std::vector<int> family_ranks_;  // ... as ranks of its family's first communicator, whose monitor beats
   std::uint32_t generation_ = 0;   // shrinks since the job's first communicator

@@ -4,7 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -41,9 +43,11 @@ HostLayout layout_from_entries(const std::vector<std::string>& entries) {
 
 namespace {
 
-// "<host of rank 0>,<host of rank 1>,...;<cores of host 0>,<cores of host 1>,..."
-std::string encode(const HostLayout& layout) {
-  return fmt::format("{};{}", fmt::join(layout.host_of_rank, ","), fmt::join(layout.cores_of_host, ","));
+// "<host of rank 0>,<host of rank 1>,...;<cores of host 0>,<cores of host 1>,...;<verbs verdict>": the
+// verdict is last because its reason is free text.
+std::string encode(const HostLayout& layout, const std::string& verbs_verdict) {
+  return fmt::format("{};{};{}", fmt::join(layout.host_of_rank, ","), fmt::join(layout.cores_of_host, ","),
+                     verbs_verdict);
 }
 
 std::vector<int> numbers(std::string_view text, const std::string& whole) {
@@ -60,43 +64,60 @@ std::vector<int> numbers(std::string_view text, const std::string& whole) {
   return values;
 }
 
-HostLayout decode(const std::string& text, int size) {
+LayoutAgreement decode(const std::string& text, int size) {
   const std::size_t semicolon = text.find(';');
-  if (semicolon == std::string::npos)
-    fail(ErrorCode::Protocol, "malformed host layout '{}' in the store", text);
-  HostLayout layout;
+  const std::size_t second = semicolon == std::string::npos ? semicolon : text.find(';', semicolon + 1);
+  if (second == std::string::npos) fail(ErrorCode::Protocol, "malformed host layout '{}' in the store", text);
+  LayoutAgreement agreed;
+  agreed.verbs_verdict = text.substr(second + 1);
+  HostLayout& layout = agreed.layout;
   layout.host_of_rank = numbers(std::string_view(text).substr(0, semicolon), text);
-  layout.cores_of_host = numbers(std::string_view(text).substr(semicolon + 1), text);
+  layout.cores_of_host = numbers(std::string_view(text).substr(semicolon + 1, second - semicolon - 1), text);
   const bool hosts_known = std::all_of(layout.host_of_rank.begin(), layout.host_of_rank.end(), [&](int host) {
     return static_cast<std::size_t>(host) < layout.cores_of_host.size();
   });
   if (layout.host_of_rank.size() != static_cast<std::size_t>(size) || !hosts_known)
     fail(ErrorCode::Protocol, "host layout '{}' in the store does not fit a group of {} ranks", text, size);
-  return layout;
+  return agreed;
 }
 
-// A record: "<addresses>\n<claim>\n<cpu list> <host id>". The host id comes last, since it is free text.
+// A record: "<addresses>\n<claim>\n<verbs>\n<unix listeners>\n<cpu list> <host id>". The host id comes
+// last, since it is free text.
 struct RecordParts {
-  std::string_view addresses, claim, entry;
+  std::string_view addresses, claim, verbs, listeners, entry;
 };
 
 std::optional<RecordParts> parts_of(std::string_view record) {
-  const std::size_t first = record.find('\n');
-  if (first == std::string_view::npos) return std::nullopt;
-  const std::size_t second = record.find('\n', first + 1);
-  if (second == std::string_view::npos) return std::nullopt;
-  return RecordParts{record.substr(0, first), record.substr(first + 1, second - first - 1),
-                     record.substr(second + 1)};
+  std::array<std::size_t, 4> ends{};
+  std::size_t from = 0;
+  for (std::size_t& end : ends) {
+    end = record.find('\n', from);
+    if (end == std::string_view::npos) return std::nullopt;
+    from = end + 1;
+  }
+  RecordParts parts;
+  parts.addresses = record.substr(0, ends[0]);
+  parts.claim = record.substr(ends[0] + 1, ends[1] - ends[0] - 1);
+  parts.verbs = record.substr(ends[1] + 1, ends[2] - ends[1] - 1);
+  parts.listeners = record.substr(ends[2] + 1, ends[3] - ends[2] - 1);
+  parts.entry = record.substr(ends[3] + 1);
+  return parts;
 }
 
 RecordParts parts_or_fail(const std::string& record, std::size_t rank) {
   const auto parts = parts_of(record);
   if (!parts)
-    fail(
-        ErrorCode::Protocol,
-        "rank {} published a malformed record '{}' (expected '<addresses>\\n<claim>\\n<cpu list> <host id>')",
-        rank, record);
+    fail(ErrorCode::Protocol,
+         "rank {} published a malformed record '{}' (expected "
+         "'<addresses>\\n<claim>\\n<verbs>\\n<unix listeners>\\n<cpu list> <host id>')",
+         rank, record);
   return *parts;
+}
+
+// One line: a record's parts are separated by newlines.
+std::string on_one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
 }
 
 // Who holds a claimed record, in words: "<host id> pid <pid> (<random>)".
@@ -119,27 +140,70 @@ std::string addresses_in_record(const std::string& record, int rank) {
   return std::string(parts_or_fail(record, static_cast<std::size_t>(rank)).addresses);
 }
 
-HostLayout exchange_host_layout(Store& store, int rank, int size, const std::string& host_id,
-                                const std::vector<int>& cpus, const RankRecord& extra) {
+std::string listeners_in_record(const std::string& record, int rank) {
+  return std::string(parts_or_fail(record, static_cast<std::size_t>(rank)).listeners);
+}
+
+std::string verbs_verdict_of(const std::vector<std::string_view>& said) {
+  if (std::all_of(said.begin(), said.end(), [](std::string_view s) { return s.empty(); })) return {};
+  for (std::size_t r = 0; r < said.size(); ++r) {
+    if (said[r] == "1") continue;
+    if (said[r].empty())
+      return fmt::format(
+          "{}:it did not say whether it can (is CANOPY_TRANSPORT=auto set alike on every rank?)", r);
+    return fmt::format("{}:{}", r, said[r].substr(1));
+  }
+  return "1";
+}
+
+LayoutAgreement exchange_host_layout(Store& store, int rank, int size, const std::string& host_id,
+                                     const std::vector<int>& cpus, const RankRecord& extra,
+                                     const std::vector<std::string>& also_read) {
   const std::string entry = fmt::format("{} {}", format_cpu_list(cpus), host_id);
-  const std::string record = fmt::format("{}\n{}\n{}", extra.addresses, extra.claim, entry);
+  const std::string record = fmt::format("{}\n{}\n{}\n{}\n{}", extra.addresses, extra.claim,
+                                         on_one_line(extra.verbs), extra.listeners, entry);
   rendezvous::PublishValue publish;
   if (!extra.claim.empty())
     publish = [&](Store& s, const std::string& key, const std::string& value) {
       const std::string holder = s.compare_set(key, "", value);
       if (holder != value) rendezvous::fail_rank_claimed(rank, holder_of(holder), holder_of(value));
     };
+  std::vector<std::string> gathered;  // rank 0's
+  if (rank != 0 && !also_read.empty()) {
+    // agree_through_rank_zero's part for a rank other than 0, with the other records in the same request:
+    // every record is there once the layout is.
+    const std::string key = rank_record_key(rank);
+    if (publish)
+      publish(store, key, record);
+    else
+      store.set(key, record);
+    std::vector<std::string> keys{"layout"};
+    keys.insert(keys.end(), also_read.begin(), also_read.end());
+    std::vector<std::string> values = store.get_many(keys);
+    LayoutAgreement agreed = decode(values[0], size);
+    agreed.also_read.assign(std::make_move_iterator(values.begin() + 1),
+                            std::make_move_iterator(values.end()));
+    return agreed;
+  }
   const std::string layout = rendezvous::agree_through_rank_zero(
       store, "layout", rank, size, record,
-      [](const std::vector<std::string>& records) {
+      [&gathered](const std::vector<std::string>& records) {
+        gathered = records;
         std::vector<std::string> entries;
+        std::vector<std::string_view> verbs;
         entries.reserve(records.size());
-        for (std::size_t r = 0; r < records.size(); ++r)
-          entries.emplace_back(parts_or_fail(records[r], r).entry);
-        return encode(layout_from_entries(entries));
+        verbs.reserve(records.size());
+        for (std::size_t r = 0; r < records.size(); ++r) {
+          const RecordParts parts = parts_or_fail(records[r], r);
+          entries.emplace_back(parts.entry);
+          verbs.push_back(parts.verbs);
+        }
+        return encode(layout_from_entries(entries), on_one_line(verbs_verdict_of(verbs)));
       },
       publish);
-  return decode(layout, size);
+  LayoutAgreement agreed = decode(layout, size);
+  agreed.records = std::move(gathered);
+  return agreed;
 }
 
 }  // namespace canopy::collectives

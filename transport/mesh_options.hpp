@@ -16,6 +16,7 @@
 namespace canopy::transport {
 
 class TcpAddressBook;
+class UnixListenerBook;
 
 struct MeshOptions {
   // Scopes the store keys and handshakes of one mesh: one communicator's never meet another's.
@@ -31,6 +32,11 @@ struct MeshOptions {
   // listens and publishes its address itself.
   std::shared_ptr<TcpAddressBook> tcp_address_book;
   int tcp_address_book_mesh = 0;
+  // Shared memory: the Unix listener made, and its name published, in the ranks' own records
+  // (shm/unix_listener_book.hpp); this mesh is the book's `unix_listener_book_mesh`-th. Null: the host's
+  // ranks agree on their listeners' names through the store.
+  std::shared_ptr<UnixListenerBook> unix_listener_book;
+  int unix_listener_book_mesh = 0;
   // The host layout, as the group learned it: each rank's host (an index; equal for ranks of one host);
   // empty: every rank on a host of its own. A transport that joins same-host pairs its own way (shared
   // memory) reads it.
@@ -45,6 +51,10 @@ struct MeshOptions {
   // Whether the group's collectives may go through cells shared by the whole host (shm/host_cells.hpp),
   // where every rank is on one host: a mesh that carries only point-to-point messages needs none.
   bool host_cells = true;
+  // CANOPY_TRANSPORT=auto: the group's verdict on verbs where the ranks agreed on it already, in the
+  // records of the host layout (collectives/host_layout_exchange.hpp): "1" when every rank can use verbs,
+  // "<rank>:<reason>" for the first that cannot. Empty: connect_mesh agrees on it through the store.
+  std::string verbs_verdict;
   // The communicator's settings, parsed once: CANOPY_TRANSPORT, and each transport's own.
   Settings settings = Settings::parse({});
 

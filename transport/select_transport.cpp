@@ -15,6 +15,21 @@
 namespace canopy::transport {
 namespace {
 
+// The first rank that cannot use verbs, and why, from a verdict ("1", or "<rank>:<reason>"); nullopt when
+// every rank can.
+std::optional<std::pair<int, std::string>> rank_without_verbs(const std::string& verdict, int rank, int size,
+                                                              std::uint64_t comm_id) {
+  if (verdict == "1") return std::nullopt;
+  const std::size_t colon = verdict.find(':');
+  int without = -1;
+  if (colon != std::string::npos) std::from_chars(verdict.data(), verdict.data() + colon, without);
+  if (without < 0 || without >= size)
+    fail(ErrorCode::Protocol,
+         "rank {}: rank 0's verdict on verbs for comm {} is '{}', not a rank and a reason", rank, comm_id,
+         verdict);
+  return std::make_pair(without, verdict.substr(colon + 1));
+}
+
 // Every rank publishes whether it can use verbs ("transport/<comm>/verbs_usable/<rank>": "1", or "0" and
 // why not); rank 0 gathers them and publishes the group's verdict ("transport/<comm>/verbs_usable": "1", or
 // "<rank>:<reason>" for the first rank that cannot), which every rank reads
@@ -43,15 +58,7 @@ std::optional<std::pair<int, std::string>> first_rank_without_verbs(Store& store
          "rank {}: choosing the transport of comm {} (CANOPY_TRANSPORT=auto) timed out: {}", rank,
          verbs.comm_id, rank == 0 ? std::string(e.what()) : why_no_agreement(store, keys, 0));
   }
-  if (answer == "1") return std::nullopt;
-  const std::size_t colon = answer.find(':');
-  int without = -1;
-  if (colon != std::string::npos) std::from_chars(answer.data(), answer.data() + colon, without);
-  if (without < 0 || without >= size)
-    fail(ErrorCode::Protocol,
-         "rank {}: rank 0's verdict on verbs for comm {} is '{}', not a rank and a reason", rank,
-         verbs.comm_id, answer);
-  return std::make_pair(without, answer.substr(colon + 1));
+  return rank_without_verbs(answer, rank, size, verbs.comm_id);
 }
 
 // The ranks of this group on this rank's host, by the layout (1 without one).
@@ -94,7 +101,11 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
       break;
   }
   const VerbsOptions verbs = VerbsOptions::from(options);
-  if (auto without = first_rank_without_verbs(store, rank, size, verbs)) {
+  // Agreed in the ranks' records already where the communicator put it there: no request of its own.
+  const auto without = options.verbs_verdict.empty()
+                           ? first_rank_without_verbs(store, rank, size, verbs)
+                           : rank_without_verbs(options.verbs_verdict, rank, size, verbs.comm_id);
+  if (without) {
     // Every rank of a host counts the same ranks there, so all of them make the same choice.
     const int host_ranks = group_ranks_on_this_host(options, rank);
     const auto most = options.settings.integer("CANOPY_SHM_MAX_RANKS");

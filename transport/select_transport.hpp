@@ -3,7 +3,8 @@
 //   tcp      the TCP mesh (transport/tcp) for every pair: shared memory off
 //   verbs    the RDMA verbs mesh; Error(Config) "no RDMA device ..." where there is none
 //   auto     (the default) verbs when every rank of the group can open an RDMA device, else shm+tcp; the
-//            ranks agree through the store, so a group never splits between the two. CANOPY_DEBUG=INFO
+//            ranks agree through the store (in their host layout records where the communicator
+//            forms: MeshOptions::verbs_verdict), so a group never splits between the two. CANOPY_DEBUG=INFO
 //            says which was chosen and why.
 #pragma once
 

@@ -1,11 +1,13 @@
 // The sockets a rank holds (issue 27: at most 4 after a ring all-reduce, whatever the group's size): one
 // listener that every TCP mesh of the rank shares (the communicator's two, a split's), the ring's two
-// links, and its store connection. Counted from /proc in
+// links, and its store connection, which its liveness monitor shares. Counted from /proc in
 // each rank's own process, with the store hosted outside the ranks as canopy-run hosts it.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "canopy/canopy.hpp"
@@ -35,10 +37,12 @@ TEST(SocketsPerRank, ARingHoldsTwoLinksOneListenerAndTheStorePointToPointAndSpli
         .set("CANOPY_JOB_TOKEN", kToken)
         .set("CANOPY_SOCKET_IFNAME", "lo")
         .set("CANOPY_TRANSPORT", "tcp")
-        .set("CANOPY_TIMEOUT", "60");
+        .set("CANOPY_TIMEOUT", "60")
+        .set("CANOPY_HEARTBEAT_SECONDS", "0.2");
     Communicator comm = Communicator::from_environment();
     std::vector<float> data(kRanks, 1.0f);
     comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // its liveness monitor has beaten, too
     const testing::SocketCensus after_ring = testing::take_socket_census(port);
     require(after_ring.listening == 1 && after_ring.other_connected == 2 && after_ring.not_tcp == 0 &&
                 after_ring.to_store == 1,

@@ -1,20 +1,16 @@
 // The store requests a rank makes to start (issue 27: at most 4, whatever the group's size), counted exactly
 // by the rank's own TcpStore client (Communicator::store_requests_sent) from Communicator::from_environment
 // to the end of its first all-reduce, as canopy-startup-probe reports them. A rank publishes one record (its
-// rank claim, host, CPUs and both TCP meshes' addresses), reads the host layout, the start-up probe's
-// answer (the probe's sampled ranks agree around their ring instead) and, for the first dial, its peers'
-// records: one request for all the peers a call's schedule names.
+// rank claim, host, CPUs, both TCP meshes' addresses and, under the default transport, whether it can use
+// verbs and both meshes' Unix listeners), reads the host layout, the start-up probe's answer (the probe's
+// sampled ranks agree around their ring instead) and, for the first dial or for its host's shared memory,
+// its peers' records: one request for all it needs.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <filesystem>
 #include <fstream>
-#include <set>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "canopy/canopy.hpp"
@@ -45,43 +41,44 @@ void launch_environment(testing::ScopedEnv& env, int rank, int size, std::uint16
       .set("CANOPY_TIMEOUT", "60");
 }
 
-// This process's established TCP connections to `port`: its sockets (/proc/self/fd) found in the kernel's
-// connection tables by inode.
-int connections_to(std::uint16_t port) {
-  std::set<std::string> inodes;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-    std::error_code ec;
-    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
-    if (!ec && target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
-  }
-  int count = 0;
-  for (const char* table : {"/proc/self/net/tcp", "/proc/self/net/tcp6"}) {
-    std::ifstream in(table);
-    std::string line;
-    std::getline(in, line);  // the header
-    while (std::getline(in, line)) {
-      std::istringstream fields(line);
-      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
-      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
-      const auto colon = remote.rfind(':');
-      if (colon == std::string::npos) continue;
-      const bool to_port = std::stoul(remote.substr(colon + 1), nullptr, 16) == port;
-      if (to_port && state == "01" && inodes.count(inode)) ++count;  // 01: ESTABLISHED
-    }
-  }
-  return count;
-}
+// CANOPY_TRANSPORT=tcp, or the default (auto) with no RDMA device that it could choose, wherever the test
+// runs: the ranks share memory where CANOPY_SHM_MAX_RANKS lets all of them, and use TCP where it is set
+// below their number.
+struct Transport {
+  std::string name;  // "tcp", or "" for auto
+  std::string shm_max_ranks;
+  int launcher_host_ranks = kRanks;  // CANOPY_LOCAL_WORLD_SIZE: the launcher's word on who shares the host
+};
+const Transport kTcp{"tcp", "", kRanks};
+const Transport kAutoSharingMemory{"", "", kRanks};
+const Transport kAutoOverTcp{"", std::to_string(kRanks / 2), kRanks};
+// The launcher says the host has blocks of 4 ranks where the layout finds all 16 on it.
+const Transport kAutoSharingMemoryMisjudged{"", "", 4};
 
 // Each rank's requests from from_environment() to the end of a first ring all-reduce, by rank.
-std::vector<int> requests_to_start(const std::string& connect) {
+std::vector<int> requests_to_start(const std::string& connect, const Transport& transport = kTcp) {
   testing::TempDir dir;
   testing::StoreServerProcess server(kToken);
   const std::uint16_t port = server.port();
   auto exits = testing::run_processes(kRanks, [&](int rank) {
     testing::ScopedEnv env;
     launch_environment(env, rank, kRanks, port);
-    env.set("CANOPY_TRANSPORT", "tcp").set("CANOPY_CONNECT", connect);
+    env.set("CANOPY_CONNECT", connect)
+        .set("CANOPY_LOCAL_RANK", std::to_string(rank % transport.launcher_host_ranks))
+        .set("CANOPY_LOCAL_WORLD_SIZE", std::to_string(transport.launcher_host_ranks));
+    if (transport.name.empty())
+      env.unset("CANOPY_TRANSPORT").set("CANOPY_IB_HCA", "=no_such_hca");
+    else
+      env.set("CANOPY_TRANSPORT", transport.name);
+    if (transport.shm_max_ranks.empty())
+      env.unset("CANOPY_SHM_MAX_RANKS");
+    else
+      env.set("CANOPY_SHM_MAX_RANKS", transport.shm_max_ranks);
     Communicator comm = Communicator::from_environment();
+    const std::string expected =
+        transport.name.empty() && transport.shm_max_ranks.empty() ? "shm+tcp" : "tcp";
+    require(comm.transport_name() == expected, "rank {}: transport {}, not {}", rank, comm.transport_name(),
+            expected);
     std::vector<float> data(kRanks, 1.0f);  // a block for every rank of the ring
     comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
     for (float x : data) require(x == static_cast<float>(kRanks), "rank {}: the all-reduce gave {}", rank, x);
@@ -94,7 +91,13 @@ std::vector<int> requests_to_start(const std::string& connect) {
     std::ifstream(fmt::format("{}/{}", dir.path(), rank)) >> sent;
     requests.push_back(sent);
   }
-  fmt::print("CANOPY_CONNECT={}: store requests by rank: {}\n", connect, fmt::join(requests, " "));
+  fmt::print(
+      "CANOPY_TRANSPORT={} CANOPY_SHM_MAX_RANKS={} CANOPY_LOCAL_WORLD_SIZE={} CANOPY_CONNECT={}: store "
+      "requests "
+      "by rank: {}\n",
+      transport.name.empty() ? "(auto)" : transport.name,
+      transport.shm_max_ranks.empty() ? "(default)" : transport.shm_max_ranks, transport.launcher_host_ranks,
+      connect, fmt::join(requests, " "));
   return requests;
 }
 
@@ -120,28 +123,44 @@ TEST(StartUpRequests, AtMostFourARankWithEveryLinkAtOnce) {
   }
 }
 
-// Issue 27: after a ring all-reduce a rank holds one store connection, which its liveness monitor (on by
-// default) shares with its communicator.
-TEST(StartUpRequests, ARankHoldsOneStoreConnectionSharedWithItsLivenessMonitor) {
-  constexpr int kSize = 4;
-  testing::TempDir dir;
-  testing::StoreServerProcess server(kToken);
-  const std::uint16_t port = server.port();
-  auto exits = testing::run_processes(kSize, [&](int rank) {
-    testing::ScopedEnv env;
-    launch_environment(env, rank, kSize, port);
-    env.set("CANOPY_TRANSPORT", "tcp").set("CANOPY_HEARTBEAT_SECONDS", "0.2");
-    Communicator comm = Communicator::from_environment();
-    std::vector<float> data(kSize, 1.0f);
-    comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the monitor has beaten a few times
-    std::ofstream(fmt::format("{}/{}", dir.path(), rank)) << connections_to(port);
-  });
-  for (int rank = 0; rank < kSize; ++rank) {
-    EXPECT_TRUE(exits[rank].ok()) << "rank " << rank << " " << exits[rank].describe();
-    int connections = -1;
-    std::ifstream(fmt::format("{}/{}", dir.path(), rank)) >> connections;
-    EXPECT_EQ(connections, 1) << "rank " << rank;
+// The default transport on a host of more than CANOPY_SHM_MAX_RANKS ranks: TCP, with the same requests as
+// CANOPY_TRANSPORT=tcp. Whether a rank can use verbs travels in its record, and the group's verdict comes
+// back with the layout (no agreement of its own); the Unix listeners named in the record close unused.
+TEST(StartUpRequests, AtMostFourARankUnderAutoOverTcp) {
+  for (const char* connect : {"lazy", "eager"}) {
+    const std::vector<int> requests = requests_to_start(connect, kAutoOverTcp);
+    for (int rank = 0; rank < kRanks; ++rank) {
+      const int expected = rank == 0 ? 4 : rank < kSampled ? 3 : 4;
+      EXPECT_EQ(requests[static_cast<std::size_t>(rank)], expected) << connect << ", rank " << rank;
+    }
+  }
+}
+
+// The default transport on a host whose 16 ranks share memory, links on first use or all at once. Rank 0:
+// its record, the records in one get_many (its host's among them), the layout (with the verbs verdict),
+// the probe's answer (set). Every other rank: its record, then the layout and, in the same request, the
+// records of the ranks its launcher says share its host (CANOPY_LOCAL_RANK, CANOPY_LOCAL_WORLD_SIZE): both
+// meshes' Unix listener names and namespaces, and, being the same records, the TCP addresses that eager
+// links read. A sampled rank 1-7 reads no more (the probe's ring runs over shared memory); the others read
+// the probe's answer. The pairs meet over their Unix sockets by the records alone, and the host's cells
+// agree over those sockets.
+TEST(StartUpRequests, AtMostFourARankUnderAutoSharingMemory) {
+  for (const char* connect : {"lazy", "eager"}) {
+    const std::vector<int> requests = requests_to_start(connect, kAutoSharingMemory);
+    for (int rank = 0; rank < kRanks; ++rank) {
+      const int expected = rank == 0 ? 4 : rank < kSampled ? 2 : 3;
+      EXPECT_EQ(requests[static_cast<std::size_t>(rank)], expected) << connect << ", rank " << rank;
+    }
+  }
+}
+
+// Where the launcher's word is wrong (blocks of 4 where the layout has all 16 ranks on the host), a rank
+// reads the host's records it lacks in one request more after the layout: still at most 4.
+TEST(StartUpRequests, AtMostFourARankUnderAutoSharingMemoryWhereTheLauncherMisjudgesTheHost) {
+  const std::vector<int> requests = requests_to_start("lazy", kAutoSharingMemoryMisjudged);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const int expected = rank == 0 ? 4 : rank < kSampled ? 3 : 4;
+    EXPECT_EQ(requests[static_cast<std::size_t>(rank)], expected) << "rank " << rank;
   }
 }
 

@@ -12,11 +12,12 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
+#include <span>
 
 #include "common/error.hpp"
 #include "common/log.hpp"
-#include "rendezvous/bootstrap.hpp"
 #include "transport/frame.hpp"
 #include "transport/shm/shared_memory_file.hpp"
 #include "transport/shm/shm_mesh.hpp"
@@ -377,31 +378,58 @@ int HostCells::block_once(int awaited, const char* what, Deadline deadline) {
 
 namespace {
 
-// Whether every rank says what this one says (`mine`), agreed through rank 0
-// (rendezvous::agree_through_rank_zero under "<what>/<rank>" and "<what>"): "same", or "rank r says X,
-// rank 0 Y" for the first that differs. Two store requests a rank, three for rank 0.
-std::optional<std::string> first_difference(Store& store, int rank, int size, const std::string& what,
-                                            const std::string& mine, Deadline deadline,
-                                            const std::function<std::string(const std::string&)>& quote) {
-  StoreUntil bounded(store, deadline);
-  std::string answer;
-  try {
-    answer = rendezvous::agree_through_rank_zero(
-        bounded, what, rank, size, mine, [&quote](const std::vector<std::string>& said) {
-          for (std::size_t r = 1; r < said.size(); ++r)
-            if (said[r] != said[0])
-              return fmt::format("rank {} {}, rank 0 {}", r, quote(said[r]), quote(said[0]));
-          return std::string("same");
-        });
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::Timeout) throw;
-    std::vector<std::string> keys;
-    for (int r = 0; r < size; ++r) keys.push_back(fmt::format("{}/{}", what, r));
-    fail(ErrorCode::Timeout, "rank {}: agreeing on the host's cells timed out: {}", rank,
-         rank == 0 ? std::string(e.what()) : why_no_agreement(store, keys, 0));
+// What a rank tells rank 0 after the offer (whether it mapped the cells), and rank 0's verdict to each:
+// packets on the pair's socket, before the links take it, so the cells cost no store request.
+struct Answer {
+  std::uint64_t magic;
+  std::uint64_t value;
+};
+constexpr std::uint64_t kMappedMagic = 0x44505041534C4C43;   // "CLLSAPPD": value 1 mapped, 0 not
+constexpr std::uint64_t kVerdictMagic = 0x5443524453434C43;  // "CLCSDRCT": value kEveryRankMapped or a rank
+constexpr std::uint64_t kEveryRankMapped = ~std::uint64_t{0};
+
+int send_answer(int socket, std::uint64_t magic, std::uint64_t value) {
+  const Answer answer{magic, value};
+  return send_packet(socket, std::as_bytes(std::span(&answer, 1)));
+}
+
+// The next packet on `socket`, an Answer of `magic`; nullopt at its end, or for anything else (said at
+// INFO); Error(Timeout) at the deadline, saying what `from` never sent.
+std::optional<std::uint64_t> receive_answer(int rank, int socket, std::uint64_t magic, Deadline deadline,
+                                            const std::string& from) {
+  Answer answer{};
+  UniqueFd ignored;
+  long n = -EAGAIN;
+  while (n == -EAGAIN) {
+    if (!wait_readable(socket, deadline))
+      fail(ErrorCode::Timeout, "rank {}: agreeing on the host's cells timed out: {}", rank, from);
+    n = receive_packet(socket, std::as_writable_bytes(std::span(&answer, 1)), ignored);
   }
-  if (answer == "same") return std::nullopt;
-  return answer;
+  if (n == static_cast<long>(sizeof(Answer)) && answer.magic == magic) return answer.value;
+  log::info("rank {}: no host cells: {} {}", rank, n <= 0 ? "the socket closed where" : "another packet came",
+            from);
+  return std::nullopt;
+}
+
+// Rank 0: every peer's answer (did it map the cells?), then the verdict to every peer it reached: the first
+// rank that did not map them, or kEveryRankMapped where all did (rank 0 too: `mapped`).
+std::uint64_t gather_and_judge(int size, const ShmPeers& peers, bool mapped, Deadline deadline) {
+  std::uint64_t verdict = mapped ? kEveryRankMapped : 0;
+  for (int peer = 1; peer < size; ++peer) {
+    const int socket = peers.links[peer].socket.get();
+    const auto answer = socket < 0
+                            ? std::nullopt
+                            : receive_answer(0, socket, kMappedMagic, deadline,
+                                             fmt::format("rank {} never said whether it mapped them", peer));
+    if (verdict == kEveryRankMapped && answer != std::optional<std::uint64_t>(1))
+      verdict = static_cast<std::uint64_t>(peer);
+  }
+  for (int peer = 1; peer < size; ++peer)
+    if (const int socket = peers.links[peer].socket.get(); socket >= 0)
+      if (int problem = send_answer(socket, kVerdictMagic, verdict); problem != 0)
+        log::info("rank 0: telling rank {} whether every rank mapped the host's cells: {}", peer,
+                  std::strerror(problem));
+  return verdict;
 }
 
 // Rank 0: the segment, mapped, offered to every peer; null (every peer told) where it cannot be made or
@@ -425,10 +453,11 @@ std::byte* make_and_offer(int size, const ShmPeers& peers, CellShape shape, bool
     }
   }
   for (int peer = 1; peer < size; ++peer)
-    if (int problem = send_packet(peers.links[peer].socket.get(), std::as_bytes(std::span(&offer, 1)),
-                                  offer.bytes > 0 ? fd.get() : -1);
-        problem != 0)
-      log::info("rank 0: offering the host's cells to rank {}: {}", peer, std::strerror(problem));
+    if (const int socket = peers.links[peer].socket.get(); socket >= 0)
+      if (int problem =
+              send_packet(socket, std::as_bytes(std::span(&offer, 1)), offer.bytes > 0 ? fd.get() : -1);
+          problem != 0)
+        log::info("rank 0: offering the host's cells to rank {}: {}", peer, std::strerror(problem));
   return base;
 }
 
@@ -494,7 +523,7 @@ HostCells::Links own_copies(const ShmPeers& peers) {
 
 }  // namespace
 
-std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, const ShmPeers& peers,
+std::unique_ptr<HostCells> share_host_cells(int rank, int size, const ShmPeers& peers,
                                             const ShmOptions& options, HostCells::Waiting waiting,
                                             const AbortFlag& abort, int wake_fd) {
   const auto& hosts = options.host_of_rank;
@@ -502,42 +531,50 @@ std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, co
       std::count(hosts.begin(), hosts.end(), hosts[0]) != size)
     return nullptr;
   const Deadline deadline = Deadline::after(options.connect_timeout);
-  const std::string prefix = fmt::format("shm/{}/cells", options.comm_id);
   const bool reached_all = peers.reached.size() == static_cast<std::size_t>(size - 1);
   const CellShape shape = CellShape::for_group(size, options.cell_bytes, options.host_budget_bytes);
-  const std::string wish = reached_all && shape.slots > 0
-                               ? fmt::format("{} slots of {} bytes", shape.slots, shape.cell_bytes)
-                               : "none";
-  if (const auto differs = first_difference(store, rank, size, prefix + "/wish", wish, deadline,
-                                            [](const std::string& w) { return "wants " + w; })) {
-    log::info(
-        "rank {}: comm {}: no host cells: not every rank reached every other through shared memory with "
-        "the same CANOPY_SHM_CELL_BYTES and CANOPY_SHM_BYTES ({}; this rank: {})",
-        rank, options.comm_id, *differs, wish);
-    return nullptr;
-  }
-  if (wish == "none") return nullptr;
+  const std::string wish = fmt::format("{} slots of {} bytes", shape.slots, shape.cell_bytes);
+  if (!reached_all || shape.slots == 0)
+    log::info("rank {}: comm {}: no host cells: {}", rank, options.comm_id,
+              !reached_all ? "this rank did not reach every other through shared memory"
+                           : "CANOPY_SHM_CELL_BYTES and CANOPY_SHM_BYTES leave no room for them");
   // Each rank holds its part of the segment against an eighth of its share of the budget, all its groups'
   // cells together: a job that makes many groups runs out of cells, not of memory.
   const std::uint64_t part = shape.part_per_rank(size);
-  const bool reserved = ShmBudget::cells.reserve(part, options.host_budget_bytes, size);
-  if (!reserved)
+  const bool reserved =
+      reached_all && shape.slots > 0 && ShmBudget::cells.reserve(part, options.host_budget_bytes, size);
+  if (reached_all && shape.slots > 0 && !reserved)
     log::info(
         "rank {}: comm {}: no host cells: this rank's groups hold an eighth of its share of CANOPY_SHM_BYTES "
         "in cells already",
         rank, options.comm_id);
-  std::byte* base = rank == 0 ? make_and_offer(size, peers, shape, reserved)
-                              : take_offer(rank, size, peers, options, shape, reserved, deadline);
-  if (base == nullptr && reserved) ShmBudget::cells.release(part);
+  // A rank that did not reach rank 0 has no say, and needs none: rank 0 did not reach it either, and tells
+  // the others that not every rank mapped the cells. Rank 0 offers the same shape to every rank; a rank
+  // that wants another (other CANOPY_SHM_CELL_BYTES or CANOPY_SHM_BYTES) says so and maps nothing.
+  std::byte* base = nullptr;
+  if (rank == 0)
+    base = make_and_offer(size, peers, shape, reserved);
+  else if (peers.links[0].socket.valid())
+    base = take_offer(rank, size, peers, options, shape, reserved, deadline);
+  std::uint64_t verdict = 0;
+  if (rank == 0) {
+    verdict = gather_and_judge(size, peers, base != nullptr, deadline);
+  } else if (const int socket = peers.links[0].socket.get(); socket >= 0) {
+    if (int problem = send_answer(socket, kMappedMagic, base != nullptr ? 1 : 0); problem != 0)
+      log::info("rank {}: telling rank 0 whether it mapped the host's cells: {}", rank,
+                std::strerror(problem));
+    verdict = receive_answer(rank, socket, kVerdictMagic, deadline,
+                             "rank 0 never said whether every rank mapped them")
+                  .value_or(0);
+  }
   auto cells = base == nullptr ? nullptr
                                : std::make_unique<HostCells>(rank, size, shape, base, own_copies(peers),
                                                              waiting, abort, wake_fd, part);
-  if (const auto differs = first_difference(
-          store, rank, size, prefix + "/mapped", cells ? "1" : "0", deadline,
-          [](const std::string& m) { return std::string(m == "1" ? "mapped them" : "did not map them"); })) {
+  if (base == nullptr && reserved) ShmBudget::cells.release(part);  // HostCells holds it where made
+  if (verdict != kEveryRankMapped) {
     if (cells)
-      log::info("rank {}: comm {}: no host cells: not every rank could map them ({})", rank, options.comm_id,
-                *differs);
+      log::info("rank {}: comm {}: no host cells: rank {} did not map them ({}; rank 0 says)", rank,
+                options.comm_id, verdict, wish);
     return nullptr;
   }
   if (cells)

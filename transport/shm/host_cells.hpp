@@ -27,7 +27,6 @@
 #include <optional>
 #include <vector>
 
-#include "canopy/store.hpp"
 #include "common/deadline.hpp"
 #include "transport/abort_flag.hpp"
 #include "transport/envelope.hpp"
@@ -159,8 +158,10 @@ class HostCells {
 // whole group is on this host, every pair of its ranks reached each other and every rank wants the same
 // cells (ShmOptions::cell_bytes, CANOPY_SHM_CELL_BYTES, and the same budget), rank 0 makes the segment
 // (CellShape::for_group) and passes it to each rank over their socket; null elsewhere, or when any rank
-// could not map it (said at INFO): every rank of the group gets cells, or none.
-std::unique_ptr<HostCells> share_host_cells(Store& store, int rank, int size, const ShmPeers& peers,
+// could not map it (said at INFO): every rank of the group gets cells, or none. The ranks agree over their
+// sockets with rank 0 (each says whether it mapped the cells, rank 0 answers whether all did), not
+// through the store.
+std::unique_ptr<HostCells> share_host_cells(int rank, int size, const ShmPeers& peers,
                                             const ShmOptions& options, HostCells::Waiting waiting,
                                             const AbortFlag& abort, int wake_fd);
 

@@ -20,6 +20,7 @@
 #include "common/log.hpp"
 #include "rendezvous/bootstrap.hpp"
 #include "transport/mesh_transport.hpp"
+#include "transport/shm/unix_listener_book.hpp"
 #include "transport/shm/unix_socket.hpp"
 #include "transport/spin_rule.hpp"
 #include "transport/tcp/handshake.hpp"
@@ -73,12 +74,16 @@ class ShmPeersBuilder {
     peers_.doorbell = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!peers_.doorbell.valid())
       fail_descriptor_call("shared memory: eventfd() for this rank's doorbell", errno, need());
-    if (!higher_.empty()) listen();
-    const std::vector<std::string> names = agree_on_sockets();
-    std::vector<int> unreached;
-    for (int peer : lower_)
-      if (!say_hello(peer, names[position(peer)])) unreached.push_back(peer);
-    accept_higher_ranks(who_connects(unreached));
+    if (options_.unix_listener_book) {
+      meet_through_records();
+    } else {
+      if (!higher_.empty()) listen();
+      const std::vector<std::string> names = agree_on_sockets();
+      std::vector<int> unreached;
+      for (int peer : lower_)
+        if (!say_hello(peer, names[position(peer)])) unreached.push_back(peer);
+      accept_higher_ranks(who_connects(unreached));
+    }
     listener_ = UniqueFd();
     for (int peer : lower_)
       if (peers_.links[peer].socket.valid()) hear_answer(peer);
@@ -95,6 +100,47 @@ class ShmPeersBuilder {
         "rank {}'s shared-memory links to the {} other ranks of its host need {} descriptors: a socket and a "
         "doorbell for each, its own doorbell and a listener while they form",
         rank_, peers, 2 * peers + 2);
+  }
+
+  // With the listeners made before the ranks' records were published (unix_listener_book.hpp): the names
+  // and network namespaces of this host's ranks come from their records, and a pair meets exactly where
+  // both share a namespace and the lower one has a listener, which both ranks know without asking.
+  void meet_through_records() {
+    UnixListenerBook& book = *options_.unix_listener_book;
+    const int mesh = options_.unix_listener_book_mesh;
+    listener_ = book.take_listener(mesh);
+    std::vector<int> others = lower_;
+    others.insert(others.end(), higher_.begin(), higher_.end());
+    const std::vector<UnixListenerBook::Peer> read =
+        book.read(others, std::chrono::duration_cast<Duration>(deadline_.remaining()));
+    std::set<int> expected;
+    for (std::size_t i = 0; i < others.size(); ++i) {
+      const int peer = others[i];
+      const UnixListenerBook::Peer& other = read[i];
+      const std::string& name = other.names[static_cast<std::size_t>(mesh)];
+      if (!book.shares_namespace(other)) {
+        log::info(
+            "rank {}: rank {} is on this host by the layout, but in another network namespace or kernel ({} "
+            "here, {} there): TCP carries their messages",
+            rank_, peer, book.part().substr(0, book.part().find(' ')), other.space);
+        continue;
+      }
+      if (peer > rank_) {
+        if (listener_.valid()) expected.insert(peer);
+        continue;
+      }
+      if (name == UnixListenerBook::kNoListener) {
+        log::info("rank {}: rank {} has no shared-memory listener: TCP carries their messages", rank_, peer);
+        continue;
+      }
+      // It expects this rank: a socket that cannot be reached in one namespace is a failure, not a choice.
+      if (!say_hello(peer, name))
+        fail(ErrorCode::PeerFailed,
+             "rank {}: rank {} of this host shares its network namespace, but its shared-memory socket could "
+             "not be reached (did rank {} exit or crash?)",
+             rank_, peer, peer);
+    }
+    accept_higher_ranks(std::move(expected));
   }
 
   void listen() {
@@ -244,8 +290,8 @@ class ShmPeersBuilder {
     while (!expected.empty()) {
       if (deadline_.expired())
         fail(ErrorCode::Timeout,
-             "rank {}: shared-memory set-up for comm {} timed out: ranks {} said they connected, but never "
-             "introduced themselves",
+             "rank {}: shared-memory set-up for comm {} timed out: ranks {} of this host never introduced "
+             "themselves on its socket",
              rank_, options_.comm_id, fmt::join(expected, ", "));
       fds.assign(1, {listener_paused_ ? -1 : listener_.get(), POLLIN, 0});
       Deadline wake = deadline_;
@@ -416,7 +462,7 @@ std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size
   const auto ring_spin =
       announce_spin("rings", "CANOPY_SHM_SPIN_US", shm.spin, host_ranks, cores, kDefaultMemorySpin);
   // Before the links take the sockets: the cells come over them.
-  mesh->set_host_cells(share_host_cells(store, rank, size, peers, shm,
+  mesh->set_host_cells(share_host_cells(rank, size, peers, shm,
                                         {ring_spin, looks_between_yields(host_ranks, cores)},
                                         mesh->abort_state(), mesh->abort_fd()));
   const std::size_t shm_part = mesh->add_part(

@@ -32,7 +32,9 @@ struct ShmPeers {
 // ranks each could not reach ("shm/<comm_id>/unreached/<rank>", gathered likewise): two store requests a
 // rank for each, three for the lowest, however many ranks the host has. A rank connects to the lower ranks
 // of its host and accepts the higher ones that reached it, as the TCP mesh does, so the waits form no
-// cycle. Throws Error(Timeout) naming the ranks that never answered.
+// cycle. With ShmOptions::unix_listener_book (a communicator's meshes) there is no agreement: the names and
+// network namespaces come from the ranks' records, and a pair meets where both share a namespace. Throws
+// Error(Timeout) naming the ranks that never answered.
 ShmPeers connect_shm_peers(Store& store, int rank, int size, const ShmOptions& options);
 
 // A view of `store` whose waits end at `deadline` at the latest: what a set-up with one deadline for all its

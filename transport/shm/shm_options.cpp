@@ -20,6 +20,8 @@ ShmOptions ShmOptions::from(const MeshOptions& mesh) {
   take_mesh_facts(mesh, options);
   options.job_token = mesh.job_token;
   options.host_of_rank = mesh.host_of_rank;
+  options.unix_listener_book = mesh.unix_listener_book;
+  options.unix_listener_book_mesh = mesh.unix_listener_book_mesh;
   options.ring_bytes = settings.size("CANOPY_SHM_RING_BYTES");
   options.slot_bytes = settings.size("CANOPY_SHM_SLOT_BYTES");
   options.single_copy_bytes = settings.size("CANOPY_SHM_SINGLE_COPY_BYTES");

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "transport/mesh_options.hpp"
 
 namespace canopy::transport {
+
+class UnixListenerBook;
 
 struct ShmOptions {
   std::uint64_t comm_id = 0;  // scopes the store keys and handshakes, as for TCP
@@ -42,6 +45,10 @@ struct ShmOptions {
   // How long a rank busy-polls its rings before it blocks; unset, the spin rule decides (spin_rule.hpp:
   // kDefaultMemorySpin unless ranks outnumber cores 4 to 1). CANOPY_SHM_SPIN_US (0: never spins).
   std::optional<std::chrono::microseconds> spin;
+  // MeshOptions::unix_listener_book and its mesh: the listener made, and the names published in the ranks'
+  // records. Null: the mesh listens and the host's ranks agree on their names through the store.
+  std::shared_ptr<UnixListenerBook> unix_listener_book;
+  int unix_listener_book_mesh = 0;
 
   // The mesh's facts, and CANOPY_SHM_RING_BYTES, CANOPY_SHM_SLOT_BYTES, CANOPY_SHM_SINGLE_COPY_BYTES,
   // CANOPY_SHM_BYTES and CANOPY_SHM_SPIN_US from its settings; Error(Config) for a ring that is not a power
