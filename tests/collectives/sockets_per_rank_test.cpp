@@ -29,16 +29,8 @@ TEST(SocketsPerRank, ARingHoldsTwoLinksOneListenerAndTheStorePointToPointAndSpli
   const std::uint16_t port = server.port();
   auto exits = testing::run_processes(kRanks, [&](int rank) {
     testing::ScopedEnv env;
-    env.set("CANOPY_RANK", std::to_string(rank))
-        .set("CANOPY_WORLD_SIZE", std::to_string(kRanks))
-        .set("CANOPY_MASTER_ADDR", "127.0.0.1")
-        .set("CANOPY_MASTER_PORT", std::to_string(port))
-        .set("CANOPY_STORE_HOSTED", "1")
-        .set("CANOPY_JOB_TOKEN", kToken)
-        .set("CANOPY_SOCKET_IFNAME", "lo")
-        .set("CANOPY_TRANSPORT", "tcp")
-        .set("CANOPY_TIMEOUT", "60")
-        .set("CANOPY_HEARTBEAT_SECONDS", "0.2");
+    testing::canopy_run_environment(env, rank, kRanks, port, kToken);
+    env.set("CANOPY_TRANSPORT", "tcp").set("CANOPY_HEARTBEAT_SECONDS", "0.2");
     Communicator comm = Communicator::from_environment();
     std::vector<float> data(kRanks, 1.0f);
     comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});

@@ -29,16 +29,7 @@ const std::string kToken = "startup-requests-test";
 
 // The environment canopy-run gives a rank, with the store hosted outside the ranks (as canopy-run does).
 void launch_environment(testing::ScopedEnv& env, int rank, int size, std::uint16_t port) {
-  env.set("CANOPY_RANK", std::to_string(rank))
-      .set("CANOPY_WORLD_SIZE", std::to_string(size))
-      .set("CANOPY_LOCAL_RANK", std::to_string(rank))
-      .set("CANOPY_LOCAL_WORLD_SIZE", std::to_string(size))
-      .set("CANOPY_MASTER_ADDR", "127.0.0.1")
-      .set("CANOPY_MASTER_PORT", std::to_string(port))
-      .set("CANOPY_STORE_HOSTED", "1")
-      .set("CANOPY_JOB_TOKEN", kToken)
-      .set("CANOPY_SOCKET_IFNAME", "lo")
-      .set("CANOPY_TIMEOUT", "60");
+  testing::canopy_run_environment(env, rank, size, port, kToken);
 }
 
 // CANOPY_TRANSPORT=tcp, or the default (auto) with no RDMA device that it could choose, wherever the test

@@ -2,6 +2,7 @@
 // test's settings never leak into the next test of the same binary.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -47,5 +48,21 @@ class ScopedEnv {
   }
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
+
+// What canopy-run gives rank `rank` of `size` ranks, all on this host, with the store it hosts (outside the
+// ranks) at 127.0.0.1:`port`, over loopback.
+inline void canopy_run_environment(ScopedEnv& env, int rank, int size, std::uint16_t port,
+                                   const std::string& token) {
+  env.set("CANOPY_RANK", std::to_string(rank))
+      .set("CANOPY_WORLD_SIZE", std::to_string(size))
+      .set("CANOPY_LOCAL_RANK", std::to_string(rank))
+      .set("CANOPY_LOCAL_WORLD_SIZE", std::to_string(size))
+      .set("CANOPY_MASTER_ADDR", "127.0.0.1")
+      .set("CANOPY_MASTER_PORT", std::to_string(port))
+      .set("CANOPY_STORE_HOSTED", "1")
+      .set("CANOPY_JOB_TOKEN", token)
+      .set("CANOPY_SOCKET_IFNAME", "lo")
+      .set("CANOPY_TIMEOUT", "60");
+}
 
 }  // namespace canopy::testing
