@@ -221,7 +221,7 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
   store_->set_timeout(timeout_);
   if (origin.new_family) name_this_process(*store_, rank);
   // Where every rank of the parent can use verbs, so can every member; otherwise the members agree anew.
-  if (parent.verbs_verdict_ == "1") verbs_verdict_ = "1";
+  if (parent.verbs_verdict_ == "1") verbs_verdict_ = parent.verbs_verdict_;
   if (members_digest != 0) {
     // The first member to arrive records its list; a member with another list would wait for peers that
     // never come.
