@@ -153,8 +153,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   std::vector<std::string> likely_on_this_host;
   const int first_here = rank - options.local_rank;
   if (listeners && options.local_rank >= 0 && options.local_size > 1 &&
-      (kind == transport::TransportKind::ShmTcp ||
-       options.local_size <= settings_.integer("CANOPY_SHM_MAX_RANKS")))
+      transport::host_may_share_memory(kind, options.local_size, settings_))
     for (int r = std::max(0, first_here); r < std::min(size, first_here + options.local_size); ++r)
       if (r != rank) likely_on_this_host.push_back(collectives::rank_record_key(r));
   collectives::LayoutAgreement agreed = collectives::exchange_host_layout(
@@ -296,12 +295,10 @@ void Communicator::Impl::read_records_at_once(collectives::RecordCache& records,
   if (!gathered.empty()) return;  // rank 0: every record, from the layout's gathering
   const int host = hosts_->host_of(rank);
   const int host_ranks = hosts_->ranks_on(host);
-  // As connect_mesh decides (select_transport.cpp); were it to decide otherwise, a mesh would read what it
-  // lacks itself, at a request more.
-  const bool shares_memory =
-      unix_listeners && host_ranks > 1 &&
-      (kind == transport::TransportKind::ShmTcp ||
-       (verbs_verdict_ != "1" && host_ranks <= settings_.integer("CANOPY_SHM_MAX_RANKS")));
+  // As connect_mesh decides (select_transport.cpp): auto shares memory only where not every rank has verbs.
+  const bool shares_memory = unix_listeners && host_ranks > 1 &&
+                             transport::host_may_share_memory(kind, host_ranks, settings_) &&
+                             (kind == transport::TransportKind::ShmTcp || verbs_verdict_ != "1");
   const bool every_link_now = tcp_addresses && settings_.choice("CANOPY_CONNECT") == "eager";
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r)

@@ -108,12 +108,12 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
   if (without) {
     // Every rank of a host counts the same ranks there, so all of them make the same choice.
     const int host_ranks = group_ranks_on_this_host(options, rank);
-    const auto most = options.settings.integer("CANOPY_SHM_MAX_RANKS");
-    if (host_ranks > most) {
+    if (!host_may_share_memory(TransportKind::Auto, host_ranks, options.settings)) {
       log::info(
           "rank {}: transport: tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {}; {} ranks of this "
           "group on this host, more than CANOPY_SHM_MAX_RANKS={} share memory)",
-          rank, without->first, without->second, host_ranks, most);
+          rank, without->first, without->second, host_ranks,
+          options.settings.integer("CANOPY_SHM_MAX_RANKS"));
       return connect_tcp_mesh(store, rank, size, TcpOptions::from(options));
     }
     log::info("rank {}: transport: shm+tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {})", rank,
@@ -122,6 +122,11 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
   }
   log::info("rank {}: transport: verbs (CANOPY_TRANSPORT=auto; every rank has an RDMA device)", rank);
   return connect_verbs_mesh(store, rank, size, verbs);
+}
+
+bool host_may_share_memory(TransportKind kind, int host_ranks, const Settings& settings) {
+  return kind == TransportKind::ShmTcp ||
+         (kind == TransportKind::Auto && host_ranks <= settings.integer("CANOPY_SHM_MAX_RANKS"));
 }
 
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options) {

@@ -35,6 +35,10 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
 
 // The kind that a second mesh of the same group takes where `first` was built with `kind`: what auto
 // resolved to (verbs, or shm+tcp), so that the group agrees on verbs once, not once a mesh.
+// Whether the ranks of a host with `host_ranks` of the group's ranks may share memory under `kind`:
+// shm+tcp always, auto within CANOPY_SHM_MAX_RANKS (where not every rank can use verbs), others never.
+bool host_may_share_memory(TransportKind kind, int host_ranks, const Settings& settings);
+
 TransportKind kind_taken(TransportKind kind, const Transport& first);
 
 // The same with the kind from the options' settings (CANOPY_TRANSPORT): what a communicator calls.

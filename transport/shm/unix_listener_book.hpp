@@ -7,27 +7,21 @@
 // whether they will meet, and no agreement on who could not reach whom is needed.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "canopy/store.hpp"
+#include "transport/rank_records.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace canopy::transport {
 
 class UnixListenerBook {
  public:
-  // Where the ranks' records are, and how to find this book's part in one.
-  struct Records {
-    std::shared_ptr<Store> store;
-    std::function<std::string(int rank)> key_of;
-    // A record's part, "<namespace> <mesh 0's name> <mesh 1's> ..." (empty: it has none); Error(Protocol)
-    // for a malformed record.
-    std::function<std::string(const std::string& record, int rank)> part_of;
-  };
+  // Where the ranks' records are; a record's part is "<namespace> <mesh 0's name> <mesh 1's> ...".
+  using Records = RankRecords;
   // What a peer's part says.
   struct Peer {
     std::string space;               // its network namespace and kernel

@@ -76,7 +76,7 @@ bool TcpAddressBook::read(const std::vector<int>& peers, Duration wait) {
   std::lock_guard lock(mutex_);
   for (std::size_t i = 0; i < unknown.size(); ++i) {
     std::vector<std::string> addresses;
-    std::istringstream words(records_.addresses_of(values[i], unknown[i]));
+    std::istringstream words(records_.part_of(values[i], unknown[i]));
     for (std::string address; words >> address;) addresses.push_back(address);
     if (addresses.size() != 1)
       fail(

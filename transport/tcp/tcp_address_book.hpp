@@ -8,7 +8,6 @@
 // nothing.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "canopy/store.hpp"
+#include "transport/rank_records.hpp"
 #include "transport/tcp/tcp_listener.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
@@ -23,13 +23,8 @@ namespace canopy::transport {
 
 class TcpAddressBook {
  public:
-  // Where the ranks' records are, and how to find the addresses in one.
-  struct Records {
-    std::shared_ptr<Store> store;
-    std::function<std::string(int rank)> key_of;
-    // A record's listening address (empty: it has none); Error(Protocol) for a malformed record.
-    std::function<std::string(const std::string& record, int rank)> addresses_of;
-  };
+  // Where the ranks' records are; a record's part is the rank's listening address.
+  using Records = RankRecords;
 
   // For the `meshes` meshes of a group of `size`: listens on the interface that `options` choose
   // (CANOPY_SOCKET_IFNAME, CANOPY_SOCKET_FAMILY), as a TcpConnector of its own would, or takes `listener`
