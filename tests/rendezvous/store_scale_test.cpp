@@ -19,6 +19,7 @@
 #include "canopy/store.hpp"
 #include "common/deadline.hpp"
 #include "rendezvous/store_protocol.hpp"
+#include "tests/rendezvous/raw_connection.hpp"
 #include "tests/support/ranks.hpp"
 #include "tests/support/store_server_process.hpp"
 
@@ -107,22 +108,6 @@ TEST(TcpStoreAtScale, TwoThousandClientsMakeABootstrapsRequests) {
   clients.clear();
 }
 
-// A raw connection that sends its hello and one request, then never reads: a reader that is slow, or gone
-// without closing.
-int silent_reader(std::uint16_t port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0)
-    throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
-  std::string bytes = proto::encode_hello("tok") + request;
-  if (::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size()))
-    throw std::runtime_error("send failed");
-  return fd;
-}
-
 // One value every rank waits for (rank 0's answer) goes to all of them from the table's one buffer: 200
 // readers that never read a 2 MiB answer cost the server kernel buffers, not 200 copies (400 MiB).
 TEST(TcpStoreAtScale, AValueManyReadersWaitForIsHeldOnceNotOnceAReader) {
@@ -134,9 +119,12 @@ TEST(TcpStoreAtScale, AValueManyReadersWaitForIsHeldOnceNotOnceAReader) {
   get.command = proto::Command::Get;
   get.keys = {"answer"};
   get.timeout_ms = 60000;
-  std::vector<int> readers;
+  // Raw connections that send their hello and the GET, then never read: readers that are slow, or gone
+  // without closing.
+  std::vector<std::unique_ptr<testing::RawConnection>> readers;
   for (int i = 0; i < kReaders; ++i)
-    readers.push_back(silent_reader(server.port(), proto::encode_request(get)));
+    readers.emplace_back(std::make_unique<testing::RawConnection>(server.port()))
+        ->send(proto::encode_hello("tok") + proto::encode_request(get));
   auto store = connect_tcp_store("127.0.0.1", server.port(), "tok", 10s);
   store->set("ready", "");
   std::this_thread::sleep_for(200ms);  // every GET has reached the server's waiter list
@@ -145,7 +133,6 @@ TEST(TcpStoreAtScale, AValueManyReadersWaitForIsHeldOnceNotOnceAReader) {
   store->get("ready", 5s);  // handled after the set's fan-out: the server has sent what it can
   const long after_kib = rss_kib(server.pid());
   EXPECT_LT(after_kib - before_kib, 64 * 1024) << "the server grew by " << after_kib - before_kib << " KiB";
-  for (int fd : readers) ::close(fd);
 }
 
 }  // namespace
