@@ -69,12 +69,38 @@ int try_connect(const addrinfo& address, Deadline deadline, std::string& error) 
       return -1;
     }
   }
+  if (connected_to_itself(fd)) {
+    error = "connected to itself (nothing listens there yet)";
+    ::close(fd);
+    return -1;
+  }
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   return fd;
 }
 
 }  // namespace
+
+bool connected_to_itself(int fd) {
+  sockaddr_storage local{};
+  sockaddr_storage peer{};
+  socklen_t local_length = sizeof(local);
+  socklen_t peer_length = sizeof(peer);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0) return false;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) return false;
+  if (local.ss_family != peer.ss_family) return false;
+  if (local.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(local);
+    const auto& b = reinterpret_cast<const sockaddr_in&>(peer);
+    return a.sin_port == b.sin_port && a.sin_addr.s_addr == b.sin_addr.s_addr;
+  }
+  if (local.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(local);
+    const auto& b = reinterpret_cast<const sockaddr_in6&>(peer);
+    return a.sin6_port == b.sin6_port && std::memcmp(&a.sin6_addr, &b.sin6_addr, sizeof(a.sin6_addr)) == 0;
+  }
+  return false;
+}
 
 ClientSocket ClientSocket::connect(const std::string& host, std::uint16_t port, Deadline deadline) {
   std::string endpoint = format_endpoint(host, port);
