@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -19,7 +22,27 @@ namespace {
 using namespace std::chrono_literals;
 using testing::require;
 
+// A port that is free now, below the kernel's ephemeral range: the rendezvous binds it a moment later,
+// and a port of that range could meanwhile become the source port of any connection on the machine
+// (another test's, run beside this one).
 std::uint16_t free_port() {
+  int lowest_ephemeral = 32768;
+  if (std::FILE* range = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(range, "%d", &lowest_ephemeral) != 1) lowest_ephemeral = 32768;
+    std::fclose(range);
+  }
+  const int first = 10000;
+  std::mt19937 random(std::random_device{}());
+  std::uniform_int_distribution<int> pick(first, std::max(first, lowest_ephemeral - 1));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const auto port = static_cast<std::uint16_t>(pick(random));
+    try {
+      TcpStoreServer probe("127.0.0.1", port, "");
+      return port;
+    } catch (const Error&) {
+      // taken: try another
+    }
+  }
   TcpStoreServer probe("127.0.0.1", 0, "");
   return probe.port();
 }
