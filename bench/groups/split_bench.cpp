@@ -3,8 +3,10 @@
 //   canopy-run --nproc 64 canopy-split-bench --groups 4,8 --repeat 3
 //
 // Prints, per group size, the time of Communicator::split on the slowest rank (every rank starts it
-// after a barrier, so this is the time until the last member's group is ready) and of the first barrier
-// on the new group; and once, the time of forming the group itself (from_environment).
+// after a barrier, so this is the time until the last member's group is ready), of the first barrier on
+// the new group (which makes its connections) and of the second (which finds them made: the most a group
+// sharing its parent's sockets could save is the difference); and once, the time of forming the group
+// itself (from_environment).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -56,7 +58,7 @@ int main(int argc, char** argv) {
           "CANOPY_CALIBRATE=0)\n",
           world.size(), world.local_size(), formed * 1e3);
     for (int g : groups) {
-      std::vector<double> splits, barriers;
+      std::vector<double> splits, barriers, second_barriers;
       for (int i = 0; i < repeat; ++i) {
         world.barrier();
         const auto split_start = Clock::now();
@@ -65,14 +67,18 @@ int main(int argc, char** argv) {
         const auto barrier_start = Clock::now();
         group.barrier();
         const double barrier = seconds_since(barrier_start);
+        const auto second_start = Clock::now();
+        group.barrier();
+        const double second = seconds_since(second_start);
         splits.push_back(slowest(world, split));
         barriers.push_back(slowest(world, barrier));
+        second_barriers.push_back(slowest(world, second));
       }
       if (world.rank() == 0)
         fmt::print(
-            "split into groups of {:>3}: {:8.2f} ms   first barrier in the group: {:6.3f} ms   (median of "
-            "{})\n",
-            g, median(splits) * 1e3, median(barriers) * 1e3, repeat);
+            "split into groups of {:>3}: {:8.2f} ms   first barrier in the group: {:6.3f} ms   second: "
+            "{:6.3f} ms   (median of {})\n",
+            g, median(splits) * 1e3, median(barriers) * 1e3, median(second_barriers) * 1e3, repeat);
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "canopy-split-bench: {}\n", e.what());
