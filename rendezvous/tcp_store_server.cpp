@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "canopy/store.hpp"
+#include "common/deadline.hpp"
 #include "common/error.hpp"
 #include "common/fd_limit.hpp"
 #include "common/log.hpp"
@@ -50,6 +51,9 @@ constexpr std::size_t kKeptInputBytes = 4 * 1024;
 constexpr int kListenBacklog = 65535;
 // Waits longer than this are cut to it, so that a u64 from the wire never overflows the clock.
 constexpr std::uint64_t kMaxWaitMs = 365ull * 24 * 3600 * 1000;
+// How long a server being destroyed waits for the replies it made to be written (a client that stopped
+// reading would hold it forever).
+constexpr auto kFlushLimit = std::chrono::milliseconds(500);
 
 class Session;
 
@@ -106,6 +110,9 @@ class Session : public std::enable_shared_from_this<Session> {
     arm_hello_timer();
     maybe_read();
   }
+
+  // Whether replies it made are still on their way out (the last write's handler has not run yet).
+  bool writing() const { return writing_; }
 
   // Ends the connection and frees every wait it parked (their timers and waiter entries); safe to call twice.
   void close() {
@@ -554,7 +561,14 @@ class TcpStoreServer::Impl {
   }
 
   ~Impl() {
-    io_.stop();
+    // The loop stops once every reply already made is written: a client whose last request was handled
+    // (the SET that let this server's owner go on to destroy it) gets its answer, not the close.
+    asio::post(io_, [this] {
+      std::error_code ignored;
+      acceptor_.close(ignored);
+      retry_timer_.cancel();
+      stop_once_written(Clock::now() + kFlushLimit);
+    });
     thread_.join();
     // The loop is stopped: nothing else touches the state now. Closing each socket tells every client,
     // including those waiting for a key, that the store is gone.
@@ -586,6 +600,15 @@ class TcpStoreServer::Impl {
     return "accept failed: " + ec.message();
   }
 
+  // Stops the loop once no session has replies on their way, or at `give_up` (a client that does not read).
+  void stop_once_written(Clock::time_point give_up) {
+    const bool written = std::none_of(state_.sessions.begin(), state_.sessions.end(),
+                                      [](const auto& entry) { return entry.second->writing(); });
+    if (written || Clock::now() >= give_up) return io_.stop();
+    flush_timer_.expires_after(std::chrono::milliseconds(1));
+    flush_timer_.async_wait([this, give_up](const std::error_code&) { stop_once_written(give_up); });
+  }
+
   void accept_next() {
     acceptor_.async_accept([this](const std::error_code& ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
@@ -614,6 +637,7 @@ class TcpStoreServer::Impl {
   asio::io_context io_;
   tcp::acceptor acceptor_;
   asio::steady_timer retry_timer_;
+  asio::steady_timer flush_timer_{io_};  // while the destructor waits for the replies to go out
   bool accept_failing_ = false;  // since the last accept() that worked
   ServerState state_;
   std::thread thread_;

@@ -312,6 +312,41 @@ TEST_F(TcpStoreServerTest, DestructorWithWaitingClientsReturnsPromptlyAndTheyGet
   }
 }
 
+// The owner of a server that waits for every client's last SET and then destroys it (a rank 0 hosting the
+// store at the end of a job): each of those SETs was handled, so each client gets its answer, not the
+// close. Each client's SET follows an ADD at once, so that the server reads it while the ADD's reply may
+// still be on its way out; the rounds give the race its chances.
+TEST(TcpStoreServer, RepliesAlreadyMadeReachTheirClientsBeforeTheServerCloses) {
+  constexpr int kRounds = 40;
+  constexpr int kClients = 6;
+  for (int round = 0; round < kRounds; ++round) {
+    auto server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, "tok");
+    auto owner = connect_tcp_store("127.0.0.1", server->port(), "tok", 5s);
+    std::vector<std::shared_ptr<Store>> clients;
+    for (int i = 0; i < kClients; ++i)
+      clients.push_back(connect_tcp_store("127.0.0.1", server->port(), "tok", 5s));
+    std::vector<std::string> failures(kClients);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kClients; ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          clients[static_cast<std::size_t>(i)]->add("done", 1);
+          clients[static_cast<std::size_t>(i)]->set("done/" + std::to_string(i), "");
+        } catch (const Error& e) {
+          failures[static_cast<std::size_t>(i)] = e.what();
+        }
+      });
+    }
+    std::vector<std::string> keys;
+    for (int i = 0; i < kClients; ++i) keys.push_back("done/" + std::to_string(i));
+    owner->wait(keys, 10s);
+    server.reset();
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < kClients; ++i)
+      ASSERT_EQ(failures[static_cast<std::size_t>(i)], "") << "round " << round << ", client " << i;
+  }
+}
+
 TEST(TcpStoreClient, NoServerIsATimeoutNamingHostAndPort) {
   std::uint16_t port;
   {
