@@ -202,10 +202,43 @@ TEST(HostCells, ADeadPeerIsPeerFailedAtOnceAndASilentOneATimeout) {
           testing::error_from([&] { cells.wait_for(1, Deadline::after(std::chrono::milliseconds(200))); },
                               "waiting past the deadline");
       require(error.code() == ErrorCode::Timeout &&
-                  std::string(error.what()).find("rank 1's cell") != std::string::npos,
+                  std::string(error.what()).find("timed out waiting for rank(s) 1, for their cell") !=
+                      std::string::npos,
               "{}", error.what());
     }
     testing::exchange_with_everyone(t, 69);  // rank 1 stays until then
+  }));
+}
+
+// A root that runs a whole round of slots ahead waits to reuse the first; past its deadline the error names
+// the rank that never finished that call, not the one that did.
+TEST(HostCells, ARootWaitingToReuseASlotNamesTheRankThatHoldsIt) {
+  expect_all_ok(run_shm_processes(3, 71, cells_of(256), [](Transport& t) {
+    HostCells& cells = cells_of(t);
+    const std::uint64_t slots = cells.slots();
+    if (t.rank() == 0) {
+      for (std::uint64_t call = 1; call <= slots; ++call) {
+        cells.start(call_envelope(call, 8), 8);
+        std::memset(cells.claim(test_deadline()), 1, 8);
+        cells.publish();
+        cells.finish();
+      }
+      cells.start(call_envelope(slots + 1, 8), 8);
+      const Error error = testing::error_from(
+          [&] { cells.claim(Deadline::after(std::chrono::milliseconds(200))); }, "reusing a slot still read");
+      require(
+          error.code() == ErrorCode::Timeout &&
+              std::string(error.what()).find("timed out waiting for rank(s) 2, for their end of the call") !=
+                  std::string::npos,
+          "{}", error.what());
+    } else if (t.rank() == 1) {
+      for (std::uint64_t call = 1; call <= slots; ++call) {
+        cells.start(call_envelope(call, 8), 8);
+        cells.wait_for(0, test_deadline());
+        cells.finish();
+      }
+    }  // rank 2 reads nothing
+    testing::exchange_with_everyone(t, 71);
   }));
 }
 

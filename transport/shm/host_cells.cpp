@@ -288,6 +288,13 @@ void HostCells::finish() {
   wake_sleepers();
 }
 
+std::vector<int> HostCells::ranks_behind() const {
+  std::vector<int> behind;
+  for (int peer = 0; peer < size_; ++peer)
+    if (peer != rank_ && load(done_of(peer)) + shape_.slots < call_) behind.push_back(peer);
+  return behind;
+}
+
 void HostCells::wake_sleepers() {
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
@@ -354,8 +361,9 @@ int HostCells::block_once(int awaited, const char* what, Deadline deadline) {
   if (ready < 0 && errno != EINTR) fail_errno(fmt::format("rank {}: poll", rank_));
   if (ready <= 0) {
     if (deadline.expired())
-      fail(ErrorCode::Timeout, "rank {}: timed out in {} through the host's cells, waiting for {} {}", rank_,
-           describe(envelope_), awaited < 0 ? "every rank's" : fmt::format("rank {}'s", awaited), what);
+      fail(ErrorCode::Timeout,
+           "rank {}: {} through the host's cells timed out waiting for rank(s) {}, for their {}", rank_,
+           describe(envelope_), fmt::join(awaited < 0 ? ranks_behind() : std::vector{awaited}, ", "), what);
     return -1;
   }
   std::uint64_t count = 0;

@@ -123,6 +123,8 @@ class HostCells {
   // peer declared this call otherwise, or went on to a later call while its cell is still not `ready()`.
   template <typename Ready>
   void check_declarations(const Ready& ready, int awaited) const;
+  // The peers that have not finished the call whose slot this one reuses: the only wait for every peer.
+  std::vector<int> ranks_behind() const;
   void wake_sleepers();
   // Waits until `ready()`; `awaited` is the peer it waits for (-1: every peer), `what` what it waits for.
   template <typename Ready>
