@@ -46,8 +46,8 @@ class ClientSocket {
 // True when a connected TCP socket's two ends are one address and port. A connect to a local port in the
 // ephemeral range where nothing listens yet may be given that very port as its source, and TCP's
 // simultaneous open then joins the socket to itself: the client would read its own requests back, and the
-// rank that hosts the store could never bind the port. ClientSocket::connect retries such a socket like a
-// refusal.
+// rank that hosts the store could never bind the port. ClientSocket::connect, and the TCP transport's dial
+// to a peer (transport/tcp/tcp_connector.cpp), retry such a socket like a refusal.
 bool connected_to_itself(int fd);
 
 }  // namespace canopy::rendezvous

@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "common/fd_limit.hpp"
 #include "common/log.hpp"
+#include "rendezvous/client_socket.hpp"
 #include "transport/tcp/interfaces.hpp"
 #include "transport/tcp/tcp_address_book.hpp"
 
@@ -244,7 +245,7 @@ bool TcpConnector::advance(Dial& dial, Outcome& outcome) {
           retry_later(dial, fmt::format("connect: {}", std::strerror(error)));
           return false;
         }
-        dial.stage = error == 0 ? Dial::Stage::Greeting : Dial::Stage::Connecting;
+        dial.stage = Dial::Stage::Connecting;  // done or not, its end is judged there alone
         continue;
       }
       case Dial::Stage::Connecting: {
@@ -255,6 +256,12 @@ bool TcpConnector::advance(Dial& dial, Outcome& outcome) {
         ::getsockopt(dial.fd.get(), SOL_SOCKET, SO_ERROR, &error, &length);
         if (error != 0) {
           retry_later(dial, fmt::format("connect: {}", std::strerror(error)));
+          return false;
+        }
+        // A dead peer's port on this host may be given to the dial as its own source: TCP's simultaneous
+        // open then joins the socket to itself, and it would read its own hello back as the answer.
+        if (rendezvous::connected_to_itself(dial.fd.get())) {
+          retry_later(dial, "connected to itself (nothing listens there)");
           return false;
         }
         dial.stage = Dial::Stage::Greeting;
