@@ -85,7 +85,10 @@ def api():
     group = canopy_torch.group_from_environment(datetime.timedelta(seconds=TIMEOUT))
     check(group.size() == 3 and canopy_torch.generation(group) == 0, "the group is not 3 ranks, generation 0")
     check(canopy_torch.agree(group, 0xF & ~(1 << rank)) == 0x8, "agree did not AND the flags")
-    check(canopy_torch.failure(group) is None, "a healthy group reports a failure")
+    failure = canopy_torch.failure(group)
+    check(failure is None, f"a healthy group reports a failure: {failure!r}")
+    # Rank 0 revokes only once every rank has looked: its agree may return before the others' does.
+    group.barrier().wait()
     if rank == 0:
         canopy_torch.revoke(group, "the api check revokes")
     try:
