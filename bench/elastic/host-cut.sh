@@ -56,6 +56,7 @@ fi
 shift 4  # --inside, nodes, cpus, rate
 trials=$1 seed=$2 heartbeat=$3 heartbeat_timeout=$4 call_timeout=$5 bound=$6 heal=$7 bin=$8 out=$9
 make_private_cluster hc 4 1gbit  # the hosts: names[] and addresses[] (private-cluster.sh)
+share_with_nodes "$bin"
 ranks_per_host=2
 world=$((4 * ranks_per_host))
 now() { date +%s.%N; }

@@ -5,6 +5,7 @@
 #   enter_private_cluster "$@"   # outside: parses [--nodes N] [--cpus C] [--rate RATE] [--timeout S] --
 #                                # COMMAND..., runs "$0" --inside N C RATE COMMAND... there, and exits
 #   make_private_cluster TAG NODES RATE             # inside: the nodes, names[] and addresses[]
+#   share_with_nodes PATH...                        # inside: PATH, under /tmp, seen on every node too
 #   on_node NAME COMMAND...                         # inside: COMMAND on one node
 #   time_left                                       # inside: seconds until the TIMEOUT passes
 #
@@ -16,6 +17,7 @@
 # limit included), the kernel removes all of it: nothing is left on the machine.
 
 private_run=/run/canopy-cluster
+private_cluster_checkout=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 private_cluster_skip() {
   echo "${0##*/}: cannot run here: $*" >&2
@@ -97,15 +99,41 @@ make_private_cluster() {  # tag nodes rate
     for ((i = 0; i < count; i++)); do echo "${addresses[i]} ${names[i]}"; done
   } >"$private_run/hosts"
   mount --bind "$private_run/hosts" /etc/hosts
+  # Each node gets a /tmp of its own (on_node); this view of the machine's keeps what lies there reachable.
+  mkdir -p "$private_run/machine-tmp"
+  mount --bind /tmp "$private_run/machine-tmp"
+  export PRIVATE_CLUSTER_SHARED=""
+  share_with_nodes "$private_cluster_checkout" "$PWD"
+}
+
+# A checkout, a build or an output folder under /tmp stays visible on every node, as a cluster's home
+# directories are (the checkout and the working directory always); paths elsewhere are shared already.
+# The list is exported, one path a line, for the scripts that call on_node from a node (mpirun's agent).
+share_with_nodes() {  # path...
+  local path
+  for path; do
+    path=$(realpath -m "$path")
+    [[ $path == /tmp/?* && -e $path ]] && PRIVATE_CLUSTER_SHARED+="$path"$'\n'
+  done
+  return 0
 }
 
 # nsenter rather than `ip netns exec`, which would mount a fresh /sys without the cgroup file systems
 # slurmd needs; a UTS namespace of its own so that the node knows itself by its name; and a /tmp of its
-# own (SLURM's PMIx plugin keeps per-step directories there that two nodes must not share).
+# own (SLURM's PMIx plugin keeps per-step directories there that two nodes must not share), with the
+# shared paths (share_with_nodes) bound back into it.
 on_node() {  # name command...
-  local node=$1
+  local node=$1 shared=()
   shift
+  mapfile -t shared < <(printf '%s' "${PRIVATE_CLUSTER_SHARED:-}")
   mkdir -p "$private_run/tmp/$node"
-  nsenter --net="/run/netns/$node" unshare --uts --mount sh -c \
-    'hostname "$0" && mount --bind "$1" /tmp && shift && exec "$@"' "$node" "$private_run/tmp/$node" "$@"
+  nsenter --net="/run/netns/$node" unshare --uts --mount bash -c '
+    node=$1 own_tmp=$2 machine_tmp=$3 shared=$4
+    shift 4
+    hostname "$node" && mount --bind "$own_tmp" /tmp || exit
+    for ((i = 0; i < shared; i++)); do
+      mkdir -p "$1" && mount --bind "$machine_tmp/${1#/tmp/}" "$1" || exit
+      shift
+    done
+    exec "$@"' on_node "$node" "$private_run/tmp/$node" "$private_run/machine-tmp" "${#shared[@]}" "${shared[@]}" "$@"
 }
