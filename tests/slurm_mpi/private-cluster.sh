@@ -102,13 +102,16 @@ make_private_cluster() {  # tag nodes rate
   # Each node gets a /tmp of its own (on_node); this view of the machine's keeps what lies there reachable.
   mkdir -p "$private_run/machine-tmp"
   mount --bind /tmp "$private_run/machine-tmp"
+  local given=()
+  mapfile -t given < <(printf '%s' "${PRIVATE_CLUSTER_SHARED:-}")
   export PRIVATE_CLUSTER_SHARED=""
-  share_with_nodes "$private_cluster_checkout" "$PWD"
+  share_with_nodes "$private_cluster_checkout" "$PWD" "${given[@]}"
 }
 
 # A checkout, a build or an output folder under /tmp stays visible on every node, as a cluster's home
-# directories are (the checkout and the working directory always); paths elsewhere are shared already.
-# The list is exported, one path a line, for the scripts that call on_node from a node (mpirun's agent).
+# directories are: the checkout, the working directory and those the caller exported in
+# PRIVATE_CLUSTER_SHARED (one a line). Paths elsewhere are shared already. The list stays exported for
+# the scripts that call on_node from a node (mpirun's agent).
 share_with_nodes() {  # path...
   local path
   for path; do

@@ -86,12 +86,13 @@ class Mpirun : public NeedsRoot {};
 class PrivateCluster : public NeedsRoot {};
 
 // A shell command line run with no address, port or interface inherited (ctest sets
-// CANOPY_SOCKET_IFNAME=lo, which would keep the emulated nodes apart), canopy-bench on the PATH.
+// CANOPY_SOCKET_IFNAME=lo, which would keep the emulated nodes apart), canopy-bench on the PATH, and the
+// build's binaries and work directories seen on every node, wherever the build lies.
 std::string clean(const std::string& command) {
   return fmt::format(
       "env -u CANOPY_SOCKET_IFNAME -u MASTER_ADDR -u MASTER_PORT -u CANOPY_MASTER_ADDR -u CANOPY_MASTER_PORT "
-      "-u CANOPY_JOB_TOKEN PATH={}:$PATH {}",
-      kBinDir, command);
+      "-u CANOPY_JOB_TOKEN PATH={0}:$PATH PRIVATE_CLUSTER_SHARED='{0}\n{1}' {2}",
+      kBinDir, CANOPY_TEST_WORK_DIR, command);
 }
 
 CommandResult on_slurm(const std::string& options, const std::string& command, int timeout = 150) {
