@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""figure-tables.py: the Markdown tables of docs/PERFORMANCE.md, from the rows record-figures.sh wrote.
+"""figure-tables.py: the Markdown tables docs/PERFORMANCE.md links (tables.md), from the rows record-figures.sh wrote.
 
     bench/collectives/figure-tables.py [DATA_DIR]      # default: docs/figures/data
 

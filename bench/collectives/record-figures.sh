@@ -11,7 +11,7 @@
 #     of flat and ring;
 #  3. how good auto's choice is: per size, auto's measured time against the fastest algorithm's
 #     (data/auto-choice.txt, from the rows of 1).
-# Pictures go to OUT (docs/figures), raw output to OUT/data; the Markdown tables docs/PERFORMANCE.md shows
+# Pictures go to OUT (docs/figures), raw output to OUT/data; the Markdown tables docs/PERFORMANCE.md links
 # go to OUT/tables.md (bench/collectives/figure-tables.py).
 # Run it on a quiet machine: every figure is a timing. It prints the load average before and after.
 set -euo pipefail
