@@ -5,7 +5,7 @@
 // while it runs. Each rank sets a vote key of its own; the first rank that sees every rank either voted
 // or gone writes the decision with compare_set, so one decision wins and every rank reads that one. A
 // rank whose vote came too late for it learns that it was left out. The store is the trusted party: a
-// store that dies is not survived. docs/RELIABILITY.md, *Revoke, agree, shrink*, has the argument.
+// store that dies is not survived. docs/ELASTIC.md, *The agreement, step by step*, has the argument.
 #pragma once
 
 #include <cstdint>

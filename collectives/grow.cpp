@@ -1,4 +1,4 @@
-// A running group admits processes started later (docs/RELIABILITY.md, *Grow and join*): each newcomer
+// A running group admits processes started later (docs/ELASTIC.md, *Grow and join*): each newcomer
 // takes a ticket in the job's store and waits; at a grow() the members agree on who of them is alive and
 // how many tickets to admit, write the new group's plan for each admitted newcomer, and every one of them,
 // members and newcomers, forms the group that plan describes.

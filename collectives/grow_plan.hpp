@@ -1,6 +1,6 @@
 // What every rank of a grown group must know to form it (Communicator::grow, Communicator::join): the
 // members derive it from what they share, and hand it to each newcomer through the store
-// (docs/RELIABILITY.md, *Grow and join*).
+// (docs/ELASTIC.md, *Grow and join*).
 #pragma once
 
 #include <cstdint>
