@@ -84,6 +84,13 @@ std::string process_end(const std::string& identity) {
   return {};
 }
 
+std::string this_network_namespace() {
+  const std::string boot = first_line("/proc/sys/kernel/random/boot_id");
+  struct stat space {};
+  if (boot.empty() || ::stat("/proc/self/ns/net", &space) != 0) return {};
+  return fmt::format("{}/{}", boot, space.st_ino);
+}
+
 bool names_process(const std::string& identity, long pid) {
   const std::optional<Named> named = named_here(identity);
   return named && named->pid == pid;

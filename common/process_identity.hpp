@@ -21,4 +21,9 @@ std::string process_end(const std::string& identity);
 // process, say); false for one this_process_identity() never wrote.
 bool names_process(const std::string& identity, long pid);
 
+// This process's kernel and network namespace, "<boot id>/<namespace inode>"; empty where /proc does not
+// say. Processes that share it can reach each other's Unix sockets and so share memory (shm/); the same
+// host name with another value is another host as far as the links can tell (a container, a namespace).
+std::string this_network_namespace();
+
 }  // namespace canopy

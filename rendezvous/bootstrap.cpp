@@ -14,6 +14,7 @@
 #include "common/deadline.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "common/process_identity.hpp"
 #include "rendezvous/host_addresses.hpp"
 #include "rendezvous/pmix_exchange.hpp"
 
@@ -110,7 +111,9 @@ std::string host_identity(std::string_view configured) {
   if (!configured.empty()) return std::string(configured);
   char name[HOST_NAME_MAX + 1] = {};
   if (::gethostname(name, sizeof(name) - 1) != 0) fail_errno("rendezvous: gethostname()");
-  return name;
+  // Network namespaces and containers keep the machine's host name; the namespace tells them apart.
+  const std::string space = this_network_namespace();
+  return space.empty() ? std::string(name) : fmt::format("{} (net {})", name, space);
 }
 
 std::vector<std::string> exchange_with_all_ranks(Store& store, std::string_view what, int rank,

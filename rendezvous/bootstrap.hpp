@@ -116,7 +116,8 @@ std::string rank_claim();
 // Fills only the fields that are -1.
 void assign_local_ranks(Store& store, LaunchInfo& info, const std::string& host_id);
 
-// `configured` (CANOPY_HOST_ID: tests, containers that share a host) or, when empty, the host name.
+// `configured` (CANOPY_HOST_ID: tests, emulated hosts) or, when empty, the host name with the kernel and
+// network namespace (this_network_namespace()): ranks that cannot share memory are never one host.
 std::string host_identity(std::string_view configured);
 inline std::string host_identity(const EnvMap& env) {
   return host_identity(env_value(env, "CANOPY_HOST_ID").value_or(""));

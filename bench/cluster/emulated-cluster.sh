@@ -9,8 +9,8 @@
 #   sudo bench/cluster/emulated-cluster.sh --nodes 8 --rate 100mbit -- broadcast --algo all -b 5M -e 5M
 #
 # Everything after `--` goes to canopy-bench. Ranks meet torchrun-style: RANK, WORLD_SIZE, LOCAL_RANK,
-# LOCAL_WORLD_SIZE, MASTER_ADDR = node 0's address, MASTER_PORT; CANOPY_SOCKET_IFNAME selects the veth and
-# CANOPY_HOST_ID names the node. With --ranks-per-node R, a node's R ranks share its namespace (they
+# LOCAL_WORLD_SIZE, MASTER_ADDR = node 0's address, MASTER_PORT; CANOPY_SOCKET_IFNAME selects the veth.
+# No CANOPY_HOST_ID: a node's namespace makes it a host of its own, as a machine would be. With --ranks-per-node R, a node's R ranks share its namespace (they
 # reach each other over its loopback, unshaped) and its one shaped link; --placement deals the ranks to
 # the nodes in blocks (ranks 0..R-1 on node 0) or round-robin (rank r on node r mod N).
 # Before the benchmark, the achieved rate of one link (node 1 -> node 0) is measured (iperf3 when
@@ -112,7 +112,7 @@ run_on_node() {  # node rank world-size local-rank local-world-size log-file can
   shift 6
   ip netns exec "$(node "$on")" env RANK="$rank" WORLD_SIZE="$size" LOCAL_RANK="$local_rank" \
     LOCAL_WORLD_SIZE="$local_size" MASTER_ADDR="$(address 0)" MASTER_PORT="$port" CANOPY_SOCKET_IFNAME==eth0 \
-    CANOPY_HOST_ID="$(node "$on")" timeout --kill-after=5 "$timeout_s" "$bench" "$@" >"$log" 2>&1
+    timeout --kill-after=5 "$timeout_s" "$bench" "$@" >"$log" 2>&1
 }
 
 node_of() { if [[ $placement == block ]]; then echo $(($1 / per_node)); else echo $(($1 % nodes)); fi; }

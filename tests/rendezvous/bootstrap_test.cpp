@@ -3,10 +3,14 @@
 #include "rendezvous/bootstrap.hpp"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -180,6 +184,22 @@ TEST(Rendezvous, FileStoreRanksFromPmiOnOneHost) {
     meet_and_check(r, 3, {0, 1, 2}, {3, 3, 3});
   });
   expect_all_ok(exits);
+}
+
+// Network namespaces keep the machine's host name but cannot share memory: without CANOPY_HOST_ID, a rank
+// in a namespace of its own is a host of its own (local rank 0 of 1), as a rank on another machine is.
+TEST(Rendezvous, ARankInAnotherNetworkNamespaceIsAnotherHost) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making a network namespace needs root";
+  testing::TempDir dir;
+  auto exits = testing::run_processes(3, [&](int rank) {
+    if (rank == 2) require(::unshare(CLONE_NEWNET) == 0, "unshare(CLONE_NEWNET): {}", std::strerror(errno));
+    EnvMap env{
+        {"PMI_RANK", std::to_string(rank)}, {"PMI_SIZE", "3"}, {"CANOPY_STORE_FILE", dir.path() + "/store"}};
+    auto r = rendezvous(env, 20s);
+    meet_and_check(r, 3, {0, 1, 0}, {2, 2, 1});
+  });
+  expect_all_ok(exits);
+  EXPECT_EQ(host_identity("named"), "named");  // CANOPY_HOST_ID still decides where it is set
 }
 
 TEST(Rendezvous, OneProcessWithoutALauncherGetsAPrivateStore) {

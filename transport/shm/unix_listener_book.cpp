@@ -1,13 +1,11 @@
 #include "transport/shm/unix_listener_book.hpp"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
-
-#include <fstream>
 #include <sstream>
 
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "common/process_identity.hpp"
 #include "transport/shm/unix_socket.hpp"
 
 namespace canopy::transport {
@@ -16,14 +14,6 @@ namespace {
 constexpr const char* kUnknownSpace = "?";
 
 }  // namespace
-
-std::string this_network_namespace() {
-  std::string boot;
-  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
-  struct stat space {};
-  if (boot.empty() || ::stat("/proc/self/ns/net", &space) != 0) return {};
-  return fmt::format("{}/{}", boot, space.st_ino);
-}
 
 UnixListenerBook::UnixListenerBook(int rank, int size, int meshes, Records records)
     : rank_(rank), meshes_(meshes), records_(std::move(records)), space_(this_network_namespace()) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "canopy/store.hpp"
+#include "common/process_identity.hpp"  // this_network_namespace(), which the book publishes
 #include "transport/rank_records.hpp"
 #include "transport/tcp/socket.hpp"
 
@@ -58,9 +59,5 @@ class UnixListenerBook {
   std::vector<UniqueFd> listeners_;
   std::vector<std::string> names_;
 };
-
-// This process's network namespace and kernel, "<boot id>/<namespace inode>"; empty where /proc does not
-// say.
-std::string this_network_namespace();
 
 }  // namespace canopy::transport
