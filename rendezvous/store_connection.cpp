@@ -154,8 +154,9 @@ StoreReply StoreConnection::call(proto::Request request, Deadline deadline, cons
           "process alive and not stopped?",
           socket_.endpoint(), std::chrono::duration_cast<std::chrono::seconds>(kReplyGrace).count());
       // Silence since this request went out, for all of its deadline: the server is not answering anyone,
-      // so every other caller learns it now rather than at its own deadline.
-      if (last_heard_ <= call.sent)
+      // so every other caller learns it now rather than at its own deadline. Not where a reply waits
+      // unread (this process, not the server, was stalled).
+      if (last_heard_ <= call.sent && !reply_waiting())
         break_connection(ErrorCode::Timeout,
                          fmt::format("{} (nothing came from it for {:.1f} s, since {} was sent)", why,
                                      std::chrono::duration<double>(Clock::now() - call.sent).count(), what));
@@ -171,6 +172,14 @@ StoreReply StoreConnection::call(proto::Request request, Deadline deadline, cons
       continue;
     }
     changed_.wait_until(lock, deadline.at());
+  }
+}
+
+bool StoreConnection::reply_waiting() {
+  try {
+    return socket_.wait_readable(Deadline::after(Duration::zero()));
+  } catch (const Error&) {
+    return false;
   }
 }
 

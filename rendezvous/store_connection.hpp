@@ -71,6 +71,8 @@ class StoreConnection {
   StoreConnection(const ServerAddress& address, Deadline deadline);
   void hello(const std::string& token, Deadline deadline);
   bool still_listening() const;
+  // Whether bytes from the server wait unread on the socket, without waiting for any.
+  bool reply_waiting();
   // The read role: waits for one reply up to `deadline` and hands it to its caller.
   void read_one(Deadline deadline);
   void read_body(Call& call, Deadline deadline);
