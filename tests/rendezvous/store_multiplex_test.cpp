@@ -294,7 +294,7 @@ TEST(StoreMultiplexServerDeath, AKilledServerFailsEveryWaitingCallerAtOnceWithTh
 
 // A stopped server keeps the connection open and answers nothing: the first caller's deadline (its wait and
 // the grace) ends every caller with a clear error, never a hang.
-TEST(StoreMultiplexServerDeath, AStoppedServerIsDetectedByEveryCallerByItsOwnDeadline) {
+TEST(StoreMultiplexServerDeath, AStoppedServerIsDetectedByEveryCallerAtTheFirstDeadline) {
   testing::StoreServerProcess server("tok");
   auto store = connect_tcp_store("127.0.0.1", server.port(), "tok", 5s);
   std::vector<Clock::duration> took;
