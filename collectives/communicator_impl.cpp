@@ -425,8 +425,7 @@ Error Communicator::Impl::with_world_ranks(const Error& error) const {
 Error Communicator::Impl::end_with(const Error& error) {
   // Or the failure another rank saw first, which caused this one.
   Error blamed = first_failure_ ? first_failure_->blame(with_world_ranks(error)) : error;
-  // Messages of the failed call may still be in flight: no later call could trust the stream. Published
-  // once: a store that did not answer the blame would only make this rank wait for it again.
+  // In-flight messages: no later call could trust the stream. Published once, above, never waited on twice.
   end(blamed.code(), blamed.what(), /*publish=*/false);
   return blamed;
 }

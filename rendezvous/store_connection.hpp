@@ -89,7 +89,7 @@ class StoreConnection {
   std::condition_variable changed_;
   std::unordered_map<std::uint32_t, Call> calls_;  // by request id; nodes stay put while others come and go
   std::uint32_t next_id_ = 1;
-  bool reading_ = false;  // a caller holds the read role
+  bool reading_ = false;            // a caller holds the read role
   Clock::time_point last_heard_{};  // when the last reply began to arrive
   ErrorCode broken_code_ = ErrorCode::PeerFailed;
   std::string broken_;  // why the connection is unusable, once it is
