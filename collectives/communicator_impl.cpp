@@ -373,9 +373,9 @@ void Communicator::Impl::abort(const std::string& reason) {
   end(ErrorCode::Aborted, reason);
 }
 
-void Communicator::Impl::end(ErrorCode code, const std::string& reason) {
+void Communicator::Impl::end(ErrorCode code, const std::string& reason, bool publish) {
   // Tell the other ranks before closing the sockets: whoever learns of this through them finds out why.
-  if (first_failure_) {
+  if (first_failure_ && publish) {
     const std::string lead = fmt::format("rank {}: ", rank);
     const bool led = reason.rfind(lead, 0) == 0;  // a monitor's reason already says whose it is
     first_failure_->blame(Error(code, code != ErrorCode::Revoked ? lead + "aborted: " + reason
@@ -425,8 +425,8 @@ Error Communicator::Impl::with_world_ranks(const Error& error) const {
 Error Communicator::Impl::end_with(const Error& error) {
   // Or the failure another rank saw first, which caused this one.
   Error blamed = first_failure_ ? first_failure_->blame(with_world_ranks(error)) : error;
-  // Messages of the failed call may still be in flight: no later call could trust the stream.
-  end(blamed.code(), blamed.what());
+  // In-flight messages: no later call could trust the stream. Published once, above, never waited on twice.
+  end(blamed.code(), blamed.what(), /*publish=*/false);
   return blamed;
 }
 

@@ -93,8 +93,9 @@ class Communicator::Impl {
   // sub-communicators are revoked with it (docs/RELIABILITY.md, *Revoke, agree, shrink*).
   void revoke(const std::string& reason);
   // Ends this communicator on this rank with `code` (Aborted, Revoked, or what failed), publishing
-  // `reason` first unless another failure is there. Callable from any thread, more than once.
-  void end(ErrorCode code, const std::string& reason);
+  // `reason` first unless another failure is there (or `publish` is false: it was, by the caller).
+  // Callable from any thread, more than once.
+  void end(ErrorCode code, const std::string& reason, bool publish = true);
   bool descends_from(const Impl& ancestor) const;
   // One fault-tolerant agreement among the survivors (fault_agreement.hpp); `purpose` names it in
   // errors. Its number (every survivor counts its agreements alike) lands in `number`.

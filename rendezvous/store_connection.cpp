@@ -1,5 +1,7 @@
 #include "rendezvous/store_connection.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <optional>
 #include <utility>
@@ -103,6 +105,7 @@ StoreReply StoreConnection::call(proto::Request request, Deadline deadline, cons
   call.command = request.command;
   call.keys = request.keys.size();
   call.deadline = deadline;
+  call.sent = Clock::now();
   lock.unlock();
 
   std::string bytes = proto::encode_request(request);
@@ -146,10 +149,18 @@ StoreReply StoreConnection::call(proto::Request request, Deadline deadline, cons
     }
     if (deadline.expired()) {
       call.abandoned = true;
-      fail(ErrorCode::Timeout,
-           "{}: no answer from the TcpStore at {} before the deadline (its own wait and {} s more): is the "
-           "server process alive and not stopped?",
-           what, socket_.endpoint(), std::chrono::duration_cast<std::chrono::seconds>(kReplyGrace).count());
+      const std::string why = fmt::format(
+          "no answer from the TcpStore at {} before the deadline (its own wait and {} s more): is the server "
+          "process alive and not stopped?",
+          socket_.endpoint(), std::chrono::duration_cast<std::chrono::seconds>(kReplyGrace).count());
+      // Silence since this request went out, for all of its deadline: the server is not answering anyone,
+      // so every other caller learns it now rather than at its own deadline. Not where a reply waits
+      // unread (this process, not the server, was stalled).
+      if (last_heard_ <= call.sent && !reply_waiting())
+        break_connection(ErrorCode::Timeout,
+                         fmt::format("{} (nothing came from it for {:.1f} s, since {} was sent)", why,
+                                     std::chrono::duration<double>(Clock::now() - call.sent).count(), what));
+      fail(ErrorCode::Timeout, "{}: {}", what, why);
     }
     if (!reading_) {
       reading_ = true;
@@ -161,6 +172,14 @@ StoreReply StoreConnection::call(proto::Request request, Deadline deadline, cons
       continue;
     }
     changed_.wait_until(lock, deadline.at());
+  }
+}
+
+bool StoreConnection::reply_waiting() {
+  try {
+    return socket_.wait_readable(Deadline::after(Duration::zero()));
+  } catch (const Error&) {
+    return false;
   }
 }
 
@@ -181,6 +200,7 @@ void StoreConnection::read_one(Deadline deadline) {
              socket_.endpoint(), id);
       call = &it->second;
       call->being_read = true;  // its caller leaves it to us from now on
+      last_heard_ = Clock::now();
     }
     call->status = status;
     read_body(*call, later(call->deadline, Deadline::after(kReplyGrace)));

@@ -44,8 +44,11 @@ class StoreConnection {
 
   // Sends `request` (its id is chosen here) and returns its OK reply. Throws Error(Timeout) or
   // Error(InvalidArgument) for the server's TIMEOUT / ERROR (the connection stays usable), Error(Timeout)
-  // when no reply came by `deadline` (this caller alone gives up), and Error(PeerFailed) with the same
-  // reason for every caller once the connection itself failed. `what` names the call in messages.
+  // when no reply came by `deadline` (this caller alone gives up while other replies still come), and
+  // Error(PeerFailed) with the same reason for every caller once the connection itself failed. A request
+  // whose deadline passes with nothing at all heard from the server since it was sent fails the
+  // connection (Error(Timeout) for every caller): the server or the path to it is gone (stopped, cut off),
+  // and no later request should wait its whole deadline to learn it again. `what` names the call.
   StoreReply call(protocol::Request request, Deadline deadline, const std::string& what);
 
   const std::string& endpoint() const { return socket_.endpoint(); }
@@ -56,6 +59,7 @@ class StoreConnection {
     protocol::Command command = protocol::Command::Ping;
     std::size_t keys = 0;  // GET_MANY: the values its reply must carry
     Deadline deadline = Deadline::never();
+    Clock::time_point sent{};  // when it was written, to tell whether the server said anything since
     bool done = false;
     bool abandoned = false;   // its caller gave up: the reply, when it comes, is read and dropped
     bool being_read = false;  // the reader writes its reply: only the reader may erase it
@@ -67,6 +71,8 @@ class StoreConnection {
   StoreConnection(const ServerAddress& address, Deadline deadline);
   void hello(const std::string& token, Deadline deadline);
   bool still_listening() const;
+  // Whether bytes from the server wait unread on the socket, without waiting for any.
+  bool reply_waiting();
   // The read role: waits for one reply up to `deadline` and hands it to its caller.
   void read_one(Deadline deadline);
   void read_body(Call& call, Deadline deadline);
@@ -83,7 +89,8 @@ class StoreConnection {
   std::condition_variable changed_;
   std::unordered_map<std::uint32_t, Call> calls_;  // by request id; nodes stay put while others come and go
   std::uint32_t next_id_ = 1;
-  bool reading_ = false;  // a caller holds the read role
+  bool reading_ = false;            // a caller holds the read role
+  Clock::time_point last_heard_{};  // when the last reply began to arrive
   ErrorCode broken_code_ = ErrorCode::PeerFailed;
   std::string broken_;  // why the connection is unusable, once it is
 };

@@ -5,9 +5,12 @@ Reads a trial's directory: `facts` (the plan, the instants of the cut and of the
 rank's exit status) and rank-<r>.log (canopy-host-cut-rank's lines). A trial passes when the survivors
 went on within the heartbeat timeout + 2 s of the cut, all restored the last step every one of them had
 committed, ended in one group of exactly themselves with every weight exact, and the cut ranks ended by
-themselves with Revoked, PeerFailed or Timeout. The exit status is 1 when a trial given failed.
+themselves with Revoked, PeerFailed or Timeout. A trial of `host-cut.sh --end` passes when every process
+exited within the call timeout + 2 s of the cut, each having said why: Revoked, PeerFailed or Timeout and a
+message naming another rank. The exit status is 1 when a trial given failed.
 """
 import os
+import re
 import sys
 
 RANKS_PER_HOST = 2
@@ -20,10 +23,13 @@ def read_trial(directory):
         words = line.split()
         if words[0] == "plan":
             facts["host"], facts["step"], facts["timeout"] = int(words[1]), int(words[2]), float(words[3])
+            facts["mode"] = words[4] if len(words) > 4 else "shrink"
         elif words[0] in ("cut", "healed"):
             facts[words[0]] = float(words[1])
         elif words[0] == "exit":
             facts["exits"][int(words[1])] = int(words[2])
+            if len(words) > 3:
+                facts.setdefault("exited", {})[int(words[1])] = float(words[3])
         elif words[0] == "load":
             facts["load"] = " ".join(words[1:])
     ranks = {}
@@ -67,6 +73,8 @@ def verdict(directory):
         problems.append("the cut never happened (rank 0 did not reach its step)")
         return row
     cut = facts["cut"]
+    if facts["mode"] == "end":
+        return end_verdict(facts, ranks, row)
     failed = [ranks[r]["failed"][0] - cut for r in survivors if "failed" in ranks[r]]
     went_on = [ranks[r]["recovered"] - cut for r in survivors if "recovered" in ranks[r]]
     row["failed"] = max(failed) if failed else None
@@ -99,7 +107,38 @@ def verdict(directory):
     return row
 
 
+def end_verdict(facts, ranks, row):
+    """--end: every rank reports its failed call and its process exits within the call timeout + 2 s."""
+    cut, bound = facts["cut"], facts["timeout"] + 2
+    row["ends"] = {}
+    for r in sorted(ranks):
+        end, exited = ranks[r]["end"], facts.get("exited", {}).get(r)
+        named = {int(n) for n in re.findall(r"rank(?:\(s\))? (\d+)", end[2])} - {r} if end else set()
+        if end is None or end[1] not in CLEAR or not named:  # a clear error names another rank
+            row["problems"].append(f"rank {r} ended {end[1:] if end else 'without a word'}")
+        if exited is None or exited - cut > bound:
+            row["problems"].append(f"rank {r} exited {'never' if exited is None else f'{exited - cut:.2f} s'} "
+                                   f"after the cut, over {facts['timeout']:g} + 2 s")
+        row["ends"][r] = (end[1] if end else "-", (end[0] - cut) if end else None,
+                          (exited - cut) if exited is not None else None, end[2] if end else "")
+    return row
+
+
+def end_line_of(row):
+    verdict_word = "passed" if not row["problems"] else "FAILED: " + "; ".join(row["problems"])
+    exits = [e[2] for e in row["ends"].values() if e[2] is not None]
+    cut = [f"{e[0]} {e[1]:.2f}/{e[2]:.2f} s" for r, e in row["ends"].items()
+           if r in row["cut_ranks"] and e[1] is not None and e[2] is not None]
+    first = {r: e[3][:300] for r, e in row["ends"].items() if r in row["cut_ranks"][:1] or r == 0}
+    return (f"{row['trial']}: host {row['host']} (ranks {row['cut_ranks']}) cut after step {row['step']} "
+            f"(load {row['load']}); every process exited by {max(exits, default=0):.2f} s after the cut "
+            f"(bound {row['timeout'] + 2:g}); cut ranks reported/exited: {', '.join(cut)}; {verdict_word}"
+            + "".join(f"\n  rank {r}: {m}" for r, m in first.items()))
+
+
 def line_of(row):
+    if "ends" in row:
+        return end_line_of(row)
     if "failed" not in row:
         return f"{row['trial']}: FAILED: {'; '.join(row['problems'])}"
     ends = ", ".join(f"{code} at {at:.2f} s" for code, at, _ in row["cut_ends"])
@@ -116,6 +155,10 @@ def main(argv):
         print(line_of(verdict(argv[1])))
         return 0
     rows = [verdict(d) for d in argv]
+    failed = [row["trial"] for row in rows if row["problems"]]
+    if any("ends" in row for row in rows):  # --end: the line of each trial (--line) is the whole story
+        print("# every trial passed" if not failed else f"# FAILED: {', '.join(failed)}")
+        return 1 if failed else 0
     print()
     print("| trial | cut host (ranks) | cut after step | survivors failed (s after the cut) | survivors' next "
           "step (s after the cut; bound: timeout + 2 s) | restored step / committed by all / latest | weights "
@@ -130,7 +173,6 @@ def main(argv):
               f"| {row['step']} | {row['failed']:.2f} | {row['went_on'] or 0:.2f} ({row['timeout'] + 2:.1f}) | "
               f"{row['restored']} / {row['committed_by_all']} / {row['latest']} | {'yes' if row['exact'] else 'NO'} "
               f"| {ends} | {row['hangs']} |")
-    failed = [row["trial"] for row in rows if row["problems"]]
     print("# every trial passed" if not failed else f"# FAILED: {', '.join(failed)}")
     return 1 if failed else 0
 

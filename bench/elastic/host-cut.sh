@@ -6,7 +6,11 @@
 # committed lost and every weight exact; the cut ranks must end by themselves with a clear error.
 #
 #   sudo bench/elastic/host-cut.sh [--trials 3] [--seed 1] [--heartbeat 0.25] [--heartbeat-timeout 2]
-#                                  [--call-timeout 8] [--bound 40] [--no-heal] [--bin DIR] [--out DIR]
+#                                  [--call-timeout 8] [--bound 40] [--no-heal] [--end] [--bin DIR] [--out DIR]
+#
+# With --end every rank reports its first failed call and ends instead (no shrink, no heal): the trial
+# passes when every process, the cut ones included, has exited within the call timeout + 2 s of the cut
+# with Revoked, PeerFailed or Timeout and a message naming another rank.
 #
 # The hosts are made for this run alone (tests/slurm_mpi/private-cluster.sh: mount, PID, network and UTS
 # namespaces, host K = cnpy-hc-nK on a bridge, bench/cluster/cluster-network.sh); the rule, the hosts and
@@ -22,7 +26,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/../../tests/slurm_mpi/private-cluster.sh"
 
 if [[ "${1:-}" != --inside ]]; then
-  trials=3 seed=1 heartbeat=0.25 heartbeat_timeout=2 call_timeout=8 bound=40 heal=1 out=""
+  trials=3 seed=1 heartbeat=0.25 heartbeat_timeout=2 call_timeout=8 bound=40 heal=1 end=0 out=""
   bin="$(cd "$here/../.." && pwd)/build/bin"
   while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -33,9 +37,10 @@ if [[ "${1:-}" != --inside ]]; then
       --call-timeout) call_timeout="$2"; shift 2 ;;
       --bound) bound="$2"; shift 2 ;;
       --no-heal) heal=0; shift ;;
+      --end) end=1 heal=0; shift ;;
       --bin) bin="$2"; shift 2 ;;
       --out) out="$2"; shift 2 ;;
-      -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+      -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
       *) echo "host-cut.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
   done
@@ -49,18 +54,30 @@ if [[ "${1:-}" != --inside ]]; then
   mkdir -p "$out"
   out=$(cd "$out" && pwd)
   enter_private_cluster --nodes 4 --rate 1gbit --timeout $((trials * (bound + 10) + 30)) -- \
-    "$trials" "$seed" "$heartbeat" "$heartbeat_timeout" "$call_timeout" "$bound" "$heal" "$bin" "$out"
+    "$trials" "$seed" "$heartbeat" "$heartbeat_timeout" "$call_timeout" "$bound" "$heal" "$end" "$bin" "$out"
 fi
 
 # Inside the namespaces.
 shift 4  # --inside, nodes, cpus, rate
-trials=$1 seed=$2 heartbeat=$3 heartbeat_timeout=$4 call_timeout=$5 bound=$6 heal=$7 bin=$8 out=$9
+trials=$1 seed=$2 heartbeat=$3 heartbeat_timeout=$4 call_timeout=$5 bound=$6 heal=$7 end=$8 bin=$9
+out=${10}
 make_private_cluster hc 4 1gbit  # the hosts: names[] and addresses[] (private-cluster.sh)
 share_with_nodes "$bin"
 ranks_per_host=2
 world=$((4 * ranks_per_host))
 now() { date +%s.%N; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+# Under CANOPY_DEBUG each line of a rank's stderr gets the time it came (date +%s.%N's clock): where a
+# rank waits shows against the cut.
+stamped() {
+  if [[ -n "${CANOPY_DEBUG:-}" ]]; then perl -MTime::HiRes=time -ne '$|=1; printf "%.3f %s", time, $_'; else cat; fi
+}
+rank_options=()
+((end)) && rank_options=(--end-on-failure)
+# What a trial's times are held to: the heartbeat timeout for the survivors going on, the call timeout for
+# every rank ending (--end).
+bound_from=$heartbeat_timeout
+((end)) && bound_from=$call_timeout
 
 # Drops everything that crosses the host's link, both ways; its own ranks still reach each other.
 cut_off() {  # node
@@ -93,17 +110,21 @@ for ((trial = 1; trial <= trials; trial++)); do
   cut_host=$((1 + RANDOM % 3))
   cut_step=$((10 + RANDOM % 21))
   echo "load $(load)" >"$dir/facts"
-  echo "plan $cut_host $cut_step $heartbeat_timeout" >>"$dir/facts"
+  echo "plan $cut_host $cut_step $bound_from $( ((end)) && echo end || echo shrink)" >>"$dir/facts"
   token=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
   pids=()
   for ((rank = 0; rank < world; rank++)); do
     host=$((rank / ranks_per_host))
-    on_node "${names[host]}" env RANK=$rank WORLD_SIZE=$world LOCAL_RANK=$((rank % ranks_per_host)) \
-      LOCAL_WORLD_SIZE=$ranks_per_host MASTER_ADDR="${addresses[0]}" MASTER_PORT=$((29500 + trial)) \
-      CANOPY_JOB_TOKEN="$token" CANOPY_SOCKET_IFNAME=eth0 CANOPY_TRANSPORT=tcp \
-      CANOPY_HEARTBEAT_SECONDS="$heartbeat" CANOPY_HEARTBEAT_TIMEOUT_SECONDS="$heartbeat_timeout" \
-      CANOPY_TIMEOUT="$call_timeout" timeout --kill-after=2 "$bound" "$bin/canopy-host-cut-rank" \
-      >"$dir/rank-$rank.log" 2>"$dir/rank-$rank.err" &
+    {  # "exit <rank> <status> <t>" as soon as the process has ended, destructors and all
+      status=0
+      on_node "${names[host]}" env RANK=$rank WORLD_SIZE=$world LOCAL_RANK=$((rank % ranks_per_host)) \
+        LOCAL_WORLD_SIZE=$ranks_per_host MASTER_ADDR="${addresses[0]}" MASTER_PORT=$((29500 + trial)) \
+        CANOPY_JOB_TOKEN="$token" CANOPY_SOCKET_IFNAME=eth0 CANOPY_TRANSPORT=tcp \
+        CANOPY_HEARTBEAT_SECONDS="$heartbeat" CANOPY_HEARTBEAT_TIMEOUT_SECONDS="$heartbeat_timeout" \
+        CANOPY_TIMEOUT="$call_timeout" timeout --kill-after=2 "$bound" "$bin/canopy-host-cut-rank" \
+        "${rank_options[@]}" >"$dir/rank-$rank.log" 2> >(stamped >"$dir/rank-$rank.err") || status=$?
+      echo "exit $rank $status $(now)" >>"$dir/facts"
+    } &
     pids+=($!)
   done
   deadline=$(($(date +%s) + bound))
@@ -114,16 +135,12 @@ for ((trial = 1; trial <= trials; trial++)); do
     for ((rank = 0; rank < world; rank++)); do
       ((rank / ranks_per_host == cut_host)) || survivors+=("$dir/rank-$rank.log")
     done
-    if wait_for_lines "^recovered " "${#survivors[@]}" "$deadline" "${survivors[@]}" && ((heal)); then
+    if ((heal)) && wait_for_lines "^recovered " "${#survivors[@]}" "$deadline" "${survivors[@]}"; then
       reconnect "${names[cut_host]}"
       echo "healed $(now)" >>"$dir/facts"
     fi
   fi
-  for ((rank = 0; rank < world; rank++)); do
-    status=0
-    wait "${pids[rank]}" || status=$?
-    echo "exit $rank $status" >>"$dir/facts"
-  done
+  wait "${pids[@]}"
   if grep -q "^cut " "$dir/facts" && ! grep -q "^healed " "$dir/facts"; then  # the next trial starts connected
     reconnect "${names[cut_host]}" 2>/dev/null || true
   fi

@@ -2,7 +2,8 @@
 // (torchrun-style variables: rank 0 hosts the store). It trains: every step an all-reduce of --count
 // int64 (each rank adds its job rank + 1), then a TrainingState commit. When a call fails it shrinks,
 // restores the last step every survivor committed, checks that the restored weights are exactly those of
-// that step, trains --after steps more in the smaller group and checks the weights again.
+// that step, trains --after steps more in the smaller group and checks the weights again. With
+// --end-on-failure it reports the failed call instead and ends (host-cut.sh --end: how long ending takes).
 //
 // Lines on stdout, times in CLOCK_REALTIME seconds (the script's `date +%s.%N` is the same clock):
 //   step <rank> <step> <t>                       a step committed
@@ -10,7 +11,8 @@
 //   restored <rank> <t> <step> <size>            the group it shrank to, and the step it went back to
 //   recovered <rank> <t>                         the end of its first step in that group
 //   done <rank> <t> ok|wrong <members> <detail>  after --after steps: whether every weight was exact
-//   end <rank> <t> error <code> <message>        the shrink or the restore failed: this rank is out
+//   end <rank> <t> error <code> <message>        the shrink or the restore failed (or, with
+//                                                --end-on-failure, the first call): this rank is out
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <time.h>
@@ -65,10 +67,12 @@ int main(int argc, char** argv) {
   int after = 50, step_ms = 20;
   std::size_t count = 1 << 16;
   double give_up_s = 60;
+  bool end_on_failure = false;
   app.add_option("--count", count, "int64 all-reduced a step");
   app.add_option("--step-ms", step_ms, "pretend compute before each step");
   app.add_option("--after", after, "steps in the smaller group");
   app.add_option("--give-up", give_up_s, "seconds of training without a failure before this rank gives up");
+  app.add_flag("--end-on-failure", end_on_failure, "report the first failed call and end, without a shrink");
   CLI11_PARSE(app, argc, argv);
 
   std::optional<canopy::Communicator> formed;
@@ -103,7 +107,9 @@ int main(int argc, char** argv) {
     say(fmt::format("end {} {:.6f} error none no call failed within {} s", id, realtime_seconds(), give_up_s));
     return 1;
   } catch (const canopy::Error& e) {
-    say(fmt::format("failed {} {:.6f} {} {}", id, realtime_seconds(), code_of(e), one_line(e.what())));
+    say(fmt::format("{} {} {:.6f} {}{} {}", end_on_failure ? "end" : "failed", id, realtime_seconds(),
+                    end_on_failure ? "error " : "", code_of(e), one_line(e.what())));
+    if (end_on_failure) return 2;
   }
   try {
     canopy::Communicator smaller = comm.shrink();

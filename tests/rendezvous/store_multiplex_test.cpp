@@ -292,9 +292,9 @@ TEST(StoreMultiplexServerDeath, AKilledServerFailsEveryWaitingCallerAtOnceWithTh
   }
 }
 
-// A stopped server keeps the connection open and answers nothing: each caller's own deadline (its wait and
-// the grace) ends it with a clear error, never a hang.
-TEST(StoreMultiplexServerDeath, AStoppedServerIsDetectedByEveryCallerByItsOwnDeadline) {
+// A stopped server keeps the connection open and answers nothing: the first caller's deadline (its wait and
+// the grace) ends every caller with a clear error, never a hang.
+TEST(StoreMultiplexServerDeath, AStoppedServerIsDetectedByEveryCallerAtTheFirstDeadline) {
   testing::StoreServerProcess server("tok");
   auto store = connect_tcp_store("127.0.0.1", server.port(), "tok", 5s);
   std::vector<Clock::duration> took;
@@ -306,6 +306,49 @@ TEST(StoreMultiplexServerDeath, AStoppedServerIsDetectedByEveryCallerByItsOwnDea
         << errors[i].what();
     EXPECT_LT(took[i], 8s);
   }
+  ::kill(server.pid(), SIGCONT);
+}
+
+// A request that hears nothing from the server for its whole deadline (a stopped server, a host cut off)
+// fails the connection: a caller with a later deadline, and every later call, learn it at once instead of
+// each waiting out its own deadline on a server known not to answer.
+TEST(StoreMultiplexServerDeath, ARequestUnheardForItsWholeDeadlineEndsEveryCallerAtOnce) {
+  testing::StoreServerProcess server("tok");
+  auto store = connect_tcp_store("127.0.0.1", server.port(), "tok", 5s);
+  store->set_timeout(1s);
+  auto patient = store->open_another(30s);
+  store->set("before", "answered");
+  ::kill(server.pid(), SIGSTOP);
+  std::this_thread::sleep_for(100ms);  // stopped before either request below reaches it
+  std::optional<Error> patient_error;
+  Clock::duration patient_took{};
+  std::thread waiter([&] {
+    const auto start = Clock::now();
+    try {
+      patient->set("late", "never answered");
+    } catch (const Error& e) {
+      patient_error = e;
+    }
+    patient_took = Clock::now() - start;
+  });
+  const auto start = Clock::now();
+  try {
+    store->set("first", "never answered");
+    ADD_FAILURE() << "a set on a stopped server succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Timeout) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is the server process alive"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(Clock::now() - start, 3s);
+  waiter.join();
+  ASSERT_TRUE(patient_error.has_value());
+  EXPECT_EQ(patient_error->code(), ErrorCode::Timeout) << patient_error->what();
+  EXPECT_NE(std::string(patient_error->what()).find("nothing came from it"), std::string::npos)
+      << patient_error->what();
+  EXPECT_LT(patient_took, 3s);  // not its own 30 s
+  const auto later = Clock::now();
+  EXPECT_THROW(patient->check({"before"}), Error);
+  EXPECT_LT(Clock::now() - later, 100ms);
   ::kill(server.pid(), SIGCONT);
 }
 
