@@ -1,14 +1,16 @@
 // The Store on etcd v3: every operation is one of etcd's own primitives. set is a put; get and wait read,
 // and when a key is absent watch it from the revision after that read (no polling, and nothing written in
 // between is missed); add and compare_set are transactions that compare a key's revision or value;
-// check and get_many read many keys in one transaction. Keys live under "<prefix>/kv/".
+// check, wait and get_many read many keys in one range where they lie together. Keys live under "<prefix>/kv/".
 #include "rendezvous/etcd_store.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <random>
+#include <unordered_map>
 
 #include "common/error.hpp"
 #include "common/fnv1a.hpp"
@@ -43,7 +45,7 @@ json compare_value_equal(const std::string& key, std::string_view value) {
   return {{"target", "VALUE"}, {"key", base64_encode(key)}, {"result", "EQUAL"}, {"value", base64_encode(value)}};
 }
 json read(const std::string& key) { return {{"request_range", {{"key", base64_encode(key)}}}}; }
-json count(const std::string& key) { return {{"request_range", {{"key", base64_encode(key)}, {"count_only", true}}}}; }
+json read_key(const std::string& key) { return {{"request_range", {{"key", base64_encode(key)}, {"keys_only", true}}}}; }
 
 // The first key-value of a range response, or nullptr when the key is absent.
 const json* first_kv(const json& range) {
@@ -160,46 +162,41 @@ class EtcdStore final : public Store {
   }
 
   bool check(const std::vector<std::string>& keys) override {
-    return first_missing(keys, 0, Deadline::after(timeout()), "check").index == keys.size();
+    return read_many(keys, 0, Reading::KeysOnly, Deadline::after(timeout()), "check").first_absent() == keys.size();
   }
 
-  // Reads the keys in transactions of up to 128 from the first not yet seen; at the first absent one,
-  // watches it from the revision after the read that missed it, then reads on from there.
+  // Reads the keys from the first not yet seen; at the first absent one, watches it from the revision after
+  // the read that missed it, then reads on from there.
   void wait(const std::vector<std::string>& keys, Duration timeout) override {
     const Duration wait = clamp_store_wait(timeout);
     const Deadline deadline = Deadline::after(wait);
     std::size_t ready = 0;
     for (;;) {
-      auto missing = first_missing(keys, ready, request_deadline(deadline), "wait");
-      if (missing.index == keys.size()) return;
-      ready = missing.index;
-      if (watch(stored(keys[ready]), missing.revision + 1, deadline) == EtcdClient::WatchEnd::Deadline)
+      auto found = read_many(keys, ready, Reading::KeysOnly, request_deadline(deadline), "wait");
+      const std::size_t absent = found.first_absent();
+      if (absent == found.values.size()) return;
+      ready += absent;
+      if (watch(stored(keys[ready]), found.revision + 1, deadline) == EtcdClient::WatchEnd::Deadline)
         fail(ErrorCode::Timeout, "wait() on {} timed out after {} ms; still missing: {}", client_->describe(),
              wait.count(), printable_list(missing_keys(keys, ready)));
     }
   }
 
-  // A wait, then the values in transactions of up to 128 reads; a key removed in between is waited for
-  // again, within the same deadline.
+  // One read of every value; while some are absent, a wait for those and a read again, within the deadline.
   std::vector<std::string> get_many(const std::vector<std::string>& keys, Duration timeout) override {
     const Deadline deadline = Deadline::after(clamp_store_wait(timeout));
     for (;;) {
-      wait(keys, std::chrono::duration_cast<Duration>(deadline.remaining()));
-      std::vector<std::string> values;
-      values.reserve(keys.size());
-      for (std::size_t begin = 0; begin < keys.size(); begin += kReadsPerTransaction) {
-        const std::size_t end = std::min(keys.size(), begin + kReadsPerTransaction);
-        json reads = json::array();
-        for (std::size_t i = begin; i < end; ++i) reads.push_back(read(stored(keys[i])));
-        auto answer = call("/v3/kv/txn", {{"success", reads}}, request_deadline(deadline), "get_many", keys[begin]);
-        for (std::size_t i = begin; i < end; ++i) {
-          const json* kv = first_kv(range_response(answer, i - begin));
-          if (!kv) break;
-          values.push_back(decoded(*kv, "value"));
-        }
-        if (values.size() != end) break;
+      auto found = read_many(keys, 0, Reading::Values, request_deadline(deadline), "get_many");
+      std::vector<std::string> absent;
+      for (std::size_t i = 0; i < keys.size(); ++i)
+        if (!found.values[i]) absent.push_back(keys[i]);
+      if (absent.empty()) {
+        std::vector<std::string> values;
+        values.reserve(keys.size());
+        for (auto& value : found.values) values.push_back(std::move(*value));
+        return values;
       }
-      if (values.size() == keys.size()) return values;
+      wait(absent, std::chrono::duration_cast<Duration>(deadline.remaining()));
     }
   }
 
@@ -228,9 +225,15 @@ class EtcdStore final : public Store {
   std::uint64_t requests_sent() const override { return requests_.load(); }
 
  private:
-  struct Missing {
-    std::size_t index;      // of the first absent key; keys.size() when none is
-    std::int64_t revision;  // the store's revision when it was found absent
+  enum class Reading { KeysOnly, Values };
+  // What a read of many keys found: each key's value (nullopt: absent; "" for every key read KeysOnly) and
+  // the store's revision at the read (the earliest, when it took several transactions).
+  struct Found {
+    std::vector<std::optional<std::string>> values;
+    std::int64_t revision = 0;
+    std::size_t first_absent() const {
+      return static_cast<std::size_t>(std::find(values.begin(), values.end(), std::nullopt) - values.begin());
+    }
   };
 
   std::string stored(std::string_view key) const {
@@ -261,34 +264,56 @@ class EtcdStore final : public Store {
     return client_->watch_for_put(stored_key, start_revision, deadline);
   }
 
-  Missing first_missing(const std::vector<std::string>& keys, std::size_t from, Deadline deadline,
-                        std::string_view operation) {
-    for (std::size_t begin = from; begin < keys.size(); begin += kReadsPerTransaction) {
-      const std::size_t end = std::min(keys.size(), begin + kReadsPerTransaction);
-      json counts = json::array();
-      for (std::size_t i = begin; i < end; ++i) counts.push_back(count(stored(keys[i])));
-      auto answer = call("/v3/kv/txn", {{"success", counts}}, deadline, operation, keys[begin]);
-      for (std::size_t i = begin; i < end; ++i)
-        if (json_int(range_response(answer, i - begin), "count") == 0) return {i, revision_of(answer)};
+  // keys[from..]: one range from the least of them to the greatest where what lies between is not much more
+  // than they are (a gather's "addr/0".."addr/N" is exactly them), else transactions of up to 128 reads.
+  Found read_many(const std::vector<std::string>& keys, std::size_t from, Reading reading, Deadline deadline,
+                  std::string_view operation) {
+    Found found;
+    found.values.resize(keys.size() - from);
+    if (from == keys.size()) return found;
+    std::vector<std::string> names;
+    names.reserve(keys.size() - from);
+    for (std::size_t i = from; i < keys.size(); ++i) names.push_back(stored(keys[i]));
+    const auto [least, greatest] = std::minmax_element(names.begin(), names.end());
+    const bool keys_only = reading == Reading::KeysOnly;
+    json request = {{"key", base64_encode(*least)},
+                    {"range_end", base64_encode(*greatest + '\0')},
+                    {"limit", std::to_string(2 * names.size() + 64)},
+                    {"keys_only", keys_only}};
+    auto answer = call("/v3/kv/range", request, deadline, operation, keys[from]);
+    found.revision = revision_of(answer);
+    if (!answer.value("more", false)) {
+      std::unordered_map<std::string, std::string> by_name;
+      if (auto kvs = answer.find("kvs"); kvs != answer.end())
+        for (const auto& kv : *kvs) by_name.emplace(decoded(kv, "key"), keys_only ? std::string() : decoded(kv, "value"));
+      for (std::size_t i = 0; i < names.size(); ++i)
+        if (auto it = by_name.find(names[i]); it != by_name.end()) found.values[i] = it->second;
+      return found;
     }
-    return {keys.size(), 0};
+    for (std::size_t begin = 0; begin < names.size(); begin += kReadsPerTransaction) {
+      const std::size_t end = std::min(names.size(), begin + kReadsPerTransaction);
+      json reads = json::array();
+      for (std::size_t i = begin; i < end; ++i) reads.push_back(keys_only ? read_key(names[i]) : read(names[i]));
+      auto batch = call("/v3/kv/txn", {{"success", reads}}, deadline, operation, keys[from + begin]);
+      for (std::size_t i = begin; i < end; ++i)
+        if (const json* kv = first_kv(range_response(batch, i - begin)))
+          found.values[i] = keys_only ? std::string() : decoded(*kv, "value");
+    }
+    return found;
   }
 
   // The keys from `from` on that are absent now, for a timeout's message (the first when the store cannot
   // tell any more).
   std::vector<std::string> missing_keys(const std::vector<std::string>& keys, std::size_t from) {
-    std::vector<std::string> missing;
     try {
-      for (std::size_t i = from; i < keys.size();) {
-        auto found = first_missing(keys, i, Deadline::after(kLeastRequestTime), "wait");
-        if (found.index == keys.size()) break;
-        missing.push_back(keys[found.index]);
-        i = found.index + 1;
-      }
+      auto found = read_many(keys, from, Reading::KeysOnly, Deadline::after(kLeastRequestTime), "wait");
+      std::vector<std::string> missing;
+      for (std::size_t i = 0; i < found.values.size(); ++i)
+        if (!found.values[i]) missing.push_back(keys[from + i]);
+      return missing;
     } catch (const Error&) {
-      missing.assign(1, keys[from]);
+      return {keys[from]};
     }
-    return missing;
   }
 
   std::shared_ptr<EtcdClient> client_;

@@ -26,7 +26,10 @@ packages=(
   nftables  # nft: bench/elastic/host-cut.sh and its test cut one emulated host off (skipped without it)
 )
 case "${1:-all}" in
-  all) [ "${CANOPY_NO_TORCH:-0}" = 1 ] || packages+=(libtorch-dev python3-torch pybind11-dev python3-dev) ;;
+  all)
+    # The etcd store (docs/RENDEZVOUS.md): libcurl to build it, etcd's server for its tests' members.
+    packages+=(libcurl4-openssl-dev etcd-server)
+    [ "${CANOPY_NO_TORCH:-0}" = 1 ] || packages+=(libtorch-dev python3-torch pybind11-dev python3-dev) ;;
   bench) ;;
   *) echo "usage: $0 [all|bench]" >&2; exit 2 ;;
 esac
