@@ -58,6 +58,8 @@ EtcdAddress parse_etcd_address(std::string_view address) {
   if (prefix.empty())
     fail_address(address, "no key prefix after the members: every job needs its own, as in /canopy/job42");
   parsed.prefix = std::string(prefix);
+  if (!members.empty() && members.back() == ',')
+    fail_address(address, "an empty member after the last comma");
   while (!members.empty()) {
     auto comma = members.find(',');
     std::string_view member = members.substr(0, comma);

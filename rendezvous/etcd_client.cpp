@@ -43,7 +43,8 @@ void initialize_curl_once() {
 
 long milliseconds_until(Deadline deadline, Clock::duration cap) {
   auto left = std::min<Clock::duration>(deadline.remaining(), cap);
-  return std::max<long>(1, static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(left).count()));
+  return std::max<long>(
+      1, static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(left).count()));
 }
 
 size_t append_to_string(char* data, size_t size, size_t count, void* target) {
@@ -104,7 +105,8 @@ std::int64_t json_int(const nlohmann::json& object, const char* field) {
   std::int64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size())
-    fail(ErrorCode::Protocol, "etcd store: {} in etcd's answer is not an int64: {}", field, text.substr(0, 40));
+    fail(ErrorCode::Protocol, "etcd store: {} in etcd's answer is not an int64: {}", field,
+         text.substr(0, 40));
   return value;
 }
 
@@ -133,7 +135,8 @@ struct EtcdClient::Handle {
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, receive);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, target);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, std::min(timeout_ms, static_cast<long>(kConnectLimit.count())));
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                     std::min(timeout_ms, static_cast<long>(kConnectLimit.count())));
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM from name resolution: threads call this
     curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error);
@@ -152,7 +155,9 @@ struct EtcdClient::Handle {
   char error[CURL_ERROR_SIZE];
 };
 
-EtcdClient::EtcdClient(EtcdAddress address) : address_(std::move(address)) { initialize_curl_once(); }
+EtcdClient::EtcdClient(EtcdAddress address) : address_(std::move(address)) {
+  initialize_curl_once();
+}
 
 EtcdClient::~EtcdClient() = default;
 
@@ -197,8 +202,9 @@ nlohmann::json EtcdClient::call(std::string_view path, const nlohmann::json& req
     long status = 0;
     const auto attempt_limit = std::min<Clock::duration>(
         kFirstAttemptLimit * (1 << std::min<std::size_t>(timed_out / 2, 4)), kLongestAttemptLimit);
-    CURLcode code = handle->post(endpoint + std::string(path), body, milliseconds_until(deadline, attempt_limit),
-                                 status, append_to_string, &response);
+    CURLcode code =
+        handle->post(endpoint + std::string(path), body, milliseconds_until(deadline, attempt_limit), status,
+                     append_to_string, &response);
     if (code == CURLE_OK && status == 200) {
       auto answer = nlohmann::json::parse(response, nullptr, false);
       if (!answer.is_object())
@@ -212,8 +218,9 @@ nlohmann::json EtcdClient::call(std::string_view path, const nlohmann::json& req
     if (code == CURLE_OK) {
       auto error = nlohmann::json::parse(response, nullptr, false);
       const int grpc_code = error.is_object() ? error.value("code", 0) : 0;
-      const std::string message =
-          error.is_object() ? error.value("message", response) : fmt::format("HTTP {}: {}", status, response.substr(0, 200));
+      const std::string message = error.is_object()
+                                      ? error.value("message", response)
+                                      : fmt::format("HTTP {}: {}", status, response.substr(0, 200));
       if (!is_transient(grpc_code) && status < 500) {
         give_back(std::move(handle));
         // etcd's own limit, or gRPC's a little above it (--max-request-bytes + 512 KiB).
@@ -243,12 +250,13 @@ nlohmann::json EtcdClient::call(std::string_view path, const nlohmann::json& req
     reasons += fmt::format("{}{}: {}", i ? "; " : "", address_.endpoints[i],
                            failures[i].empty() ? "not tried" : failures[i]);
   fail(ErrorCode::PeerFailed,
-       "{} on {}: no member answered by the deadline (is a majority of the cluster running and reachable?): {}",
+       "{} on {}: no member answered by the deadline (is a majority of the cluster running and reachable?): "
+       "{}",
        what, describe(), reasons);
 }
 
 EtcdClient::WatchEnd EtcdClient::watch_for_put(std::string_view key, std::int64_t start_revision,
-                                                Deadline deadline) {
+                                               Deadline deadline) {
   if (deadline.expired()) return WatchEnd::Deadline;
   nlohmann::json request = {
       {"create_request", {{"key", base64_encode(key)}, {"start_revision", std::to_string(start_revision)}}}};

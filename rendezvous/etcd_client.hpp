@@ -6,11 +6,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/deadline.hpp"
 #include "rendezvous/etcd_address.hpp"
@@ -51,9 +50,9 @@ class EtcdClient {
   void give_back(std::unique_ptr<Handle> handle);
 
   EtcdAddress address_;
-  std::mutex mutex_;                             // guards the two below
-  std::vector<std::unique_ptr<Handle>> idle_;    // handles between requests, reused for their connections
-  std::size_t preferred_ = 0;                    // the member that answered last
+  std::mutex mutex_;                           // guards the two below
+  std::vector<std::unique_ptr<Handle>> idle_;  // handles between requests, reused for their connections
+  std::size_t preferred_ = 0;                  // the member that answered last
 };
 
 // An int64 of etcd's JSON (proto3 writes them as strings; absent means 0).

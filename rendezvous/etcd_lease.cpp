@@ -16,11 +16,12 @@ EtcdLease::EtcdLease(std::shared_ptr<EtcdClient> client, Duration ttl, Deadline 
   if (seconds < 1)
     fail(ErrorCode::InvalidArgument, "etcd store: a lease of {} ms is shorter than etcd's least TTL, 1 s",
          ttl.count());
-  auto answer = client_->call("/v3/lease/grant", {{"TTL", std::to_string(seconds)}}, deadline, "granting a lease");
+  auto answer =
+      client_->call("/v3/lease/grant", {{"TTL", std::to_string(seconds)}}, deadline, "granting a lease");
   id_ = json_int(answer, "ID");
   if (id_ == 0)
-    fail(ErrorCode::Protocol, "etcd store: granting a lease on {} returned no lease id: {}", client_->describe(),
-         answer.dump());
+    fail(ErrorCode::Protocol, "etcd store: granting a lease on {} returned no lease id: {}",
+         client_->describe(), answer.dump());
   renewer_ = std::thread([this] { renew_until_stopped(); });
 }
 
@@ -40,8 +41,8 @@ void EtcdLease::renew_until_stopped() {
     lock.unlock();
     try {
       // A renewal may take up to a period, failing over between members, before the next is due.
-      auto answer = client_->call("/v3/lease/keepalive", {{"ID", std::to_string(id_)}}, Deadline::after(period),
-                                  "renewing a lease");
+      auto answer = client_->call("/v3/lease/keepalive", {{"ID", std::to_string(id_)}},
+                                  Deadline::after(period), "renewing a lease");
       auto result = answer.find("result");
       if (result == answer.end() || json_int(*result, "TTL") <= 0) {
         log::warn("etcd store: lease {:x} on {} has expired: the keys written with it are gone", id_,

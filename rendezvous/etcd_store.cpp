@@ -1,7 +1,8 @@
 // The Store on etcd v3: every operation is one of etcd's own primitives. set is a put; get and wait read,
 // and when a key is absent watch it from the revision after that read (no polling, and nothing written in
 // between is missed); add and compare_set are transactions that compare a key's revision or value;
-// check, wait and get_many read many keys in one range where they lie together. Keys live under "<prefix>/kv/".
+// check, wait and get_many read many keys in one range where they lie together. Keys live under
+// "<prefix>/kv/".
 #include "rendezvous/etcd_store.hpp"
 
 #include <fmt/format.h>
@@ -36,16 +37,27 @@ constexpr std::size_t kReadsPerTransaction = 128;
 constexpr auto kLeastRequestTime = 1000ms;
 
 json compare_version_equal(const std::string& key, std::int64_t version) {
-  return {{"target", "VERSION"}, {"key", base64_encode(key)}, {"result", "EQUAL"}, {"version", std::to_string(version)}};
+  return {{"target", "VERSION"},
+          {"key", base64_encode(key)},
+          {"result", "EQUAL"},
+          {"version", std::to_string(version)}};
 }
 json compare_modified_at(const std::string& key, std::int64_t revision) {
-  return {{"target", "MOD"}, {"key", base64_encode(key)}, {"result", "EQUAL"}, {"mod_revision", std::to_string(revision)}};
+  return {{"target", "MOD"},
+          {"key", base64_encode(key)},
+          {"result", "EQUAL"},
+          {"mod_revision", std::to_string(revision)}};
 }
 json compare_value_equal(const std::string& key, std::string_view value) {
-  return {{"target", "VALUE"}, {"key", base64_encode(key)}, {"result", "EQUAL"}, {"value", base64_encode(value)}};
+  return {
+      {"target", "VALUE"}, {"key", base64_encode(key)}, {"result", "EQUAL"}, {"value", base64_encode(value)}};
 }
-json read(const std::string& key) { return {{"request_range", {{"key", base64_encode(key)}}}}; }
-json read_key(const std::string& key) { return {{"request_range", {{"key", base64_encode(key)}, {"keys_only", true}}}}; }
+json read(const std::string& key) {
+  return {{"request_range", {{"key", base64_encode(key)}}}};
+}
+json read_key(const std::string& key) {
+  return {{"request_range", {{"key", base64_encode(key)}, {"keys_only", true}}}};
+}
 
 // The first key-value of a range response, or nullptr when the key is absent.
 const json* first_kv(const json& range) {
@@ -56,7 +68,9 @@ const json* first_kv(const json& range) {
 std::string decoded(const json& kv, const char* field) {
   auto text = kv.value(field, std::string());
   auto bytes = base64_decode(text);
-  if (!bytes) fail(ErrorCode::Protocol, "etcd store: a {} in etcd's answer is not base64: {}", field, text.substr(0, 80));
+  if (!bytes)
+    fail(ErrorCode::Protocol, "etcd store: a {} in etcd's answer is not base64: {}", field,
+         text.substr(0, 80));
   return *bytes;
 }
 
@@ -82,13 +96,15 @@ std::string random_hex() {
 class EtcdStore final : public Store {
  public:
   EtcdStore(std::shared_ptr<EtcdClient> client, std::shared_ptr<EtcdLease> lease)
-      : client_(std::move(client)), lease_(std::move(lease)),
+      : client_(std::move(client)),
+        lease_(std::move(lease)),
         receipt_key_(client_->address().prefix + "/receipt/" + random_hex()) {}
 
   ~EtcdStore() override {
     if (!wrote_receipt_) return;
     try {  // best effort: a receipt only matters while its writer may retry
-      client_->call("/v3/kv/deleterange", {{"key", base64_encode(receipt_key_)}}, Deadline::after(500ms), "removing a receipt");
+      client_->call("/v3/kv/deleterange", {{"key", base64_encode(receipt_key_)}}, Deadline::after(500ms),
+                    "removing a receipt");
     } catch (const Error&) {
     }
   }
@@ -102,7 +118,8 @@ class EtcdStore final : public Store {
     const Deadline deadline = Deadline::after(wait);
     const std::string name = stored(key);
     for (;;) {
-      auto answer = call("/v3/kv/range", {{"key", base64_encode(name)}}, request_deadline(deadline), "get", key);
+      auto answer =
+          call("/v3/kv/range", {{"key", base64_encode(name)}}, request_deadline(deadline), "get", key);
       if (const json* kv = first_kv(answer)) return decoded(*kv, "value");
       if (watch(name, revision_of(answer) + 1, deadline) == EtcdClient::WatchEnd::Deadline)
         fail(ErrorCode::Timeout, "get({}) on {} timed out after {} ms: the key was never set", printable(key),
@@ -124,12 +141,15 @@ class EtcdStore final : public Store {
       const std::string receipt = receipt_prefix + std::to_string(sum);
       json request = {
           {"compare", {revision == 0 ? compare_version_equal(name, 0) : compare_modified_at(name, revision)}},
-          {"success", {{{"request_put", put(name, std::to_string(sum))}}, {{"request_put", put(receipt_key_, receipt)}}}},
+          {"success",
+           {{{"request_put", put(name, std::to_string(sum))}},
+            {{"request_put", put(receipt_key_, receipt)}}}},
           {"failure", {read(name), read(receipt_key_)}}};
       auto answer = call("/v3/kv/txn", request, deadline, "add", key);
       wrote_receipt_ = true;
       if (answer.value("succeeded", false)) return sum;
-      if (const json* kv = first_kv(range_response(answer, 1)); kv && decoded(*kv, "value").rfind(receipt_prefix, 0) == 0)
+      if (const json* kv = first_kv(range_response(answer, 1));
+          kv && decoded(*kv, "value").rfind(receipt_prefix, 0) == 0)
         return std::stoll(decoded(*kv, "value").substr(receipt_prefix.size()));
       const json* kv = first_kv(range_response(answer, 0));
       current = kv ? decoded(*kv, "value") : std::string();
@@ -139,7 +159,8 @@ class EtcdStore final : public Store {
 
   // Absent counts as equal to "": a first transaction swaps only an absent key, and a key that holds "" is
   // swapped by a second that compares the value, as any non-empty `expected` is.
-  std::string compare_set(std::string_view key, std::string_view expected, std::string_view desired) override {
+  std::string compare_set(std::string_view key, std::string_view expected,
+                          std::string_view desired) override {
     const Deadline deadline = Deadline::after(timeout());
     const std::string name = stored(key);
     if (expected.empty()) {
@@ -162,7 +183,8 @@ class EtcdStore final : public Store {
   }
 
   bool check(const std::vector<std::string>& keys) override {
-    return read_many(keys, 0, Reading::KeysOnly, Deadline::after(timeout()), "check").first_absent() == keys.size();
+    return read_many(keys, 0, Reading::KeysOnly, Deadline::after(timeout()), "check").first_absent() ==
+           keys.size();
   }
 
   // Reads the keys from the first not yet seen; at the first absent one, watches it from the revision after
@@ -206,8 +228,11 @@ class EtcdStore final : public Store {
     const std::string name = stored(key);
     const std::string receipt = next_receipt_prefix() + "removed";
     json request = {
-        {"compare", {{{"target", "VERSION"}, {"key", base64_encode(name)}, {"result", "GREATER"}, {"version", "0"}}}},
-        {"success", {{{"request_delete_range", {{"key", base64_encode(name)}}}}, {{"request_put", put(receipt_key_, receipt)}}}},
+        {"compare",
+         {{{"target", "VERSION"}, {"key", base64_encode(name)}, {"result", "GREATER"}, {"version", "0"}}}},
+        {"success",
+         {{{"request_delete_range", {{"key", base64_encode(name)}}}},
+          {{"request_put", put(receipt_key_, receipt)}}}},
         {"failure", {read(receipt_key_)}}};
     auto answer = call("/v3/kv/txn", request, Deadline::after(timeout()), "remove", key);
     wrote_receipt_ = true;
@@ -285,7 +310,8 @@ class EtcdStore final : public Store {
     if (!answer.value("more", false)) {
       std::unordered_map<std::string, std::string> by_name;
       if (auto kvs = answer.find("kvs"); kvs != answer.end())
-        for (const auto& kv : *kvs) by_name.emplace(decoded(kv, "key"), keys_only ? std::string() : decoded(kv, "value"));
+        for (const auto& kv : *kvs)
+          by_name.emplace(decoded(kv, "key"), keys_only ? std::string() : decoded(kv, "value"));
       for (std::size_t i = 0; i < names.size(); ++i)
         if (auto it = by_name.find(names[i]); it != by_name.end()) found.values[i] = it->second;
       return found;
@@ -293,7 +319,8 @@ class EtcdStore final : public Store {
     for (std::size_t begin = 0; begin < names.size(); begin += kReadsPerTransaction) {
       const std::size_t end = std::min(names.size(), begin + kReadsPerTransaction);
       json reads = json::array();
-      for (std::size_t i = begin; i < end; ++i) reads.push_back(keys_only ? read_key(names[i]) : read(names[i]));
+      for (std::size_t i = begin; i < end; ++i)
+        reads.push_back(keys_only ? read_key(names[i]) : read(names[i]));
       auto batch = call("/v3/kv/txn", {{"success", reads}}, deadline, operation, keys[from + begin]);
       for (std::size_t i = begin; i < end; ++i)
         if (const json* kv = first_kv(range_response(batch, i - begin)))
@@ -318,7 +345,7 @@ class EtcdStore final : public Store {
 
   std::shared_ptr<EtcdClient> client_;
   std::shared_ptr<EtcdLease> lease_;  // null: keys outlive this process
-  std::string receipt_key_;            // "<prefix>/receipt/<random>", this handle's own
+  std::string receipt_key_;           // "<prefix>/receipt/<random>", this handle's own
   std::atomic<std::uint64_t> operations_{0};
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<bool> wrote_receipt_{false};
@@ -329,17 +356,19 @@ class EtcdStore final : public Store {
 void check_job_token(EtcdClient& client, const std::string& job_token, Deadline deadline) {
   const std::string key = client.address().prefix + "/token";
   const std::string digest = fmt::format("{:016x}", fnv1a64(job_token, fnv1a64("canopy etcd store")));
-  json request = {{"compare", {compare_version_equal(key, 0)}},
-                  {"success", {{{"request_put", {{"key", base64_encode(key)}, {"value", base64_encode(digest)}}}}}},
-                  {"failure", {read(key)}}};
+  json request = {
+      {"compare", {compare_version_equal(key, 0)}},
+      {"success", {{{"request_put", {{"key", base64_encode(key)}, {"value", base64_encode(digest)}}}}}},
+      {"failure", {read(key)}}};
   auto answer = client.call("/v3/kv/txn", request, deadline, "checking the job token");
   if (answer.value("succeeded", false)) return;
   const json* kv = first_kv(range_response(answer, 0));
   if (kv && decoded(*kv, "value") != digest)
-    fail(ErrorCode::Config,
-         "{}: the prefix '{}' belongs to another job (its job token differs from this one's); give each job a "
-         "prefix of its own, and every rank of a job the same CANOPY_JOB_TOKEN",
-         client.describe(), client.address().prefix);
+    fail(
+        ErrorCode::Config,
+        "{}: the prefix '{}' belongs to another job (its job token differs from this one's); give each job a "
+        "prefix of its own, and every rank of a job the same CANOPY_JOB_TOKEN",
+        client.describe(), client.address().prefix);
 }
 
 }  // namespace

@@ -9,10 +9,12 @@ bool etcd_built() {
   return false;
 }
 
-std::shared_ptr<Store> connect_etcd_store(const std::string& address, const std::string&, Duration, Duration) {
+std::shared_ptr<Store> connect_etcd_store(const std::string& address, const std::string&, Duration,
+                                          Duration) {
   parse_etcd_address(address);  // a malformed address is named as such first
   fail(ErrorCode::Config,
-       "the store address {} names an etcd store, and this build of Canopy has no etcd store: CMake did not find "
+       "the store address {} names an etcd store, and this build of Canopy has no etcd store: CMake did not "
+       "find "
        "libcurl (Debian: apt-get install libcurl4-openssl-dev, then rebuild)",
        address);
 }

@@ -2,6 +2,8 @@
 // by a watch, the job token, etcd's request limit, failover when a member dies, a clear error when the
 // cluster loses its quorum, leases that expire a dead client's keys, and ranks forming a group through it.
 // Real etcd members on loopback (tests/support/etcd_cluster.hpp).
+#include "rendezvous/etcd_store.hpp"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -15,7 +17,6 @@
 #include "canopy/communicator.hpp"
 #include "canopy/error.hpp"
 #include "common/deadline.hpp"
-#include "rendezvous/etcd_store.hpp"
 #include "tests/support/config_error.hpp"
 #include "tests/support/etcd_cluster.hpp"
 #include "tests/support/ranks.hpp"
@@ -110,7 +111,8 @@ TEST(EtcdStore, NoMemberRunningIsAnErrorNamingTheStoreWithinTheDeadline) {
 }
 
 // Members listed leader first, so that the member this client talks to is the one killed, and the cluster
-// must elect another leader: the client's calls go on after less than a second.
+// must elect another leader: the client's calls go on after less than a second, and a get that was
+// watching on the killed member watches on another and is woken there.
 TEST(EtcdStore, KillingOneOfThreeMembersPausesTheStoreForLessThanASecond) {
   SKIP_WITHOUT_ETCD();
   EtcdCluster cluster(3);
@@ -130,6 +132,9 @@ TEST(EtcdStore, KillingOneOfThreeMembersPausesTheStoreForLessThanASecond) {
       ++done;
     }
   });
+  auto waiter_store = connect_etcd_store(cluster.address("failover", leader), "tok", 10s);
+  std::string waited;
+  std::thread waiter([&] { waited = waiter_store->get("after-kill", 20s); });
   while (done < 20) std::this_thread::sleep_for(10ms);
   cluster.kill(leader);
   const int at_kill = done;
@@ -140,6 +145,11 @@ TEST(EtcdStore, KillingOneOfThreeMembersPausesTheStoreForLessThanASecond) {
   EXPECT_LT(longest_pause, 1s) << std::chrono::duration_cast<std::chrono::milliseconds>(longest_pause).count()
                                << " ms";
   EXPECT_EQ(store->get("n", 1s), std::to_string(done.load()));
+  const auto set_at = Clock::now();
+  store->set("after-kill", "seen");
+  waiter.join();
+  EXPECT_EQ(waited, "seen");
+  EXPECT_LT(Clock::now() - set_at, 1s);
 }
 
 TEST(EtcdStore, KillingTwoOfThreeIsAnErrorNamingEveryMemberWithinTheDeadline) {
@@ -202,22 +212,26 @@ TEST(EtcdStore, RanksFormAGroupAndAllReduceThroughAnEtcdAddress) {
   constexpr int kRanks = 4;
   EtcdCluster cluster(3);
   const std::string address = cluster.address("e2e/job");
-  auto exits = testing::run_processes(kRanks, [&](int rank) {
-    testing::ScopedEnv env;
-    env.set("CANOPY_RANK", std::to_string(rank))
-        .set("CANOPY_WORLD_SIZE", std::to_string(kRanks))
-        .set("CANOPY_MASTER_ADDR", address)
-        .set("CANOPY_JOB_TOKEN", "e2e-token")
-        .set("CANOPY_SOCKET_IFNAME", "lo")
-        .set("CANOPY_TRANSPORT", "tcp")
-        .set("CANOPY_TIMEOUT", "60");
-    Communicator comm = Communicator::from_environment();
-    std::vector<float> data(1000, static_cast<float>(rank + 1));
-    comm.all_reduce(std::span(data), ReduceOp::Sum);
-    for (float x : data) require(x == kRanks * (kRanks + 1) / 2, "rank {} summed {}", rank, x);
-    comm.barrier();
-  }, 60s);
-  for (int rank = 0; rank < kRanks; ++rank) EXPECT_TRUE(exits[rank].ok()) << rank << ": " << exits[rank].describe();
+  auto exits = testing::run_processes(
+      kRanks,
+      [&](int rank) {
+        testing::ScopedEnv env;
+        env.set("CANOPY_RANK", std::to_string(rank))
+            .set("CANOPY_WORLD_SIZE", std::to_string(kRanks))
+            .set("CANOPY_MASTER_ADDR", address)
+            .set("CANOPY_JOB_TOKEN", "e2e-token")
+            .set("CANOPY_SOCKET_IFNAME", "lo")
+            .set("CANOPY_TRANSPORT", "tcp")
+            .set("CANOPY_TIMEOUT", "60");
+        Communicator comm = Communicator::from_environment();
+        std::vector<float> data(1000, static_cast<float>(rank + 1));
+        comm.all_reduce(std::span(data), ReduceOp::Sum);
+        for (float x : data) require(x == kRanks * (kRanks + 1) / 2, "rank {} summed {}", rank, x);
+        comm.barrier();
+      },
+      60s);
+  for (int rank = 0; rank < kRanks; ++rank)
+    EXPECT_TRUE(exits[rank].ok()) << rank << ": " << exits[rank].describe();
   auto store = connect_etcd_store(address, "e2e-token", 10s);
   EXPECT_TRUE(store->check({"round/0/canopy/comm/0/layout"}));
 }

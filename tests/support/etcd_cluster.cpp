@@ -64,7 +64,8 @@ EtcdCluster::EtcdCluster(int members, std::chrono::milliseconds start_limit) {
         throw std::runtime_error(fmt::format("etcd member {} exited while starting:\n{}", i, log_of(i)));
       }
       if (deadline.expired())
-        throw std::runtime_error(fmt::format("etcd member {} did not start in {} ms:\n{}", i, start_limit.count(), log_of(i)));
+        throw std::runtime_error(
+            fmt::format("etcd member {} did not start in {} ms:\n{}", i, start_limit.count(), log_of(i)));
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
@@ -127,8 +128,8 @@ int EtcdCluster::leader() const {
   // Member ids are unsigned 64-bit numbers, written as strings: compared as such.
   auto status_of = [&](int i) {
     rendezvous::EtcdClient client(rendezvous::parse_etcd_address(fmt::format("etcd://{}/status", member(i))));
-    return client.call("/v3/maintenance/status", nlohmann::json::object(), Deadline::after(std::chrono::seconds(2)),
-                       "status");
+    return client.call("/v3/maintenance/status", nlohmann::json::object(),
+                       Deadline::after(std::chrono::seconds(2)), "status");
   };
   for (int i = 0; i < size(); ++i) {
     if (members_[static_cast<std::size_t>(i)].pid < 0) continue;
