@@ -141,6 +141,9 @@ TEST(EtcdStore, KillingOneOfThreeMembersPausesTheStoreForLessThanASecond) {
   std::this_thread::sleep_for(2s);
   stop = true;
   client.join();
+  RecordProperty(
+      "longest_pause_ms",
+      static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(longest_pause).count()));
   EXPECT_GT(done - at_kill, 20);
   EXPECT_LT(longest_pause, 1s) << std::chrono::duration_cast<std::chrono::milliseconds>(longest_pause).count()
                                << " ms";
@@ -163,6 +166,8 @@ TEST(EtcdStore, KillingTwoOfThreeIsAnErrorNamingEveryMemberWithinTheDeadline) {
   auto start = Clock::now();
   Error e = error_of([&] { store->set("k", "w"); });
   const auto took = Clock::now() - start;
+  RecordProperty("failed_after_ms",
+                 static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
   EXPECT_EQ(e.code(), ErrorCode::PeerFailed) << e.what();
   EXPECT_GE(took, 2900ms);
   EXPECT_LT(took, 4s);
