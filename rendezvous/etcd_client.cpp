@@ -115,6 +115,9 @@ struct EtcdClient::Handle {
     if (!easy) fail(ErrorCode::Resource, "etcd store: libcurl could not make a handle (curl_easy_init)");
     headers = curl_slist_append(nullptr, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip before a large body
+    // gRPC metadata "hasleader": a member without a leader refuses a request at once, and ends a watch it
+    // holds, instead of holding either while it is cut off from the majority.
+    headers = curl_slist_append(headers, "Grpc-Metadata-hasleader: true");
   }
   ~Handle() {
     curl_slist_free_all(headers);

@@ -98,13 +98,16 @@ class EtcdStore final : public Store {
   EtcdStore(std::shared_ptr<EtcdClient> client, std::shared_ptr<EtcdLease> lease)
       : client_(std::move(client)),
         lease_(std::move(lease)),
-        receipt_key_(client_->address().prefix + "/receipt/" + random_hex()) {}
+        receipts_(client_->address().prefix + "/receipt/" + random_hex() + "/") {}
 
   ~EtcdStore() override {
     if (!wrote_receipt_) return;
     try {  // best effort: a receipt only matters while its writer may retry
-      client_->call("/v3/kv/deleterange", {{"key", base64_encode(receipt_key_)}}, Deadline::after(500ms),
-                    "removing a receipt");
+      std::string end = receipts_;
+      end.back() = static_cast<char>('/' + 1);  // every key that starts with receipts_
+      client_->call("/v3/kv/deleterange",
+                    {{"key", base64_encode(receipts_)}, {"range_end", base64_encode(end)}},
+                    Deadline::after(500ms), "removing its receipts");
     } catch (const Error&) {
     }
   }
@@ -134,6 +137,7 @@ class EtcdStore final : public Store {
     const Deadline deadline = Deadline::after(timeout());
     const std::string name = stored(key);
     const std::string receipt_prefix = next_receipt_prefix();
+    const std::string receipt_key = this_threads_receipt();
     std::string current;
     std::int64_t revision = 0;  // 0: absent, as far as this call knows
     for (;;) {
@@ -142,9 +146,11 @@ class EtcdStore final : public Store {
       json request = {
           {"compare", {revision == 0 ? compare_version_equal(name, 0) : compare_modified_at(name, revision)}},
           {"success",
-           {{{"request_put", put(name, std::to_string(sum))}},
-            {{"request_put", put(receipt_key_, receipt)}}}},
-          {"failure", {read(name), read(receipt_key_)}}};
+           {{{"request_put", put(name, std::to_string(sum))}}, {{"request_put", put(receipt_key, receipt)}}}},
+          {"failure", {read(name), read(receipt_key)}}};
+      if (deadline.expired())
+        fail(ErrorCode::Timeout, "add({}) on {} lost every attempt to other writers of the key for {} ms",
+             printable(key), client_->describe(), timeout().count());
       auto answer = call("/v3/kv/txn", request, deadline, "add", key);
       wrote_receipt_ = true;
       if (answer.value("succeeded", false)) return sum;
@@ -227,13 +233,14 @@ class EtcdStore final : public Store {
   bool remove(std::string_view key) override {
     const std::string name = stored(key);
     const std::string receipt = next_receipt_prefix() + "removed";
+    const std::string receipt_key = this_threads_receipt();
     json request = {
         {"compare",
          {{{"target", "VERSION"}, {"key", base64_encode(name)}, {"result", "GREATER"}, {"version", "0"}}}},
         {"success",
          {{{"request_delete_range", {{"key", base64_encode(name)}}}},
-          {{"request_put", put(receipt_key_, receipt)}}}},
-        {"failure", {read(receipt_key_)}}};
+          {{"request_put", put(receipt_key, receipt)}}}},
+        {"failure", {read(receipt_key)}}};
     auto answer = call("/v3/kv/txn", request, Deadline::after(timeout()), "remove", key);
     wrote_receipt_ = true;
     if (answer.value("succeeded", false)) return true;
@@ -272,6 +279,13 @@ class EtcdStore final : public Store {
   }
 
   std::string next_receipt_prefix() { return fmt::format("{} ", ++operations_); }
+
+  // One receipt key a thread, so that two threads' operations on this handle never overwrite each other's
+  // receipt between an attempt and its retry.
+  std::string this_threads_receipt() const {
+    thread_local const std::string thread_tag = random_hex();
+    return receipts_ + thread_tag;
+  }
 
   static Deadline request_deadline(Deadline wait_deadline) {
     return wait_deadline.at() > Clock::now() + kLeastRequestTime ? wait_deadline
@@ -345,7 +359,7 @@ class EtcdStore final : public Store {
 
   std::shared_ptr<EtcdClient> client_;
   std::shared_ptr<EtcdLease> lease_;  // null: keys outlive this process
-  std::string receipt_key_;           // "<prefix>/receipt/<random>", this handle's own
+  std::string receipts_;              // "<prefix>/receipt/<random>/": this handle's, one key a thread below
   std::atomic<std::uint64_t> operations_{0};
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<bool> wrote_receipt_{false};
