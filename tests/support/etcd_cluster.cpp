@@ -22,19 +22,27 @@ namespace {
 
 constexpr const char* kEtcd = "/usr/bin/etcd";
 
-// A loopback port nothing listens on now (the kernel's choice; etcd binds it a moment later).
-int free_loopback_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
-    throw std::runtime_error("EtcdCluster: cannot find a free loopback port");
-  ::close(fd);
-  return ntohs(address.sin_port);
+// Loopback ports nothing listens on now, all different: each is held until all are chosen (etcd binds them a
+// moment later; another process may take one in between, which the caller retries).
+std::vector<int> free_loopback_ports(int count) {
+  std::vector<int> sockets, ports;
+  for (int i = 0; i < count; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+      throw std::runtime_error("EtcdCluster: cannot find a free loopback port");
+    sockets.push_back(fd);
+    ports.push_back(ntohs(address.sin_port));
+  }
+  for (int fd : sockets) ::close(fd);
+  return ports;
 }
+
+constexpr int kStartAttempts = 5;
 
 }  // namespace
 
@@ -44,38 +52,53 @@ bool etcd_installed() {
 
 EtcdCluster::EtcdCluster(int members, std::chrono::milliseconds start_limit) {
   if (members != 1 && members != 3) throw std::invalid_argument("EtcdCluster: 1 or 3 members");
+  const Deadline deadline = Deadline::after(start_limit);
+  for (int attempt = 1;; ++attempt) {
+    if (try_start(members, attempt, deadline)) return;
+    if (attempt == kStartAttempts)
+      throw std::runtime_error(
+          fmt::format("etcd: every port chosen in {} attempts was taken", kStartAttempts));
+  }
+}
+
+bool EtcdCluster::try_start(int members, int attempt, Deadline deadline) {
+  for (int i = 0; i < size(); ++i) kill(i);
+  members_.clear();
+  const std::vector<int> ports = free_loopback_ports(2 * members);
   std::string initial_cluster;
   for (int i = 0; i < members; ++i) {
     Member member;
     member.name = fmt::format("m{}", i);
-    member.client_port = free_loopback_port();
-    member.peer_port = free_loopback_port();
+    member.directory = fmt::format("{}/attempt{}-{}", dir_.path(), attempt, member.name);
+    member.client_port = ports[static_cast<std::size_t>(2 * i)];
+    member.peer_port = ports[static_cast<std::size_t>(2 * i + 1)];
     initial_cluster += fmt::format("{}{}=http://127.0.0.1:{}", i ? "," : "", member.name, member.peer_port);
     members_.push_back(member);
   }
   for (auto& member : members_) start(member, initial_cluster);
   // Serving clients once it logs so: a member of three says it after the cluster has elected a leader.
-  const Deadline deadline = Deadline::after(start_limit);
   for (int i = 0; i < size(); ++i) {
     while (count_of(log_of(i), "ready to serve client requests") == 0) {
       int status = 0;
-      if (::waitpid(members_[i].pid, &status, WNOHANG) == members_[i].pid) {
-        members_[i].pid = -1;
+      auto& member = members_[static_cast<std::size_t>(i)];
+      if (::waitpid(member.pid, &status, WNOHANG) == member.pid) {
+        member.pid = -1;
+        if (count_of(log_of(i), "address already in use") > 0) return false;  // another process took a port
         throw std::runtime_error(fmt::format("etcd member {} exited while starting:\n{}", i, log_of(i)));
       }
       if (deadline.expired())
-        throw std::runtime_error(
-            fmt::format("etcd member {} did not start in {} ms:\n{}", i, start_limit.count(), log_of(i)));
+        throw std::runtime_error(fmt::format("etcd member {} did not start in time:\n{}", i, log_of(i)));
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
+  return true;
 }
 
 void EtcdCluster::start(Member& member, const std::string& initial_cluster) {
   std::vector<std::string> args = {
       kEtcd,
       "--name=" + member.name,
-      "--data-dir=" + dir_.path() + "/" + member.name,
+      "--data-dir=" + member.directory,
       fmt::format("--listen-client-urls=http://127.0.0.1:{}", member.client_port),
       fmt::format("--advertise-client-urls=http://127.0.0.1:{}", member.client_port),
       fmt::format("--listen-peer-urls=http://127.0.0.1:{}", member.peer_port),
@@ -89,7 +112,7 @@ void EtcdCluster::start(Member& member, const std::string& initial_cluster) {
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
-  const std::string log = dir_.path() + "/" + member.name + ".log";
+  const std::string log = member.directory + ".log";
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("EtcdCluster: fork failed");
@@ -151,7 +174,7 @@ void EtcdCluster::kill(int i) {
 }
 
 std::string EtcdCluster::log_of(int i) const {
-  return read_file(dir_.path() + "/" + members_.at(static_cast<std::size_t>(i)).name + ".log");
+  return read_file(members_.at(static_cast<std::size_t>(i)).directory + ".log");
 }
 
 }  // namespace canopy::testing

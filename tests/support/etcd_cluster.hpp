@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/deadline.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::testing {
@@ -19,7 +20,8 @@ bool etcd_installed();
 
 class EtcdCluster {
  public:
-  // Starts `members` members and waits until each serves clients. Elections are tuned for tests on
+  // Starts `members` members and waits until each serves clients (with other ports, up to 5 times, when
+  // another process takes a chosen port first). Elections are tuned for tests on
   // loopback (heartbeat 50 ms, election timeout 300 ms): a killed leader is replaced within about a second.
   // Call from the thread that stops the cluster: the members die with that thread (PR_SET_PDEATHSIG).
   explicit EtcdCluster(int members, std::chrono::milliseconds start_limit = std::chrono::seconds(30));
@@ -42,9 +44,12 @@ class EtcdCluster {
  private:
   struct Member {
     std::string name;
+    std::string directory;  // its data; its log is "<directory>.log"
     int client_port = 0, peer_port = 0;
     pid_t pid = -1;
   };
+  // false when a member found a chosen port taken (then the caller tries again with other ports)
+  bool try_start(int members, int attempt, Deadline deadline);
   void start(Member& member, const std::string& initial_cluster);
 
   pid_t owner_ = ::getpid();
