@@ -34,7 +34,8 @@ endif()
 find_package(CURL QUIET)
 canopy_option_if_found(CANOPY_WITH_ETCD "Build the Store on etcd v3 (needs libcurl)" CURL_FOUND)
 if(CANOPY_WITH_ETCD AND NOT CURL_FOUND)
-  message(FATAL_ERROR "CANOPY_WITH_ETCD is ON but libcurl was not found (Debian: apt-get install libcurl4-openssl-dev)")
+  message(FATAL_ERROR
+    "CANOPY_WITH_ETCD is ON but libcurl was not found (Debian: apt-get install libcurl4-openssl-dev)")
 endif()
 
 # Optional: CUDA. ON when a CUDA compiler is found (no GPU is needed to build).
@@ -86,5 +87,6 @@ endif()
 if(CANOPY_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
-message(STATUS "canopy: verbs=${CANOPY_WITH_VERBS} pmix=${CANOPY_WITH_PMIX} etcd=${CANOPY_WITH_ETCD} cuda=${CANOPY_WITH_CUDA} torch=${CANOPY_WITH_TORCH} "
+message(STATUS "canopy: verbs=${CANOPY_WITH_VERBS} pmix=${CANOPY_WITH_PMIX} etcd=${CANOPY_WITH_ETCD} "
+               "cuda=${CANOPY_WITH_CUDA} torch=${CANOPY_WITH_TORCH} "
                "pytorch=${CANOPY_WITH_PYTORCH} sanitize='${CANOPY_SANITIZE}'")
