@@ -24,8 +24,8 @@ using namespace std::chrono_literals;
 constexpr auto kFirstAttemptLimit = 250ms;
 constexpr auto kLongestAttemptLimit = 4000ms;
 constexpr auto kConnectLimit = 1000ms;
-constexpr auto kFirstRoundPause = 20ms;
-constexpr auto kLongestRoundPause = 300ms;
+constexpr auto kFirstRoundPause = 10ms;
+constexpr auto kLongestRoundPause = 100ms;
 
 // gRPC's status codes that mean "this member cannot answer now" (Unavailable: no leader, no quorum, a
 // request timed out inside etcd; DeadlineExceeded; Canceled; Unknown: the gateway lost its member).
