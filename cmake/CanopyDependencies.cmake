@@ -29,6 +29,15 @@ if(CANOPY_WITH_PMIX AND NOT (CANOPY_PMIX_LIBRARY AND CANOPY_PMIX_INCLUDE_DIR))
   message(FATAL_ERROR "CANOPY_WITH_PMIX is ON but PMIx was not found (Debian: apt-get install libpmix-dev)")
 endif()
 
+# Optional: libcurl (Debian: libcurl4-openssl-dev), through which the etcd store talks to etcd's v3 JSON
+# gateway (docs/RENDEZVOUS.md, "The etcd store"). ON when found; without it an etcd:// address is an error.
+find_package(CURL QUIET)
+canopy_option_if_found(CANOPY_WITH_ETCD "Build the Store on etcd v3 (needs libcurl)" CURL_FOUND)
+if(CANOPY_WITH_ETCD AND NOT CURL_FOUND)
+  message(FATAL_ERROR
+    "CANOPY_WITH_ETCD is ON but libcurl was not found (Debian: apt-get install libcurl4-openssl-dev)")
+endif()
+
 # Optional: CUDA. ON when a CUDA compiler is found (no GPU is needed to build).
 include(CheckLanguage)
 check_language(CUDA)
@@ -78,5 +87,6 @@ endif()
 if(CANOPY_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
-message(STATUS "canopy: verbs=${CANOPY_WITH_VERBS} pmix=${CANOPY_WITH_PMIX} cuda=${CANOPY_WITH_CUDA} torch=${CANOPY_WITH_TORCH} "
+message(STATUS "canopy: verbs=${CANOPY_WITH_VERBS} pmix=${CANOPY_WITH_PMIX} etcd=${CANOPY_WITH_ETCD} "
+               "cuda=${CANOPY_WITH_CUDA} torch=${CANOPY_WITH_TORCH} "
                "pytorch=${CANOPY_WITH_PYTORCH} sanitize='${CANOPY_SANITIZE}'")

@@ -32,8 +32,9 @@ void check_consistent(const LaunchInfo& info) {
         "local rank outside the local world");
   check(info.store_port >= 1 || info.store_through_pmix, "store port 0 without PMIx to share the real one");
   check(
-      info.world_size == 1 || !info.store_host.empty() || !info.store_file.empty() || info.store_through_pmix,
-      "several ranks without a store address, a store file or PMIx");
+      info.world_size == 1 || !info.store_host.empty() || !info.store_file.empty() || info.store_through_pmix ||
+          !info.store_etcd.empty(),
+      "several ranks without a store address, a store file, PMIx or an etcd store");
   check(info.restart_count >= 0, "negative restart count");
   check(kSources.count(info.source) == 1, "unknown launcher source");
   check(!info.elastic || (info.elastic->min >= 1 && info.elastic->min <= info.elastic->max),
@@ -45,7 +46,7 @@ void check_consistent(const LaunchInfo& info) {
 bool same(const LaunchInfo& a, const LaunchInfo& b) {
   return a.rank == b.rank && a.world_size == b.world_size && a.local_rank == b.local_rank &&
          a.local_world_size == b.local_world_size && a.store_host == b.store_host &&
-         a.store_port == b.store_port && a.store_file == b.store_file &&
+         a.store_port == b.store_port && a.store_file == b.store_file && a.store_etcd == b.store_etcd &&
          a.store_hosted_externally == b.store_hosted_externally && a.job_token == b.job_token &&
          a.restart_count == b.restart_count && a.source == b.source &&
          a.store_through_pmix == b.store_through_pmix && a.store_origin == b.store_origin &&

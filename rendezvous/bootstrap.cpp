@@ -16,6 +16,7 @@
 #include "common/log.hpp"
 #include "common/process_identity.hpp"
 #include "rendezvous/host_addresses.hpp"
+#include "rendezvous/etcd_store.hpp"
 #include "rendezvous/pmix_exchange.hpp"
 
 namespace canopy::rendezvous {
@@ -202,6 +203,10 @@ Rendezvous rendezvous(const EnvMap& env, Duration timeout, RankClaim claim) {
     base = open_file_store(info.store_file);
     log::info("rendezvous: rank {} of {} ({} launch) uses the FileStore in {}", info.rank, info.world_size,
               info.source, info.store_file);
+  } else if (!info.store_etcd.empty()) {
+    base = connect_etcd_store(info.store_etcd, info.job_token, timeout);
+    log::info("rendezvous: rank {} of {} ({} launch) uses the etcd store {} ({})", info.rank, info.world_size,
+              info.source, info.store_etcd, info.store_origin);
   } else if (info.store_through_pmix) {
     base = connect_through_pmix(info, timeout, result.server);
   } else {

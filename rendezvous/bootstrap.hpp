@@ -27,6 +27,7 @@ struct LaunchInfo {
   bool store_through_pmix = false;       // mpirun across hosts without an address given
   std::string store_origin;              // where host and port came from, for messages: "MASTER_ADDR and ..."
   std::string store_file;                // CANOPY_STORE_FILE=<dir>: use a FileStore instead of TCP
+  std::string store_etcd;                // CANOPY_MASTER_ADDR=etcd://...: an etcd cluster, which no rank hosts
   bool store_hosted_externally = false;  // CANOPY_STORE_HOSTED=1: canopy-run hosts it; else rank 0 does.
                                          // torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True) is a
                                          // PyTorch TCPStore: Canopy needs CANOPY_MASTER_PORT beside it

@@ -9,6 +9,7 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "rendezvous/bootstrap.hpp"
+#include "rendezvous/etcd_address.hpp"
 #include "rendezvous/store_address.hpp"
 
 namespace canopy::rendezvous {
@@ -224,12 +225,12 @@ LaunchInfo parse_launch_environment(const EnvMap& env) {
   // With CANOPY_MASTER_PORT given, rank 0 hosts Canopy's store there instead.
   bool agent_store = parse_flag(env, "TORCHELASTIC_USE_AGENT_STORE");
   if (agent_store && info.store_file.empty() && !env_value(env, "CANOPY_STORE_HOSTED") &&
-      !env_value(env, "CANOPY_MASTER_PORT"))
+      !env_value(env, "CANOPY_MASTER_PORT") && !is_etcd_address(env_value(env, "CANOPY_MASTER_ADDR").value_or("")))
     fail(ErrorCode::Config,
          "TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts a PyTorch TCPStore at MASTER_PORT, which "
          "Canopy cannot use; set CANOPY_MASTER_PORT to a free port (rank 0 then hosts Canopy's store there) "
          "or "
-         "CANOPY_STORE_FILE to a shared directory");
+         "CANOPY_STORE_FILE to a shared directory, or CANOPY_MASTER_ADDR to an etcd store (etcd://host:2379/PREFIX)");
 
   find_store_address(env, info);
 

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/error.hpp"
+#include "rendezvous/etcd_address.hpp"
 #include "rendezvous/pmix_exchange.hpp"
 #include "rendezvous/printable.hpp"
 #include "rendezvous/slurm_hostlist.hpp"
@@ -181,6 +182,12 @@ std::uint16_t derived_store_port(PortRange range, std::uint64_t job, std::uint64
 void find_store_address(const EnvMap& env, LaunchInfo& info) {
   const GivenPort given = given_port(env);
   if (const char* host_variable = first_set(env, {"CANOPY_MASTER_ADDR", "MASTER_ADDR"})) {
+    if (auto address = *env_value(env, host_variable); is_etcd_address(address)) {
+      parse_etcd_address(address);  // a malformed address is an error here, before any rank waits on it
+      info.store_etcd = address;
+      info.store_origin = host_variable;
+      return;
+    }
     info.store_host = *env_value(env, host_variable);
     info.store_port = given.port.value_or(kDefaultPort);
     info.store_origin = given.port ? fmt::format("{} and {}", host_variable, given.variable)

@@ -21,7 +21,8 @@ PortRange store_port_range(const EnvMap& env);
 // they never share one while there are fewer steps than ports), from a start the job id scatters.
 std::uint16_t derived_store_port(PortRange range, std::uint64_t job, std::uint64_t step);
 
-// Fills info.store_host, store_port, store_through_pmix and store_origin from `env`; info's rank, world
+// Fills info.store_host, store_port, store_through_pmix and store_origin from `env` (or store_etcd, when
+// CANOPY_MASTER_ADDR or MASTER_ADDR is an etcd:// address); info's rank, world
 // sizes, source and store_file must be set. Throws Error(Config) naming the variables when the store
 // cannot be found.
 void find_store_address(const EnvMap& env, LaunchInfo& info);

@@ -6,8 +6,10 @@
 #
 # Optional extras are detected at configure time: libibverbs-dev (RDMA) and libpmix-dev (ranks that mpirun
 # spreads over hosts find the store through PMIx) are installed here so that both are always compiled; the
-# CUDA toolkit is used when present but never installed here. SLURM and Open MPI themselves, which only the
-# tests of tests/slurm_mpi/ run, are installed by CI's stage for them (scripts/ci/slurm_mpi.sh).
+# CUDA toolkit is used when present but never installed here. libcurl4-openssl-dev (the etcd store, optional
+# like those) and etcd-server (the real etcd members its tests start) are in the full set only. SLURM and
+# Open MPI themselves, which only the tests of tests/slurm_mpi/ run, are installed by CI's stage for them
+# (scripts/ci/slurm_mpi.sh).
 # libtorch-dev (1.13, CPU) is installed so that examples/torch_trainer and its test are compiled and run
 # here and in CI: about 120 MB to download and 500 MB on disk, measured at about 70 s to install and 70 s
 # of CPU to compile (docs/GRADSYNC.md). python3-torch, pybind11-dev and python3-dev come with it for
@@ -26,7 +28,10 @@ packages=(
   nftables  # nft: bench/elastic/host-cut.sh and its test cut one emulated host off (skipped without it)
 )
 case "${1:-all}" in
-  all) [ "${CANOPY_NO_TORCH:-0}" = 1 ] || packages+=(libtorch-dev python3-torch pybind11-dev python3-dev) ;;
+  all)
+    # The etcd store (docs/RENDEZVOUS.md): libcurl to build it, etcd's server for its tests' members.
+    packages+=(libcurl4-openssl-dev etcd-server)
+    [ "${CANOPY_NO_TORCH:-0}" = 1 ] || packages+=(libtorch-dev python3-torch pybind11-dev python3-dev) ;;
   bench) ;;
   *) echo "usage: $0 [all|bench]" >&2; exit 2 ;;
 esac

@@ -1,10 +1,12 @@
-// Every Store operation, against both the TcpStore (a real server on loopback) and the FileStore (a
-// real directory): one typed suite, so the two cannot drift apart in semantics.
+// Every Store operation, against the TcpStore (a real server on loopback), the FileStore (a real directory)
+// and, where built, the etcd store (a real etcd member on loopback): one typed suite, so that they cannot
+// drift apart in semantics.
 #include "canopy/store.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +20,10 @@
 #include "canopy/error.hpp"
 #include "common/deadline.hpp"
 #include "tests/support/ranks.hpp"
+#ifdef CANOPY_TEST_ETCD
+#include "rendezvous/etcd_store.hpp"
+#include "tests/support/etcd_cluster.hpp"
+#endif
 
 namespace canopy {
 namespace {
@@ -28,6 +34,7 @@ using testing::require;
 // Each backend: start() once per test, then connect() for every client (its own connection).
 class TcpBackend {
  public:
+  static constexpr std::size_t kBigValue = 2 << 20;
   static constexpr int kConcurrentClients = 256;
   static constexpr int kAddsPerClient = 20;
   static constexpr int kSwapsPerClient = 1;  // every client races every other one: retries grow as N^2
@@ -40,6 +47,7 @@ class TcpBackend {
 
 class FileBackend {
  public:
+  static constexpr std::size_t kBigValue = 2 << 20;
   static constexpr int kConcurrentClients = 64;
   static constexpr int kAddsPerClient = 10;
   static constexpr int kSwapsPerClient = 3;
@@ -50,10 +58,40 @@ class FileBackend {
   testing::TempDir dir_;
 };
 
+#ifdef CANOPY_TEST_ETCD
+// One member for the whole suite (a start costs a second); each test its own key prefix. Every write is a
+// Raft round with an fsync, so the races are smaller than the TcpStore's.
+class EtcdBackend {
+ public:
+  static constexpr std::size_t kBigValue = 1 << 20;  // etcd refuses requests over 1.5 MiB by default
+  static constexpr int kConcurrentClients = 16;
+  static constexpr int kAddsPerClient = 5;
+  static constexpr int kSwapsPerClient = 2;
+  void start() {
+    static int tests = 0;
+    if (!cluster()) cluster() = std::make_unique<testing::EtcdCluster>(1);
+    address_ = cluster()->address(fmt::format("store-test/{}/{}", ::getpid(), ++tests));
+  }
+  std::shared_ptr<Store> connect() { return rendezvous::connect_etcd_store(address_, "tok", 20s); }
+
+ private:
+  static std::unique_ptr<testing::EtcdCluster>& cluster() {
+    static std::unique_ptr<testing::EtcdCluster> shared;
+    return shared;
+  }
+  std::string address_;
+};
+#endif
+
 template <typename Backend>
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
+#ifdef CANOPY_TEST_ETCD
+    if constexpr (std::is_same_v<Backend, EtcdBackend>) {
+      if (!testing::etcd_installed()) GTEST_SKIP() << "etcd is not installed (Debian: etcd-server)";
+    }
+#endif
     backend_.start();
     store_ = backend_.connect();
   }
@@ -61,12 +99,17 @@ class StoreTest : public ::testing::Test {
   std::shared_ptr<Store> store_;
 };
 
+#ifdef CANOPY_TEST_ETCD
+using Backends = ::testing::Types<TcpBackend, FileBackend, EtcdBackend>;
+#else
 using Backends = ::testing::Types<TcpBackend, FileBackend>;
+#endif
 class BackendNames {
  public:
   template <typename T>
   static std::string GetName(int) {
-    return std::is_same_v<T, TcpBackend> ? "TcpStore" : "FileStore";
+    if (std::is_same_v<T, TcpBackend>) return "TcpStore";
+    return std::is_same_v<T, FileBackend> ? "FileStore" : "EtcdStore";
   }
 };
 TYPED_TEST_SUITE(StoreTest, Backends, BackendNames);
@@ -89,7 +132,7 @@ TYPED_TEST(StoreTest, SetThenGetReturnsTheBytes) {
   this->store_->set("binary", binary);
   this->store_->set("empty", "");
   this->store_->set("key with / and spaces %", "odd");
-  std::string big(2 << 20, 'x');
+  std::string big(TypeParam::kBigValue, 'x');
   for (std::size_t i = 0; i < big.size(); i += 4097) big[i] = static_cast<char>(i);
   this->store_->set("big", big);
   EXPECT_EQ(this->store_->get("plain", 1s), "value");
