@@ -615,4 +615,9 @@ Work Communicator::Impl::recv(std::span<std::byte> data, int peer, std::uint32_t
   return p2p_->recv(data, peer, tag);
 }
 
+Work Communicator::Impl::recv_any(std::span<std::byte> data, int& source, std::uint32_t tag) {
+  ensure_usable();
+  return p2p_->recv_any(data, source, tag);
+}
+
 }  // namespace canopy
