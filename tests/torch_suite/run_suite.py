@@ -6,6 +6,7 @@
 #   run_suite.py --world-sizes 2 3                     # the whole suite (CI's stage)
 #   run_suite.py --world-sizes 2 -k test_all_gather    # a subset (unittest's -k patterns)
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -69,6 +70,8 @@ def main():
     parser.add_argument("--start", choices=("spawn", "fork"), default="spawn",
                         help="how each test starts its ranks (test_distributed_spawn.py, START_METHOD)")
     parser.add_argument("--backends", nargs="+", default=["gloo", "canopy"], choices=("gloo", "canopy"))
+    parser.add_argument("--parallel", action="store_true",
+                        help="run the backends of a world size at once (most of a test's time is waiting)")
     parser.add_argument("--test-timeout", type=int, default=120, help="seconds, per test")
     parser.add_argument("--run-timeout", type=int, default=1800, help="seconds, per backend and size")
     parser.add_argument("--scratch", default=None, help="where the runs' folders and logs go")
@@ -80,9 +83,11 @@ def main():
     problems, table, listing = [], [], {}
     total_started = time.monotonic()
     for world_size in args.world_sizes:
-        runs = {}
+        with concurrent.futures.ThreadPoolExecutor(len(args.backends) if args.parallel else 1) as pool:
+            started = {backend: pool.submit(run_backend, args, backend, world_size, scratch)
+                       for backend in args.backends}
+            runs = {backend: future.result() for backend, future in started.items()}
         for backend in args.backends:
-            runs[backend] = run_backend(args, backend, world_size, scratch)
             outcomes, _, seconds, note = runs[backend]
             table.append(f"| {world_size} | {backend} | {len(outcomes)} | {count(outcomes, 'pass')} | "
                          f"{count(outcomes, 'fail')} | {count(outcomes, 'skip')} | {seconds:.0f} s |")

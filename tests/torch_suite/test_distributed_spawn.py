@@ -44,6 +44,7 @@ from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
     TestDistBackend,
 )
 import torch.nn.parallel._replicated_tensor_ddp_utils as replicated_tensor_ddp  # noqa: E402
+import torch.testing._internal.distributed.distributed_test as distributed_test  # noqa: E402
 
 # DDP's plain mode. TestDistBackend._run turns on DDP's ReplicatedTensor mode in every rank, and DDP then
 # imports torch.distributed._shard.replicated_tensor, which torch 1.13 cannot import under Python 3.11
@@ -54,9 +55,13 @@ replicated_tensor_ddp._set_ddp_with_replicated_tensor = lambda enabled: None
 # Gates on the literal name "gloo" that guard a CPU feature canopy serves: test -> (the gate's reason, as
 # the suite words it; why canopy may run it). A gate whose reason no longer reads as listed stops the
 # driver, so that no other gate is opened with it.
+REQUIRES = "Test requires backend to be one of %s"  # require_backend's reason, formatted from its set
 TIMEOUTS = "Only gloo backend supports timeouts"
 SPARSE = "Only Gloo backend support sparse all reduce"
-GLOO_ONLY = "Test requires backend to be one of {'gloo'}"
+GLOO_ONLY = REQUIRES % {"gloo"}
+# The object collectives are gated on the "gpu" set ({"nccl", "gloo"}: the backends with sequence numbers);
+# their bodies run on CPU tensors for every backend but nccl.
+GPU_SET = REQUIRES % DistTestCases.backend_feature["gpu"]
 GLOO_GATES = {
     # A barrier past the group's timeout raises RuntimeError matching "Timed out"; canopy's timeout reads so.
     "test_barrier_timeout_global": (TIMEOUTS, "group timeouts; this run's INIT_METHOD is file:// (checked)"),
@@ -71,12 +76,20 @@ GLOO_GATES = {
     "test_batch_isend_irecv_gloo_tags": ("GLOO Batch Send Recv CPU", "batch_isend_irecv with tags"),
     "test_scatter_object_list": (GLOO_ONLY, "scatter_object_list of CPU objects"),
     "test_get_future": ("get_future is only supported on mpi, nccl and gloo", "Work.get_future"),
+    **{name: (GPU_SET, "object collectives of CPU tensors") for name in (
+        "test_all_gather_object_default_pg", "test_all_gather_object_subgroup", "test_gather_object",
+        "test_gather_object_subgroup", "test_broadcast_object_list")},
+    **{f"test_accumulate_gradients_no_sync{variant}": (
+        "get_future is only supported on mpi, nccl and gloo", "DDP's no_sync on CPU (see CPU_BRANCH_BY_NAME)")
+       for variant in ("", "_grad_is_view", "_allreduce_hook", "_allreduce_with_then_hook")},
 }
-# Left shut, each for its reason:
-# - test_accumulate_gradients_no_sync*: the body builds its CPU model only `if BACKEND == "mpi" or
-#   BACKEND == "gloo"`; under any other name it reads a model it never made.
-# - test_monitored_barrier_*: torch 1.13's monitored_barrier() raises for every backend but gloo before it
-#   reaches the backend.
+# Tests whose body builds its CPU model only `if BACKEND == "mpi" or BACKEND == "gloo"` (and otherwise reads
+# a model it never made): their body runs reading the name "gloo", which picks that CPU branch and nothing
+# else; every call still goes to the default group, canopy's, which run_test checks before the body runs.
+CPU_BRANCH_BY_NAME = {f"test_accumulate_gradients_no_sync{variant}"
+                      for variant in ("", "_grad_is_view", "_allreduce_hook", "_allreduce_with_then_hook")}
+# Left shut: test_monitored_barrier_* (torch 1.13's dist.monitored_barrier() raises for every backend but
+# gloo before it reaches the backend; canopy serves group.monitored_barrier(), which reaches it).
 
 
 def open_gloo_gates(test_class):
@@ -150,6 +163,16 @@ if START_METHOD not in ("spawn", "fork"):
 if BACKEND in ("gloo", "canopy"):
 
     class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):
+        def run_test(self, test_name, parent_pipe):
+            if BACKEND != "canopy" or test_name not in CPU_BRANCH_BY_NAME:
+                return super().run_test(test_name, parent_pipe)
+            assert dist.get_backend() == "canopy", dist.get_backend()
+            distributed_test.BACKEND = "gloo"
+            try:
+                return super().run_test(test_name, parent_pipe)
+            finally:
+                distributed_test.BACKEND = BACKEND
+
         def setUp(self):
             super().setUp()
             if START_METHOD == "fork":
