@@ -17,6 +17,13 @@ from pathlib import Path
 
 DRIVER = Path(__file__).resolve().with_name("test_distributed_spawn.py")
 
+# Tests gloo passes that canopy cannot run, each with its reason; a comparison leaves them out (canopy must
+# skip them, not fail them). torch 1.13's dist.monitored_barrier() raises for every backend but gloo before
+# it reaches one (canopy serves the process group's own monitored_barrier: tests/python/check_failures.py).
+LEFT_OUT = {name: "dist.monitored_barrier() is gloo's alone in torch 1.13" for name in (
+    "test_monitored_barrier_gloo", "test_monitored_barrier_gloo_subgroup", "test_monitored_barrier_gloo_rank_0_timeout",
+    "test_monitored_barrier_failure_order", "test_monitored_barrier_wait_all_ranks")}
+
 
 def run_backend(args, backend, world_size, scratch):
     """Runs the driver once; returns ({test: outcome}, {test: detail}, seconds, note)."""
@@ -71,9 +78,11 @@ def main():
                         help="how each test starts its ranks (test_distributed_spawn.py, START_METHOD)")
     parser.add_argument("--backends", nargs="+", default=["gloo", "canopy"], choices=("gloo", "canopy"))
     parser.add_argument("--parallel", action="store_true",
-                        help="run the backends of a world size at once (most of a test's time is waiting)")
+                        help="run every backend and world size at once (most of a test's time is waiting)")
     parser.add_argument("--test-timeout", type=int, default=120, help="seconds, per test")
     parser.add_argument("--run-timeout", type=int, default=1800, help="seconds, per backend and size")
+    parser.add_argument("--min-passed", type=int, default=0,
+                        help="a problem when fewer tests pass on canopy at a world size (a subset that ran)")
     parser.add_argument("--scratch", default=None, help="where the runs' folders and logs go")
     parser.add_argument("--list", default=None, help="write every test's outcomes here as JSON")
     args = parser.parse_args()
@@ -82,11 +91,12 @@ def main():
     Path(scratch).mkdir(parents=True, exist_ok=True)
     problems, table, listing = [], [], {}
     total_started = time.monotonic()
+    pairs = [(world_size, backend) for world_size in args.world_sizes for backend in args.backends]
+    with concurrent.futures.ThreadPoolExecutor(len(pairs) if args.parallel else 1) as pool:
+        started = {pair: pool.submit(run_backend, args, pair[1], pair[0], scratch) for pair in pairs}
+        all_runs = {pair: future.result() for pair, future in started.items()}
     for world_size in args.world_sizes:
-        with concurrent.futures.ThreadPoolExecutor(len(args.backends) if args.parallel else 1) as pool:
-            started = {backend: pool.submit(run_backend, args, backend, world_size, scratch)
-                       for backend in args.backends}
-            runs = {backend: future.result() for backend, future in started.items()}
+        runs = {backend: all_runs[(world_size, backend)] for backend in args.backends}
         for backend in args.backends:
             outcomes, _, seconds, note = runs[backend]
             table.append(f"| {world_size} | {backend} | {len(outcomes)} | {count(outcomes, 'pass')} | "
@@ -96,6 +106,9 @@ def main():
                   f"{len(outcomes)} in {seconds:.0f} s {note}", flush=True)
             if note:
                 problems.append(f"world size {world_size}, {backend}: {note}")
+        passed = sum(1 for outcome in runs.get("canopy", ({},))[0].values() if outcome == "pass")
+        if "canopy" in runs and passed < args.min_passed:
+            problems.append(f"world size {world_size}: {passed} tests passed on canopy, {args.min_passed} expected")
         if len(runs) < 2:  # one backend alone: each of its failures is a problem
             for backend, (outcomes, details, _, _) in runs.items():
                 problems += [f"world size {world_size}, {backend}: {test} failed\n{details[test]}"
@@ -105,7 +118,9 @@ def main():
         listing[world_size] = {test: {"gloo": gloo.get(test), "canopy": canopy.get(test)}
                                for test in sorted(set(gloo) | set(canopy))}
         for test in sorted(test for test, outcome in gloo.items() if outcome == "pass"):
-            if canopy.get(test) != "pass":
+            if test in LEFT_OUT and canopy.get(test) == "skip":
+                print(f"world size {world_size}: {test} left out: {LEFT_OUT[test]}")
+            elif canopy.get(test) != "pass":
                 detail = runs["canopy"][1].get(test, "")
                 problems.append(f"world size {world_size}: {test} passes on gloo, "
                                 f"{canopy.get(test) or 'did not run'} on canopy\n{detail}")

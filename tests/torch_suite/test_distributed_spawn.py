@@ -88,8 +88,7 @@ GLOO_GATES = {
 # else; every call still goes to the default group, canopy's, which run_test checks before the body runs.
 CPU_BRANCH_BY_NAME = {f"test_accumulate_gradients_no_sync{variant}"
                       for variant in ("", "_grad_is_view", "_allreduce_hook", "_allreduce_with_then_hook")}
-# Left shut: test_monitored_barrier_* (torch 1.13's dist.monitored_barrier() raises for every backend but
-# gloo before it reaches the backend; canopy serves group.monitored_barrier(), which reaches it).
+# Left shut: test_monitored_barrier_* (run_suite.py's LEFT_OUT says why).
 
 
 def open_gloo_gates(test_class):
