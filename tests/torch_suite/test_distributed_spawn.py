@@ -1,7 +1,8 @@
 # PyTorch 1.13's backend conformance tests (torch/testing/_internal/distributed/distributed_test.py,
 # DistributedTest._DistTestBase), driven as upstream's test/distributed/test_distributed_spawn.py drives
 # them, which Debian does not ship: BACKEND, WORLD_SIZE, TEMP_DIR (with barrier/ and test_dir/ in it) and
-# INIT_METHOD set by the caller (run_suite.py sets them all), one process per rank spawned per test.
+# INIT_METHOD set by the caller (run_suite.py sets them all), one process per rank per test (spawned, or
+# forked: START_METHOD).
 #
 # Besides upstream's driver, this one
 # - imports canopy_torch when BACKEND is canopy, which registers the backend;
