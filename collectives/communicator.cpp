@@ -101,6 +101,14 @@ Work Communicator::send_async(std::span<const std::byte> data, int peer, std::ui
 Work Communicator::recv_async(std::span<std::byte> data, int peer, std::uint32_t tag) {
   return impl().recv(data, peer, tag);
 }
+int Communicator::recv_any(std::span<std::byte> data, std::uint32_t tag) {
+  int source = -1;
+  impl().recv_any(data, source, tag).wait();
+  return source;
+}
+Work Communicator::recv_any_async(std::span<std::byte> data, int& source, std::uint32_t tag) {
+  return impl().recv_any(data, source, tag);
+}
 
 // Every rank tells the others what it asks for through the group itself (an all-gather, ordered and
 // checked like any collective); each group then connects among its own members. The all-gather's

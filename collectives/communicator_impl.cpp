@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <numeric>
@@ -175,9 +176,13 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
 
   const bool calibrate = !plan && options.calibrate && settings_.flag("CANOPY_CALIBRATE");
   collectives::LinkModel link = plan ? plan->link : collectives::LinkModel();
+  // The probe runs once every rank is connected, so only load can slow it: a group given a short timeout
+  // for its calls (torch's tests give 1 s) must not fail to form because the machine is busy.
+  constexpr Duration kShortestProbeDeadline = std::chrono::seconds(30);
   if (calibrate)
     link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, *hosts_,
-                                             settings_.text("CANOPY_COST_MODEL"), Deadline::after(timeout_));
+                                             settings_.text("CANOPY_COST_MODEL"),
+                                             Deadline::after(std::max(timeout_, kShortestProbeDeadline)));
   cost_model_ = collectives::CostModel(std::move(link), collectives::ChoiceMemo::for_group(size, local_size));
   log::info("communicator {} ready: rank {} of {} (local {} of {}, generation {}), {}", comm_id_, rank, size,
             local_rank, local_size, generation_, collectives::describe(cost_model_.link(), *hosts_));
@@ -613,6 +618,11 @@ Work Communicator::Impl::send(std::span<const std::byte> data, int peer, std::ui
 Work Communicator::Impl::recv(std::span<std::byte> data, int peer, std::uint32_t tag) {
   ensure_usable();
   return p2p_->recv(data, peer, tag);
+}
+
+Work Communicator::Impl::recv_any(std::span<std::byte> data, int& source, std::uint32_t tag) {
+  ensure_usable();
+  return p2p_->recv_any(data, source, tag);
 }
 
 }  // namespace canopy

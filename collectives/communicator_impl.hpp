@@ -74,6 +74,7 @@ class Communicator::Impl {
   void run(const CollectiveArgs& args, const CollectiveOptions& options, std::uint64_t seq);
   Work send(std::span<const std::byte> data, int peer, std::uint32_t tag);
   Work recv(std::span<std::byte> data, int peer, std::uint32_t tag);
+  Work recv_any(std::span<std::byte> data, int& source, std::uint32_t tag);
   // `requested`: requested_algorithm(), looked up once per call. `remember`: whether the cost model may
   // keep the choice (only on the calls' own turn: choose_algorithm() may run beside a call on another
   // thread).

@@ -71,9 +71,23 @@ Work PointToPoint::recv(std::span<std::byte> data, int peer, std::uint32_t tag) 
   return submit(std::move(op));
 }
 
+Work PointToPoint::recv_any(std::span<std::byte> data, int& source, std::uint32_t tag) {
+  if (peers_.size() < 2)
+    fail(ErrorCode::InvalidArgument, "rank {}: cannot receive from any rank in a group of 1: no rank can send",
+         rank_);
+  Operation op;
+  op.direction = Direction::Recv;
+  op.peer = kAnySource;
+  op.tag = tag;
+  op.buffer = data;
+  op.source = &source;
+  return submit(std::move(op));
+}
+
 Work PointToPoint::submit(Operation op) {
   const int size = static_cast<int>(peers_.size());
-  if (op.peer < 0 || op.peer >= size || op.peer == rank_)
+  const bool any_source = op.direction == Direction::Recv && op.peer == kAnySource && op.source != nullptr;
+  if (!any_source && (op.peer < 0 || op.peer >= size || op.peer == rank_))
     fail(ErrorCode::InvalidArgument, "rank {}: cannot {} rank {} in a group of {}", rank_,
          op.direction == Direction::Send ? "send to" : "receive from", op.peer, size);
   auto state = std::make_shared<Work::State>();
@@ -188,6 +202,10 @@ void PointToPoint::start_send(OpIndex index) {
 
 void PointToPoint::start_recv(OpIndex index) {
   const Operation& op = operations_.at(index);
+  if (op.peer == kAnySource) {
+    start_recv_any(index);
+    return;
+  }
   listen_to(op.peer);
   Peer& peer = peers_[static_cast<std::size_t>(op.peer)];
   if (auto it = peer.unmatched.find(op.tag); it != peer.unmatched.end() && !it->second.empty()) {
@@ -200,6 +218,58 @@ void PointToPoint::start_recv(OpIndex index) {
     throw Error(ErrorCode::PeerFailed,
                 fmt::format("rank {}: {}: rank {} closed its connection", rank_, describe(op), op.peer));
   peer.receives[op.tag].push_back(index);
+}
+
+void PointToPoint::start_recv_any(OpIndex index) {
+  const std::uint32_t tag = operations_.at(index).tag;
+  // The message that arrived first among those kept: arrival numbers grow in the order they came.
+  std::optional<std::pair<int, std::uint64_t>> first;  // (peer, arrival)
+  bool anyone_left = false;
+  for (int from = 0; from < static_cast<int>(peers_.size()); ++from) {
+    if (from == rank_) continue;
+    listen_to(from);
+    Peer& peer = peers_[static_cast<std::size_t>(from)];
+    anyone_left = anyone_left || !peer.gone;
+    const auto it = peer.unmatched.find(tag);
+    if (it == peer.unmatched.end() || it->second.empty()) continue;
+    if (!first || it->second.front() < first->second) first = {{from, it->second.front()}};
+  }
+  if (first) {
+    peers_[static_cast<std::size_t>(first->first)].unmatched[tag].pop_front();
+    bind_source(index, first->first);
+    claim(index, first->second);
+    return;
+  }
+  if (!anyone_left)
+    throw Error(ErrorCode::PeerFailed,
+                fmt::format("rank {}: {}: every other rank closed its connection", rank_,
+                            describe(operations_.at(index))));
+  any_source_receives_[tag].push_back(index);
+}
+
+std::optional<PointToPoint::OpIndex> PointToPoint::take_receive(int from, std::uint32_t tag) {
+  Peer& peer = peers_[static_cast<std::size_t>(from)];
+  const auto named = peer.receives.find(tag);
+  const auto any = any_source_receives_.find(tag);
+  const bool has_named = named != peer.receives.end() && !named->second.empty();
+  const bool has_any = any != any_source_receives_.end() && !any->second.empty();
+  // Operation numbers grow in posting order: the receive posted first takes the message, as in MPI.
+  if (has_named && (!has_any || named->second.front() < any->second.front())) {
+    const OpIndex receive = named->second.front();
+    named->second.pop_front();
+    return receive;
+  }
+  if (!has_any) return std::nullopt;
+  const OpIndex receive = any->second.front();
+  any->second.pop_front();
+  bind_source(receive, from);
+  return receive;
+}
+
+void PointToPoint::bind_source(OpIndex receive, int peer) {
+  Operation& op = operations_.at(receive);
+  op.peer = peer;
+  *op.source = peer;
 }
 
 void PointToPoint::check_sizes(OpIndex receive, const P2PDescriptor& message) const {
@@ -264,11 +334,8 @@ void PointToPoint::on_descriptor(int from) {
   Peer& peer = peers_[static_cast<std::size_t>(from)];
   const P2PDescriptor message = decode_descriptor(peer.descriptor_in, from);
   auto take_receive = [&]() -> std::optional<OpIndex> {
-    auto it = peer.receives.find(message.tag);
-    if (it == peer.receives.end() || it->second.empty()) return std::nullopt;
-    const OpIndex receive = it->second.front();
-    it->second.pop_front();
-    check_sizes(receive, message);
+    const auto receive = this->take_receive(from, message.tag);
+    if (receive) check_sizes(*receive, message);
     return receive;
   };
   // A message no receive was posted for yet: kept, in order, for the receive that will come.
@@ -404,6 +471,13 @@ void PointToPoint::peer_left(const transport::PeerFailedError& error) {
   }
   log::debug("{} (no point-to-point operation was pending toward it)", error.what());
   peers_[static_cast<std::size_t>(peer)].gone = true;
+  // A receive from any source waits on while some peer may still send.
+  const bool anyone_left = std::any_of(peers_.begin(), peers_.end(), [&](const Peer& other) {
+    return &other != &peers_[static_cast<std::size_t>(rank_)] && !other.gone;
+  });
+  const bool any_source_pending = std::any_of(any_source_receives_.begin(), any_source_receives_.end(),
+                                              [](const auto& entry) { return !entry.second.empty(); });
+  if (any_source_pending && !anyone_left) fail_all(error);
 }
 
 void PointToPoint::fail_all(const Error& error) {
@@ -423,6 +497,7 @@ void PointToPoint::fail_all(const Error& error) {
   for (auto& [index, op] : operations_) op.work->finish(std::make_exception_ptr(*failure_));
   operations_.clear();
   arrivals_.clear();
+  any_source_receives_.clear();
   in_transport_.clear();
   for (Peer& peer : peers_) peer = Peer{};
 }
@@ -440,6 +515,8 @@ void PointToPoint::expire_overdue() {
                                                    describe(op), seconds_since(op.posted),
                                                    op.direction == Direction::Send
                                                        ? fmt::format("rank {} did not receive it", op.peer)
+                                                   : op.peer == kAnySource
+                                                       ? std::string("no rank sent such a message")
                                                        : fmt::format("rank {} sent no such message", op.peer),
                                                    pending_list())));
     return;
@@ -447,6 +524,8 @@ void PointToPoint::expire_overdue() {
 }
 
 std::string PointToPoint::describe(const Operation& op) const {
+  if (op.peer == kAnySource)
+    return fmt::format("recv of {} bytes from any rank with tag {}", op.buffer.size(), op.tag);
   return op.direction == Direction::Send
              ? fmt::format("send of {} bytes to rank {} with tag {}", op.buffer.size(), op.peer, op.tag)
              : fmt::format("recv of {} bytes from rank {} with tag {}", op.buffer.size(), op.peer, op.tag);

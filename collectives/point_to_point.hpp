@@ -1,6 +1,7 @@
 // A communicator's point-to-point messages, matched as MPI matches (source, tag): the messages from one
 // peer with one tag meet the receives from that peer with that tag in order, whatever other tags and the
-// collectives do. They travel on a transport of their own, driven by a progress thread of their own, so
+// collectives do. A receive from any source meets the first message with its tag to arrive from any
+// peer, in posting order with the receives that name that peer. They travel on a transport of their own, driven by a progress thread of their own, so
 // they never take part in the collectives' order and move while a collective runs (a pipeline stage's
 // activations beside a gradient all-reduce).
 //
@@ -59,6 +60,8 @@ class PointToPoint {
   // Thread-safe; the buffer belongs to the operation until its Work completes.
   Work send(std::span<const std::byte> data, int peer, std::uint32_t tag);
   Work recv(std::span<std::byte> data, int peer, std::uint32_t tag);
+  // From any peer (MPI_ANY_SOURCE); `source` is written, on the progress thread, before the Work completes.
+  Work recv_any(std::span<std::byte> data, int& source, std::uint32_t tag);
 
   // Fails every pending and later operation with Error(Aborted, reason). Thread-safe.
   void abort(const std::string& reason);
@@ -66,13 +69,15 @@ class PointToPoint {
  private:
   enum class Direction { Send, Recv };
   using OpIndex = std::uint64_t;
+  static constexpr int kAnySource = -1;  // Operation::peer of a receive from any source, until matched
 
   // One send or receive the caller posted.
   struct Operation {
     Direction direction = Direction::Send;
-    int peer = 0;
+    int peer = 0;                 // kAnySource: a receive from any source not matched yet
     std::uint32_t tag = 0;
     std::span<std::byte> buffer;  // a send's is read only
+    int* source = nullptr;        // a receive from any source: where the sender's rank goes
     std::shared_ptr<Work::State> work;
     Deadline deadline = Deadline::never();
     Clock::time_point posted{};
@@ -112,6 +117,12 @@ class PointToPoint {
   void progress_once();
   void start_send(OpIndex index);
   void start_recv(OpIndex index);
+  void start_recv_any(OpIndex index);
+  // The receive for a message with `tag` from `from`, posted first among those naming it and those from
+  // any source; taken off its queue, and bound to `from`.
+  std::optional<OpIndex> take_receive(int from, std::uint32_t tag);
+  // A receive from any source is matched to `peer`'s message: from now on it is a receive from `peer`.
+  void bind_source(OpIndex receive, int peer);
   void on_completed(transport::OpId id);
   void on_descriptor(int peer);
   // Throws Error(Mismatch) naming both sides when a receive and its message differ in size.
@@ -143,6 +154,7 @@ class PointToPoint {
   std::vector<Peer> peers_;
   std::map<OpIndex, Operation> operations_;
   std::map<std::uint64_t, Arrival> arrivals_;
+  std::map<std::uint32_t, std::deque<OpIndex>> any_source_receives_;  // posted, unmatched, by tag
   std::uint64_t next_arrival_ = 0;
   std::unordered_map<transport::OpId, Pending> in_transport_;
   std::vector<transport::OpId> completed_;

@@ -156,6 +156,52 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::_allgather_base(at::Tensor& o
                 opts.timeout);
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  constexpr const char* call = "all_gather_coalesced";
+  if (inputs.empty()) fail(ErrorCode::InvalidArgument, "canopy {}: no input tensors given", call);
+  if (output_lists.size() != static_cast<std::size_t>(size_))
+    fail(ErrorCode::InvalidArgument, "canopy {}: {} output lists given; one per rank ({}) expected", call,
+         output_lists.size(), size_);
+  // Every tensor travels as its bytes, the inputs back to back: one call whatever their dtypes.
+  std::vector<at::Tensor> input_bytes;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    check_host_tensor(inputs[i], call, fmt::format("input {}", i));
+    input_bytes.push_back(inputs[i].view(-1).view(at::kByte));
+  }
+  std::vector<at::Tensor> outputs;  // rank by rank, each rank's in input order: the order of the bytes
+  for (std::size_t r = 0; r < output_lists.size(); ++r) {
+    if (output_lists[r].size() != inputs.size())
+      fail(ErrorCode::InvalidArgument, "canopy {}: output list {} holds {} tensors; {} inputs given", call, r,
+           output_lists[r].size(), inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const at::Tensor& output = output_lists[r][i];
+      check_host_tensor(output, call, fmt::format("output {} of list {}", i, r));
+      if (output.scalar_type() != inputs[i].scalar_type() || output.numel() != inputs[i].numel())
+        fail(ErrorCode::InvalidArgument, "canopy {}: output {} of list {} is a {}, input {} a {}", call, i, r,
+             describe(output), i, describe(inputs[i]));
+      outputs.push_back(output);
+    }
+  }
+  at::Tensor flat_input = at::cat(input_bytes);
+  at::Tensor flat_output = at::empty({flat_input.numel() * size_}, flat_input.options());
+  CallRecord record{c10d::OpType::ALLGATHER_COALESCED, "canopy:all_gather_coalesced", inputs, outputs};
+  record.staging = {flat_input, flat_output};
+  record.copy_out = [flat_output, outputs]() mutable {
+    std::int64_t offset = 0;
+    for (auto& output : outputs) {
+      const std::int64_t bytes = output.numel() * static_cast<std::int64_t>(output.element_size());
+      output.view(-1).view(at::kByte).copy_(flat_output.narrow(0, offset, bytes));
+      offset += bytes;
+    }
+  };
+  return launch(std::move(record),
+                {Collective::AllGather, flat_input.data_ptr(), flat_output.data_ptr(),
+                 static_cast<std::size_t>(flat_input.numel()), DataType::UInt8, ReduceOp::Sum, 0},
+                opts.timeout);
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                           std::vector<at::Tensor>& inputs,
                                                           const c10d::GatherOptions& opts) {

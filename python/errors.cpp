@@ -1,5 +1,7 @@
 #include "python/errors.hpp"
 
+#include <fmt/format.h>
+
 namespace canopy::pytorch {
 
 std::string_view code_name(ErrorCode code) {
@@ -16,6 +18,18 @@ std::string_view code_name(ErrorCode code) {
     case ErrorCode::Revoked: return "Revoked";
   }
   return "Unknown";
+}
+
+std::exception_ptr torch_facing(std::exception_ptr error) {
+  if (!error) return error;
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::Timeout)
+      return std::make_exception_ptr(Error(ErrorCode::Timeout, fmt::format("canopy: Timed out ({})", e.what())));
+  } catch (...) {
+  }
+  return error;
 }
 
 void register_error_translation(pybind11::module_&) {

@@ -5,6 +5,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <exception>
 #include <string_view>
 
 #include "canopy/error.hpp"
@@ -13,6 +14,10 @@ namespace canopy::pytorch {
 
 // "PeerFailed", "Revoked", ...: the enumerator's name, as Python code compares it.
 std::string_view code_name(ErrorCode code);
+
+// The error as torch's users match it: a timeout reads " Timed out " as gloo's do (torch's own tests match
+// " (Timed out|closed|timeout) "), followed by Canopy's message; any other error is returned as it is.
+std::exception_ptr torch_facing(std::exception_ptr error);
 
 // Makes every canopy::Error leaving a function of `module` a canopy_torch.CanopyError (or subclass).
 void register_error_translation(pybind11::module_& module);

@@ -5,14 +5,13 @@
 #include "python/tensor_checks.hpp"
 
 namespace canopy::pytorch {
-namespace {
-
-// A call's deadline: its own timeout option if set (torch's kUnsetTimeout is -1), else the group's.
 CollectiveOptions call_options(std::chrono::milliseconds timeout, Duration group_timeout) {
   CollectiveOptions options;
   options.timeout = timeout.count() > 0 ? timeout : group_timeout;  // 0: the communicator's
   return options;
 }
+
+namespace {
 
 void check_root_tensor(std::int64_t root_tensor, std::string_view call) {
   if (root_tensor != 0)
@@ -112,6 +111,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::broadcast(std::vector<at::Ten
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::allreduce(std::vector<at::Tensor>& tensors,
                                                              const c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].layout() == at::kSparse) return allreduce_sparse(tensors, opts);
   const at::Tensor& tensor = single_tensor(tensors, "all_reduce");
   const DataType dtype = reduction_type(tensor, "all_reduce");
   const ReduceOp op = reduce_op(opts.reduceOp, "all_reduce");
@@ -181,9 +181,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::recv(std::vector<at::Tensor>&
   return launch_p2p({c10d::OpType::RECV, "canopy:recv", tensors, tensors}, src_rank, tag, false);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::recvAnysource(std::vector<at::Tensor>&, int) {
-  fail(ErrorCode::InvalidArgument,
-       "canopy recv: a receive from any source (src=None) is not supported; name the sending rank");
+c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  CallRecord record{c10d::OpType::RECVANYSOURCE, "canopy:recv_any_source", tensors, tensors};
+  const std::span<std::byte> data = bytes_of(single_tensor(record.inputs, "recv"));
+  if (tag < 0) fail(ErrorCode::InvalidArgument, "canopy recv: tag {} is negative", tag);
+  record.source = std::make_shared<int>(-1);  // the Work's sourceRank(), once a message is matched
+  int& source = *record.source;
+  return track(std::move(record),
+               [&] { return comm_->recv_any_async(data, source, static_cast<std::uint32_t>(tag)); });
+}
+
+void ProcessGroupCanopy::monitoredBarrier(const c10d::BarrierOptions& opts, bool) {
+  // Canopy's barrier already names the ranks it waited for when it times out, on every rank (gloo's names
+  // them on rank 0 alone, the first one or, with wait_all_ranks, all of them).
+  auto work = barrier(opts);
+  without_gil([&] { work->wait(); });
 }
 
 }  // namespace canopy::pytorch

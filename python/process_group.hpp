@@ -20,6 +20,9 @@
 
 namespace canopy::pytorch {
 
+// A call's deadline: its own timeout option if set (torch's kUnsetTimeout is -1), else the group's.
+CollectiveOptions call_options(std::chrono::milliseconds timeout, Duration group_timeout);
+
 class ProcessGroupCanopy final : public c10d::ProcessGroup {
  public:
   // `timeout` is every call's deadline (0: CANOPY_TIMEOUT); a call's own timeout option overrides it.
@@ -53,6 +56,9 @@ class ProcessGroupCanopy final : public c10d::ProcessGroup {
                                            const c10d::AllreduceOptions& opts = {}) override;
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
       std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& output_lists,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts = {}) override;
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
                                         const c10d::ReduceOptions& opts = {}) override;
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -78,6 +84,9 @@ class ProcessGroupCanopy final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                                           const c10d::AllToAllOptions& opts = {}) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = {}) override;
+  // A barrier that raises naming the ranks that did not reach it within opts.timeout (the group's if
+  // unset). torch 1.13's dist.monitored_barrier() serves gloo alone; group.monitored_barrier() reaches this.
+  void monitoredBarrier(const c10d::BarrierOptions& opts = {}, bool wait_all_ranks = false) override;
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
@@ -90,6 +99,9 @@ class ProcessGroupCanopy final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> launch_all_to_all_v(CallRecord record, const void* input, void* output,
                                                      DataType dtype, std::chrono::milliseconds timeout);
   c10::intrusive_ptr<c10d::Work> launch_p2p(CallRecord record, int peer, int tag, bool is_send);
+  // all_reduce of a sparse COO tensor, as gloo does it (sparse_all_reduce.cpp).
+  c10::intrusive_ptr<c10d::Work> allreduce_sparse(std::vector<at::Tensor>& tensors,
+                                                  const c10d::AllreduceOptions& opts);
   // The Work of a call just started (or the error that kept it from starting).
   template <typename Start>
   c10::intrusive_ptr<c10d::Work> track(CallRecord record, Start&& start);

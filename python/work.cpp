@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "python/errors.hpp"
 
 namespace canopy::pytorch {
 
@@ -11,6 +12,11 @@ CanopyWork::CanopyWork(int rank, CallRecord record)
     : c10d::Work(rank, record.type, record.title, record.inputs),
       record_(std::move(record)),
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+int CanopyWork::sourceRank() const {
+  if (!record_.source) return c10d::Work::sourceRank();
+  return *record_.source;
+}
 
 bool CanopyWork::isCompleted() {
   if (!call_.completed()) return false;
@@ -58,7 +64,7 @@ void CanopyWork::complete() {
     cv_.wait(lock, [this] { return completed_; });
     return;
   }
-  std::exception_ptr error = call_.error();
+  std::exception_ptr error = torch_facing(call_.error());
   if (!error && record_.copy_out) {
     try {
       record_.copy_out();

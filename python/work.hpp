@@ -33,6 +33,7 @@ struct CallRecord {
   std::vector<at::Tensor> staging;  // flat buffers the call works on, kept until it ends
   std::vector<std::size_t> counts;  // all_to_all_v's send and receive counts, read while the call runs
   std::function<void()> copy_out;   // after success: staged results into the caller's tensors
+  std::shared_ptr<int> source;      // a receive from any source: the sender's rank, written by Canopy
 };
 
 class CanopyWork final : public c10d::Work {
@@ -47,6 +48,8 @@ class CanopyWork final : public c10d::Work {
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   std::vector<at::Tensor> result() override { return record_.results; }
+  // The sender of a receive from any source (torch reads it after wait()); torch's refusal otherwise.
+  int sourceRank() const override;
 
   // Whether a thread is inside wait(): it completes this Work itself once the call ends.
   bool awaited() const { return waiters_.load() > 0; }

@@ -208,6 +208,12 @@ class Communicator {
   // The same, returning at once; the buffer belongs to the call until the Work completes.
   Work send_async(std::span<const std::byte> data, int peer, std::uint32_t tag = 0);
   Work recv_async(std::span<std::byte> data, int peer, std::uint32_t tag = 0);
+  // A receive from any rank (MPI_ANY_SOURCE): the first message with `tag` to arrive from any other rank,
+  // unless a receive posted earlier (named or not) takes it; returns the sender's rank. The async form
+  // writes the sender's rank into `source` before the Work completes; `source`, like the buffer, belongs
+  // to the call until then. A peer that leaves does not end it while another may still send.
+  int recv_any(std::span<std::byte> data, std::uint32_t tag = 0);
+  Work recv_any_async(std::span<std::byte> data, int& source, std::uint32_t tag = 0);
 
   // Sub-communicators; every rank of this communicator calls them, in the same order as its collectives.
   // split: the ranks that pass the same color form one group, ordered by (key, rank); color < 0 joins

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <numeric>
@@ -315,6 +316,94 @@ TEST(PointToPoint, BadPeersAreInvalidArguments) {
       }
     }
   });
+}
+
+// A receive from any source (torch's recv with src=None): each message lands once, with its sender named,
+// whether it came eagerly or after asking (the 400 KB round), and whether the receives came first or not.
+TEST(PointToPoint, AReceiveFromAnySourceTakesEachRanksMessageAndNamesTheSender) {
+  run_group(4, [](Communicator& comm) {
+    for (std::size_t floats : {std::size_t{10}, std::size_t{100000}}) {
+      const auto tag = static_cast<std::uint32_t>(floats);
+      if (comm.rank() != 0) {
+        comm.send(bytes_of(pattern(floats, static_cast<float>(comm.rank()))), 0, tag);
+        continue;
+      }
+      std::vector<std::vector<float>> got(3, std::vector<float>(floats));
+      std::vector<int> sources(3, -1);
+      std::vector<Work> works;
+      for (int i = 0; i < 3; ++i) works.push_back(comm.recv_any_async(bytes_of(got[i]), sources[i], tag));
+      for (Work& work : works) work.wait();
+      std::vector<int> seen;
+      for (int i = 0; i < 3; ++i) {
+        require(got[i] == pattern(floats, static_cast<float>(sources[i])),
+                "{} floats: receive {} holds other data than rank {}'s", floats, i, sources[i]);
+        seen.push_back(sources[i]);
+      }
+      std::sort(seen.begin(), seen.end());
+      require(seen == std::vector<int>{1, 2, 3}, "{} floats: senders {}, {}, {}", floats, seen[0], seen[1],
+              seen[2]);
+    }
+    comm.barrier();
+    // The messages now come before the receive: kept, then taken one each.
+    if (comm.rank() != 0) comm.send(bytes_of(pattern(5, static_cast<float>(comm.rank()))), 0, 9);
+    comm.barrier();
+    if (comm.rank() == 0) {
+      std::vector<int> seen;
+      for (int i = 0; i < 3; ++i) {
+        std::vector<float> got(5);
+        const int source = comm.recv_any(bytes_of(got), 9);
+        require(got == pattern(5, static_cast<float>(source)), "a kept message from rank {} differs", source);
+        seen.push_back(source);
+      }
+      std::sort(seen.begin(), seen.end());
+      require(seen == std::vector<int>{1, 2, 3}, "kept messages came from {}, {}, {}", seen[0], seen[1], seen[2]);
+    }
+  });
+}
+
+// MPI's order: a receive naming rank 1 posted before a receive from any source takes rank 1's message,
+// whichever message comes first.
+TEST(PointToPoint, AReceivePostedEarlierNamingThePeerTakesItsMessageFirst) {
+  run_group(3, [](Communicator& comm) {
+    std::vector<float> named(4), any(4);
+    int source = -1;
+    Work named_work, any_work;
+    if (comm.rank() == 0) {
+      named_work = comm.recv_async(bytes_of(named), 1, 3);
+      any_work = comm.recv_any_async(bytes_of(any), source, 3);
+    }
+    comm.barrier();  // both receives are posted before either message leaves
+    if (comm.rank() != 0) comm.send(bytes_of(pattern(4, static_cast<float>(comm.rank()))), 0, 3);
+    if (comm.rank() == 0) {
+      named_work.wait();
+      any_work.wait();
+      require(named == pattern(4, 1) && any == pattern(4, 2) && source == 2,
+              "named got {}, any got {} from rank {}", named[0], any[0], source);
+    }
+  });
+}
+
+TEST(PointToPoint, AReceiveFromAnySourceThatNothingAnswersTimesOutSayingSo) {
+  run_group(
+      2,
+      [](Communicator& comm) {
+        if (comm.rank() == 0) {
+          std::vector<float> got(2);
+          try {
+            (void)comm.recv_any(bytes_of(got), 4);
+            require(false, "no error");
+          } catch (const Error& e) {
+            const std::string what = e.what();
+            require(e.code() == ErrorCode::Timeout &&
+                        what.find("recv of 8 bytes from any rank with tag 4 timed out") != std::string::npos &&
+                        what.find("no rank sent such a message") != std::string::npos,
+                    "{}", what);
+          }
+        } else {
+          std::this_thread::sleep_for(std::chrono::seconds(3));
+        }
+      },
+      std::chrono::seconds(1));
 }
 
 }  // namespace

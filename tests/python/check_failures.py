@@ -90,6 +90,17 @@ def timeout(args, rank):
                             timeout=datetime.timedelta(seconds=3))
     short = dist.new_group(timeout=datetime.timedelta(seconds=1.5))
     done = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=60))
+    # The process group's own monitored_barrier: returns once all arrive; else raises in torch's words.
+    watched = dist.new_group(timeout=datetime.timedelta(seconds=60))
+    watched.monitored_barrier(datetime.timedelta(seconds=30))
+    dist.barrier(group=done)
+    if rank == 0:
+        elapsed = expect_error("a monitored_barrier rank 1 skips",
+                               lambda: watched.monitored_barrier(datetime.timedelta(seconds=1)),
+                               " Timed out ", "timed out waiting for rank(s) 1", within=5)
+        if elapsed < 0.9:
+            sys.exit(f"monitored_barrier gave up after {elapsed:.2f} s, before its 1 s timeout")
+    dist.barrier(group=done)
     if rank == 0:
         elapsed = expect_error("a new_group call nobody joins", lambda: dist.all_reduce(torch.ones(4), group=short),
                                "timed out waiting for rank(s) 1", within=6)
