@@ -157,9 +157,12 @@ BenchResult Measurement::run(const BenchCase& c) {
   const char* first_or_check = first_call_done_ ? "checks" : "first call";
   first_call_done_ = true;
 
+  double check_seconds = 0;
   if (c.check) {
     fill(c, block);
+    const auto begin = std::chrono::steady_clock::now();
     comm_.run(args, options);
+    check_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     result.wrong = count_wrong(c, block);
   }
   fill(c, block);
@@ -173,8 +176,13 @@ BenchResult Measurement::run(const BenchCase& c) {
     lined_up = true;
     return per_call[0];
   };
-  result.iterations = warm_up(
-      c.warmup, c.iterations, c.min_seconds, [&] { comm_.run(args, options); }, slowest);
+  // With -w 0 the checked call's pace sizes the window: no call more than asked for, which at hundreds of
+  // ranks on a few cores costs seconds each.
+  if (c.warmup == 0 && c.check && c.min_seconds > 0)
+    result.iterations = timed_iterations(c.iterations, c.min_seconds, slowest(check_seconds));
+  else
+    result.iterations = warm_up(
+        c.warmup, c.iterations, c.min_seconds, [&] { comm_.run(args, options); }, slowest);
   phases_.mark("calibration");
   if (!lined_up) {
     slowest(0);

@@ -73,6 +73,14 @@ TEST(CanopyBenchRun, MinTimeGrowsTheIterationsToFillTheWindow) {
   EXPECT_GT(iterations, 3) << sweep.rows.dump(1);
 }
 
+// With -w 0 no warm-up call runs: the checked call's pace sizes the window instead.
+TEST(CanopyBenchRun, MinTimeWithoutWarmUpIsSizedByTheCheckedCall) {
+  const Sweep sweep = sweep_on_two_ranks("allreduce --algo ring -b 8 -e 8 -n 3 -w 0 --min-time 200");
+  ASSERT_EQ(sweep.rows.size(), 1u) << sweep.rows.dump(1);
+  EXPECT_GT(sweep.rows[0].at("iterations").get<int>(), 3) << sweep.rows.dump(1);
+  EXPECT_EQ(sweep.rows[0].at("wrong"), 0) << sweep.rows.dump(1);
+}
+
 // The calls of a size are timed in windows (--windows): the rows say how many, and how far apart they fell.
 TEST(CanopyBenchRun, WindowsAndTheirSpreadReachTheRows) {
   const Sweep sweep = sweep_on_two_ranks("allreduce --algo ring -b 8 -e 64 -f 8 -n 8 -w 1 --min-time 0 --windows 4");
