@@ -172,7 +172,7 @@ RunInfo run_info(const Settings& s, Communicator& comm) {
 
 // Every case of the plan, its rows printed by rank 0 as they come; 2 where a result was wrong (on rank 0:
 // any rank's; elsewhere: its own), else 0.
-int measure_plan(const Settings& s, const Parsed& p, Communicator& comm, Phases& phases) {
+int measure_plan(const Settings& s, const Parsed& p, Communicator& comm, Phases& phases, double formed) {
   const bool leader = comm.rank() == 0;
   const RunInfo info = run_info(s, comm);
   phases.mark("bookkeeping");
@@ -181,7 +181,7 @@ int measure_plan(const Settings& s, const Parsed& p, Communicator& comm, Phases&
     steps += static_cast<int>(names.size() * (collective == Collective::Barrier ? 1 : p.sizes.size()));
   ProgressLine progress(stderr, steps, leader && s.progress);
 
-  Measurement measurement(comm, phases);
+  Measurement measurement(comm, phases, formed);
   TablePrinter table(stdout);
   std::vector<BenchResult> results;
   std::uint64_t total_wrong = 0;
@@ -211,6 +211,9 @@ int measure_plan(const Settings& s, const Parsed& p, Communicator& comm, Phases&
   if (leader && !s.csv.empty()) write_csv(s.csv, info, results);
   if (leader && !s.plot.empty()) draw_plot(results_json(info, results), s.plot);
   phases.mark("report");
+  if (leader && measurement.last_formed_since_launch() >= 0)
+    phases.note(fmt::format("the last rank formed its group {:.2f} s after the launch",
+                            measurement.last_formed_since_launch()));
   if (total_wrong > 0) {
     if (leader) fmt::print(stderr, "canopy-bench: {} wrong elements\n", total_wrong);
     return 2;
@@ -225,7 +228,8 @@ int sweep(const Settings& s) {
   phases.mark("parsing");
   auto comm = std::make_unique<Communicator>(Communicator::from_environment());
   phases.mark("forming");
-  const int status = measure_plan(s, parsed, *comm, phases);
+  const double formed = startup::seconds_since_launch(startup::realtime_ns()).value_or(-1);
+  const int status = measure_plan(s, parsed, *comm, phases, formed);
   const bool leader = comm->rank() == 0;
   comm.reset();
   phases.mark("closing");

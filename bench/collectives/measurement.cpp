@@ -191,7 +191,7 @@ BenchResult Measurement::run(const BenchCase& c) {
   // The windows follow each other in one stream (or one call at a time, with --latency).
   result.windows = windows_for(result.iterations, c.windows);
   std::vector<int> calls;
-  std::vector<double> mine{static_cast<double>(result.wrong)};
+  std::vector<double> mine{static_cast<double>(result.wrong), formed_since_launch_};
   for (int w = 0; w < result.windows; ++w) {
     calls.push_back(calls_in_window(result.iterations, result.windows, w));
     const double timed = time_calls(
@@ -206,8 +206,8 @@ BenchResult Measurement::run(const BenchCase& c) {
   result.algorithm = choice.name;
   result.predicted_time_us = choice.predicted_seconds * 1e6;
 
-  // Every rank's wrong count and window times, to rank 0 in one call: only rank 0 prints. The others know
-  // their own wrong count alone.
+  // Every rank's wrong count, when its group formed and its window times, to rank 0 in one call: only rank 0
+  // prints. The others know their own wrong count alone.
   std::vector<double> all(comm_.rank() == 0 ? mine.size() * ranks : 0);
   comm_.gather(std::span<const double>(mine), std::span<double>(all), 0,
                {.algorithm = std::string(kResultsToRankZero.algorithm)});
@@ -219,7 +219,8 @@ BenchResult Measurement::run(const BenchCase& c) {
   for (std::uint64_t r = 0; r < ranks; ++r) {
     const auto from = all.begin() + static_cast<std::ptrdiff_t>(r * mine.size());
     result.wrong += static_cast<std::uint64_t>(*from);
-    seconds.emplace_back(from + 1, from + static_cast<std::ptrdiff_t>(mine.size()));
+    last_formed_since_launch_ = std::max(last_formed_since_launch_, *(from + 1));
+    seconds.emplace_back(from + 2, from + static_cast<std::ptrdiff_t>(mine.size()));
   }
   const WindowSummary summary = summarize_windows(seconds, calls);
   result.time_us = summary.time * 1e6;

@@ -62,8 +62,13 @@ double bus_factor(Collective collective, int ranks);
 // elements. Its phases (first call, calibration, timed calls, bookkeeping) go to `phases`.
 class Measurement {
  public:
-  Measurement(Communicator& comm, Phases& phases) : comm_(comm), phases_(phases) {}
+  // `formed_since_launch`: seconds from the launch to this rank's group formed (negative: not known).
+  Measurement(Communicator& comm, Phases& phases, double formed_since_launch)
+      : comm_(comm), phases_(phases), formed_since_launch_(formed_since_launch) {}
   BenchResult run(const BenchCase& bench_case);
+  // On rank 0, after a run: the latest any rank's group formed, in seconds from the launch (negative where
+  // not known), gathered with the results. Rank 0's own phases wait for that rank.
+  double last_formed_since_launch() const { return last_formed_since_launch_; }
 
  private:
   std::pair<std::uint64_t, std::uint64_t> buffer_elements(Collective c, std::uint64_t block) const;
@@ -73,6 +78,8 @@ class Measurement {
 
   Communicator& comm_;
   Phases& phases_;
+  double formed_since_launch_ = -1;
+  double last_formed_since_launch_ = -1;
   bool first_call_done_ = false;
   std::vector<std::byte> input_, output_;  // reused across cases: no fresh pages while timing
 };

@@ -28,8 +28,11 @@ std::string Phases::line(double since_launch_at_start) const {
   if (since_launch_at_start >= 0) text = fmt::format("launch {:.2f} s", since_launch_at_start);
   for (const auto& [name, s] : seconds_) text += fmt::format("{}{} {:.2f} s", text.empty() ? "" : ", ", name, s);
   const double total = std::chrono::duration<double>(last_ - start_).count();
-  if (since_launch_at_start >= 0) return text + fmt::format("; ended {:.2f} s after the launch", since_launch_at_start + total);
-  return text + fmt::format("; {:.2f} s in all (no CANOPY_PROBE_LAUNCH_NS: the launch not known)", total);
+  if (since_launch_at_start >= 0)
+    text += fmt::format("; ended {:.2f} s after the launch", since_launch_at_start + total);
+  else
+    text += fmt::format("; {:.2f} s in all (no CANOPY_PROBE_LAUNCH_NS: the launch not known)", total);
+  return note_.empty() ? text : text + "; " + note_;
 }
 
 }  // namespace canopy::bench

@@ -18,6 +18,8 @@ class Phases {
   // Adds the seconds since the last mark (or since construction) to `phase`; phases keep their first order.
   void mark(const std::string& phase);
   double seconds(const std::string& phase) const;
+  // A remark the line ends with.
+  void note(std::string text) { note_ = std::move(text); }
   // "launch 0.41 s, forming 1.20 s, ..., ended 3.10 s after the launch" (or "... in all" without a launch).
   // `since_launch_at_start`: seconds from the launch to this object's construction, if known.
   std::string line(double since_launch_at_start) const;
@@ -26,6 +28,7 @@ class Phases {
   Clock::time_point last_ = Clock::now();
   const Clock::time_point start_ = last_;
   std::vector<std::pair<std::string, double>> seconds_;
+  std::string note_;
 };
 
 }  // namespace canopy::bench

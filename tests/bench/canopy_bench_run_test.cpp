@@ -105,7 +105,8 @@ TEST(CanopyBenchRun, InfoPrintsWhereTheTimeWentFromTheLaunch) {
   auto result = testing::run_shell(command, std::chrono::seconds(90));
   ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.out;
   for (const char* phase : {"canopy-bench: launch ", ", forming ", ", bookkeeping ", ", first call ", ", calibration ",
-                            ", timed calls ", ", closing ", "s after the launch"})
+                            ", timed calls ", ", closing ", "s after the launch",
+                            "; the last rank formed its group "})
     EXPECT_TRUE(contains(result.out, phase)) << phase << " in\n" << result.out;
 }
 
