@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "collectives/communicator_impl.hpp"
@@ -65,6 +66,13 @@ int Communicator::local_rank() const {
 }
 int Communicator::local_size() const {
   return impl().local_size;
+}
+int Communicator::host_count() const {
+  const collectives::HostLayout& layout = impl().hosts();
+  if (layout.host_of_rank.empty()) return impl().size;  // every rank on a host of its own
+  std::vector<int> hosts = layout.host_of_rank;
+  std::sort(hosts.begin(), hosts.end());
+  return static_cast<int>(std::unique(hosts.begin(), hosts.end()) - hosts.begin());
 }
 std::string_view Communicator::transport_name() const {
   return impl().transport_name();

@@ -11,27 +11,38 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <vector>
 
 #include "bench/collectives/ceiling.hpp"
 #include "bench/collectives/commands.hpp"
 #include "bench/collectives/measurement.hpp"
 #include "bench/collectives/memory_ceiling.hpp"
+#include "bench/collectives/phases.hpp"
 #include "bench/collectives/plot.hpp"
 #include "bench/collectives/progress.hpp"
 #include "bench/collectives/report.hpp"
 #include "bench/collectives/selection.hpp"
 #include "bench/collectives/sweep_flags.hpp"
 #include "bench/collectives/transport_in_use.hpp"
+#include "bench/collectives/windows.hpp"
+#include "bench/startup/process_facts.hpp"
 #include "canopy/canopy.hpp"
 #include "common/cpu_list.hpp"
+#include "common/log.hpp"
 #include "common/settings.hpp"
 
 namespace canopy::bench {
 namespace {
 
+// Timed for at least this long a size, in kDefaultWindows windows: windows of a few milliseconds measure
+// the scheduler's luck where ranks outnumber cores (windows.hpp).
+constexpr auto kDefaultMinTime = "200";
+
 struct Settings {
+  Settings() { sweep.min_time = kDefaultMinTime; }
   SweepFlags sweep;  // what canopy-mpi-bench takes too
+  int windows = kDefaultWindows;
   std::string algorithms = "auto";
   std::string check = "1";
   std::string dtype = "float32", op = "sum";
@@ -110,27 +121,44 @@ void measure_ceilings(Communicator& comm, RunInfo& info) {
   }
 }
 
-int sweep(const Settings& s) {
+// The sweep's settings, parsed and checked before any group forms.
+struct Parsed {
+  std::vector<std::pair<Collective, std::vector<std::string>>> plan;
+  std::vector<std::uint64_t> sizes;
+  BenchCase each;  // every case's settings but the collective, the algorithm and the size
+};
+
+Parsed parse(const Settings& s) {
   auto dtype = parse_data_type(s.dtype);
   auto op = parse_reduce_op(s.op);
   if (!dtype) throw CLI::ValidationError("--dtype", fmt::format("unknown type '{}'", s.dtype));
   if (!op) throw CLI::ValidationError("--op", fmt::format("unknown op '{}'", s.op));
-  const auto sizes = s.sweep.sizes();
-  const double min_time_seconds = s.sweep.min_time_seconds();
-  const bool check = settings::parse_flag("--check", s.check);
-  auto plan = plan_of(s);
-  const std::size_t chunk_bytes = settings::parse_size("--chunk-bytes", s.chunk_bytes);
+  if (s.windows < 1) throw CLI::ValidationError("--windows", "must be 1 or more");
+  Parsed p;
+  p.sizes = s.sweep.sizes();
+  p.plan = plan_of(s);
+  p.each.dtype = *dtype;
+  p.each.op = *op;
+  p.each.root = s.sweep.root;
+  p.each.in_place = s.in_place;
+  p.each.iterations = s.sweep.iterations;
+  p.each.warmup = s.sweep.warmup;
+  p.each.min_seconds = s.sweep.min_time_seconds();
+  p.each.windows = s.windows;
+  p.each.latency = s.sweep.latency;
+  p.each.check = settings::parse_flag("--check", s.check);
+  p.each.chunk_bytes = settings::parse_size("--chunk-bytes", s.chunk_bytes);
   if (!s.plot.empty()) require_plot_tools(s.plot);  // before the sweep, not after it
+  return p;
+}
 
-  Communicator comm = Communicator::from_environment();
-  bool leader = comm.rank() == 0;
+// What describes the whole run, from the communicator itself: no collective (the host count is its layout's).
+RunInfo run_info(const Settings& s, Communicator& comm) {
   RunInfo info;
   info.ranks = comm.size();
+  info.hosts = comm.host_count();
   info.link = comm.link_estimate();
   info.latency = s.sweep.latency;
-  std::vector<std::int64_t> hosts{comm.local_rank() == 0 ? 1 : 0};
-  comm.all_reduce(std::span(hosts), ReduceOp::Sum, {.algorithm = "ring"});
-  info.hosts = static_cast<int>(hosts[0]);
   info.transport = transport_in_use(comm);
   const auto settings = canopy::Settings::from_environment();
   info.chunk_bytes = settings.size("CANOPY_CHUNK_BYTES");
@@ -139,37 +167,36 @@ int sweep(const Settings& s) {
   if (info.transport.name == "shm+tcp")
     info.single_copy_bytes = settings.size("CANOPY_SHM_SINGLE_COPY_BYTES");
   if (s.ceiling) measure_ceilings(comm, info);
+  return info;
+}
 
+// Every case of the plan, its rows printed by rank 0 as they come; 2 where a result was wrong (on rank 0:
+// any rank's; elsewhere: its own), else 0.
+int measure_plan(const Settings& s, const Parsed& p, Communicator& comm, Phases& phases, double formed) {
+  const bool leader = comm.rank() == 0;
+  const RunInfo info = run_info(s, comm);
+  phases.mark("bookkeeping");
   int steps = 0;
-  for (const auto& [collective, names] : plan)
-    steps += static_cast<int>(names.size() * (collective == Collective::Barrier ? 1 : sizes.size()));
+  for (const auto& [collective, names] : p.plan)
+    steps += static_cast<int>(names.size() * (collective == Collective::Barrier ? 1 : p.sizes.size()));
   ProgressLine progress(stderr, steps, leader && s.progress);
 
-  Measurement measurement(comm);
+  Measurement measurement(comm, phases, formed);
   TablePrinter table(stdout);
   std::vector<BenchResult> results;
   std::uint64_t total_wrong = 0;
   int done = 0;
-  for (const auto& [collective, names] : plan) {
+  for (const auto& [collective, names] : p.plan) {
     if (leader) table.header(collective, info);
-    auto collective_sizes = collective == Collective::Barrier ? std::vector<std::uint64_t>{0} : sizes;
+    auto collective_sizes = collective == Collective::Barrier ? std::vector<std::uint64_t>{0} : p.sizes;
     for (std::uint64_t bytes : collective_sizes) {
       for (const std::string& name : names) {
         progress.starting(
             done++, fmt::format("{} {} {}", command_name(collective), name, settings::format_size(bytes)));
-        BenchCase c{collective,
-                    name,
-                    bytes,
-                    *dtype,
-                    *op,
-                    s.sweep.root,
-                    s.in_place,
-                    s.sweep.iterations,
-                    s.sweep.warmup,
-                    min_time_seconds,
-                    s.sweep.latency,
-                    check,
-                    chunk_bytes};
+        BenchCase c = p.each;
+        c.collective = collective;
+        c.algorithm = name;
+        c.bytes = bytes;
         BenchResult r = measurement.run(c);
         total_wrong += r.wrong;
         progress.clear();
@@ -183,11 +210,31 @@ int sweep(const Settings& s) {
   if (leader && !s.sweep.json.empty()) write_json(s.sweep.json, info, results);
   if (leader && !s.csv.empty()) write_csv(s.csv, info, results);
   if (leader && !s.plot.empty()) draw_plot(results_json(info, results), s.plot);
+  phases.mark("report");
+  if (leader && measurement.last_formed_since_launch() >= 0)
+    phases.note(fmt::format("the last rank formed its group {:.2f} s after the launch",
+                            measurement.last_formed_since_launch()));
   if (total_wrong > 0) {
     if (leader) fmt::print(stderr, "canopy-bench: {} wrong elements\n", total_wrong);
     return 2;
   }
   return 0;
+}
+
+int sweep(const Settings& s) {
+  const double launch_seconds = startup::seconds_since_launch(startup::realtime_ns()).value_or(-1);
+  Phases phases;
+  const Parsed parsed = parse(s);
+  phases.mark("parsing");
+  auto comm = std::make_unique<Communicator>(Communicator::from_environment());
+  phases.mark("forming");
+  const double formed = startup::seconds_since_launch(startup::realtime_ns()).value_or(-1);
+  const int status = measure_plan(s, parsed, *comm, phases, formed);
+  const bool leader = comm->rank() == 0;
+  comm.reset();
+  phases.mark("closing");
+  if (leader) log::info("canopy-bench: {}", phases.line(launch_seconds));
+  return status;
 }
 
 void add_sweep_options(CLI::App& app, Settings& s) {
@@ -201,6 +248,10 @@ void add_sweep_options(CLI::App& app, Settings& s) {
       ->capture_default_str();
   app.add_option("--op", s.op, "sum prod min max avg")->capture_default_str();
   app.add_flag("--inplace", s.in_place, "run in place");
+  app.add_option("--windows", s.windows,
+                 "time each size's calls in this many windows back to back: the row shows the median window, "
+                 "their spread, and flags (!) a size whose windows differ by more than a quarter")
+      ->capture_default_str();
   app.add_option("--csv", s.csv, "write every row as CSV to this file");
   app.add_option("--chunk-bytes", s.chunk_bytes, "pipelining granularity (0 = CANOPY_CHUNK_BYTES or 1M)")
       ->capture_default_str();

@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cstring>
 
+#include "bench/collectives/bookkeeping.hpp"
 #include "bench/collectives/expected_values.hpp"
 #include "bench/collectives/timing.hpp"
+#include "bench/collectives/windows.hpp"
 
 namespace canopy::bench {
 namespace {
@@ -152,25 +154,51 @@ BenchResult Measurement::run(const BenchCase& c) {
   options.algorithm = c.algorithm;
   options.chunk_bytes = c.chunk_bytes;
   CollectiveArgs args = arguments(c, block);
+  const char* first_or_check = first_call_done_ ? "checks" : "first call";
+  first_call_done_ = true;
 
+  double check_seconds = 0;
   if (c.check) {
     fill(c, block);
+    const auto begin = std::chrono::steady_clock::now();
     comm_.run(args, options);
+    check_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     result.wrong = count_wrong(c, block);
   }
   fill(c, block);
-  // Every rank sizes the window by the slowest rank's warm-up, so all run the same count.
+  phases_.mark(first_or_check);
+  // Every rank sizes the window by the slowest rank's warm-up, so all run the same count; that all-reduce,
+  // or the same of nothing where no window is asked for, lines the ranks up for the timed calls.
+  bool lined_up = false;
   auto slowest = [&](double mine) {
     std::vector<double> per_call{mine};
-    comm_.all_reduce(std::span<double>(per_call), ReduceOp::Max, {.algorithm = "ring"});
+    comm_.all_reduce(std::span<double>(per_call), ReduceOp::Max, {.algorithm = std::string(kLineUp.algorithm)});
+    lined_up = true;
     return per_call[0];
   };
-  result.iterations = warm_up(
-      c.warmup, c.iterations, c.min_seconds, [&] { comm_.run(args, options); }, slowest);
-  comm_.barrier();
-  const double timed = time_calls(
-      result.iterations, c.latency, [&] { comm_.run(args, options); }, [&] { comm_.barrier(); });
-  double seconds = timed / std::max(1, result.iterations);
+  // With -w 0 the checked call's pace sizes the window: no call more than asked for, which at hundreds of
+  // ranks on a few cores costs seconds each.
+  if (c.warmup == 0 && c.check && c.min_seconds > 0)
+    result.iterations = timed_iterations(c.iterations, c.min_seconds, slowest(check_seconds));
+  else
+    result.iterations = warm_up(
+        c.warmup, c.iterations, c.min_seconds, [&] { comm_.run(args, options); }, slowest);
+  phases_.mark("calibration");
+  if (!lined_up) {
+    slowest(0);
+    phases_.mark("bookkeeping");
+  }
+  // The windows follow each other in one stream (or one call at a time, with --latency).
+  result.windows = windows_for(result.iterations, c.windows);
+  std::vector<int> calls;
+  std::vector<double> mine{static_cast<double>(result.wrong), formed_since_launch_};
+  for (int w = 0; w < result.windows; ++w) {
+    calls.push_back(calls_in_window(result.iterations, result.windows, w));
+    const double timed = time_calls(
+        calls.back(), c.latency, [&] { comm_.run(args, options); }, [&] { comm_.barrier(); });
+    mine.push_back(timed / std::max(1, calls.back()));
+  }
+  phases_.mark("timed calls");
   // Auto chooses per call, as in a program: for one call's latency, or for a stream's pace once the
   // broadcasts come back to back (from the third in a row). What the timed calls settled on is what the
   // next would run; asked before the bookkeeping below breaks the stream.
@@ -178,19 +206,30 @@ BenchResult Measurement::run(const BenchCase& c) {
   result.algorithm = choice.name;
   result.predicted_time_us = choice.predicted_seconds * 1e6;
 
-  // Every rank's time and wrong count, gathered with an algorithm fixed here so the bookkeeping
-  // never depends on what is being measured.
-  std::vector<double> mine{seconds}, all(ranks);
-  comm_.all_gather(std::span<const double>(mine), std::span<double>(all), {.algorithm = "ring"});
-  std::vector<std::int64_t> wrong{static_cast<std::int64_t>(result.wrong)};
-  comm_.all_reduce(std::span<std::int64_t>(wrong), ReduceOp::Sum, {.algorithm = "ring"});
-  result.wrong = static_cast<std::uint64_t>(wrong[0]);
+  // Every rank's wrong count, when its group formed and its window times, to rank 0 in one call: only rank 0
+  // prints. The others know their own wrong count alone.
+  std::vector<double> all(comm_.rank() == 0 ? mine.size() * ranks : 0);
+  comm_.gather(std::span<const double>(mine), std::span<double>(all), 0,
+               {.algorithm = std::string(kResultsToRankZero.algorithm)});
+  phases_.mark("bookkeeping");
+  if (comm_.rank() != 0) return result;
 
-  double sum = 0;
-  for (double t : all) sum += t;
-  result.time_us = sum / ranks * 1e6;
-  result.min_time_us = *std::min_element(all.begin(), all.end()) * 1e6;
-  result.max_time_us = *std::max_element(all.begin(), all.end()) * 1e6;
+  std::vector<std::vector<double>> seconds;
+  result.wrong = 0;
+  for (std::uint64_t r = 0; r < ranks; ++r) {
+    const auto from = all.begin() + static_cast<std::ptrdiff_t>(r * mine.size());
+    result.wrong += static_cast<std::uint64_t>(*from);
+    last_formed_since_launch_ = std::max(last_formed_since_launch_, *(from + 1));
+    seconds.emplace_back(from + 2, from + static_cast<std::ptrdiff_t>(mine.size()));
+  }
+  const WindowSummary summary = summarize_windows(seconds, calls);
+  result.time_us = summary.time * 1e6;
+  result.min_time_us = summary.fastest_rank * 1e6;
+  result.max_time_us = summary.slowest_rank * 1e6;
+  result.fastest_window_us = summary.fastest_window * 1e6;
+  result.slowest_window_us = summary.slowest_window * 1e6;
+  result.spread = summary.spread();
+  result.spread_is_large = summary.spread_is_large();
   if (result.time_us > 0) {
     result.algbw_gbps = result.bytes / (result.time_us * 1e-6) / 1e9;
     result.busbw_gbps = result.algbw_gbps * bus_factor(c.collective, comm_.size());

@@ -7,13 +7,19 @@
 #include <stdexcept>
 
 #include "bench/collectives/ceiling.hpp"
+#include "bench/collectives/windows.hpp"
 
 namespace canopy::bench {
 
 namespace {
 
 constexpr auto kColumns =
-    "{:>12} {:>12} {:>8} {:>6} {:>5} {:>18} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>7}";
+    "{:>12} {:>12} {:>8} {:>6} {:>5} {:>18} {:>10} {:>10} {:>10} {:>9} {:>10} {:>8} {:>8} {:>7}";
+
+// The windows' spread as a percentage of the time, '!' after it where it is large (windows.hpp).
+std::string spread_cell(const BenchResult& r) {
+  return fmt::format("{:.0f}{}", 100 * r.spread, r.spread_is_large ? "!" : " ");
+}
 
 double ceiling_of(const RunInfo& info, Collective collective) {
   return ceiling_busbw_gbps(collective, info.ranks, 2 * info.loopback_each_way_gbps);
@@ -60,14 +66,17 @@ void TablePrinter::header(Collective collective, const RunInfo& info) {
              command_name(collective), info.ranks, info.hosts, info.hosts == 1 ? "" : "s",
              info.transport.describe(), info.link.description);
   fmt::print(
-      out_, "# timed: {}\n#\n",
-      info.latency ? "one call at a time, after a barrier (--latency)" : "a stream of back-to-back calls");
+      out_, "# timed: {}, in windows back to back; time: the median window's; spread: the windows' range "
+      "against it, '!' past {:.0f}%: that row's time is not to be trusted\n#\n",
+      info.latency ? "one call at a time, after a barrier (--latency)" : "a stream of back-to-back calls",
+      100 * kLargeSpread);
   fmt::print(out_, kColumns, "size", "count", "type", "redop", "root", "algo", "time(us)", "min(us)",
-             "max(us)", "model(us)", "algbw", "busbw", "#wrong");
+             "max(us)", "spread", "model(us)", "algbw", "busbw", "#wrong");
   const bool bound = info.memory.cores > 0;
   fmt::print(out_, "{}{}\n", ceiling > 0 ? fmt::format(" {:>7}", "ceil") : "",
              bound ? fmt::format(" {:>10} {:>7}", "bound(us)", "of it") : "");
-  fmt::print(out_, kColumns, "(B)", "(elements)", "", "", "", "", "", "", "", "", "(GB/s)", "(GB/s)", "");
+  fmt::print(out_, kColumns, "(B)", "(elements)", "", "", "", "", "", "", "", "(%)", "", "(GB/s)", "(GB/s)",
+             "");
   fmt::print(out_, "{}{}\n", ceiling > 0 ? fmt::format(" {:>7}", "(%)") : "",
              bound ? fmt::format(" {:>10} {:>7}", "", "(%)") : "");
   std::fflush(out_);
@@ -76,11 +85,11 @@ void TablePrinter::header(Collective collective, const RunInfo& info) {
 void TablePrinter::row(const BenchResult& r) {
   const double ceiling = ceiling_of(info_, collective_);
   fmt::print(out_,
-             "{:>12} {:>12} {:>8} {:>6} {:>5} {:>18} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>8.3f} "
+             "{:>12} {:>12} {:>8} {:>6} {:>5} {:>18} {:>10.1f} {:>10.1f} {:>10.1f} {:>9} {:>10.1f} {:>8.3f} "
              "{:>8.3f} {:>7}",
              r.bytes, r.count, to_string(r.with.dtype), to_string(r.with.op), r.with.root, r.algorithm,
-             r.time_us, r.min_time_us, r.max_time_us, r.predicted_time_us, r.algbw_gbps, r.busbw_gbps,
-             r.wrong);
+             r.time_us, r.min_time_us, r.max_time_us, spread_cell(r), r.predicted_time_us, r.algbw_gbps,
+             r.busbw_gbps, r.wrong);
   const double bound = bound_us(info_, r);
   fmt::print(
       out_, "{}{}\n", ceiling > 0 ? fmt::format(" {:>7.1f}", 100 * r.busbw_gbps / ceiling) : "",
@@ -88,12 +97,19 @@ void TablePrinter::row(const BenchResult& r) {
   std::fflush(out_);
   busbw_sum_ += r.busbw_gbps;
   ++rows_;
+  flagged_ += r.spread_is_large ? 1 : 0;
 }
 
 void TablePrinter::footer() {
   if (rows_ > 0) fmt::print(out_, "# Avg bus bandwidth    : {:.3f} GB/s\n", busbw_sum_ / rows_);
+  if (flagged_ > 0)
+    fmt::print(out_,
+               "# {} of {} rows flagged (!): their windows differ by more than {:.0f}%; a longer --min-time "
+               "or a quieter machine gives times to trust\n",
+               flagged_, rows_, 100 * kLargeSpread);
   busbw_sum_ = 0;
   rows_ = 0;
+  flagged_ = 0;
 }
 
 namespace {
@@ -115,10 +131,15 @@ nlohmann::ordered_json to_json(const RunInfo& info, const BenchResult& r) {
       {"transport", info.transport.name},
       {"requested_transport", info.transport.requested},
       {"iterations", r.iterations},
+      {"windows", r.windows},
       {"timing", r.with.latency ? "latency" : "stream"},
       {"time_us", r.time_us},
       {"min_time_us", r.min_time_us},
       {"max_time_us", r.max_time_us},
+      {"fastest_window_us", r.fastest_window_us},
+      {"slowest_window_us", r.slowest_window_us},
+      {"spread", r.spread},
+      {"spread_is_large", r.spread_is_large},
       {"predicted_time_us", r.predicted_time_us},
       {"algbw_gbps", r.algbw_gbps},
       {"busbw_gbps", r.busbw_gbps},

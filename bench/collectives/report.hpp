@@ -43,6 +43,7 @@ class TablePrinter {
   Collective collective_ = Collective::AllReduce;
   double busbw_sum_ = 0;
   int rows_ = 0;
+  int flagged_ = 0;  // rows whose windows' spread is large
 };
 
 // Every row as the JSON object written to --json (and drawn by --plot).

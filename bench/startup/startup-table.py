@@ -5,7 +5,9 @@
 
 Times are seconds, from the launch to the end of the first 4-byte all-reduce ("first AR": the slowest rank
 is when the job has started) and of construction alone; sockets and descriptors are per rank, memory is
-VmRSS / VmHWM in MiB. A run whose ranks did not all report says how many did and why.
+VmRSS / VmHWM in MiB; "wall s" is from the launch to the launcher's exit. The `bench` peer (canopy-bench's
+one 4-byte all-reduce) has rows.json instead of rank lines: its row is its result and wall time. A run whose
+ranks did not all report says how many did and why.
 """
 import glob
 import json
@@ -15,6 +17,11 @@ import sys
 
 
 def rows_of(run_dir):
+    bench_rows = os.path.join(run_dir, "rows.json")
+    if os.path.exists(bench_rows):  # canopy-bench: one row for the whole group, its wrong count summed
+        with open(bench_rows) as f:
+            row = json.load(f)[0]
+        return [{"result_ok": row["wrong"] == 0} for _ in range(row["ranks"])]
     rows = []
     for path in glob.glob(os.path.join(run_dir, "rank-*.json")):
         with open(path) as f:

@@ -2,7 +2,7 @@
 # startup.sh: how long a job of P ranks takes to start and what each rank holds once it has; Canopy beside
 # Open MPI over TCP and torch.distributed's gloo, in the same run, each as its users launch it.
 #
-#   bench/startup/startup.sh [--ranks "64 128 256 512"] [--peers canopy,mpi,gloo] [--timeout 120]
+#   bench/startup/startup.sh [--ranks "64 128 256 512"] [--peers canopy,bench,mpi,gloo] [--timeout 120]
 #                            [--ulimit N] [--out DIR] [--transport tcp|auto] [--sweep] [--bin DIR]
 #   sudo bench/startup/startup.sh --hosts 4x32 [--rate 10gbit] ...   # 4 emulated hosts of 32 ranks each
 #
@@ -12,7 +12,10 @@
 # alone, sockets and descriptors open, VmRSS and VmHWM. Canopy's rank also records its sockets after a ring
 # all-reduce; --sweep adds every all-reduce algorithm at 4 B and 64 KiB (MPI and gloo: their own
 # all-reduce at those sizes) and records them again. Per P it prints a table (bench/startup/startup-table.py)
-# and the Canopy/MPI ratio of the slowest rank's time.
+# and the Canopy/MPI ratio of the slowest rank's time. Every run's "wall s" is from the launch to the
+# launcher's exit. The `bench` peer is canopy-bench itself as a user starts it, one 4-byte all-reduce
+# (`canopy-bench allreduce -b 4 -e 4 -n 1 -w 0`): its row is its wall time, and with CANOPY_DEBUG=INFO in the
+# environment its log (DIR/log) says where the time went (launch, forming, first call, bookkeeping, ...).
 #
 # Canopy runs under canopy-run --nproc P with CANOPY_TRANSPORT=--transport (default tcp, as Open MPI's
 # --mca btl tcp,self; auto lets ranks of one host use shared memory); Open MPI under `mpirun --oversubscribe
@@ -64,8 +67,10 @@ done
 [[ -z "$ulimit_n" || "$ulimit_n" =~ ^[1-9][0-9]*$ ]] || { echo "startup.sh: --ulimit must be a count, not '$ulimit_n'" >&2; exit 2; }
 [[ "$transport" == tcp || "$transport" == auto ]] || { echo "startup.sh: --transport is tcp or auto, not '$transport'" >&2; exit 2; }
 [[ -z "$hosts" || "$hosts" =~ ^([2-9]|[1-5][0-9]|6[0-4])x[1-9][0-9]*$ ]] || { echo "startup.sh: --hosts is NxR with 2..64 hosts, not '$hosts'" >&2; exit 2; }
-for tool in canopy-run canopy-startup-probe; do
-  [[ -x "$bin/$tool" ]] || { echo "startup.sh: no $tool in $bin (cmake --build build --target canopy-run canopy-startup-probe)" >&2; exit 1; }
+tools=(canopy-run canopy-startup-probe)
+[[ ",$peers," != *,bench,* ]] || tools+=(canopy-bench)
+for tool in "${tools[@]}"; do
+  [[ -x "$bin/$tool" ]] || { echo "startup.sh: no $tool in $bin (cmake --build build --target $tool)" >&2; exit 1; }
 done
 [[ -n "$out" ]] || out=$(mktemp -d /tmp/canopy-startup-XXXXXX)
 mkdir -p "$out"
@@ -140,6 +145,9 @@ for p in $ranks; do
       canopy)
         run "$dir" "$p" env CANOPY_TRANSPORT="$transport" "$bin/canopy-run" --nproc "$p" \
           "${canopy_probe[@]}" --out "$dir" ;;
+      bench)
+        run "$dir" "$p" env CANOPY_TRANSPORT="$transport" "$bin/canopy-run" --nproc "$p" \
+          "$bin/canopy-bench" allreduce -b 4 -e 4 -n 1 -w 0 --json "$dir/rows.json" ;;
       mpi)
         if [[ ! -x "$bin/canopy-mpi-startup-probe" ]] || ! command -v mpirun >/dev/null; then
           echo "# mpi: skipped, no mpirun or canopy-mpi-startup-probe (apt-get install openmpi-bin libopenmpi-dev, reconfigure)" >&2
@@ -156,7 +164,7 @@ for p in $ranks; do
         fi
         run "$dir" "$p" env GLOO_SOCKET_IFNAME=lo "$bin/canopy-run" --nproc "$p" /usr/bin/python3 \
           "$here/gloo_startup_probe.py" --timeout "$timeout_s" "${sweep[@]}" --out "$dir" ;;
-      *) echo "startup.sh: unknown peer '$peer' (canopy, mpi, gloo)" >&2; exit 2 ;;
+      *) echo "startup.sh: unknown peer '$peer' (canopy, bench, mpi, gloo)" >&2; exit 2 ;;
     esac
     dirs+=("$dir")
   done

@@ -111,6 +111,8 @@ class Communicator {
   int size() const;
   int local_rank() const;  // rank among the ranks on this host
   int local_size() const;
+  // Hosts this group's ranks are on, from the layout agreed while it formed (no call, no message).
+  int host_count() const;
   // The transport this group runs on: "shm+tcp", "tcp" or "verbs" (CANOPY_TRANSPORT=auto resolved; "shm+tcp"
   // where some of its ranks share this rank's host and memory).
   std::string_view transport_name() const;

@@ -73,6 +73,43 @@ TEST(CanopyBenchRun, MinTimeGrowsTheIterationsToFillTheWindow) {
   EXPECT_GT(iterations, 3) << sweep.rows.dump(1);
 }
 
+// With -w 0 no warm-up call runs: the checked call's pace sizes the window instead.
+TEST(CanopyBenchRun, MinTimeWithoutWarmUpIsSizedByTheCheckedCall) {
+  const Sweep sweep = sweep_on_two_ranks("allreduce --algo ring -b 8 -e 8 -n 3 -w 0 --min-time 200");
+  ASSERT_EQ(sweep.rows.size(), 1u) << sweep.rows.dump(1);
+  EXPECT_GT(sweep.rows[0].at("iterations").get<int>(), 3) << sweep.rows.dump(1);
+  EXPECT_EQ(sweep.rows[0].at("wrong"), 0) << sweep.rows.dump(1);
+}
+
+// The calls of a size are timed in windows (--windows): the rows say how many, and how far apart they fell.
+TEST(CanopyBenchRun, WindowsAndTheirSpreadReachTheRows) {
+  const Sweep sweep = sweep_on_two_ranks("allreduce --algo ring -b 8 -e 64 -f 8 -n 8 -w 1 --min-time 0 --windows 4");
+  EXPECT_TRUE(contains(sweep.output, "spread")) << sweep.output;
+  EXPECT_TRUE(contains(sweep.output, "(1 host)")) << sweep.output;  // the layout's count
+  ASSERT_EQ(sweep.rows.size(), 2u) << sweep.rows.dump(1);
+  for (const auto& row : sweep.rows) {
+    EXPECT_EQ(row.at("windows"), 4) << row.dump();
+    EXPECT_EQ(row.at("iterations"), 8) << row.dump();
+    EXPECT_GE(row.at("slowest_window_us").get<double>(), row.at("time_us").get<double>()) << row.dump();
+    EXPECT_LE(row.at("fastest_window_us").get<double>(), row.at("time_us").get<double>()) << row.dump();
+    EXPECT_GE(row.at("spread").get<double>(), 0) << row.dump();
+  }
+}
+
+// CANOPY_DEBUG=INFO: rank 0 says where the run's time went, from the launch the caller stamped.
+TEST(CanopyBenchRun, InfoPrintsWhereTheTimeWentFromTheLaunch) {
+  std::string command = fmt::format(
+      "env CANOPY_TRANSPORT=tcp CANOPY_DEBUG=INFO CANOPY_PROBE_LAUNCH_NS=$(date +%s%N) {} --nproc 2 --master-port 0 "
+      "{} allreduce -b 4 -e 4 -n 1 -w 0",
+      CANOPY_RUN_PATH, CANOPY_BENCH_PATH);
+  auto result = testing::run_shell(command, std::chrono::seconds(90));
+  ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.out;
+  for (const char* phase : {"canopy-bench: launch ", ", forming ", ", bookkeeping ", ", first call ", ", calibration ",
+                            ", timed calls ", ", closing ", "s after the launch",
+                            "; the last rank formed its group "})
+    EXPECT_TRUE(contains(result.out, phase)) << phase << " in\n" << result.out;
+}
+
 // --latency: each call timed alone after a barrier; the header and the rows say which timing ran.
 TEST(CanopyBenchRun, LatencyTimesOneCallAtATime) {
   const Sweep sweep = sweep_on_two_ranks("broadcast --algo flat -b 8 -e 8 -n 3 -w 1 --latency");
