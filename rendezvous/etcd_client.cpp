@@ -1,6 +1,5 @@
 #include "rendezvous/etcd_client.hpp"
 
-#include <curl/curl.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "rendezvous/base64.hpp"
+#include "rendezvous/curl_library.hpp"
 
 namespace canopy::rendezvous {
 namespace {
@@ -31,14 +31,6 @@ constexpr auto kLongestRoundPause = 100ms;
 // request timed out inside etcd; DeadlineExceeded; Canceled; Unknown: the gateway lost its member).
 bool is_transient(int grpc_code) {
   return grpc_code == 14 || grpc_code == 4 || grpc_code == 1 || grpc_code == 2;
-}
-
-void initialize_curl_once() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-      fail(ErrorCode::System, "etcd store: libcurl could not be initialized (curl_global_init)");
-  });
 }
 
 long milliseconds_until(Deadline deadline, Clock::duration cap) {
@@ -111,17 +103,17 @@ std::int64_t json_int(const nlohmann::json& object, const char* field) {
 }
 
 struct EtcdClient::Handle {
-  Handle() : easy(curl_easy_init()) {
+  Handle() : curl(curl_library()), easy(curl.easy_init()) {
     if (!easy) fail(ErrorCode::Resource, "etcd store: libcurl could not make a handle (curl_easy_init)");
-    headers = curl_slist_append(nullptr, "Content-Type: application/json");
-    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip before a large body
+    headers = curl.slist_append(nullptr, "Content-Type: application/json");
+    headers = curl.slist_append(headers, "Expect:");  // no 100-continue round trip before a large body
     // gRPC metadata "hasleader": a member without a leader refuses a request at once, and ends a watch it
     // holds, instead of holding either while it is cut off from the majority.
-    headers = curl_slist_append(headers, "Grpc-Metadata-hasleader: true");
+    headers = curl.slist_append(headers, "Grpc-Metadata-hasleader: true");
   }
   ~Handle() {
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(easy);
+    curl.slist_free_all(headers);
+    curl.easy_cleanup(easy);
   }
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
@@ -129,37 +121,38 @@ struct EtcdClient::Handle {
   // One POST; the transfer's own result, the HTTP status in `status`.
   CURLcode post(const std::string& url, const std::string& body, long timeout_ms, long& status,
                 curl_write_callback receive, void* target) {
-    curl_easy_reset(easy);
+    curl.easy_reset(easy);
     error[0] = '\0';
-    curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, receive);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, target);
-    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+    curl.easy_setopt(easy, CURLOPT_URL, url.c_str());
+    curl.easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+    curl.easy_setopt(easy, CURLOPT_POSTFIELDS, body.data());
+    curl.easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    curl.easy_setopt(easy, CURLOPT_WRITEFUNCTION, receive);
+    curl.easy_setopt(easy, CURLOPT_WRITEDATA, target);
+    curl.easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl.easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
                      std::min(timeout_ms, static_cast<long>(kConnectLimit.count())));
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM from name resolution: threads call this
-    curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error);
-    CURLcode code = curl_easy_perform(easy);
+    curl.easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM from name resolution: threads call this
+    curl.easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
+    curl.easy_setopt(easy, CURLOPT_ERRORBUFFER, error);
+    CURLcode code = curl.easy_perform(easy);
     status = 0;
-    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    curl.easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
     return code;
   }
 
   std::string describe(CURLcode code) const {
-    return error[0] != '\0' ? std::string(error) : std::string(curl_easy_strerror(code));
+    return error[0] != '\0' ? std::string(error) : std::string(curl.easy_strerror(code));
   }
 
+  const CurlLibrary& curl;
   CURL* easy;
   curl_slist* headers = nullptr;
   char error[CURL_ERROR_SIZE];
 };
 
 EtcdClient::EtcdClient(EtcdAddress address) : address_(std::move(address)) {
-  initialize_curl_once();
+  curl_library();  // a build or machine without libcurl fails here, when the store opens
 }
 
 EtcdClient::~EtcdClient() = default;
@@ -279,8 +272,9 @@ EtcdClient::WatchEnd EtcdClient::watch_for_put(std::string_view key, std::int64_
   if (stream.end == WatchEnd::Put) return WatchEnd::Put;
   if (deadline.expired()) return WatchEnd::Deadline;
   // The member went away or refused: the caller reads again (on whichever member answers) and watches there.
-  log::debug("etcd store: the watch on {} ended early: {}", address_.endpoints[member],
-             code == CURLE_OK ? fmt::format("HTTP {}", status) : std::string(curl_easy_strerror(code)));
+  log::debug(
+      "etcd store: the watch on {} ended early: {}", address_.endpoints[member],
+      code == CURLE_OK ? fmt::format("HTTP {}", status) : std::string(curl_library().easy_strerror(code)));
   {
     std::lock_guard lock(mutex_);
     if (preferred_ == member) preferred_ = (member + 1) % address_.endpoints.size();
