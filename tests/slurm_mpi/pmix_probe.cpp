@@ -1,6 +1,6 @@
 // Shares one value from rank 0 through the launcher's PMIx server (rendezvous/pmix_exchange.hpp) and
-// prints what this rank got: "pmix: rank R of W got 'rank 0 on HOST'". Run by slurm_mpi_test under
-// srun --mpi=pmix and mpirun.
+// prints what this rank got: "pmix: rank R of W got 'rank 0 on HOST (net BOOT/NAMESPACE)'". Run by
+// slurm_mpi_test under srun --mpi=pmix and mpirun.
 #include <fmt/format.h>
 #include <unistd.h>
 
