@@ -66,8 +66,9 @@ void TablePrinter::header(Collective collective, const RunInfo& info) {
              command_name(collective), info.ranks, info.hosts, info.hosts == 1 ? "" : "s",
              info.transport.describe(), info.link.description);
   fmt::print(
-      out_, "# timed: {}, in windows back to back; time: the median window's; spread: the windows' range "
-      "against it, '!' past {:.0f}%: that row's time is not to be trusted\n#\n",
+      out_, "# timed: {}, in windows back to back; time: the median window's; min, max: the fastest and "
+      "slowest rank over all windows;\n# spread: the windows' range against the time, '!' past {:.0f}%: that "
+      "row's time is not to be trusted\n#\n",
       info.latency ? "one call at a time, after a barrier (--latency)" : "a stream of back-to-back calls",
       100 * kLargeSpread);
   fmt::print(out_, kColumns, "size", "count", "type", "redop", "root", "algo", "time(us)", "min(us)",
