@@ -5,9 +5,10 @@
 #include <cstring>
 
 #include "bench/collectives/bookkeeping.hpp"
-#include "bench/collectives/expected_values.hpp"
 #include "bench/collectives/timing.hpp"
 #include "bench/collectives/windows.hpp"
+#include "oracle/exact_values.hpp"
+#include "oracle/rank_result.hpp"
 
 namespace canopy::bench {
 namespace {
@@ -89,53 +90,18 @@ CollectiveArgs Measurement::arguments(const BenchCase& c, std::uint64_t block) {
 void Measurement::fill(const BenchCase& c, std::uint64_t block) {
   CollectiveArgs args = arguments(c, block);
   const std::uint64_t in_elements = buffer_elements(c.collective, block).first;
-  fill_inputs(c.dtype, c.op, comm_.rank(), 0, const_cast<void*>(args.input), in_elements);
+  oracle::fill_inputs(c.dtype, c.op, comm_.rank(), 0, const_cast<void*>(args.input), in_elements);
 }
 
-// In place, all-reduce, broadcast and reduce work in output_ (arguments() points the input there too).
+// In place, all-reduce, broadcast and reduce work in output_ (arguments() points the input there too); an
+// in-place reduce-scatter leaves its block in the input, as an in-place scatter's root keeps its own.
 std::uint64_t Measurement::count_wrong(const BenchCase& c, std::uint64_t block) const {
-  const std::byte* out = output_.data();
-  std::size_t element = size_of(c.dtype);
-  int ranks = comm_.size();
-  int rank = comm_.rank();
-  switch (c.collective) {
-    case Collective::AllReduce:
-      return bench::count_wrong(c.dtype, c.op, ranks, -1, 0, out, block);
-    case Collective::Broadcast:
-      return bench::count_wrong(c.dtype, c.op, ranks, c.root, 0, out, block);
-    case Collective::Reduce:
-      if (rank != c.root) return 0;
-      return bench::count_wrong(c.dtype, c.op, ranks, -1, 0, out, block);
-    case Collective::AllGather: {
-      std::uint64_t wrong = 0;
-      for (int r = 0; r < ranks; ++r)
-        wrong += bench::count_wrong(c.dtype, c.op, ranks, r, 0, out + r * block * element, block);
-      return wrong;
-    }
-    case Collective::ReduceScatter: {
-      const std::byte* result = c.in_place ? input_.data() + rank * block * element : out;
-      return bench::count_wrong(c.dtype, c.op, ranks, -1, rank * block, result, block);
-    }
-    case Collective::AllToAll: {
-      std::uint64_t wrong = 0;
-      for (int r = 0; r < ranks; ++r)
-        wrong += bench::count_wrong(c.dtype, c.op, ranks, r, rank * block, out + r * block * element, block);
-      return wrong;
-    }
-    case Collective::Gather: {
-      if (rank != c.root) return 0;
-      std::uint64_t wrong = 0;
-      for (int r = 0; r < ranks; ++r)
-        wrong += bench::count_wrong(c.dtype, c.op, ranks, r, 0, out + r * block * element, block);
-      return wrong;
-    }
-    case Collective::Scatter: {
-      const std::byte* result = c.in_place && rank == c.root ? input_.data() + rank * block * element : out;
-      return bench::count_wrong(c.dtype, c.op, ranks, c.root, rank * block, result, block);
-    }
-    default:
-      return 0;
-  }
+  const int rank = comm_.rank();
+  const std::byte* own_block = input_.data() + rank * block * size_of(c.dtype);
+  const bool result_in_input = c.in_place && (c.collective == Collective::ReduceScatter ||
+                                              (c.collective == Collective::Scatter && rank == c.root));
+  return oracle::count_wrong({c.collective, c.dtype, c.op, rank, comm_.size(), c.root, block},
+                             result_in_input ? own_block : output_.data());
 }
 
 BenchResult Measurement::run(const BenchCase& c) {

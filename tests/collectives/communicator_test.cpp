@@ -16,7 +16,8 @@
 #include "collectives/schedules/simulator.hpp"
 #include "common/cpu_list.hpp"
 #include "tests/support/group.hpp"
-#include "tests/support/oracle.hpp"
+#include "oracle/exact_values.hpp"
+#include "oracle/rank_result.hpp"
 #include "tests/support/ranks.hpp"
 #include "tests/support/scoped_env.hpp"
 #include "transport/spin_rule.hpp"
@@ -44,26 +45,14 @@ std::uint64_t wrong_after(Communicator& comm, Collective collective, const std::
   std::vector<float> input(in_count + 1), output(out_count + 1, -99.0f);
   float* in = input.data();
   if (in_place) in = collective == Collective::AllGather ? output.data() + r * count : output.data();
-  testing::fill_inputs(type, op, r, 0, in, in_count);
+  oracle::fill_inputs(type, op, r, 0, in, in_count);
   const std::vector<float> input_before = input;
   CollectiveArgs args{collective, in, output.data(), count, type, op, root};
   comm.run(args, {.algorithm = algorithm});
   if (!in_place && input != input_before) return 1 + in_count;  // the input was written to
-  switch (collective) {
-    case Collective::AllReduce: return testing::count_wrong(type, op, p, -1, 0, output.data(), count);
-    case Collective::Broadcast:
-      return r == root ? 0 : testing::count_wrong(type, op, p, root, 0, output.data(), count);
-    case Collective::Reduce:
-      return r == root ? testing::count_wrong(type, op, p, -1, 0, output.data(), count) : 0;
-    case Collective::AllGather: {
-      std::uint64_t wrong = 0;
-      for (int from = 0; from < p; ++from)
-        wrong += testing::count_wrong(type, op, p, from, 0, output.data() + from * count, count);
-      return wrong;
-    }
-    case Collective::ReduceScatter: return testing::count_wrong(type, op, p, -1, r * count, output.data(), count);
-    default: return 0;
-  }
+  // Out of place, a broadcast's root keeps its value in its input.
+  const bool root_of_broadcast = collective == Collective::Broadcast && r == root && !in_place;
+  return oracle::count_wrong({collective, type, op, r, p, root, count}, root_of_broadcast ? in : output.data());
 }
 
 // Every algorithm of the collectives that reduce or spread one buffer, many counts, in and out of place.
@@ -206,9 +195,9 @@ TEST(Communicator, EveryOpAndTypeIsExact) {
       for (ReduceOp op : kAllReduceOps) {
         for (const auto& [count, algorithm] : {std::pair<std::uint64_t, std::string>{1001, ""}, {100, "one-shot"}}) {
           std::vector<std::byte> data(count * size_of(type));
-          testing::fill_inputs(type, op, comm.rank(), 0, data.data(), count);
+          oracle::fill_inputs(type, op, comm.rank(), 0, data.data(), count);
           comm.run({Collective::AllReduce, data.data(), data.data(), count, type, op, 0}, {.algorithm = algorithm});
-          std::uint64_t wrong = testing::count_wrong(type, op, comm.size(), -1, 0, data.data(), count);
+          std::uint64_t wrong = oracle::count_wrong(type, op, comm.size(), -1, 0, data.data(), count);
           require(wrong == 0, "all_reduce {} {} {}: {} wrong", to_string(type), to_string(op), algorithm, wrong);
         }
       }

@@ -7,7 +7,8 @@
 #include "collectives/executor.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "tests/collectives/unbuffered_transport.hpp"
-#include "tests/support/oracle.hpp"
+#include "oracle/exact_values.hpp"
+#include "oracle/rank_result.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::collectives {
@@ -35,7 +36,7 @@ TEST_P(UnbufferedExecution, EveryAlgorithmFinishesExactly) {
         std::uint64_t data_count = call.data_count();
         std::vector<std::int32_t> data(data_count + 1), staging(compiled.schedule.staging_count + 1);
         bool blocked = collective == Collective::AllGather;
-        testing::fill_inputs(type, op, rank, 0, data.data() + (blocked ? rank * count : 0), blocked ? count : data_count);
+        oracle::fill_inputs(type, op, rank, 0, data.data() + (blocked ? rank * count : 0), blocked ? count : data_count);
         canopy::testing::UnbufferedTransport transport(hub, rank);
         ExecutionContext context;
         context.transport = &transport;
@@ -52,28 +53,17 @@ TEST_P(UnbufferedExecution, EveryAlgorithmFinishesExactly) {
         } catch (const Error& e) {
           throw std::runtime_error(fmt::format("{} on {} ranks, count {}: {}", algorithm.name, p, count, e.what()));
         }
-        std::uint64_t wrong = 0;
-        switch (collective) {
-          case Collective::AllReduce:
-            wrong = testing::count_wrong(type, op, p, -1, 0, data.data(), count);
-            break;
-          case Collective::Broadcast:
-            wrong = testing::count_wrong(type, op, p, call.root, 0, data.data(), count);
-            break;
-          case Collective::Reduce:
-            if (rank == call.root) wrong = testing::count_wrong(type, op, p, -1, 0, data.data(), count);
-            break;
-          case Collective::AllGather:
-            for (int from = 0; from < p; ++from)
-              wrong += testing::count_wrong(type, op, p, from, 0, data.data() + from * count, count);
-            break;
-          case Collective::ReduceScatter:
-            wrong = testing::count_wrong(type, op, p, -1, rank * count, data.data() + rank * count, count);
-            break;
-          default:
-            break;
-        }
+        // A reduce-scatter's result is this rank's block of the data; the others fill the data from its start.
+        std::int32_t* result = data.data() + (collective == Collective::ReduceScatter ? rank * count : 0);
+        const oracle::RankResult expected{collective, type, op, rank, p, call.root, count};
+        const std::uint64_t wrong = oracle::count_wrong(expected, result);
         require(wrong == 0, "{} on {} ranks, count {}: {} wrong on rank {}", algorithm.name, p, count, wrong, rank);
+        // The oracle sees one element changed, wherever this rank holds a result.
+        const bool holds_result =
+            collective != Collective::Barrier && (collective != Collective::Reduce || rank == call.root);
+        result[count - 1] += 1;
+        require(oracle::count_wrong(expected, result) == (holds_result ? 1u : 0u),
+                "the oracle missed a changed element of {}'s result on rank {}", algorithm.name, rank);
       });
     }
   }

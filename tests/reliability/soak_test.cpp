@@ -15,7 +15,8 @@
 #include "tests/reliability/leak_check.hpp"
 #include "tests/reliability/settings.hpp"
 #include "tests/support/process_group.hpp"
-#include "tests/support/oracle.hpp"
+#include "oracle/exact_values.hpp"
+#include "oracle/rank_result.hpp"
 #include "tests/support/ranks.hpp"
 
 namespace canopy::reliability {
@@ -58,30 +59,13 @@ std::uint64_t run_and_check(Communicator& comm, const Call& call, std::vector<st
   const int r = comm.rank();
   input.resize(input_count(call) * element);
   output.resize(output_count(call) * element);
-  testing::fill_inputs(call.type, call.op, r, 0, input.data(), input_count(call));
+  oracle::fill_inputs(call.type, call.op, r, 0, input.data(), input_count(call));
   comm.run({call.kind, input.data(), output.data(), call.count, call.type, call.op, call.root},
            {.algorithm = call.algorithm});
-  const void* out = output.data();
-  switch (call.kind) {
-    case Collective::AllReduce:
-      return testing::count_wrong(call.type, call.op, kRanks, -1, 0, out, call.count);
-    case Collective::Broadcast:
-      return r == call.root ? 0
-                            : testing::count_wrong(call.type, call.op, kRanks, call.root, 0, out, call.count);
-    case Collective::Reduce:
-      return r == call.root ? testing::count_wrong(call.type, call.op, kRanks, -1, 0, out, call.count) : 0;
-    case Collective::AllGather: {
-      std::uint64_t wrong = 0;
-      for (int from = 0; from < kRanks; ++from)
-        wrong += testing::count_wrong(call.type, call.op, kRanks, from, 0,
-                                    output.data() + from * call.count * element, call.count);
-      return wrong;
-    }
-    case Collective::ReduceScatter:
-      return testing::count_wrong(call.type, call.op, kRanks, -1, r * call.count, out, call.count);
-    default:
-      return 0;
-  }
+  // A broadcast's root reads its input; the others' results are in their outputs.
+  const bool root_of_broadcast = call.kind == Collective::Broadcast && r == call.root;
+  return oracle::count_wrong({call.kind, call.type, call.op, r, kRanks, call.root, call.count},
+                             root_of_broadcast ? input.data() : output.data());
 }
 
 Call random_call(std::mt19937_64& random) {
