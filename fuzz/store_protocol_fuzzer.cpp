@@ -1,5 +1,6 @@
 // The TcpStore request parser (rendezvous/store_protocol.hpp) on arbitrary bytes, read the way the
-// server reads a connection: request after request until one is incomplete or malformed.
+// server reads a connection: request after request until one is incomplete or malformed. The same bytes
+// as a connection's hello: a complete one lies inside the buffer with a token within the limit.
 // Properties: a complete request (its id included) occupies bytes inside the buffer and encodes back to
 // exactly them; every shorter prefix of it is Incomplete (never Malformed, never Complete); a malformed one
 // says why.
@@ -32,6 +33,12 @@ void check_prefixes_incomplete(std::string_view request_bytes) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view buffer(reinterpret_cast<const char*>(data), size);
+  const protocol::HelloParse hello = protocol::parse_hello(buffer);
+  if (hello.kind == Kind::Complete)
+    check(hello.consumed <= size && hello.token.size() <= protocol::kMaxTokenBytes &&
+              hello.consumed == protocol::kHelloHeaderBytes + hello.token.size(),
+          "a hello outside the buffer or its limit");
+  if (hello.kind == Kind::Malformed) check(!hello.error.empty(), "a malformed hello without a reason");
   while (!buffer.empty()) {
     protocol::Request request;
     auto result = protocol::parse_request(buffer, request);

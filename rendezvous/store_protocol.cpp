@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace canopy::rendezvous::protocol {
@@ -303,6 +304,29 @@ std::string encode_hello(std::string_view token) {
   put_u16(out, kVersion);
   put_bytes(out, token);
   return out;
+}
+
+HelloParse parse_hello(std::string_view buffer) {
+  HelloParse hello;
+  const std::string_view magic = buffer.substr(0, std::min(buffer.size(), kMagic.size()));
+  if (magic != kMagic.substr(0, magic.size())) {
+    hello.kind = ParseResult::Kind::Malformed;
+    hello.error = "it is not a Canopy store client (bad magic)";
+    return hello;
+  }
+  if (buffer.size() < kHelloHeaderBytes) return hello;
+  hello.version = get_u16(buffer.data() + kMagic.size());
+  const std::uint32_t token_length = get_u32(buffer.data() + kMagic.size() + 2);
+  if (token_length > kMaxTokenBytes) {
+    hello.kind = ParseResult::Kind::Malformed;
+    hello.error = fmt::format("its job token of {} bytes exceeds the limit of {}", token_length, kMaxTokenBytes);
+    return hello;
+  }
+  if (buffer.size() < kHelloHeaderBytes + token_length) return hello;
+  hello.kind = ParseResult::Kind::Complete;
+  hello.token = buffer.substr(kHelloHeaderBytes, token_length);
+  hello.consumed = kHelloHeaderBytes + token_length;
+  return hello;
 }
 
 namespace {

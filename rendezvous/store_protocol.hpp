@@ -74,6 +74,18 @@ struct ParseResult {
 // allocates more than the limits allow; an Incomplete result costs O(number of fields).
 ParseResult parse_request(std::string_view buffer, Request& request);
 
+// The hello at the front of a new connection's bytes: magic, version, the job token. A wrong magic is
+// Malformed as soon as its first bytes are here (an HTTP probe need not wait for more); a version other
+// than kVersion is Complete, for the server to answer BadVersion.
+struct HelloParse {
+  ParseResult::Kind kind = ParseResult::Kind::Incomplete;
+  std::size_t consumed = 0;  // Complete: bytes the hello occupied
+  std::uint16_t version = 0;
+  std::string_view token;    // Complete: within the buffer
+  std::string error;         // Malformed: why
+};
+HelloParse parse_hello(std::string_view buffer);
+
 // Client side: the bytes of one request.
 std::string encode_request(const Request& request);
 std::string encode_hello(std::string_view token);

@@ -22,6 +22,7 @@
 #include "common/token.hpp"
 #include "rendezvous/key_value_table.hpp"
 #include "rendezvous/printable.hpp"
+#include "rendezvous/store_acceptor.hpp"
 #include "rendezvous/store_protocol.hpp"
 
 namespace canopy {
@@ -46,9 +47,6 @@ constexpr int kReadsPerTurn = 16;
 // An emptied input buffer larger than this is given back: one big SET must not pin its size for the
 // connection's life.
 constexpr std::size_t kKeptInputBytes = 4 * 1024;
-// The kernel cuts it to net.core.somaxconn (4096 on Linux since 5.4): a larger backlog takes effect where
-// an administrator raised that for a burst of thousands of connections.
-constexpr int kListenBacklog = 65535;
 // Waits longer than this are cut to it, so that a u64 from the wire never overflows the clock.
 constexpr std::uint64_t kMaxWaitMs = 365ull * 24 * 3600 * 1000;
 // How long a server being destroyed waits for the replies it made to be written (a client that stopped
@@ -301,37 +299,20 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Returns false while the hello is incomplete.
   bool process_hello(std::string_view rest) {
-    if (rest.size() < proto::kHelloHeaderBytes) {
-      // Judge the magic as soon as its bytes are here: an HTTP probe should not wait 30 s.
-      if (rest.substr(0, proto::kMagic.size()) !=
-          proto::kMagic.substr(0, std::min(rest.size(), proto::kMagic.size())))
-        reject("it is not a Canopy store client (bad magic)");
-      return false;
-    }
-    if (rest.substr(0, proto::kMagic.size()) != proto::kMagic) {
-      reject("it is not a Canopy store client (bad magic)");
-      return false;
-    }
-    auto version = proto::get_u16(rest.data() + proto::kMagic.size());
-    auto token_length = proto::get_u32(rest.data() + proto::kMagic.size() + 2);
-    if (token_length > proto::kMaxTokenBytes) {
-      reject(fmt::format("its job token of {} bytes exceeds the limit of {}", token_length,
-                         proto::kMaxTokenBytes));
-      return false;
-    }
-    if (rest.size() < proto::kHelloHeaderBytes + token_length) return false;
-    std::string_view token = rest.substr(proto::kHelloHeaderBytes, token_length);
-    consumed_ += proto::kHelloHeaderBytes + token_length;
-    if (version != proto::kVersion) {
+    const proto::HelloParse hello = proto::parse_hello(rest);
+    if (hello.kind == proto::ParseResult::Kind::Malformed) reject(hello.error);
+    if (hello.kind != proto::ParseResult::Kind::Complete) return false;
+    consumed_ += hello.consumed;
+    if (hello.version != proto::kVersion) {
       log::warn(
           "TcpStore :{}: rejected the connection from {}: it speaks store protocol version {}, this server "
           "{} (every rank and the launcher of a job must run the same Canopy release)",
-          server_.port, peer_, version, proto::kVersion);
+          server_.port, peer_, hello.version, proto::kVersion);
       close_after_write_ = true;
       reply(std::string(1, static_cast<char>(proto::HelloStatus::BadVersion)));
       return false;
     }
-    if (!tokens_equal(token, server_.token)) {
+    if (!tokens_equal(hello.token, server_.token)) {
       log::warn("TcpStore :{}: rejected the connection from {}: wrong job token", server_.port, peer_);
       close_after_write_ = true;
       reply(std::string(1, static_cast<char>(proto::HelloStatus::BadToken)));
@@ -506,53 +487,12 @@ void ServerState::unregister_waiter(const std::string& key, const PendingWait* w
   if (list.empty()) waiters.erase(it);
 }
 
-// Binds where the caller asked: "" means every address, IPv6 and IPv4 on one dual-stack socket, or
-// IPv4 alone where the host has no IPv6.
-tcp::acceptor open_acceptor(asio::io_context& io, const std::string& host, std::uint16_t port) {
-  auto try_bind = [&](const tcp::endpoint& endpoint, bool dual_stack, std::error_code& ec) {
-    tcp::acceptor acceptor(io);
-    acceptor.open(endpoint.protocol(), ec);
-    if (ec && ec.category() == std::system_category() && out_of_descriptors(ec.value()))
-      fail_descriptor_call("TcpStoreServer: socket() to listen on", ec.value());
-    if (ec) return acceptor;
-    acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (dual_stack) acceptor.set_option(asio::ip::v6_only(false), ec);
-    ec.clear();
-    acceptor.bind(endpoint, ec);
-    if (!ec) acceptor.listen(kListenBacklog, ec);
-    return acceptor;
-  };
-  std::error_code ec;
-  if (host.empty()) {
-    auto acceptor = try_bind(tcp::endpoint(tcp::v6(), port), true, ec);
-    if (!ec) return acceptor;
-    if (ec == asio::error::address_in_use)
-      fail(ErrorCode::System,
-           "TcpStoreServer: port {} is already in use (choose another with CANOPY_MASTER_PORT)", port);
-    acceptor = try_bind(tcp::endpoint(tcp::v4(), port), false, ec);
-    if (!ec) return acceptor;
-    fail(ErrorCode::System, "TcpStoreServer: cannot listen on port {}: {}", port, ec.message());
-  }
-  tcp::resolver resolver(io);
-  auto results = resolver.resolve(host, std::to_string(port),
-                                  tcp::resolver::passive | tcp::resolver::numeric_service, ec);
-  if (ec)
-    fail(ErrorCode::Config, "TcpStoreServer: cannot resolve the listen address '{}': {}", host, ec.message());
-  std::string errors;
-  for (const auto& entry : results) {
-    auto acceptor = try_bind(entry.endpoint(), false, ec);
-    if (!ec) return acceptor;
-    errors += fmt::format(" [{}]:{}: {};", entry.endpoint().address().to_string(), port, ec.message());
-  }
-  fail(ErrorCode::System, "TcpStoreServer: cannot listen on '{}' port {}:{}", host, port, errors);
-}
-
 }  // namespace
 
 class TcpStoreServer::Impl {
  public:
   Impl(const std::string& host, std::uint16_t port, std::string job_token)
-      : acceptor_(open_acceptor(io_, host, port)), retry_timer_(io_) {
+      : acceptor_(rendezvous::open_store_acceptor(io_, host, port)), retry_timer_(io_) {
     state_.port = acceptor_.local_endpoint().port();
     state_.token = std::move(job_token);
     accept_next();

@@ -1,30 +1,3 @@
-// An event-driven run of all ranks' schedules. Each rank has one outgoing and one incoming link of each
-// class (to the other ranks of its host, and to the network) and one CPU, each doing one thing at a
-// time: a message occupies the sender's outgoing link and the receiver's incoming link of its class for
-// its LinkCost::message_seconds (alpha and its bytes: so a root sending to 7 peers takes 7 times as long
-// as sending to one), and a reduce occupies the receiver's CPU for bytes * gamma (a copy as well). A
-// message within a host costs LinkModel::within_host, one between hosts between_hosts; the bytes of the
-// latter also hold the sending host's outgoing network link and the receiving host's incoming one, which
-// all ranks of a host share (its alpha does not: flight and wake-ups leave the wire to the others), so
-// four ranks of a host sending across at once share its link as four TCP streams share a NIC, while
-// each of them still moves messages inside the host. Without a layout every rank is a host of its own,
-// every message goes between hosts, and each rank has the textbook model's one link each way.
-// Ranks of one host that outnumber its cores share them: a message between two of them also needs one
-// of the host's cores for its whole time (loopback is the kernel copying; through shared memory only for
-// its bytes' copy, LinkCost::through_memory), and its bytes take a second core for as long again (the
-// sender copies them into the socket and the receiver out of it, at once);
-// so eight such ranks on two cores move two small messages at once but only one large one, and an
-// algorithm that has every rank send in every round (recursive doubling, the all-gather half of
-// scatter-allgather) pays for it where a tree, sending less at once, does not. A message between hosts
-// takes no core: its wire, not the copies at either end, sets its time. On such a host a reduction (or
-// copy) needs one of its cores too, as well as its rank's own CPU: eight ranks on two cores reduce two
-// chunks at a time.
-// A message's logical round is one more than the rounds of the messages it waits for: those its data
-// came with, and the previous messages on the two links it uses (the seed's flat broadcast takes p-1
-// rounds: one friend after the other).
-// Sends are eager: a message travels as soon as its step is ready and both links are free, whether or
-// not the receiver has posted its receive; the k-th receive from a peer takes the k-th message. What one
-// rank's schedule must satisfy alone is checked first (schedule_checks.hpp).
 #include "collectives/schedules/simulator.hpp"
 
 #include <fmt/ranges.h>
@@ -40,6 +13,7 @@
 #include <utility>
 
 #include "collectives/kernels/reduce_kernels.hpp"
+#include "collectives/schedules/lower_bounds.hpp"
 #include "collectives/schedules/schedule_checks.hpp"
 #include "collectives/schedules/simulated_hosts.hpp"
 #include "collectives/schedules/step_writer.hpp"
@@ -563,51 +537,6 @@ class Engine {
   double finish_time_ = 0;
   std::vector<TransferEvent>* transfers_ = nullptr;
 };
-
-// What one rank's schedule alone says a call takes at least: a rank's messages of one class of links
-// go one after another on its outgoing link, and those it receives on its incoming one, each for at
-// least alpha and its bytes at the faster of the two rates; in a stream the rank pays for every message
-// it sends. Far cheaper than simulating every rank, and often enough to rule an algorithm out.
-Prediction one_rank_bound(const Algorithm& algorithm, CollectiveCall call, int rank, std::size_t element_size,
-                          const LinkModel& model) {
-  call.rank = rank;
-  const Schedule schedule = algorithm.build(call);
-  const HostLayout& hosts = call.layout();
-  double sending[2] = {0, 0}, receiving[2] = {0, 0};  // by link class: within a host, between hosts
-  Prediction bound;
-  bound.cut_off = true;
-  for (const Step& step : schedule.steps) {
-    const bool is_send = step.kind == StepKind::Send;
-    if (!is_send && step.kind != StepKind::Recv && step.kind != StepKind::RecvReduce) continue;
-    const bool same_host = hosts.host_of(rank) == hosts.host_of(step.peer);
-    const LinkCost& link = model.link(same_host);
-    const double bytes = static_cast<double>((is_send ? step.src.count : step.dst.count) * element_size);
-    const double seconds = link.alpha + bytes * std::min(link.beta, link.beta_eager);
-    (is_send ? sending : receiving)[same_host ? 0 : 1] += seconds;
-    if (is_send) bound.stream_seconds += seconds;
-  }
-  bound.seconds = std::max({sending[0], sending[1], receiving[0], receiving[1]});
-  return bound;
-}
-
-// A lower bound past `bound`, found without simulating every rank: the chain of messages the algorithm
-// states, then rank 0's schedule alone. Nothing where neither rules the algorithm out.
-std::optional<Prediction> ruled_out(const Algorithm& algorithm, const CollectiveCall& call,
-                                    std::size_t element_size, const LinkModel& model,
-                                    const PredictionBound& bound) {
-  constexpr double kNone = std::numeric_limits<double>::infinity();
-  if (bound.seconds == kNone && bound.stream_seconds == kNone) return std::nullopt;
-  if (algorithm.chain_of_messages != nullptr) {
-    Prediction chain;
-    chain.cut_off = true;
-    chain.seconds = static_cast<double>(algorithm.chain_of_messages(call)) *
-                    std::min(model.within_host.alpha, model.between_hosts.alpha);
-    if (chain.seconds > bound.seconds) return chain;
-  }
-  const Prediction one_rank = one_rank_bound(algorithm, call, 0, element_size, model);
-  if (one_rank.seconds > bound.seconds || one_rank.stream_seconds > bound.stream_seconds) return one_rank;
-  return std::nullopt;
-}
 
 }  // namespace
 

@@ -1,6 +1,34 @@
 // Runs the schedules of all ranks of one call in one process, on plain memory: checks them (every
 // message received is the one sent, nothing deadlocks, nothing writes outside its buffer) and, under
 // an alpha-beta-gamma model, predicts the time. Also records who sent what to whom for the tracer.
+//
+// The model: an event-driven run of all ranks' schedules. Each rank has one outgoing and one incoming
+// link of each class (to the other ranks of its host, and to the network) and one CPU, each doing one
+// thing at a time: a message occupies the sender's outgoing link and the receiver's incoming link of its class for
+// its LinkCost::message_seconds (alpha and its bytes: so a root sending to 7 peers takes 7 times as long
+// as sending to one), and a reduce occupies the receiver's CPU for bytes * gamma (a copy as well). A
+// message within a host costs LinkModel::within_host, one between hosts between_hosts; the bytes of the
+// latter also hold the sending host's outgoing network link and the receiving host's incoming one, which
+// all ranks of a host share (its alpha does not: flight and wake-ups leave the wire to the others), so
+// four ranks of a host sending across at once share its link as four TCP streams share a NIC, while
+// each of them still moves messages inside the host. Without a layout every rank is a host of its own,
+// every message goes between hosts, and each rank has the textbook model's one link each way.
+// Ranks of one host that outnumber its cores share them: a message between two of them also needs one
+// of the host's cores for its whole time (loopback is the kernel copying; through shared memory only for
+// its bytes' copy, LinkCost::through_memory), and its bytes take a second core for as long again (the
+// sender copies them into the socket and the receiver out of it, at once);
+// so eight such ranks on two cores move two small messages at once but only one large one, and an
+// algorithm that has every rank send in every round (recursive doubling, the all-gather half of
+// scatter-allgather) pays for it where a tree, sending less at once, does not. A message between hosts
+// takes no core: its wire, not the copies at either end, sets its time. On such a host a reduction (or
+// copy) needs one of its cores too, as well as its rank's own CPU: eight ranks on two cores reduce two
+// chunks at a time.
+// A message's logical round is one more than the rounds of the messages it waits for: those its data
+// came with, and the previous messages on the two links it uses (the seed's flat broadcast takes p-1
+// rounds: one friend after the other).
+// Sends are eager: a message travels as soon as its step is ready and both links are free, whether or
+// not the receiver has posted its receive; the k-th receive from a peer takes the k-th message. What one
+// rank's schedule must satisfy alone is checked first (schedule_checks.hpp).
 #pragma once
 
 #include <algorithm>

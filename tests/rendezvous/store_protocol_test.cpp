@@ -174,5 +174,29 @@ TEST(StoreProtocol, IntegersAreLittleEndian) {
   EXPECT_EQ(hello.size(), kHelloHeaderBytes + 3);
 }
 
+TEST(StoreProtocol, AHelloIsIncompleteUntilItsTokenIsHereAndABadMagicIsMalformedAtOnce) {
+  const std::string hello = encode_hello("job-token");
+  for (std::size_t cut = 0; cut < hello.size(); ++cut)
+    EXPECT_EQ(parse_hello(std::string_view(hello).substr(0, cut)).kind, Kind::Incomplete)
+        << cut;
+  const std::string arrived = hello + "GET";  // a request may follow at once
+  const HelloParse whole = parse_hello(arrived);
+  ASSERT_EQ(whole.kind, Kind::Complete);
+  EXPECT_EQ(whole.consumed, hello.size());
+  EXPECT_EQ(whole.version, kVersion);
+  EXPECT_EQ(whole.token, "job-token");
+
+  const HelloParse http = parse_hello("GE");  // an HTTP probe's first two bytes
+  EXPECT_EQ(http.kind, Kind::Malformed);
+  EXPECT_NE(http.error.find("bad magic"), std::string::npos) << http.error;
+
+  std::string oversized(kMagic);
+  put_u16(oversized, kVersion);
+  put_u32(oversized, static_cast<std::uint32_t>(kMaxTokenBytes + 1));
+  const HelloParse too_long = parse_hello(oversized);
+  EXPECT_EQ(too_long.kind, Kind::Malformed);
+  EXPECT_NE(too_long.error.find("exceeds the limit"), std::string::npos) << too_long.error;
+}
+
 }  // namespace
 }  // namespace canopy::rendezvous::protocol
