@@ -10,13 +10,6 @@
 namespace canopy::pytorch {
 namespace {
 
-std::vector<std::uint8_t> bytes(std::string_view text) {
-  return {text.begin(), text.end()};
-}
-std::string text(const std::vector<std::uint8_t>& bytes) {
-  return {bytes.begin(), bytes.end()};
-}
-
 // c10d reports a wait that ran out as "Socket Timeout" (TCPStore) or "Timeout ..." (FileStore), and a store
 // that went away as "Broken pipe", "Connection reset by peer"...: the first is Error(Timeout), the rest
 // Error(PeerFailed), each naming the request.
@@ -55,17 +48,27 @@ struct PrefixOf : c10d::PrefixStore {
 
 }  // namespace
 
+UnwrappedPrefixes unwrap_prefixes(c10::intrusive_ptr<c10d::Store> store) {
+  UnwrappedPrefixes unwrapped;
+  while (auto* prefixed = dynamic_cast<c10d::PrefixStore*>(store.get())) {
+    unwrapped.prefixes.push_back(PrefixOf::of(*prefixed));
+    store = prefixed->getUnderlyingStore();
+  }
+  unwrapped.inner = std::move(store);
+  return unwrapped;
+}
+
 C10dStore::C10dStore(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
 
 void C10dStore::set(std::string_view key, std::string_view value) {
-  translate(fmt::format("set '{}'", key), [&] { store_->set(std::string(key), bytes(value)); });
+  translate(fmt::format("set '{}'", key), [&] { store_->set(std::string(key), as_bytes(value)); });
 }
 
 std::string C10dStore::get(std::string_view key, Duration timeout) {
   const std::string name(key);
   return translate(fmt::format("get '{}' (waited up to {} ms)", key, timeout.count()), [&] {
     store_->wait({name}, timeout);  // c10d's get waits as long as the store's own timeout: bound it here
-    return text(store_->get(name));
+    return as_text(store_->get(name));
   });
 }
 
@@ -78,7 +81,7 @@ std::int64_t C10dStore::add(std::string_view key, std::int64_t delta) {
 std::string C10dStore::compare_set(std::string_view key, std::string_view expected,
                                    std::string_view desired) {
   return translate(fmt::format("compare-and-set '{}'", key), [&] {
-    return text(store_->compareSet(std::string(key), bytes(expected), bytes(desired)));
+    return as_text(store_->compareSet(std::string(key), as_bytes(expected), as_bytes(desired)));
   });
 }
 
@@ -96,12 +99,7 @@ bool C10dStore::remove(std::string_view key) {
 }
 
 std::shared_ptr<Store> C10dStore::open_another(Duration timeout) {
-  std::vector<std::string> prefixes;  // outermost first
-  c10::intrusive_ptr<c10d::Store> inner = store_;
-  while (auto* prefixed = dynamic_cast<c10d::PrefixStore*>(inner.get())) {
-    prefixes.push_back(PrefixOf::of(*prefixed));
-    inner = prefixed->getUnderlyingStore();
-  }
+  const auto [prefixes, inner] = unwrap_prefixes(store_);
   auto* tcp = dynamic_cast<c10d::TCPStore*>(inner.get());
   if (tcp == nullptr) return nullptr;
   c10d::TCPStoreOptions options;

@@ -5,9 +5,29 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "canopy/store.hpp"
 
 namespace canopy::pytorch {
+
+// c10d's values are byte vectors, Canopy's strings.
+inline std::vector<std::uint8_t> as_bytes(std::string_view text) {
+  return {text.begin(), text.end()};
+}
+inline std::string as_text(const std::vector<std::uint8_t>& bytes) {
+  return {bytes.begin(), bytes.end()};
+}
+
+// The c10d PrefixStores around a store, outermost first, and the store inside them.
+struct UnwrappedPrefixes {
+  std::vector<std::string> prefixes;
+  c10::intrusive_ptr<c10d::Store> inner;
+};
+UnwrappedPrefixes unwrap_prefixes(c10::intrusive_ptr<c10d::Store> store);
 
 class C10dStore final : public Store {
  public:

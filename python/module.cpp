@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "python/c10d_store.hpp"
+#include "python/canopy_c10d_store.hpp"
 #include "python/elastic_bindings.hpp"
 #include "python/errors.hpp"
 #include "python/process_group.hpp"
@@ -23,8 +24,10 @@ canopy::Duration milliseconds(const std::chrono::duration<float>& timeout) {
 c10::intrusive_ptr<c10d::ProcessGroup> create_process_group(const c10::intrusive_ptr<c10d::Store>& store,
                                                             int rank, int size,
                                                             const std::chrono::duration<float>& timeout) {
-  return c10::make_intrusive<ProcessGroupCanopy>(std::make_shared<canopy::pytorch::C10dStore>(store), rank,
-                                                 size, milliseconds(timeout));
+  // Through Canopy's own store when torch's is one (init_method="etcd://..."), else through torch's.
+  std::shared_ptr<canopy::Store> canopy_store = canopy::pytorch::canopy_store_behind(store);
+  if (!canopy_store) canopy_store = std::make_shared<canopy::pytorch::C10dStore>(store);
+  return c10::make_intrusive<ProcessGroupCanopy>(std::move(canopy_store), rank, size, milliseconds(timeout));
 }
 
 c10::intrusive_ptr<c10d::ProcessGroup> create_subgroup(const c10::intrusive_ptr<c10d::ProcessGroup>& parent,
@@ -51,6 +54,15 @@ PYBIND11_MODULE(_C, module) {
              pybind11::call_guard<pybind11::gil_scoped_release>(),
              "The group of `ranks` (ranks of `parent`, a canopy group), formed by its members alone, each "
              "passing the same ranks and name; timeout 0 = the parent's.");
+  module.def(
+      "etcd_store",
+      [](const std::string& address, const std::string& job_token, const std::chrono::duration<float>& timeout) {
+        return canopy::pytorch::connect_etcd_for_torch(address, job_token, milliseconds(timeout));
+      },
+      pybind11::arg("address"), pybind11::arg("job_token"), pybind11::arg("timeout"),
+      pybind11::call_guard<pybind11::gil_scoped_release>(),
+      "A torch Store on Canopy's etcd store at `address` (etcd://host:port[,host:port...]/PREFIX), for "
+      "init_method=\"etcd://...\" (every backend may use it).");
   canopy::pytorch::register_error_translation(module);
   canopy::pytorch::add_elastic_functions(module);
 }

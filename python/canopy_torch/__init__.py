@@ -7,6 +7,10 @@ Every process group torch creates with it is one Canopy communicator: init_proce
 through the store torch hands it; each new_group's is created from the default group's by the new group's
 members alone (torch calls the backend on those ranks only). See docs/TORCH.md.
 
+Ranks may also meet through an etcd cluster, with any backend (gloo's too): init_method=
+"etcd://host:2379[,host:2379...]/PREFIX" (rank and world size from the arguments, the URL's query or
+RANK and WORLD_SIZE; CANOPY_JOB_TOKEN keeps other jobs on the same prefix out).
+
 After a failure, a group goes on in place (docs/TORCH.md, *Elastic training*): canopy_torch.elastic.run
 does it for a DDP loop, with the functions below on a canopy group: shrink(group) -> the survivors' group,
 grow(group) -> the members and the replacements waiting, revoke(group, reason), agree(group, flags),
@@ -15,6 +19,7 @@ group_from_environment(timeout) (a group on Canopy's own store, from the launche
 join_group(timeout) on a replacement. Their errors are CanopyError (with .code), PeerFailure and Revoked.
 """
 import os
+import urllib.parse
 
 import torch  # loads libtorch before the extension, which links against it
 import torch.distributed as dist
@@ -57,8 +62,27 @@ def _create_process_group(options, pg_options):
                                    _deadline(options.timeout))
 
 
+def _etcd_rendezvous_handler(url, timeout=dist.constants.default_pg_timeout, **kwargs):
+    """torch's rendezvous for init_method="etcd://...": Canopy's etcd store, rank and world size."""
+    parsed = urllib.parse.urlparse(url)
+    query = dict(urllib.parse.parse_qsl(parsed.query))
+
+    def number(name, variable):
+        value = query.get(name, os.environ.get(variable))
+        if value is None:
+            raise ValueError(f"etcd:// rendezvous: {name} is not given (init_process_group's argument, "
+                             f"?{name}= in the URL, or {variable})")
+        return int(value)
+
+    rank, world_size = number("rank", "RANK"), number("world_size", "WORLD_SIZE")
+    address = urllib.parse.urlunparse(("etcd", parsed.netloc, parsed.path, "", "", ""))
+    yield _C.etcd_store(address, os.environ.get("CANOPY_JOB_TOKEN", ""), timeout), rank, world_size
+    raise RuntimeError("etcd:// rendezvous cannot meet again: call init_process_group anew")
+
+
 if BACKEND.upper() not in dist.Backend._plugins:  # a second import (or importlib.reload) is harmless
     dist.Backend.register_backend(BACKEND, _create_process_group, extended_api=True)
+    dist.register_rendezvous_handler("etcd", _etcd_rendezvous_handler)
 
 
 def failure(group):
