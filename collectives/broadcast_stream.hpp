@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "canopy/communicator.hpp"
-#include "collectives/cost_model.hpp"
+#include "collectives/selection/cost_model.hpp"
 #include "common/deadline.hpp"
 
 namespace canopy::collectives {

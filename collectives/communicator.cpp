@@ -8,9 +8,9 @@
 #include <numeric>
 
 #include "collectives/communicator_impl.hpp"
-#include "collectives/environment_group.hpp"
-#include "collectives/group_split.hpp"
-#include "collectives/link_model_text.hpp"
+#include "collectives/forming/environment_group.hpp"
+#include "collectives/forming/group_split.hpp"
+#include "collectives/selection/link_model_text.hpp"
 #include "common/error.hpp"
 
 namespace canopy {

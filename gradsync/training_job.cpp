@@ -1,6 +1,6 @@
 // join_training_job: Communicator::from_environment, keeping the store for the program's own use.
 #include "canopy/gradsync.hpp"
-#include "collectives/environment_group.hpp"
+#include "collectives/forming/environment_group.hpp"
 #include "common/log.hpp"
 
 namespace canopy {

@@ -63,7 +63,7 @@ struct Rendezvous {
 
 // Who claims the rank and learns the local ranks: rendezvous() (Here), or its caller (ByCaller), whose
 // first store request claims the rank itself and which learns the local ranks from the host layout (the
-// world communicator's record: collectives/host_layout_exchange.hpp). ByCaller leaves the local rank and
+// world communicator's record: collectives/forming/host_layout_exchange.hpp). ByCaller leaves the local rank and
 // local world size -1 where the launcher did not give them.
 enum class RankClaim { Here, ByCaller };
 

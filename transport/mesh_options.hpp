@@ -52,7 +52,7 @@ struct MeshOptions {
   // where every rank is on one host: a mesh that carries only point-to-point messages needs none.
   bool host_cells = true;
   // CANOPY_TRANSPORT=auto: the group's verdict on verbs where the ranks agreed on it already, in the
-  // records of the host layout (collectives/host_layout_exchange.hpp): "1" when every rank can use verbs,
+  // records of the host layout (collectives/forming/host_layout_exchange.hpp): "1" when every rank can use verbs,
   // "<rank>:<reason>" for the first that cannot. Empty: connect_mesh agrees on it through the store.
   std::string verbs_verdict;
   // The communicator's settings, parsed once: CANOPY_TRANSPORT, and each transport's own.

@@ -1,4 +1,4 @@
-// Where a communicator's ranks published their records (collectives/host_layout_exchange.hpp), as the
+// Where a communicator's ranks published their records (collectives/forming/host_layout_exchange.hpp), as the
 // address books of its meshes read them: the TCP listener's address (tcp/tcp_address_book.hpp) and the Unix
 // listeners' names (shm/unix_listener_book.hpp) are each a part of one record a rank.
 #pragma once

@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "bench/micro/micro_benchmarks.hpp"
-#include "collectives/cost_model.hpp"
+#include "collectives/selection/cost_model.hpp"
 
 namespace canopy::micro {
 

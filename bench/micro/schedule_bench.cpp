@@ -15,7 +15,7 @@
 
 #include "bench/micro/micro_benchmarks.hpp"
 #include "collectives/executor.hpp"
-#include "collectives/schedule_cache.hpp"
+#include "collectives/selection/schedule_cache.hpp"
 #include "collectives/schedules/algorithms.hpp"
 
 namespace canopy::micro {

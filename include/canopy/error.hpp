@@ -21,7 +21,7 @@ enum class ErrorCode {
   Resource,
   // The communicator was revoked (Communicator::revoke, by this rank or another): shrink() it to go on.
   Revoked,
-  // New codes go last: a failure record in the store carries the number (collectives/first_failure.cpp).
+  // New codes go last: a failure record in the store carries the number (collectives/elastic/first_failure.cpp).
 };
 
 std::string_view to_string(ErrorCode code);

@@ -1,7 +1,7 @@
 // ChoiceMemo: the ranks of a host share one simulation of a choice through a file, and nothing a file can
 // hold (garbage, another input's answer, a holder that never lets go, a directory that cannot be made)
 // changes an answer or makes a reader wait past its patience.
-#include "collectives/choice_memo.hpp"
+#include "collectives/selection/choice_memo.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/cost_model.hpp"
+#include "collectives/selection/cost_model.hpp"
 
 namespace canopy::collectives {
 namespace {

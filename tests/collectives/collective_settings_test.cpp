@@ -5,9 +5,9 @@
 #include <string>
 
 #include "canopy/error.hpp"
-#include "collectives/algorithm_overrides.hpp"
-#include "collectives/link_calibration.hpp"
-#include "collectives/link_model_text.hpp"
+#include "collectives/selection/algorithm_overrides.hpp"
+#include "collectives/selection/link_calibration.hpp"
+#include "collectives/selection/link_model_text.hpp"
 #include "tests/support/config_error.hpp"
 
 namespace canopy::collectives {

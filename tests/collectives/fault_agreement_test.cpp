@@ -1,8 +1,8 @@
-// The agreement protocol alone (collectives/fault_agreement.hpp), ranks as threads over an in-memory
+// The agreement protocol alone (collectives/elastic/fault_agreement.hpp), ranks as threads over an in-memory
 // store: the AND and the members are the same on every rank, a rank that never comes is left out once
 // its heartbeat is still (or at the deadline), and a rank that comes after the decision is told it was
 // left out. Real processes and deaths are elastic_test's.
-#include "collectives/fault_agreement.hpp"
+#include "collectives/elastic/fault_agreement.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// The plan a grow hands its newcomers (collectives/grow_plan.hpp) reads back exactly, link figures
+// The plan a grow hands its newcomers (collectives/elastic/grow_plan.hpp) reads back exactly, link figures
 // included, and places each ticket's newcomer after the members.
-#include "collectives/grow_plan.hpp"
+#include "collectives/elastic/grow_plan.hpp"
 
 #include <gtest/gtest.h>
 

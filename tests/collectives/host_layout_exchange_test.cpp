@@ -1,7 +1,7 @@
 // The host layout from the ranks' entries: hosts in the order of their lowest rank, a host's cores the
 // union of its ranks' CPUs (ranks bound to a core each add up; unbound ranks do not double count); and the
 // verbs verdict that travels with it.
-#include "collectives/host_layout_exchange.hpp"
+#include "collectives/forming/host_layout_exchange.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

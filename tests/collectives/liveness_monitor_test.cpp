@@ -1,7 +1,7 @@
 // The liveness monitor and the shared first failure, over an in-memory store: ranks are monitors of
 // this process, and a "silent" rank is one whose counter nobody bumps. Waits are bounded generously;
 // nothing here asserts how fast a verdict comes, only which verdict.
-#include "collectives/liveness_monitor.hpp"
+#include "collectives/elastic/liveness_monitor.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "collectives/first_failure.hpp"
+#include "collectives/elastic/first_failure.hpp"
 #include "common/error.hpp"
 #include "tests/transport/memory_store.hpp"
 

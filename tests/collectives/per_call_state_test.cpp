@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "collectives/cost_model.hpp"
+#include "collectives/selection/cost_model.hpp"
 #include "collectives/flight_recorder.hpp"
-#include "collectives/schedule_cache.hpp"
+#include "collectives/selection/schedule_cache.hpp"
 #include "collectives/schedules/algorithms.hpp"
 
 namespace canopy::collectives {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "canopy/canopy.hpp"
-#include "collectives/p2p_descriptor.hpp"
+#include "collectives/p2p/p2p_descriptor.hpp"
 #include "tests/support/group.hpp"
 #include "tests/support/ranks.hpp"
 

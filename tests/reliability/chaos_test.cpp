@@ -100,7 +100,7 @@ bool names_rank(const std::string& message, int rank) {
 
 // The first line of an error outcome: the cause. A rank that learnt of the failure from another reports
 // the communicator's first failure there; what it saw itself, and its flight recorder, follow on later
-// lines (collectives/first_failure.hpp), and may name a neighbour.
+// lines (collectives/elastic/first_failure.hpp), and may name a neighbour.
 std::string cause_of(const std::string& outcome) {
   return outcome.substr(0, outcome.find('|'));
 }
@@ -212,7 +212,7 @@ void rank_failure_trial(int trial, int signal_number, std::mt19937& random, Tall
     EXPECT_NE(end.outcome.find("| leaked nothing"), std::string::npos)
         << "trial " << trial << ": rank " << rank << " left something behind: " << end.describe();
     if (names_rank(cause_of(end.outcome), victim)) ++tally.naming_victim;
-    // Once the group is formed every survivor blames the victim (collectives/first_failure.hpp). While it
+    // Once the group is formed every survivor blames the victim (collectives/elastic/first_failure.hpp). While it
     // forms, a survivor may only know which store key never came ("verbs_usable/2"): counted, not asserted.
     if (!during_setup) {
       EXPECT_TRUE(names_rank(cause_of(end.outcome), victim))

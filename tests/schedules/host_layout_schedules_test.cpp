@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/cost_model.hpp"
+#include "collectives/selection/cost_model.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/host_groups.hpp"
 #include "collectives/schedules/simulator.hpp"

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "canopy/error.hpp"
-#include "collectives/cost_model.hpp"
+#include "collectives/selection/cost_model.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
 #include "collectives/schedules/step_writer.hpp"

@@ -1,4 +1,4 @@
-#include "collectives/choice_memo.hpp"
+#include "collectives/selection/choice_memo.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "collectives/cost_model.hpp"
+#include "collectives/selection/cost_model.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

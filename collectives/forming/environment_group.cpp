@@ -1,4 +1,4 @@
-#include "collectives/environment_group.hpp"
+#include "collectives/forming/environment_group.hpp"
 
 #include "common/env.hpp"
 

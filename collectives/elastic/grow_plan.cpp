@@ -1,4 +1,4 @@
-#include "collectives/grow_plan.hpp"
+#include "collectives/elastic/grow_plan.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,7 +6,7 @@
 #include <charconv>
 #include <sstream>
 
-#include "collectives/link_model_text.hpp"
+#include "collectives/selection/link_model_text.hpp"
 #include "common/error.hpp"
 
 namespace canopy::collectives {

@@ -1,4 +1,4 @@
-#include "collectives/point_to_point.hpp"
+#include "collectives/p2p/point_to_point.hpp"
 
 #include <fmt/format.h>
 

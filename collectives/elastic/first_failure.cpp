@@ -1,4 +1,4 @@
-#include "collectives/first_failure.hpp"
+#include "collectives/elastic/first_failure.hpp"
 
 #include <fmt/format.h>
 

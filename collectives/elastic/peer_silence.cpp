@@ -1,8 +1,8 @@
-#include "collectives/peer_silence.hpp"
+#include "collectives/elastic/peer_silence.hpp"
 
 #include <fmt/format.h>
 
-#include "collectives/liveness_keys.hpp"
+#include "collectives/elastic/liveness_keys.hpp"
 #include "common/process_identity.hpp"
 
 namespace canopy::collectives {

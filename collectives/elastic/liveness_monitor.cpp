@@ -1,4 +1,4 @@
-#include "collectives/liveness_monitor.hpp"
+#include "collectives/elastic/liveness_monitor.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "collectives/liveness_keys.hpp"
+#include "collectives/elastic/liveness_keys.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/process_identity.hpp"

@@ -1,4 +1,4 @@
-#include "collectives/host_layout_exchange.hpp"
+#include "collectives/forming/host_layout_exchange.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

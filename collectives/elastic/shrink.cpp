@@ -9,8 +9,8 @@
 
 #include "canopy/communicator.hpp"
 #include "collectives/communicator_impl.hpp"
-#include "collectives/fault_agreement.hpp"
-#include "collectives/peer_silence.hpp"
+#include "collectives/elastic/fault_agreement.hpp"
+#include "collectives/elastic/peer_silence.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 

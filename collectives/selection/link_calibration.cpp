@@ -1,4 +1,4 @@
-#include "collectives/link_calibration.hpp"
+#include "collectives/selection/link_calibration.hpp"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "collectives/kernels/reduce_kernels.hpp"
-#include "collectives/link_model_text.hpp"
+#include "collectives/selection/link_model_text.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"

@@ -1,4 +1,4 @@
-#include "collectives/algorithm_overrides.hpp"
+#include "collectives/selection/algorithm_overrides.hpp"
 
 #include <fmt/format.h>
 

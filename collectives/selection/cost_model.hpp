@@ -11,7 +11,7 @@
 #include <string>
 #include <tuple>
 
-#include "collectives/choice_memo.hpp"
+#include "collectives/selection/choice_memo.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "canopy/store.hpp"
-#include "collectives/link_model_text.hpp"
+#include "collectives/selection/link_model_text.hpp"
 #include "collectives/schedules/host_layout.hpp"
 #include "collectives/schedules/simulator.hpp"
 #include "common/deadline.hpp"

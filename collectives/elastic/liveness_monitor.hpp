@@ -26,7 +26,7 @@
 
 #include "canopy/error.hpp"
 #include "canopy/store.hpp"
-#include "collectives/first_failure.hpp"
+#include "collectives/elastic/first_failure.hpp"
 #include "common/deadline.hpp"
 #include "common/env.hpp"
 #include "common/settings.hpp"

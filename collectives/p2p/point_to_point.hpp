@@ -33,7 +33,7 @@
 
 #include "canopy/communicator.hpp"
 #include "collectives/call_sequencer.hpp"
-#include "collectives/p2p_descriptor.hpp"
+#include "collectives/p2p/p2p_descriptor.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy::collectives {

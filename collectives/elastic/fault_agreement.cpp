@@ -1,4 +1,4 @@
-#include "collectives/fault_agreement.hpp"
+#include "collectives/elastic/fault_agreement.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

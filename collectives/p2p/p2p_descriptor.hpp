@@ -1,4 +1,4 @@
-// The frames of the point-to-point protocol (collectives/point_to_point.hpp). Every message between two
+// The frames of the point-to-point protocol (collectives/p2p/point_to_point.hpp). Every message between two
 // ranks starts with a descriptor of fixed size, so the receiver always knows what the next frame is:
 //
 //   Eager(tag, bytes, id)          the payload follows at once (messages up to the eager limit)

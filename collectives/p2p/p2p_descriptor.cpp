@@ -1,4 +1,4 @@
-#include "collectives/p2p_descriptor.hpp"
+#include "collectives/p2p/p2p_descriptor.hpp"
 
 #include "common/error.hpp"
 #include "common/little_endian.hpp"

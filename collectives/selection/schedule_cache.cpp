@@ -1,4 +1,4 @@
-#include "collectives/schedule_cache.hpp"
+#include "collectives/selection/schedule_cache.hpp"
 
 namespace canopy::collectives {
 

@@ -1,4 +1,4 @@
-#include "collectives/link_model_text.hpp"
+#include "collectives/selection/link_model_text.hpp"
 
 #include <fmt/format.h>
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "canopy/store.hpp"
-#include "collectives/peer_silence.hpp"
+#include "collectives/elastic/peer_silence.hpp"
 #include "common/deadline.hpp"
 
 namespace canopy::collectives {

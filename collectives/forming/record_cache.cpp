@@ -1,4 +1,4 @@
-#include "collectives/record_cache.hpp"
+#include "collectives/forming/record_cache.hpp"
 
 namespace canopy::collectives {
 

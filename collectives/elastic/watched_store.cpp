@@ -1,4 +1,4 @@
-#include "collectives/watched_store.hpp"
+#include "collectives/elastic/watched_store.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "collectives/communicator_family.hpp"
+#include "collectives/elastic/communicator_family.hpp"
 
 #include "collectives/communicator_impl.hpp"
 

@@ -1,4 +1,4 @@
-#include "collectives/group_split.hpp"
+#include "collectives/forming/group_split.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

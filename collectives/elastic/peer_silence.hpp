@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "canopy/store.hpp"
-#include "collectives/liveness_monitor.hpp"
+#include "collectives/elastic/liveness_monitor.hpp"
 #include "common/deadline.hpp"
 
 namespace canopy::collectives {

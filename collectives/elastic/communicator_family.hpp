@@ -12,8 +12,8 @@
 
 #include "canopy/communicator.hpp"
 #include "canopy/store.hpp"
-#include "collectives/first_failure.hpp"
-#include "collectives/liveness_monitor.hpp"
+#include "collectives/elastic/first_failure.hpp"
+#include "collectives/elastic/liveness_monitor.hpp"
 
 namespace canopy::collectives {
 

@@ -10,7 +10,7 @@
 
 #include "canopy/communicator.hpp"
 #include "collectives/communicator_impl.hpp"
-#include "collectives/grow_plan.hpp"
+#include "collectives/elastic/grow_plan.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/process_identity.hpp"
