@@ -81,14 +81,16 @@ std::uint64_t Communicator::store_requests_sent() const {
   return impl().store_requests_sent();
 }
 
+// Both entry points check the arguments once, on the caller's thread, before the call takes its turn.
 void Communicator::run(const CollectiveArgs& args, const CollectiveOptions& options) {
   Impl& impl = this->impl();
+  impl.engine().validate(args);
   impl.sequencer.run([&](std::uint64_t seq) { impl.run(args, options, seq); });
 }
 
 Work Communicator::start(const CollectiveArgs& args, const CollectiveOptions& options) {
   Impl& impl = this->impl();
-  impl.validate(args);
+  impl.engine().validate(args);
   return impl.sequencer.submit(
       [impl = &impl, args, options](std::uint64_t seq) { impl->run(args, options, seq); });
 }
@@ -164,13 +166,14 @@ Communicator::AlgorithmChoice Communicator::choose_algorithm(const CollectiveArg
   Impl& impl = this->impl();
   AlgorithmChoice choice;
   collectives::CollectiveCall call;
-  impl.describe_call(args, options, call);
-  const std::string_view requested = impl.requested_algorithm(args.collective, options);
-  const collectives::Pace pace = impl.pace(impl.follows_stream(args, requested));
+  collectives::CallEngine& engine = impl.engine();
+  engine.describe_call(args, options, call);
+  const std::string_view requested = engine.requested_algorithm(args.collective, options);
+  const collectives::Pace pace = engine.pace(engine.follows_stream(args, requested));
   const collectives::Algorithm& algorithm =
-      impl.select(call, size_of(args.dtype), requested, pace, &choice.explanation, /*remember=*/false);
+      engine.select(call, size_of(args.dtype), requested, pace, &choice.explanation, /*remember=*/false);
   choice.name = algorithm.name;
-  choice.predicted_seconds = impl.predict(algorithm, call, size_of(args.dtype), pace);
+  choice.predicted_seconds = engine.predict(algorithm, call, size_of(args.dtype), pace);
   return choice;
 }
 

@@ -8,14 +8,11 @@
 #include <numeric>
 
 #include "collectives/selection/algorithm_overrides.hpp"
-#include "collectives/broadcast_stream.hpp"
-#include "collectives/call_buffers.hpp"
 #include "collectives/forming/host_layout_exchange.hpp"
 #include "collectives/selection/link_calibration.hpp"
 #include "collectives/selection/link_model_text.hpp"
 #include "collectives/elastic/liveness_keys.hpp"
 #include "collectives/elastic/liveness_monitor.hpp"
-#include "collectives/one_shot.hpp"
 #include "collectives/forming/record_cache.hpp"
 #include "collectives/elastic/watched_store.hpp"
 #include "common/cpu_list.hpp"
@@ -36,15 +33,6 @@ using collectives::Algorithm;
 using collectives::CollectiveCall;
 
 namespace {
-
-bool is_rooted(Collective c) {
-  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
-         c == Collective::Scatter;
-}
-
-void grow_to(std::vector<std::byte>& buffer, std::size_t bytes) {
-  if (buffer.size() < bytes) buffer.resize(bytes);
-}
 
 // A sub-communicator's id: a digest of its store keys' prefix (unique in the job), its top bit set so
 // that it never meets the small numbers of the communicators formed on the store directly.
@@ -183,9 +171,9 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, *hosts_,
                                              settings_.text("CANOPY_COST_MODEL"),
                                              Deadline::after(std::max(timeout_, kShortestProbeDeadline)));
-  cost_model_ = collectives::CostModel(std::move(link), collectives::ChoiceMemo::for_group(size, local_size));
+  start_engine(std::move(link));
   log::info("communicator {} ready: rank {} of {} (local {} of {}, generation {}), {}", comm_id_, rank, size,
-            local_rank, local_size, generation_, collectives::describe(cost_model_.link(), *hosts_));
+            local_rank, local_size, generation_, collectives::describe(this->link(), *hosts_));
 
   auto monitor_store = collectives::open_monitor_store(store_, liveness);
   family_->failure_store = monitor_store;
@@ -243,8 +231,7 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
               ? std::make_shared<collectives::WatchedStore>(store_, origin.check_members, origin.check_every)
               : store_);
   // The parent measured these links; the group's own layout (in its calls) decides who shares a host.
-  cost_model_ =
-      collectives::CostModel(parent.cost_model_.link(), collectives::ChoiceMemo::for_group(size, local_size));
+  start_engine(parent.link());
   if (origin.new_family) {
     // The first of a family: its ranks beat under its own keys, and its failures are its own.
     ++generation_;
@@ -282,7 +269,7 @@ collectives::GrowPlan Communicator::Impl::grow_plan(const std::vector<int>& memb
   plan.size = plan.first_newcomer + newcomers;
   for (int member : members) plan.world_ranks.push_back(world_ranks_[static_cast<std::size_t>(member)]);
   for (int i = 0; i < newcomers; ++i) plan.world_ranks.push_back(next_world_rank_ + i);
-  plan.link = cost_model_.link();
+  plan.link = link();
   return plan;
 }
 
@@ -331,7 +318,6 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   const transport::TransportKind kind = transport::transport_kind_from(settings_);
   transport_ =
       transport::connect_mesh(*forming, rank, size, mesh, kind);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
-  host_cells_ = transport_->host_cells();
   // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
   // collective runs, in an order of their own (docs/GROUPS.md says why not the collectives' sockets).
   auto p2p_store = std::make_shared<PrefixStore>(store_, "p2p");
@@ -351,6 +337,13 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
       kind == transport::TransportKind::Auto ? "CANOPY_TRANSPORT=auto, as the collectives' mesh chose" : "");
   p2p_ = std::make_unique<collectives::PointToPoint>(std::move(p2p_mesh), settings,
                                                      [this](const Error& error) { return end_with(error); });
+}
+
+void Communicator::Impl::start_engine(collectives::LinkModel link) {
+  engine_ = std::make_unique<collectives::CallEngine>(collectives::CallEngineSetup{
+      rank, size, comm_id_, timeout_, hosts_, transport_.get(),
+      collectives::CostModel(std::move(link), collectives::ChoiceMemo::for_group(size, local_size)),
+      algorithm_overrides_, chunk_bytes_});
 }
 
 std::string Communicator::Impl::describe() const {
@@ -435,162 +428,13 @@ Error Communicator::Impl::end_with(const Error& error) {
   return blamed;
 }
 
-void Communicator::Impl::validate(const CollectiveArgs& args) const {
-  if (is_rooted(args.collective) && (args.root < 0 || args.root >= size))
-    fail(ErrorCode::InvalidArgument, "{}: root {} is not a rank of this group of {}",
-         to_string(args.collective), args.root, size);
-  if (args.count > 0) {
-    // A gather's output and a scatter's input exist at the root only.
-    const bool needs_input = args.collective != Collective::Scatter || rank == args.root;
-    const bool needs_output = args.collective != Collective::Gather || rank == args.root;
-    if ((needs_input && args.input == nullptr) || (needs_output && args.output == nullptr))
-      fail(ErrorCode::InvalidArgument, "{}: null buffer for {} elements", to_string(args.collective),
-           args.count);
-  }
-  if (args.collective == Collective::AllToAllV &&
-      (args.send_counts == nullptr || args.recv_counts == nullptr))
-    fail(ErrorCode::InvalidArgument, "all_to_all_v: no send or receive counts");
-}
-
-void Communicator::Impl::describe_call(const CollectiveArgs& args, const CollectiveOptions& options,
-                                       CollectiveCall& call) const {
-  std::size_t element_size = size_of(args.dtype);
-  std::size_t chunk_bytes = options.chunk_bytes > 0 ? options.chunk_bytes : chunk_bytes_;
-  call.collective = args.collective;
-  call.rank = rank;
-  call.size = size;
-  call.count = args.collective == Collective::Barrier ? 0 : args.count;
-  call.root = is_rooted(args.collective) ? args.root : 0;
-  call.chunk_count = std::max<std::uint64_t>(1, chunk_bytes / element_size);
-  call.in_place = true;  // until the call's buffers say otherwise
-  if (call.hosts != hosts_) call.hosts = hosts_;
-  call.cell_bytes = host_cells_ != nullptr ? host_cells_->cell_bytes() : 0;
-  if (args.collective == Collective::AllToAllV) {
-    call.send_counts.assign(args.send_counts, args.send_counts + size);
-    call.recv_counts.assign(args.recv_counts, args.recv_counts + size);
-  } else {
-    call.send_counts.clear();
-    call.recv_counts.clear();
-  }
-}
-
-// The algorithm asked for (the call's options, else CANOPY_ALGO); empty for auto.
-std::string_view Communicator::Impl::requested_algorithm(Collective collective,
-                                                         const CollectiveOptions& options) const {
-  std::string_view name = options.algorithm;  // a view: no copy on every call
-  if (name.empty())
-    if (auto it = algorithm_overrides_.find(collective); it != algorithm_overrides_.end()) name = it->second;
-  return name == "auto" ? std::string_view{} : name;
-}
-
-bool Communicator::Impl::follows_stream(const CollectiveArgs& args, std::string_view requested) const {
-  return collectives::BroadcastStream::follows(args, !requested.empty(), transport_->carries_flags());
-}
-
-const Algorithm& Communicator::Impl::select(const CollectiveCall& call, std::size_t element_size,
-                                            std::string_view name, collectives::Pace pace,
-                                            std::string* explanation, bool remember) {
-  if (!name.empty()) {
-    const Algorithm* algorithm = collectives::find_algorithm(call.collective, name);
-    if (algorithm == nullptr) {
-      std::string known;
-      for (const Algorithm& a : collectives::algorithms(call.collective))
-        known += fmt::format("{}{}", known.empty() ? "" : ", ", a.name);
-      fail(ErrorCode::InvalidArgument, "{} has no algorithm '{}' (known: {}, auto)",
-           to_string(call.collective), name, known);
-    }
-    if (explanation) *explanation = fmt::format("{}: {} (asked for)", to_string(call.collective), name);
-    return *algorithm;
-  }
-  if (!remember) {
-    const collectives::AlgorithmChoice choice = cost_model_.evaluate(call, element_size, pace);
-    if (explanation) *explanation = choice.explanation;
-    return *choice.algorithm;  // the tables' own entry, not the choice's
-  }
-  const auto& choice = cost_model_.choose(call, element_size, pace);
-  if (explanation) *explanation = choice.explanation;
-  return *choice.algorithm;
-}
-
-double Communicator::Impl::predict(const Algorithm& algorithm, const CollectiveCall& call,
-                                   std::size_t element_size, collectives::Pace pace) const {
-  if (call.collective == Collective::AllToAllV) return 0;  // a rank knows only its own counts
-  const auto prediction = collectives::predict(algorithm, call, element_size, cost_model_.link());
-  return pace == collectives::Pace::Stream ? prediction.stream_seconds : prediction.seconds;
-}
-
 void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions& options,
                              std::uint64_t seq) {
   ensure_usable();
-  validate(args);
-  std::size_t element_size = size_of(args.dtype);
-  CollectiveCall& call = call_;
-  describe_call(args, options, call);
-  const std::string_view requested = requested_algorithm(args.collective, options);
-  const bool follows_stream = this->follows_stream(args, requested);
-  const collectives::Pace pace = stream_.pace(follows_stream);
-  std::string explanation;
-  const Algorithm& algorithm =
-      select(call, element_size, requested, pace, log::level() <= log::Level::Info ? &explanation : nullptr);
-  if (!explanation.empty()) log::info("#{} {}", seq, explanation);
-  const collectives::CallBuffers buffers = collectives::prepare_call_buffers(args, rank, size, scratch_);
-  call.in_place = buffers.in_place;
-  // A one-shot call that fits the host's cells goes through them; every other call runs its schedule.
-  const bool through_cells = algorithm.one_shot && call.through_cells(element_size);
-  const collectives::CompiledSchedule* compiled = through_cells ? nullptr : &schedules_.get(algorithm, call);
-  if (compiled != nullptr) {
-    grow_to(staging_, compiled->schedule.staging_count * element_size);
-    if (!compiled->peers_expected) {
-      // Links made on first use learn where all of this schedule's peers listen in one store request.
-      compiled->peers_expected = true;
-      transport_->expect_peers(compiled->peers);
-    }
-  }
-
-  collectives::ExecutionContext context;
-  context.transport = transport_.get();
-  context.envelope = {comm_id_,
-                      seq,
-                      args.collective,
-                      args.dtype,
-                      args.op,
-                      collectives::algorithm_index(algorithm),
-                      static_cast<std::uint32_t>(call.root),
-                      call.count,
-                      0};
-  // Before anything can block: a peer that runs this call another way (one through the cells, the other with
-  // messages) learns it from this, where no frame header would ever reach it.
-  if (host_cells_ != nullptr) host_cells_->declare(context.envelope);
-  context.data = buffers.data;
-  context.input = buffers.input;
-  context.staging = staging_.data();
-  context.element_size = element_size;
-  context.dtype = args.dtype;
-  context.op = args.op == ReduceOp::Avg ? ReduceOp::Sum : args.op;
-  // One clock read at the start serves the deadline, the flight recorder and stream detection; only a
-  // broadcast that follows a stream reads one at its end too: on a small call each read is a measurable part
-  // of what this rank itself spends.
-  const Clock::time_point started = Clock::now();
-  context.deadline = Deadline(started + (options.timeout.count() > 0 ? options.timeout : timeout_));
-  const bool is_root = rank == call.root;
-  const double one_call_seconds =
-      stream_.root_may_be_back_to_back(follows_stream, is_root)
-          ? cost_model_.choose(call, element_size, collectives::Pace::OneCall).predicted_seconds
-          : 0;
-  context.envelope.flags = stream_.flags_at_start(follows_stream, is_root, started, one_call_seconds);
-  std::size_t slot = recorder_.start(
-      {seq, args.collective, algorithm.name, args.count, args.dtype, args.op, call.root, {}, {}, 0}, started);
-  std::uint8_t heard_flags = 0;
   try {
-    if (through_cells) {
-      heard_flags = collectives::run_through_cells(*host_cells_, call, context);
-    } else {
-      executor_.run(*compiled, context);
-      heard_flags = executor_.heard_flags();
-    }
-  } catch (const Error& e) {
-    recorder_.failed(slot, Clock::now());
-    Error blamed = end_with(e);
+    engine_->run(args, options, seq);
+  } catch (const collectives::CallFailed& failed) {
+    Error blamed = end_with(failed.error);
     bool revoked = blamed.code() == ErrorCode::Revoked;
     {
       std::lock_guard lock(failure_mutex_);
@@ -603,11 +447,8 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
     if (blamed.code() != ErrorCode::Timeout) throw blamed;
     // A timeout says who was stuck where: this rank's recent calls, as every rank prints its own.
     throw Error(ErrorCode::Timeout,
-                fmt::format("{}\nrank {}'s last collectives:{}", blamed.what(), rank, recorder_.dump()));
+                fmt::format("{}\nrank {}'s last collectives:{}", blamed.what(), rank, engine_->recent_calls()));
   }
-  recorder_.done(slot);
-  stream_.finished(follows_stream, is_root, heard_flags);
-  collectives::finish_call_buffers(args, rank, size, buffers.data);
 }
 
 Work Communicator::Impl::send(std::span<const std::byte> data, int peer, std::uint32_t tag) {

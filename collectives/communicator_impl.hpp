@@ -1,6 +1,7 @@
-// What a Communicator is behind its pointer: the group's transports, cost model and schedules, and the
-// failure state every call checks. communicator_impl.cpp forms groups and runs collectives;
-// point_to_point.hpp carries the point-to-point messages; communicator.cpp is the public face.
+// What a Communicator is behind its pointer: the group's identity and lineage (ids, generation, world
+// ranks, store keys), its links, and the failure state every call checks; its calls run in its CallEngine
+// (call_engine.hpp), its point-to-point messages in p2p/point_to_point.hpp. communicator_impl.cpp forms
+// groups, elastic/ shrinks and grows them, communicator.cpp is the public face.
 #pragma once
 
 #include <atomic>
@@ -15,18 +16,14 @@
 #include <vector>
 
 #include "canopy/communicator.hpp"
-#include "collectives/broadcast_stream.hpp"
+#include "collectives/call_engine.hpp"
 #include "collectives/call_sequencer.hpp"
 #include "collectives/elastic/communicator_family.hpp"
-#include "collectives/selection/cost_model.hpp"
-#include "collectives/executor.hpp"
 #include "collectives/elastic/fault_agreement.hpp"
 #include "collectives/elastic/first_failure.hpp"
-#include "collectives/flight_recorder.hpp"
 #include "collectives/elastic/grow_plan.hpp"
 #include "collectives/p2p/point_to_point.hpp"
 #include "collectives/forming/record_cache.hpp"
-#include "collectives/selection/schedule_cache.hpp"
 #include "common/settings.hpp"
 #include "transport/select_transport.hpp"
 #include "transport/shm/unix_listener_book.hpp"
@@ -75,20 +72,8 @@ class Communicator::Impl {
   Work send(std::span<const std::byte> data, int peer, std::uint32_t tag);
   Work recv(std::span<std::byte> data, int peer, std::uint32_t tag);
   Work recv_any(std::span<std::byte> data, int& source, std::uint32_t tag);
-  // `requested`: requested_algorithm(), looked up once per call. `remember`: whether the cost model may
-  // keep the choice (only on the calls' own turn: choose_algorithm() may run beside a call on another
-  // thread).
-  const collectives::Algorithm& select(const collectives::CollectiveCall& call, std::size_t element_size,
-                                       std::string_view requested, collectives::Pace pace,
-                                       std::string* explanation, bool remember = true);
-  std::string_view requested_algorithm(Collective collective, const CollectiveOptions& options) const;
-  bool follows_stream(const CollectiveArgs& args, std::string_view requested) const;
-  collectives::Pace pace(bool follows_stream) const { return stream_.pace(follows_stream); }
-  // Fills `call` for these arguments. Refilled call after call, as run() does with one of its own, it copies
-  // no layout pointer (an atomic count each way) and allocates nothing.
-  void describe_call(const CollectiveArgs& args, const CollectiveOptions& options,
-                     collectives::CollectiveCall& call) const;
-  void validate(const CollectiveArgs& args) const;
+  // Describing, choosing and running calls (communicator.cpp's choose_algorithm asks it too).
+  collectives::CallEngine& engine() { return *engine_; }
   void abort(const std::string& reason);
   // Ends this communicator for every member: the record in the store says revoked, and this rank's
   // sub-communicators are revoked with it (docs/RELIABILITY.md, *Revoke, agree, shrink*).
@@ -120,12 +105,10 @@ class Communicator::Impl {
   std::uint64_t id() const { return comm_id_; }
   // "communicator 3 (generation 1)", for messages.
   std::string describe() const;
-  const collectives::LinkModel& link() const { return cost_model_.link(); }
+  const collectives::LinkModel& link() const { return engine_->link(); }
   const collectives::HostLayout& hosts() const { return *hosts_; }
   std::string_view transport_name() const { return transport_->name(); }
   std::uint64_t store_requests_sent() const { return store_->requests_sent(); }
-  double predict(const collectives::Algorithm& algorithm, const collectives::CollectiveCall& call,
-                 std::size_t element_size, collectives::Pace pace) const;
   const std::shared_ptr<collectives::CommunicatorFamily>& family() const { return family_; }
   std::optional<Error> failure();  // Communicator::failure
 
@@ -152,6 +135,8 @@ class Communicator::Impl {
   // Who of this group is gone, by heartbeat: one for all its agreements, so that a rank found silent in
   // one is gone at once in the next.
   const std::shared_ptr<collectives::PeerSilence>& silence();
+  // Makes the call engine once the links are up and the model is known (measured, or inherited).
+  void start_engine(collectives::LinkModel link);
   void ensure_usable();
   // Publishes `error` as the communicator's first failure (or learns another rank's), ends the
   // communicator, and returns the error to report.
@@ -185,25 +170,16 @@ class Communicator::Impl {
   // its peers' addresses are in; null under CANOPY_TRANSPORT=verbs.
   std::shared_ptr<transport::TcpAddressBook> tcp_addresses_;
   std::unique_ptr<transport::Transport> transport_;
-  transport::HostCells* host_cells_ = nullptr;  // the transport's, read once; null: none
   std::unique_ptr<collectives::PointToPoint> p2p_;
-  collectives::CostModel cost_model_;
-  collectives::ScheduleCache schedules_;
-  collectives::Executor executor_;
   std::map<Collective, std::string> algorithm_overrides_;
   std::size_t chunk_bytes_;
-  std::vector<std::byte> staging_;  // grows to the largest call's need, then is reused
-  std::vector<std::byte> scratch_;  // a working copy where the user's buffer must stay intact
-  // The call under way: only the call holding the sequencer's turn uses it.
-  collectives::CollectiveCall call_;
-  collectives::FlightRecorder recorder_;
+  std::unique_ptr<collectives::CallEngine> engine_;
   std::mutex failure_mutex_;
   std::string failure_;                          // set once a call failed: the communicator is then unusable
   ErrorCode failure_code_ = ErrorCode::Aborted;  // with failure_: Revoked makes later calls say so
   // Set with failure_: every call reads this, and the mutex only after a failure.
   std::atomic<bool> failed_{false};
   std::shared_ptr<collectives::FirstFailure> first_failure_;  // tells every rank who failed first
-  collectives::BroadcastStream stream_;  // whether auto chooses broadcasts for a stream's pace
 };
 
 }  // namespace canopy
