@@ -74,7 +74,8 @@ void CallEngine::describe_call(const CollectiveArgs& args, const CollectiveOptio
   }
 }
 
-std::string_view CallEngine::requested_algorithm(Collective collective, const CollectiveOptions& options) const {
+std::string_view CallEngine::requested_algorithm(Collective collective,
+                                                 const CollectiveOptions& options) const {
   std::string_view name = options.algorithm;  // a view: no copy on every call
   if (name.empty())
     if (auto it = algorithm_overrides_.find(collective); it != algorithm_overrides_.end()) name = it->second;
@@ -85,8 +86,9 @@ bool CallEngine::follows_stream(const CollectiveArgs& args, std::string_view req
   return BroadcastStream::follows(args, !requested.empty(), transport_->carries_flags());
 }
 
-const Algorithm& CallEngine::select(const CollectiveCall& call, std::size_t element_size, std::string_view name,
-                                    Pace pace, std::string* explanation, bool remember) {
+const Algorithm& CallEngine::select(const CollectiveCall& call, std::size_t element_size,
+                                    std::string_view name, Pace pace, std::string* explanation,
+                                    bool remember) {
   if (!name.empty()) {
     const Algorithm* algorithm = find_algorithm(call.collective, name);
     if (algorithm == nullptr) {

@@ -28,7 +28,7 @@ struct CallEngineSetup {
   int rank = 0;
   int size = 1;
   std::uint64_t comm_id = 0;
-  Duration timeout{0};                       // a call's, unless its options say otherwise
+  Duration timeout{0};                      // a call's, unless its options say otherwise
   std::shared_ptr<const HostLayout> hosts;  // every call carries it (CollectiveCall::hosts)
   transport::Transport* transport = nullptr;
   CostModel cost_model;
@@ -53,7 +53,8 @@ class CallEngine {
 
   // Fills `call` for these arguments. Refilled call after call, as run() does with one of its own, it copies
   // no layout pointer (an atomic count each way) and allocates nothing.
-  void describe_call(const CollectiveArgs& args, const CollectiveOptions& options, CollectiveCall& call) const;
+  void describe_call(const CollectiveArgs& args, const CollectiveOptions& options,
+                     CollectiveCall& call) const;
   // Error(InvalidArgument) for a root outside the group, a missing buffer or missing counts.
   void validate(const CollectiveArgs& args) const;
   // The algorithm asked for (the call's options, else CANOPY_ALGO); empty for auto.
@@ -86,7 +87,7 @@ class CallEngine {
   Executor executor_;
   std::vector<std::byte> staging_;  // grows to the largest call's need, then is reused
   std::vector<std::byte> scratch_;  // a working copy where the user's buffer must stay intact
-  CollectiveCall call_;              // the call under way: only the call holding the sequencer's turn uses it
+  CollectiveCall call_;             // the call under way: only the call holding the sequencer's turn uses it
   FlightRecorder recorder_;
   BroadcastStream stream_;  // whether auto chooses broadcasts for a stream's pace
 };

@@ -7,14 +7,13 @@
 #include <cstring>
 #include <numeric>
 
-#include "collectives/selection/algorithm_overrides.hpp"
-#include "collectives/forming/host_layout_exchange.hpp"
-#include "collectives/selection/link_calibration.hpp"
-#include "collectives/selection/link_model_text.hpp"
 #include "collectives/elastic/liveness_keys.hpp"
 #include "collectives/elastic/liveness_monitor.hpp"
-#include "collectives/forming/record_cache.hpp"
 #include "collectives/elastic/watched_store.hpp"
+#include "collectives/forming/host_layout_exchange.hpp"
+#include "collectives/forming/record_cache.hpp"
+#include "collectives/selection/link_calibration.hpp"
+#include "collectives/selection/link_model_text.hpp"
 #include "common/cpu_list.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
@@ -57,13 +56,9 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
     : rank(rank_),
       size(size_),
       family_(std::make_shared<collectives::CommunicatorFamily>()),
-      settings_(Settings::from_environment()),
-      timeout_(options.timeout.count() > 0
-                   ? options.timeout
-                   : std::chrono::duration_cast<Duration>(settings_.duration("CANOPY_TIMEOUT"))),
-      options_(options),
-      algorithm_overrides_(collectives::parse_algorithm_overrides(settings_.text("CANOPY_ALGO"))),
-      chunk_bytes_(settings_.size("CANOPY_CHUNK_BYTES")) {
+      settings_(collectives::CommunicatorSettings::from(Settings::from_environment())),
+      timeout_(options.timeout.count() > 0 ? options.timeout : settings_.timeout),
+      options_(options) {
   if (size < 1 || rank < 0 || rank >= size)
     fail(ErrorCode::InvalidArgument, "rank {} is not within a group of {} ranks", rank, size);
   log::set_rank(rank);
@@ -99,11 +94,10 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   // before the layout is agreed (or kept from the group a survivor leaves), so that its address travels in
   // this rank's layout record: one request publishes all it has to say. Not where the transport is verbs,
   // which has no TCP mesh (auto may still choose verbs: the listener then closes unused).
-  const transport::TransportKind kind = transport::transport_kind_from(settings_);
+  const transport::TransportKind kind = settings_.transport;
   const auto records = std::make_shared<collectives::RecordCache>(store_);
   if (size > 1 && kind != transport::TransportKind::Verbs) {
-    const transport::TcpOptions tcp =
-        transport::TcpOptions::from(transport::MeshOptions::from_settings(settings_, comm_id_));
+    const transport::TcpOptions tcp = transport::TcpOptions::from(mesh_options());
     tcp_addresses_ = std::make_shared<transport::TcpAddressBook>(
         rank, size, /*meshes=*/2, tcp,
         transport::TcpAddressBook::Records{records, collectives::rank_record_key,
@@ -127,11 +121,11 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   // Under auto whether this rank can use verbs travels in its record too: the group's verdict comes back
   // with the layout, at no request of its own.
   if (kind == transport::TransportKind::Auto) {
-    const std::string why_not = transport::verbs_unavailable_reason(
-        transport::VerbsOptions::from(transport::MeshOptions::from_settings(settings_, comm_id_)));
+    const std::string why_not =
+        transport::verbs_unavailable_reason(transport::VerbsOptions::from(mesh_options()));
     record.verbs = why_not.empty() ? "1" : "0" + why_not;
   }
-  const auto liveness = collectives::LivenessSettings::from_settings(settings_);
+  const collectives::LivenessSettings& liveness = settings_.liveness;
   const std::shared_ptr<Store> forming =
       check_members ? std::make_shared<collectives::WatchedStore>(
                           store_, check_members, std::clamp(liveness.interval, Duration(50), Duration(1000)))
@@ -142,12 +136,12 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   std::vector<std::string> likely_on_this_host;
   const int first_here = rank - options.local_rank;
   if (listeners && options.local_rank >= 0 && options.local_size > 1 &&
-      transport::host_may_share_memory(kind, options.local_size, settings_))
+      transport::host_may_share_memory(kind, options.local_size, settings_.mesh.settings))
     for (int r = std::max(0, first_here); r < std::min(size, first_here + options.local_size); ++r)
       if (r != rank) likely_on_this_host.push_back(collectives::rank_record_key(r));
-  collectives::LayoutAgreement agreed = collectives::exchange_host_layout(
-      *forming, rank, size, rendezvous::host_identity(settings_.text("CANOPY_HOST_ID")), allowed_cpus(),
-      record, likely_on_this_host);
+  collectives::LayoutAgreement agreed =
+      collectives::exchange_host_layout(*forming, rank, size, rendezvous::host_identity(settings_.host_id),
+                                        allowed_cpus(), record, likely_on_this_host);
   for (std::size_t i = 0; i < agreed.also_read.size(); ++i)
     records->learn(likely_on_this_host[i], std::move(agreed.also_read[i]));
   hosts_ = std::make_shared<const collectives::HostLayout>(std::move(agreed.layout));
@@ -162,14 +156,13 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   read_records_at_once(*records, agreed.records, kind, tcp_addresses_ != nullptr, listeners != nullptr);
   connect(*hosts_, options.job_token, forming, std::move(listeners));
 
-  const bool calibrate = !plan && options.calibrate && settings_.flag("CANOPY_CALIBRATE");
+  const bool calibrate = !plan && options.calibrate && settings_.calibrate;
   collectives::LinkModel link = plan ? plan->link : collectives::LinkModel();
   // The probe runs once every rank is connected, so only load can slow it: a group given a short timeout
   // for its calls (torch's tests give 1 s) must not fail to form because the machine is busy.
   constexpr Duration kShortestProbeDeadline = std::chrono::seconds(30);
   if (calibrate)
-    link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, *hosts_,
-                                             settings_.text("CANOPY_COST_MODEL"),
+    link = collectives::calibrate_link_model(*transport_, *store_, comm_id_, *hosts_, settings_.cost_model,
                                              Deadline::after(std::max(timeout_, kShortestProbeDeadline)));
   start_engine(std::move(link));
   log::info("communicator {} ready: rank {} of {} (local {} of {}, generation {}), {}", comm_id_, rank, size,
@@ -192,9 +185,7 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
       timeout_(parent.timeout_),
       comm_id_(child_id(parent.comm_id_, name)),
       options_(parent.options_),
-      hosts_(std::make_shared<const collectives::HostLayout>(parent.hosts_->subset(members))),
-      algorithm_overrides_(parent.algorithm_overrides_),
-      chunk_bytes_(parent.chunk_bytes_) {
+      hosts_(std::make_shared<const collectives::HostLayout>(parent.hosts_->subset(members))) {
   rank = static_cast<int>(std::find(members.begin(), members.end(), parent.rank) - members.begin());
   if (rank >= size)
     fail(ErrorCode::InvalidArgument, "rank {} is not a member of the group it forms", parent.rank);
@@ -237,7 +228,7 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
     ++generation_;
     std::iota(family_ranks_.begin(), family_ranks_.end(), 0);
     family_->store_server = parent.family_->store_server;
-    const auto liveness = collectives::LivenessSettings::from_settings(settings_);
+    const collectives::LivenessSettings& liveness = settings_.liveness;
     failure_store_ = collectives::open_monitor_store(store_, liveness);
     family_->failure_store = failure_store_;
     first_failure_ = std::make_shared<collectives::FirstFailure>(failure_store_, rank);
@@ -289,9 +280,9 @@ void Communicator::Impl::read_records_at_once(collectives::RecordCache& records,
   const int host_ranks = hosts_->ranks_on(host);
   // As connect_mesh decides (select_transport.cpp): auto shares memory only where not every rank has verbs.
   const bool shares_memory = unix_listeners && host_ranks > 1 &&
-                             transport::host_may_share_memory(kind, host_ranks, settings_) &&
+                             transport::host_may_share_memory(kind, host_ranks, settings_.mesh.settings) &&
                              (kind == transport::TransportKind::ShmTcp || verbs_verdict_ != "1");
-  const bool every_link_now = tcp_addresses && settings_.choice("CANOPY_CONNECT") == "eager";
+  const bool every_link_now = tcp_addresses && settings_.connect_eagerly;
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r)
     if (r != rank && ((every_link_now && r < rank) || (shares_memory && hosts_->host_of(r) == host)))
@@ -302,7 +293,7 @@ void Communicator::Impl::read_records_at_once(collectives::RecordCache& records,
 void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std::string& job_token,
                                  const std::shared_ptr<Store>& forming,
                                  std::shared_ptr<transport::UnixListenerBook> listeners) {
-  auto mesh = transport::MeshOptions::from_settings(settings_, comm_id_);
+  transport::MeshOptions mesh = mesh_options();
   mesh.tcp_address_book = tcp_addresses_;
   mesh.tcp_address_book_mesh = 0;
   mesh.unix_listener_book = listeners;
@@ -313,9 +304,9 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   mesh.local_size = local_size;  // whether its ranks fit on this host's cores decides if the transport spins
   mesh.host_cores = hosts.cores_of_host.empty() ? 0 : hosts.cores_of(hosts.host_of(rank));
   mesh.verbs_verdict = verbs_verdict_;
-  const bool on_first_use = settings_.choice("CANOPY_CONNECT") != "eager";
+  const bool on_first_use = !settings_.connect_eagerly;
   if (on_first_use) mesh.store_for_first_use = store_;
-  const transport::TransportKind kind = transport::transport_kind_from(settings_);
+  const transport::TransportKind kind = settings_.transport;
   transport_ =
       transport::connect_mesh(*forming, rank, size, mesh, kind);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
   // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
@@ -339,11 +330,17 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
                                                      [this](const Error& error) { return end_with(error); });
 }
 
+transport::MeshOptions Communicator::Impl::mesh_options() const {
+  transport::MeshOptions mesh = settings_.mesh;
+  mesh.comm_id = comm_id_;
+  return mesh;
+}
+
 void Communicator::Impl::start_engine(collectives::LinkModel link) {
   engine_ = std::make_unique<collectives::CallEngine>(collectives::CallEngineSetup{
       rank, size, comm_id_, timeout_, hosts_, transport_.get(),
       collectives::CostModel(std::move(link), collectives::ChoiceMemo::for_group(size, local_size)),
-      algorithm_overrides_, chunk_bytes_});
+      settings_.algorithm_overrides, settings_.chunk_bytes});
 }
 
 std::string Communicator::Impl::describe() const {
@@ -446,8 +443,8 @@ void Communicator::Impl::run(const CollectiveArgs& args, const CollectiveOptions
                               describe(), blamed.what()));
     if (blamed.code() != ErrorCode::Timeout) throw blamed;
     // A timeout says who was stuck where: this rank's recent calls, as every rank prints its own.
-    throw Error(ErrorCode::Timeout,
-                fmt::format("{}\nrank {}'s last collectives:{}", blamed.what(), rank, engine_->recent_calls()));
+    throw Error(ErrorCode::Timeout, fmt::format("{}\nrank {}'s last collectives:{}", blamed.what(), rank,
+                                                engine_->recent_calls()));
   }
 }
 

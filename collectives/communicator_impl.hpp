@@ -18,13 +18,13 @@
 #include "canopy/communicator.hpp"
 #include "collectives/call_engine.hpp"
 #include "collectives/call_sequencer.hpp"
+#include "collectives/communicator_settings.hpp"
 #include "collectives/elastic/communicator_family.hpp"
 #include "collectives/elastic/fault_agreement.hpp"
 #include "collectives/elastic/first_failure.hpp"
 #include "collectives/elastic/grow_plan.hpp"
-#include "collectives/p2p/point_to_point.hpp"
 #include "collectives/forming/record_cache.hpp"
-#include "common/settings.hpp"
+#include "collectives/p2p/point_to_point.hpp"
 #include "transport/select_transport.hpp"
 #include "transport/shm/unix_listener_book.hpp"
 #include "transport/tcp/tcp_address_book.hpp"
@@ -137,6 +137,8 @@ class Communicator::Impl {
   const std::shared_ptr<collectives::PeerSilence>& silence();
   // Makes the call engine once the links are up and the model is known (measured, or inherited).
   void start_engine(collectives::LinkModel link);
+  // The transport's options for this communicator's meshes, before the layout's facts are added.
+  transport::MeshOptions mesh_options() const;
   void ensure_usable();
   // Publishes `error` as the communicator's first failure (or learns another rank's), ends the
   // communicator, and returns the error to report.
@@ -145,8 +147,8 @@ class Communicator::Impl {
   Error with_world_ranks(const Error& error) const;
 
   std::shared_ptr<collectives::CommunicatorFamily> family_;
-  // Every CANOPY_* setting, read once when the family's first communicator forms (docs/SETTINGS.md).
-  const Settings settings_;
+  // Its CANOPY_* settings, parsed once when the family's first communicator forms (docs/SETTINGS.md).
+  const collectives::CommunicatorSettings settings_;
   std::shared_ptr<Store> store_;
   Duration timeout_;
   std::uint64_t comm_id_ = 0;
@@ -171,8 +173,6 @@ class Communicator::Impl {
   std::shared_ptr<transport::TcpAddressBook> tcp_addresses_;
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<collectives::PointToPoint> p2p_;
-  std::map<Collective, std::string> algorithm_overrides_;
-  std::size_t chunk_bytes_;
   std::unique_ptr<collectives::CallEngine> engine_;
   std::mutex failure_mutex_;
   std::string failure_;                          // set once a call failed: the communicator is then unusable

@@ -134,14 +134,16 @@ std::int64_t combine(ReduceOp op, std::int64_t a, std::int64_t b) {
 }
 
 std::int64_t input_value(DataType type, ReduceOp op, int rank, std::uint64_t index) {
-  Random random(index * 0x9E3779B97F4A7C15ull ^ (static_cast<std::uint64_t>(rank) + 1) * 0xBF58476D1CE4E5B9ull);
+  Random random(index * 0x9E3779B97F4A7C15ull ^
+                (static_cast<std::uint64_t>(rank) + 1) * 0xBF58476D1CE4E5B9ull);
   return exact_value(type, op, rank, random);
 }
 
 void fill_inputs(DataType type, ReduceOp op, int rank, std::uint64_t first_index, void* data,
                  std::uint64_t count) {
   auto* out = static_cast<std::byte*>(data);
-  for (std::uint64_t i = 0; i < count; ++i) store_integer(type, out, i, input_value(type, op, rank, first_index + i));
+  for (std::uint64_t i = 0; i < count; ++i)
+    store_integer(type, out, i, input_value(type, op, rank, first_index + i));
 }
 
 std::uint64_t count_wrong(DataType type, ReduceOp op, int ranks, int from_rank, std::uint64_t first_index,
@@ -153,7 +155,8 @@ std::uint64_t count_wrong(DataType type, ReduceOp op, int ranks, int from_rank, 
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::uint64_t index = first_index + i;
     std::int64_t value = input_value(type, op, from_rank >= 0 ? from_rank : 0, index);
-    for (int r = 1; from_rank < 0 && r < ranks; ++r) value = combine(op, value, input_value(type, op, r, index));
+    for (int r = 1; from_rank < 0 && r < ranks; ++r)
+      value = combine(op, value, input_value(type, op, r, index));
     store_integer(type, expected.data(), 0, value);
     if (op == ReduceOp::Avg && from_rank < 0) collectives::finish_average(type, expected.data(), 1, ranks);
     if (std::memcmp(expected.data(), in + i * element, element) != 0) ++wrong;

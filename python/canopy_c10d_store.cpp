@@ -49,10 +49,11 @@ void CanopyC10dStore::wait(const std::vector<std::string>& keys, const std::chro
   store_->wait(keys, timeout);
 }
 
-c10::intrusive_ptr<c10d::Store> connect_etcd_for_torch(const std::string& address, const std::string& job_token,
+c10::intrusive_ptr<c10d::Store> connect_etcd_for_torch(const std::string& address,
+                                                       const std::string& job_token,
                                                        std::chrono::milliseconds timeout) {
-  auto store = c10::make_intrusive<CanopyC10dStore>(rendezvous::connect_etcd_store(address, job_token, timeout),
-                                                    address);
+  auto store = c10::make_intrusive<CanopyC10dStore>(
+      rendezvous::connect_etcd_store(address, job_token, timeout), address);
   store->setTimeout(timeout);
   return store;
 }

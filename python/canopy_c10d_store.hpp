@@ -3,10 +3,9 @@
 // directly (canopy_store_behind) instead of through two adapters.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <memory>
 #include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "canopy/store.hpp"
 
@@ -36,7 +35,8 @@ class CanopyC10dStore final : public c10d::Store {
 };
 
 // Connects to an etcd store (rendezvous/etcd_store.hpp) within `timeout`, for torch.
-c10::intrusive_ptr<c10d::Store> connect_etcd_for_torch(const std::string& address, const std::string& job_token,
+c10::intrusive_ptr<c10d::Store> connect_etcd_for_torch(const std::string& address,
+                                                       const std::string& job_token,
                                                        std::chrono::milliseconds timeout);
 
 // The Canopy store behind `store` when it is a CanopyC10dStore under zero or more c10d PrefixStores, with

@@ -16,7 +16,8 @@ constexpr int kListenBacklog = 65535;
 
 }  // namespace
 
-asio::ip::tcp::acceptor open_store_acceptor(asio::io_context& io, const std::string& host, std::uint16_t port) {
+asio::ip::tcp::acceptor open_store_acceptor(asio::io_context& io, const std::string& host,
+                                            std::uint16_t port) {
   using asio::ip::tcp;
   auto try_bind = [&](const tcp::endpoint& endpoint, bool dual_stack, std::error_code& ec) {
     tcp::acceptor acceptor(io);

@@ -224,7 +224,7 @@ std::string agree_within_hosts(transport::Transport& t, const ProbeRing& ring, c
 }
 
 // How the ranks measuring one class of links agree on it.
-struct Agreement {
+struct ClassAgreement {
   std::vector<int> members;  // every member of every ring measuring this class at once
   // Where the members are every host's sample and this ring of the hosts' first ranks holds every host:
   // agree_within_hosts, not the store.
@@ -368,7 +368,7 @@ std::string combine(const std::vector<std::string>& measured) {
 // others one), else through the store; `turns` is how many turns this rank's host takes for its cores when
 // all of its members move a message (1 where they fit).
 std::string measure_links(transport::Transport& transport, const std::vector<int>& ring_members,
-                          const Agreement& agreement, int turns, double gamma, double gamma_in_cache,
+                          const ClassAgreement& agreement, int turns, double gamma, double gamma_in_cache,
                           Store& store, const std::string& key, std::uint64_t comm_id, Deadline deadline) {
   const std::vector<int>& members = agreement.members;
   const ProbeRing ring = ring_among(ring_members, transport.rank());
@@ -456,7 +456,7 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
   if (one_class) {
     const std::vector<int> sample = sample_of(everyone);
     const MeasuredLink every = decode_measured_link(
-        measure_links(transport, sample, Agreement{sample}, turns_of_sample(hosts, sample, rank), gamma,
+        measure_links(transport, sample, ClassAgreement{sample}, turns_of_sample(hosts, sample, rank), gamma,
                       gamma_in_cache, store, "cost_model", comm_id, deadline));
     model.set_every_link(every.link);
     model.gamma = every.gamma;
@@ -497,12 +497,12 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
   } else {
     within_text = measure_links(
         transport, host_sample,
-        Agreement{within_members, every_host_in_ring ? &hosts_ring : nullptr, !every_host_in_ring},
+        ClassAgreement{within_members, every_host_in_ring ? &hosts_ring : nullptr, !every_host_in_ring},
         turns_of_sample(hosts, host_sample, rank), gamma, gamma_in_cache, store, "cost_model/within", comm_id,
         deadline);
     if (measures_between || !every_host_in_ring)
       between_text =
-          measure_links(transport, hosts_sample, Agreement{hosts_sample, nullptr, !every_host_in_ring},
+          measure_links(transport, hosts_sample, ClassAgreement{hosts_sample, nullptr, !every_host_in_ring},
                         /*turns=*/1, gamma, gamma_in_cache, store, "cost_model/between", comm_id, deadline);
     if (every_host_in_ring && hosts_ring.times_token)
       store.set(both_key, join_texts({within_text, between_text}));
