@@ -123,6 +123,7 @@ class Supervisor {
       wait_and_handle_events(next_wake(drain_until));
       reap_exited();
       stop_replacements_nobody_can_admit();
+      follow_the_other_nodes();
     }
     for (Rank& r : ranks_) {
       for (OutputStream& s : r.outputs) close_stream(s);
@@ -237,7 +238,7 @@ class Supervisor {
   void on_elastic_death(const RankExit& exit, int local) {
     const GroupCount group{running_count() + static_cast<int>(replace_slots_.size()), finished_,
                            outcome_.replacements_started};
-    const DeathVerdict verdict = after_death(*options_.elastic, options_.max_restarts, group);
+    const DeathVerdict verdict = after_death(*options_.elastic, options_.max_restarts, group, range_label());
     switch (verdict.action) {
       case AfterDeath::Replace:
         replace_slots_.push_back(local);
@@ -252,6 +253,12 @@ class Supervisor {
         begin_stop(SIGTERM);
         return;
     }
+  }
+
+  // How canopy-run's messages name the range a death is judged by.
+  std::string range_label() const {
+    if (!options_.placement) return fmt::format("--elastic {}", options_.elastic->text());
+    return fmt::format("this node's {} (--nnodes {})", options_.elastic->text(), options_.rdzv.nodes.text());
   }
 
   void start_replacements() {
@@ -297,6 +304,20 @@ class Supervisor {
              waiting.size() == 1 ? "" : "s", who);
       outcome_.first_failure = last_death_;
     }
+    begin_stop(SIGTERM);
+  }
+
+  // --rdzv-backend etcd: a lost node only gets a line (the ranks shrink by themselves); too few nodes left
+  // stops this node's ranks.
+  void follow_the_other_nodes() {
+    if (!elastic_.job_news) return;
+    JobNews news = elastic_.job_news();
+    if (news.lines.empty() && news.stop_because.empty()) return;
+    status_.erase();
+    for (const std::string& line : news.lines) report("{}", line);
+    if (news.stop_because.empty() || stopping_) return;
+    report("{}", news.stop_because);
+    outcome_.job_lost = news.stop_because;
     begin_stop(SIGTERM);
   }
 
