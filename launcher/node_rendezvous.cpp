@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <array>
 #include <sstream>
+#include <thread>
 
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "launcher/console.hpp"
 #include "rendezvous/etcd_store.hpp"
 
 namespace canopy::launcher {
@@ -58,7 +60,8 @@ void NodeRendezvous::take_ticket() {
 }
 
 NodePlacement NodeRendezvous::meet(const std::function<int()>& stop_signal) {
-  if (shared_->check({node_keys::kMembers})) return join_running_job(decode(shared_->get(node_keys::kMembers)));
+  if (shared_->check({node_keys::kMembers}))
+    return join_running_job(decode(shared_->get(node_keys::kMembers)), stop_signal);
   take_ticket();
   const ElasticRange& range = options_.rdzv.nodes;
   NodeCensus census(shared_);
@@ -83,7 +86,7 @@ NodePlacement NodeRendezvous::meet(const std::function<int()>& stop_signal) {
   const std::vector<Member> members = decode(shared_->get(node_keys::kMembers));
   const bool listed = std::any_of(members.begin(), members.end(),
                                   [&](const Member& m) { return m.ticket == record_.ticket; });
-  return listed ? place_member(members) : join_running_job(members);
+  return listed ? place_member(members) : join_running_job(members, stop_signal);
 }
 
 std::vector<NodeRecord> NodeRendezvous::wait_for_nodes(NodeCensus& census, std::size_t want, Deadline deadline,
@@ -121,19 +124,37 @@ NodePlacement NodeRendezvous::place_member(const std::vector<Member>& members) c
   return placement;
 }
 
-NodePlacement NodeRendezvous::join_running_job(const std::vector<Member>& members) {
+NodePlacement NodeRendezvous::join_running_job(const std::vector<Member>& members,
+                                               const std::function<int()>& stop_signal) {
   const std::string job = fmt::format("the job '{}' ({})", options_.rdzv.id, address_);
-  if (shared_->check({node_keys::kFinished}))
-    fail(ErrorCode::Config, "{} is finishing (a node's ranks have finished): no node joins it now", job);
+  const Deadline deadline = Deadline::after(options_.rdzv.join_timeout);
   NodeCensus census(shared_);
-  std::vector<NodeRecord> others = census.count().live;
-  std::erase_if(others, [&](const NodeRecord& node) { return node.ticket == record_.ticket; });
-  if (others.empty())
-    fail(ErrorCode::Config,
-         "{} has no live node left: it has ended or failed; a new job needs a --rdzv-id of its own", job);
-  if (others.size() >= static_cast<std::size_t>(options_.rdzv.nodes.max))
-    fail(ErrorCode::Config, "{} runs on {} already, the MAX of --nnodes {}: {}", job, nodes_text(others.size()),
-         options_.rdzv.nodes.text(), describe_nodes(others));
+  // A full job may have room in a moment: a lost node's record lapses one TTL after its launcher died, and a
+  // node sent to replace it often comes sooner. A record's end cannot be watched through the store, so the
+  // count is taken again once a slice.
+  std::vector<NodeRecord> others;
+  for (bool told = false;; told = true) {
+    if (shared_->check({node_keys::kFinished}))
+      fail(ErrorCode::Config,
+           "{} has finished, or is finishing (a node's ranks have finished): no node joins it now; a new job "
+           "needs a --rdzv-id of its own",
+           job);
+    others = census.count().live;
+    std::erase_if(others, [&](const NodeRecord& node) { return node.ticket == record_.ticket; });
+    if (others.empty())
+      fail(ErrorCode::Config,
+           "{} has no live node left: it has ended or failed; a new job needs a --rdzv-id of its own", job);
+    if (others.size() < static_cast<std::size_t>(options_.rdzv.nodes.max)) break;
+    if (deadline.expired())
+      fail(ErrorCode::Timeout, "{} ran on {} for {} s (--rdzv-conf join_timeout), the MAX of --nnodes {}: {}",
+           job, nodes_text(others.size()), std::chrono::duration_cast<std::chrono::seconds>(options_.rdzv.join_timeout).count(),
+           options_.rdzv.nodes.text(), describe_nodes(others));
+    if (!told)
+      report("{} runs on {}, the MAX of --nnodes {}: this node waits for one of them to end ({})", job,
+             nodes_text(others.size()), options_.rdzv.nodes.text(), describe_nodes(others));
+    if (int signal = stop_signal(); signal != 0) throw RendezvousStopped{signal};
+    std::this_thread::sleep_for(std::min(kWaitSlice, std::chrono::duration_cast<Duration>(deadline.remaining())));
+  }
   if (record_.ticket == 0) take_ticket();
   int listed_ranks = 0;
   for (const Member& m : members) listed_ranks += m.nproc;

@@ -33,9 +33,10 @@ class NodeRendezvous {
   NodeRendezvous& operator=(const NodeRendezvous&) = delete;
 
   // Meets the other nodes and returns this node's place. `stop_signal` is asked between waits (at least
-  // once a second) and a signal number it returns ends the meeting with RendezvousStopped. Throws
-  // Error(Timeout) when MIN nodes do not meet within join_timeout, Error(Config) when the job cannot take
-  // this node (it is ending, has MAX nodes, or has no live node left: a used --rdzv-id).
+  // once a second) and a signal number it returns ends the meeting with RendezvousStopped. A node that
+  // finds the job running on MAX nodes waits for room. Throws Error(Timeout) when MIN nodes do not meet,
+  // or no room comes, within join_timeout; Error(Config) when the job cannot take this node (it is
+  // finishing, or has no live node left: a used --rdzv-id).
   NodePlacement meet(const std::function<int()>& stop_signal);
 
   // This node's ranks finished: the job is ending, and the other nodes must not count this node's end
@@ -57,7 +58,7 @@ class NodeRendezvous {
   std::vector<NodeRecord> wait_for_nodes(NodeCensus& census, std::size_t want, Deadline deadline,
                                          const std::function<int()>& stop_signal);
   NodePlacement place_member(const std::vector<Member>& members) const;
-  NodePlacement join_running_job(const std::vector<Member>& members);
+  NodePlacement join_running_job(const std::vector<Member>& members, const std::function<int()>& stop_signal);
   static std::string encode(const std::vector<NodeRecord>& nodes);
   static std::vector<Member> decode(const std::string& text);
 

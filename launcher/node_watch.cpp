@@ -46,14 +46,16 @@ void NodeWatch::watch_until_stopped() {
       const std::size_t left = count.live.size();
       const bool too_few = left < static_cast<std::size_t>(nodes_.min);
       const bool ending = too_few && store_->check({node_keys::kFinished});
-      for (const NodeRecord& node : count.newly_gone) {
-        lines.push_back(fmt::format("{} is gone (its launcher's record expired or was removed); {} left{}",
-                                    node.describe(), nodes_text(left),
-                                    ending ? ", and the job is finishing" : ""));
-      }
       if (too_few && !ending) {
-        stop_because = fmt::format("{} left ({}), fewer than the {} of --nnodes {}: stopping this node's ranks",
+        // One line says it all: who went, who is left, and what this node does about it.
+        stop_because = fmt::format("{}{} left ({}), fewer than the {} of --nnodes {}: stopping this node's ranks",
+                                   count.newly_gone.empty() ? "" : describe_nodes(count.newly_gone) + " gone; ",
                                    nodes_text(left), describe_nodes(count.live), nodes_.min, nodes_.text());
+      } else {
+        for (const NodeRecord& node : count.newly_gone)
+          lines.push_back(fmt::format("{} is gone (its launcher's record expired or was removed); {} left{}",
+                                      node.describe(), nodes_text(left),
+                                      ending ? ", and the job is finishing" : ""));
       }
       store_failing_ = false;
     } catch (const std::exception& e) {
