@@ -131,8 +131,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   std::string backend, endpoints, conf;
 
   CLI::App app{
-      "Starts the ranks of a Canopy job on this node, hosts the store on node 0, prefixes their "
-      "output, stops them all when one fails and restarts them if asked.",
+      "Starts the ranks of a Canopy job on this node, hosts the store on node 0 (or, with --rdzv-backend "
+      "etcd, meets the other nodes in etcd), prefixes their output, stops them all when one fails and "
+      "restarts them if asked.",
       "canopy-run"};
   app.add_option("--nproc,--nproc-per-node", o.nproc, "Ranks to start on this node")
       ->check(CLI::Range(1, 4096))
@@ -198,7 +199,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
       "The program and its arguments follow the options (after '--' if they start with '-').\n"
       "Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT,\n"
       "CANOPY_JOB_TOKEN, CANOPY_STORE_HOSTED=1 and CANOPY_RESTART_COUNT; with --elastic also\n"
-      "CANOPY_ELASTIC, and CANOPY_ELASTIC_JOIN=1 on a replacement (see docs/LAUNCHER.md).");
+      "CANOPY_ELASTIC, and CANOPY_ELASTIC_JOIN=1 on a replacement; with --rdzv-backend etcd, MASTER_ADDR\n"
+      "is the etcd store (etcd://.../canopy-run/<rdzv-id>) and there is no MASTER_PORT (see docs/LAUNCHER.md).");
   app.prefix_command();  // everything from the program name on belongs to the program
 
   try {
