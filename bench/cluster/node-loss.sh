@@ -6,7 +6,8 @@
 # canopy-run starts first, so that it takes the first node ticket and holds rank 0. At step K every process of
 # host 0 (canopy-run, its ranks, its etcd member) is SIGKILLed at once. Printed per trial: the time from the
 # kill to the survivors' first step in the shrunk group (the latest survivor's, CLOCK_MONOTONIC, which all
-# namespaces share), to their "shrunk" line, and whether every survivor ended with the failure-free weights.
+# namespaces share), to their "shrunk" line, whether every survivor ended with the failure-free weights, and
+# whether host 0's etcd member was the leader.
 #
 #   sudo bench/cluster/node-loss.sh --nodes 4 --ranks-per-node 2 --heartbeat-timeout 2 --trials 5
 #
@@ -100,13 +101,22 @@ start_node() {  # trial host
 
 echo "# node-loss: $nodes hosts x $per_node ranks, links $rate, etcd on hosts 0-2," \
      "CANOPY_HEARTBEAT_TIMEOUT_SECONDS=$heartbeat_timeout, host 0 killed at step $kill_step of $steps"
-echo "# trial  kill->next_step_s  kill->shrunk_s  survivors_exact"
+echo "# trial  kill->next_step_s  kill->shrunk_s  survivors_exact  etcd_leader_killed"
 for ((t = 1; t <= trials; t++)); do
   start_etcd "$t"
   start_node "$t" 0
   sleep 0.5
   for ((k = 1; k < nodes; k++)); do start_node "$t" "$k"; done
   for _ in $(seq 600); do grep -q "\] step $kill_step rank 0 " "$work/t$t-n0.out" 2>/dev/null && break; sleep 0.05; done
+  # Whether host 0's etcd member leads: its death then costs an election before the store answers again.
+  leader_killed=$(ip netns exec "$(node 1)" env ETCDCTL_API=3 etcdctl --endpoints "http://$(address 0):2379" \
+    endpoint status -w json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    status = json.load(sys.stdin)[0]["Status"]
+    print("yes" if status["leader"] == status["header"]["member_id"] else "no")
+except Exception:
+    print("?")')
   kill_time=$(python3 -c '
 import os, sys, time
 pids = [int(p) for p in sys.argv[1:]]
@@ -124,9 +134,9 @@ print(f"{t:.6f}")' $(ip netns pids "$(node 0)"))
     return 1
   }
   while ((SECONDS < wait_deadline)) && survivors_running; do sleep 0.2; done
-  python3 - "$kill_time" "$(((nodes - 1) * per_node))" "$t" "$work"/t"$t"-n[1-9]*.out <<'EOF'
+  python3 - "$kill_time" "$(((nodes - 1) * per_node))" "$t" "$leader_killed" "$work"/t"$t"-n[1-9]*.out <<'EOF'
 import re, sys
-kill, size, trial, files = float(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
+kill, size, trial, leader, files = float(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 first_step, shrunk, exact = [], [], True
 for name in files:
     text = open(name).read()
@@ -137,7 +147,7 @@ for name in files:
     if steps: first_step.append(min(s for s in steps if s > kill) if any(s > kill for s in steps) else float("nan"))
     if shr: shrunk.append(min(shr))
 fmt = lambda xs: f"{max(xs) - kill:.3f}" if xs else "none"
-print(f"{trial:>7}  {fmt(first_step):>16}  {fmt(shrunk):>14}  {'yes' if exact else 'NO'}")
+print(f"{trial:>7}  {fmt(first_step):>16}  {fmt(shrunk):>14}  {'yes' if exact else 'NO':>15}  {leader:>17}")
 EOF
   for ((k = 1; k < nodes; k++)); do for pid in $(ip netns pids "$(node "$k")"); do kill -9 "$pid" 2>/dev/null || true; done; done
   if [[ -n $keep_logs ]]; then mkdir -p "$keep_logs" && cp "$work"/t"$t"-n*.out "$keep_logs"/; fi
