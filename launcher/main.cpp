@@ -48,8 +48,9 @@ struct JobEnd {
 
 // Runs the group, and again after each failure while restarts are left. With --elastic the group runs
 // once: its restarts are spent on replacements of single ranks, inside run_rank_group.
+// `node_watch` and `node_admissions`: with --rdzv-backend etcd only (null and empty otherwise).
 JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatch& signals,
-                    NodeWatch* node_watch) {
+                    NodeWatch* node_watch, const JoinQuery& node_admissions) {
   const EnvMap base = current_environment();
   for (int attempt = 0;; ++attempt) {
     round.restart_count = attempt;
@@ -64,9 +65,7 @@ JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatc
         replacing.restart_count = replacement;
         return to_envp_strings(rank_environment(base, options, replacing, local, RankStart::Replacement));
       };
-      // Across nodes the members that admit a newcomer are elsewhere: this node cannot judge that nobody
-      // is left to admit its replacements, so it never stops them for that.
-      if (!options.placement) elastic.join_state = admissions_of_job(options, round);
+      elastic.join_state = options.placement ? node_admissions : admissions_of_job(options, round);
     }
     if (node_watch != nullptr) elastic.job_news = [node_watch] { return node_watch->take(); };
     GroupOutcome outcome = run_rank_group(options, envps, signals, elastic);
@@ -145,7 +144,8 @@ int launch(const LaunchOptions& given) {
   round.torch_master_port = torch_master_port(options, round.master_port);
   resolve_output(options);
 
-  JobEnd end = run_attempts(options, round, signals, node_watch.get());
+  JobEnd end = run_attempts(options, round, signals, node_watch.get(),
+                            nodes ? admissions_in(nodes->another_handle(std::chrono::seconds(5))) : JoinQuery());
   if (nodes) {
     if (end.exit_status == 0) nodes->mark_finished();
   } else if (options.nnodes > 1) {

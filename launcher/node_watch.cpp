@@ -45,17 +45,16 @@ void NodeWatch::watch_until_stopped() {
       const NodeCensus::Count count = census.count();
       const std::size_t left = count.live.size();
       const bool too_few = left < static_cast<std::size_t>(nodes_.min);
-      const bool ending = too_few && store_->check({node_keys::kFinished});
-      if (too_few && !ending) {
+      finished_ = finished_ || store_->check({node_keys::kFinished});
+      if (too_few && !finished_) {
         // One line says it all: who went, who is left, and what this node does about it.
         stop_because = fmt::format("{}{} left ({}), fewer than the {} of --nnodes {}: stopping this node's ranks",
                                    count.newly_gone.empty() ? "" : describe_nodes(count.newly_gone) + " gone; ",
                                    nodes_text(left), describe_nodes(count.live), nodes_.min, nodes_.text());
-      } else {
+      } else if (!finished_) {  // once the job is finishing, nodes end: that is no news
         for (const NodeRecord& node : count.newly_gone)
-          lines.push_back(fmt::format("{} is gone (its launcher's record expired or was removed); {} left{}",
-                                      node.describe(), nodes_text(left),
-                                      ending ? ", and the job is finishing" : ""));
+          lines.push_back(fmt::format("{} is gone (its launcher's record expired or was removed); {} left",
+                                      node.describe(), nodes_text(left)));
       }
       store_failing_ = false;
     } catch (const std::exception& e) {
@@ -64,6 +63,7 @@ void NodeWatch::watch_until_stopped() {
       store_failing_ = true;
     }
     lock.lock();
+    news_.job_finished = finished_;
     for (std::string& line : lines) news_.lines.push_back(std::move(line));
     if (!stop_because.empty()) {
       news_.stop_because = std::move(stop_because);

@@ -20,6 +20,7 @@ namespace canopy::launcher {
 struct JobNews {
   std::vector<std::string> lines;  // for canopy-run's stderr, one a change
   std::string stop_because;        // non-empty once: too few nodes are left, stop this node's ranks
+  bool job_finished = false;       // a node's ranks have all finished: the job is ending
 };
 
 class NodeWatch {
@@ -43,6 +44,7 @@ class NodeWatch {
   JobNews news_;         // under mutex_
   bool verdict_ = false;  // the stop was said: nothing more to watch
   bool store_failing_ = false;
+  bool finished_ = false;  // seen canopy-run/finished: it stays
   std::thread thread_;
 };
 

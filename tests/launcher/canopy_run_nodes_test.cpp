@@ -168,6 +168,32 @@ TEST_F(CanopyRunNodes, FewerThanMinNodesLeftStopsEveryNodeWithOneLine) {
   }
 }
 
+// A node that joins a job whose members never grow (--no-grow) waits in join(); once the members finish,
+// its canopy-run stops its ranks rather than let them wait out CANOPY_TIMEOUT (20 s here).
+TEST_F(CanopyRunNodes, ANodeTheJobNeverAdmitsIsStoppedWhenTheJobFinishes) {
+  const std::vector<std::string> trainer{"--steps", "100", "--step-ms", "20", "--no-grow"};
+  std::vector<Node> nodes;
+  for (const char* host : {"a", "b"}) nodes.push_back(start_node(*etcd_, "late", "2:3", 1, host, trainer));
+  wait_for_step(nodes, 1, 10, 2);
+  Node later = start_node(*etcd_, "late", "2:3", 1, "c", trainer);
+  ASSERT_TRUE(later.run->wait_for_stdout(" as replacement at ", 1, seconds(20))) << later.run->out_so_far();
+  for (Node& node : nodes) {
+    const LauncherResult r = node.run->finish(seconds(30));
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(count_of(r.err, "canopy-run: "), 0) << r.describe();
+  }
+  const LauncherResult r = later.run->finish(seconds(30));
+  ASSERT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(count_of(r.err,
+                     "canopy-run: the job has finished on the other nodes without admitting this node's ranks "
+                     "waiting to join: stopping rank 2 (pid "),
+            1)
+      << r.describe();
+  EXPECT_EQ(count_of(r.err, "canopy-run: "), 1) << r.describe();
+  EXPECT_LT(r.elapsed, seconds(15)) << r.describe();  // not the newcomer's 20 s timeout
+}
+
 TEST_F(CanopyRunNodes, AJobIdIsNotReusedOnceItsJobHasEnded) {
   const std::vector<std::string> args{"--nnodes",        "1:2",           "--rdzv-backend", "etcd",
                                       "--rdzv-endpoint", etcd_->member(0), "--rdzv-id",      "once",
