@@ -33,8 +33,8 @@ JoinState JoinAdmissions::state_of(pid_t pid) const {
 }
 
 JoinQuery admissions_in(std::shared_ptr<Store> store) {
-  auto admissions =
-      std::make_shared<JoinAdmissions>(std::make_shared<PrefixStore>(std::move(store), rendezvous::round_prefix(0)));
+  auto round = std::make_shared<PrefixStore>(std::move(store), rendezvous::round_prefix(0));
+  auto admissions = std::make_shared<JoinAdmissions>(std::move(round));
   return [admissions](pid_t pid) { return admissions->state_of(pid); };
 }
 

@@ -200,7 +200,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
       "Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT,\n"
       "CANOPY_JOB_TOKEN, CANOPY_STORE_HOSTED=1 and CANOPY_RESTART_COUNT; with --elastic also\n"
       "CANOPY_ELASTIC, and CANOPY_ELASTIC_JOIN=1 on a replacement; with --rdzv-backend etcd, MASTER_ADDR\n"
-      "is the etcd store (etcd://.../canopy-run/<rdzv-id>) and there is no MASTER_PORT (see docs/LAUNCHER.md).");
+      "is the etcd store (etcd://.../canopy-run/<rdzv-id>) and there is no MASTER_PORT\n"
+      "(see docs/LAUNCHER.md).");
   app.prefix_command();  // everything from the program name on belongs to the program
 
   try {
@@ -277,7 +278,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv, const En
   } else {
     o.master_port = o.nnodes > 1 ? kDefaultMultiNodePort : 0;
   }
-  if (std::string problem = contradiction(o, port_given, addr_option->count() > 0 || c10d); !problem.empty()) {
+  const bool addr_given = addr_option->count() > 0 || c10d;
+  if (std::string problem = contradiction(o, port_given, addr_given); !problem.empty()) {
     return usage_error(problem);
   }
   if (o.listen_addr.empty() && o.nnodes == 1) o.listen_addr = o.master_addr;

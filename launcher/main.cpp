@@ -104,6 +104,10 @@ void resolve_output(LaunchOptions& options) {
   options.output = choice.prefixed ? OutputMode::Prefixed : OutputMode::Direct;
 }
 
+// The longest a count of the nodes or a read of the join tickets may take: etcd answers in milliseconds, and
+// a store that cannot is only logged (the ranks go on).
+constexpr auto kNodeStoreLimit = std::chrono::seconds(5);
+
 // --rdzv-backend etcd: meets the other nodes (node_rendezvous.hpp) and places this one; its ranks' deaths
 // are then judged among this node's ranks alone (1 of them keeps the node in), and the job's by the nodes
 // left (node_watch.hpp).
@@ -136,7 +140,7 @@ int launch(const LaunchOptions& given) {
       report("received SIG{} while meeting the other nodes; stopping", sigabbrev_np(stopped.signal));
       return 128 + stopped.signal;
     }
-    node_watch = std::make_unique<NodeWatch>(nodes->another_handle(std::chrono::seconds(5)), options.rdzv.nodes);
+    node_watch = std::make_unique<NodeWatch>(nodes->another_handle(kNodeStoreLimit), options.rdzv.nodes);
   } else if (options.hosts_store()) {
     store = host_store(options, round.job_token);
     round.master_port = store->port();
@@ -144,8 +148,8 @@ int launch(const LaunchOptions& given) {
   round.torch_master_port = torch_master_port(options, round.master_port);
   resolve_output(options);
 
-  JobEnd end = run_attempts(options, round, signals, node_watch.get(),
-                            nodes ? admissions_in(nodes->another_handle(std::chrono::seconds(5))) : JoinQuery());
+  const JoinQuery node_admissions = nodes ? admissions_in(nodes->another_handle(kNodeStoreLimit)) : JoinQuery();
+  JobEnd end = run_attempts(options, round, signals, node_watch.get(), node_admissions);
   if (nodes) {
     if (end.exit_status == 0) nodes->mark_finished();
   } else if (options.nnodes > 1) {

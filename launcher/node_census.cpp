@@ -20,10 +20,12 @@ NodeRecord NodeRecord::parse(std::uint64_t ticket, const std::string& text) {
   NodeRecord record;
   record.ticket = ticket;
   const auto space = text.find(' ');
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + std::min(space, text.size()), record.nproc);
+  const auto [end, ec] =
+      std::from_chars(text.data(), text.data() + std::min(space, text.size()), record.nproc);
   if (space == std::string::npos || ec != std::errc() || end != text.data() + space || record.nproc < 1)
-    fail(ErrorCode::Protocol, "canopy-run: the record of node ticket {} in the store is not '<nproc> <host>': {}",
-         ticket, text.substr(0, 80));
+    fail(ErrorCode::Protocol,
+         "canopy-run: the record of node ticket {} in the store is not '<nproc> <host>': {}", ticket,
+         text.substr(0, 80));
   record.host = text.substr(space + 1);
   return record;
 }

@@ -19,11 +19,11 @@
 namespace canopy::launcher {
 
 namespace node_keys {
-inline constexpr const char* kTickets = "canopy-run/tickets";          // add counter: one ticket a node
-inline constexpr const char* kMembers = "canopy-run/members";          // the list fixed at the start
+inline constexpr const char* kTickets = "canopy-run/tickets";           // add counter: one ticket a node
+inline constexpr const char* kMembers = "canopy-run/members";           // the list fixed at the start
 inline constexpr const char* kJoinedRanks = "canopy-run/joined-ranks";  // add counter: ranks of later nodes
-inline constexpr const char* kFinished = "canopy-run/finished";        // the first node whose ranks finished
-std::string record(std::uint64_t ticket);                             // "canopy-run/node/<ticket>"
+inline constexpr const char* kFinished = "canopy-run/finished";         // the first node whose ranks finished
+std::string record(std::uint64_t ticket);                               // "canopy-run/node/<ticket>"
 }  // namespace node_keys
 
 // What a node says of itself under its ticket: "<nproc> <host>".

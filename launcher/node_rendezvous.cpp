@@ -65,9 +65,8 @@ NodePlacement NodeRendezvous::meet(const std::function<int()>& stop_signal) {
   take_ticket();
   const ElasticRange& range = options_.rdzv.nodes;
   NodeCensus census(shared_);
-  std::vector<NodeRecord> live =
-      wait_for_nodes(census, static_cast<std::size_t>(range.min), Deadline::after(options_.rdzv.join_timeout),
-                     stop_signal);
+  std::vector<NodeRecord> live = wait_for_nodes(census, static_cast<std::size_t>(range.min),
+                                                Deadline::after(options_.rdzv.join_timeout), stop_signal);
   if (!shared_->check({node_keys::kMembers})) {
     if (live.size() < static_cast<std::size_t>(range.min))
       fail(ErrorCode::Timeout,
@@ -89,7 +88,8 @@ NodePlacement NodeRendezvous::meet(const std::function<int()>& stop_signal) {
   return listed ? place_member(members) : join_running_job(members, stop_signal);
 }
 
-std::vector<NodeRecord> NodeRendezvous::wait_for_nodes(NodeCensus& census, std::size_t want, Deadline deadline,
+std::vector<NodeRecord> NodeRendezvous::wait_for_nodes(NodeCensus& census, std::size_t want,
+                                                       Deadline deadline,
                                                        const std::function<int()>& stop_signal) {
   for (;;) {
     if (int signal = stop_signal(); signal != 0) throw RendezvousStopped{signal};
@@ -147,13 +147,15 @@ NodePlacement NodeRendezvous::join_running_job(const std::vector<Member>& member
     if (others.size() < static_cast<std::size_t>(options_.rdzv.nodes.max)) break;
     if (deadline.expired())
       fail(ErrorCode::Timeout, "{} ran on {} for {} s (--rdzv-conf join_timeout), the MAX of --nnodes {}: {}",
-           job, nodes_text(others.size()), std::chrono::duration_cast<std::chrono::seconds>(options_.rdzv.join_timeout).count(),
+           job, nodes_text(others.size()),
+           std::chrono::duration_cast<std::chrono::seconds>(options_.rdzv.join_timeout).count(),
            options_.rdzv.nodes.text(), describe_nodes(others));
     if (!told)
       report("{} runs on {}, the MAX of --nnodes {}: this node waits for one of them to end ({})", job,
              nodes_text(others.size()), options_.rdzv.nodes.text(), describe_nodes(others));
     if (int signal = stop_signal(); signal != 0) throw RendezvousStopped{signal};
-    std::this_thread::sleep_for(std::min(kWaitSlice, std::chrono::duration_cast<Duration>(deadline.remaining())));
+    std::this_thread::sleep_for(
+        std::min(kWaitSlice, std::chrono::duration_cast<Duration>(deadline.remaining())));
   }
   if (record_.ticket == 0) take_ticket();
   int listed_ranks = 0;

@@ -48,9 +48,10 @@ void NodeWatch::watch_until_stopped() {
       finished_ = finished_ || store_->check({node_keys::kFinished});
       if (too_few && !finished_) {
         // One line says it all: who went, who is left, and what this node does about it.
-        stop_because = fmt::format("{}{} left ({}), fewer than the {} of --nnodes {}: stopping this node's ranks",
-                                   count.newly_gone.empty() ? "" : describe_nodes(count.newly_gone) + " gone; ",
-                                   nodes_text(left), describe_nodes(count.live), nodes_.min, nodes_.text());
+        stop_because =
+            fmt::format("{}{} left ({}), fewer than the {} of --nnodes {}: stopping this node's ranks",
+                        count.newly_gone.empty() ? "" : describe_nodes(count.newly_gone) + " gone; ",
+                        nodes_text(left), describe_nodes(count.live), nodes_.min, nodes_.text());
       } else if (!finished_) {  // once the job is finishing, nodes end: that is no news
         for (const NodeRecord& node : count.newly_gone)
           lines.push_back(fmt::format("{} is gone (its launcher's record expired or was removed); {} left",

@@ -41,7 +41,7 @@ class NodeWatch {
   std::mutex mutex_;
   std::condition_variable stop_requested_;
   bool stopping_ = false;
-  JobNews news_;         // under mutex_
+  JobNews news_;          // under mutex_
   bool verdict_ = false;  // the stop was said: nothing more to watch
   bool store_failing_ = false;
   bool finished_ = false;  // seen canopy-run/finished: it stays

@@ -50,7 +50,8 @@ ElasticRange parse_node_range(std::string_view text) {
     fail(ErrorCode::Config,
          "--nnodes '{}' is not N or MIN:MAX, the fewest and the most nodes the job may run with (e.g. 2:4)",
          text);
-  if (*min < 1 || *max > 65536) fail(ErrorCode::Config, "--nnodes {}: nodes are counted from 1 to 65536", text);
+  if (*min < 1 || *max > 65536)
+    fail(ErrorCode::Config, "--nnodes {}: nodes are counted from 1 to 65536", text);
   if (*min > *max) fail(ErrorCode::Config, "--nnodes {}: MIN is more than MAX", text);
   return ElasticRange{*min, *max};
 }
@@ -75,8 +76,8 @@ void check_rdzv_id(std::string_view id) {
   if (id.empty() || id.size() > 128)
     fail(ErrorCode::Config, "--rdzv-id must have 1 to 128 characters (it names the job in the store)");
   for (char c : id) {
-    const bool fits = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                      c == '_' || c == '-';
+    const bool fits = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-';
     if (!fits)
       fail(ErrorCode::Config,
            "--rdzv-id '{}' may hold only letters, digits, '.', '_' and '-' (it becomes a key prefix in etcd)",

@@ -40,12 +40,12 @@ struct Node {
 // a member into a newcomer.
 Node start_node(const EtcdCluster& etcd, const std::string& id, const std::string& nodes, int nproc,
                 const std::string& host, const std::vector<std::string>& trainer_args) {
-  std::vector<std::string> args{"--nproc",       std::to_string(nproc),
-                                "--nnodes",      nodes,
-                                "--rdzv-backend", "etcd",
-                                "--rdzv-endpoint", etcd.member(0),
-                                "--rdzv-id",     id,
-                                "--rdzv-conf",   "node_ttl=1,last_call_timeout=5",
+  std::vector<std::string> args{"--nproc",           std::to_string(nproc),
+                                "--nnodes",          nodes,
+                                "--rdzv-backend",    "etcd",
+                                "--rdzv-endpoint",   etcd.member(0),
+                                "--rdzv-id",         id,
+                                "--rdzv-conf",       "node_ttl=1,last_call_timeout=5",
                                 ELASTIC_TRAINER_PATH};
   args.insert(args.end(), trainer_args.begin(), trainer_args.end());
   return Node{host, std::make_unique<LauncherProcess>(args, node_environment(host))};
@@ -75,7 +75,8 @@ int wait_for_step(std::vector<Node>& nodes, int nproc, int step, int size) {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const std::string line = fmt::format(" step {} rank ", step);
     EXPECT_TRUE(nodes[i].run->wait_for_stdout(line, nproc, seconds(30)))
-        << nodes[i].host << " never got to step " << step << ":\n" << nodes[i].run->out_so_far();
+        << nodes[i].host << " never got to step " << step << ":\n"
+        << nodes[i].run->out_so_far();
     if (count_of(nodes[i].run->out_so_far(), fmt::format("[0] step {} rank 0 size {} ", step, size)) == 1)
       first = static_cast<int>(i);
   }
@@ -88,7 +89,8 @@ int final_digests_matching(const std::string& out, int steps, std::set<std::stri
   for (const std::string& line : lines_of(out)) {
     const auto bracket = line.find(']');
     char digest[17] = {}, expected[17] = {};
-    if (bracket == std::string::npos || std::sscanf(line.c_str() + bracket, pattern.c_str(), digest, expected) != 2)
+    if (bracket == std::string::npos ||
+        std::sscanf(line.c_str() + bracket, pattern.c_str(), digest, expected) != 2)
       continue;
     EXPECT_STREQ(digest, expected) << line;
     digests.insert(digest);
@@ -110,7 +112,8 @@ TEST_F(CanopyRunNodes, TheFirstNodeKilledWholeLeavesTheOthersTrainingAndALaterNo
   constexpr int kSteps = 250;  // 5 s of 20 ms steps, more on a loaded machine: the newcomer joins within 3 s
   const std::vector<std::string> trainer{"--steps", std::to_string(kSteps), "--step-ms", "20"};
   std::vector<Node> nodes;
-  for (const char* host : {"a", "b", "c"}) nodes.push_back(start_node(*etcd_, "kill", "2:3", 2, host, trainer));
+  for (const char* host : {"a", "b", "c"})
+    nodes.push_back(start_node(*etcd_, "kill", "2:3", 2, host, trainer));
   const int first = wait_for_step(nodes, 2, 10, 6);
   ASSERT_GE(first, 0) << "no node holds rank 0";
   kill_node(nodes[static_cast<std::size_t>(first)]);
@@ -146,7 +149,8 @@ TEST_F(CanopyRunNodes, TheFirstNodeKilledWholeLeavesTheOthersTrainingAndALaterNo
 TEST_F(CanopyRunNodes, FewerThanMinNodesLeftStopsEveryNodeWithOneLine) {
   const std::vector<std::string> trainer{"--steps", "100000", "--step-ms", "20"};
   std::vector<Node> nodes;
-  for (const char* host : {"a", "b", "c"}) nodes.push_back(start_node(*etcd_, "min", "3:3", 1, host, trainer));
+  for (const char* host : {"a", "b", "c"})
+    nodes.push_back(start_node(*etcd_, "min", "3:3", 1, host, trainer));
   const int first = wait_for_step(nodes, 1, 5, 3);
   ASSERT_GE(first, 0) << "no node holds rank 0";
   kill_node(nodes[static_cast<std::size_t>(first)]);
@@ -185,19 +189,20 @@ TEST_F(CanopyRunNodes, ANodeTheJobNeverAdmitsIsStoppedWhenTheJobFinishes) {
   const LauncherResult r = later.run->finish(seconds(30));
   ASSERT_FALSE(r.timed_out) << r.describe();
   EXPECT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_EQ(count_of(r.err,
-                     "canopy-run: the job has finished on the other nodes without admitting this node's ranks "
-                     "waiting to join: stopping rank 2 (pid "),
-            1)
+  EXPECT_EQ(
+      count_of(r.err,
+               "canopy-run: the job has finished on the other nodes without admitting this node's ranks "
+               "waiting to join: stopping rank 2 (pid "),
+      1)
       << r.describe();
   EXPECT_EQ(count_of(r.err, "canopy-run: "), 1) << r.describe();
   EXPECT_LT(r.elapsed, seconds(15)) << r.describe();  // not the newcomer's 20 s timeout
 }
 
 TEST_F(CanopyRunNodes, AJobIdIsNotReusedOnceItsJobHasEnded) {
-  const std::vector<std::string> args{"--nnodes",        "1:2",           "--rdzv-backend", "etcd",
-                                      "--rdzv-endpoint", etcd_->member(0), "--rdzv-id",      "once",
-                                      "/bin/true"};
+  const std::vector<std::string> args{
+      "--nnodes",       "1:2",       "--rdzv-backend", "etcd",     "--rdzv-endpoint",
+      etcd_->member(0), "--rdzv-id", "once",           "/bin/true"};
   const LauncherResult first = run_launcher(args, node_environment("a"));
   ASSERT_EQ(first.exit_code, 0) << first.describe();
   const LauncherResult again = run_launcher(args, node_environment("a"));
