@@ -199,6 +199,21 @@ TEST_F(CanopyRunNodes, ANodeTheJobNeverAdmitsIsStoppedWhenTheJobFinishes) {
   EXPECT_LT(r.elapsed, seconds(15)) << r.describe();  // not the newcomer's 20 s timeout
 }
 
+// Fewer than MIN nodes within join_timeout: an error that names the nodes that came, not a hang.
+TEST_F(CanopyRunNodes, TooFewNodesToStartIsAClearErrorAtTheJoinTimeout) {
+  const LauncherResult r =
+      run_launcher({"--nnodes", "2:3", "--rdzv-backend", "etcd", "--rdzv-endpoint", etcd_->member(0),
+                    "--rdzv-id", "alone", "--rdzv-conf", "join_timeout=1", "/bin/true"},
+                   node_environment("a"));
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(count_of(r.err, "canopy-run: only 1 node of the 2 nodes that --nnodes 2:3 needs met in etcd://"),
+            1)
+      << r.describe();
+  EXPECT_EQ(count_of(r.err, "within 1 s (--rdzv-conf join_timeout): node 'a' (ticket 1)\n"), 1)
+      << r.describe();
+  EXPECT_LT(r.elapsed, seconds(10)) << r.describe();
+}
+
 TEST_F(CanopyRunNodes, AJobIdIsNotReusedOnceItsJobHasEnded) {
   const std::vector<std::string> args{
       "--nnodes",       "1:2",       "--rdzv-backend", "etcd",     "--rdzv-endpoint",
