@@ -27,6 +27,8 @@ struct DeathVerdict {
 // is replaced while restarts remain and no rank has finished (once one has, nobody would grow to admit
 // a replacement), and the group goes on without it when not. A group on one node never has more than
 // --nproc <= range.max ranks, so a replacement never takes it above MAX.
-DeathVerdict after_death(const ElasticRange& range, int max_restarts, const GroupCount& group);
+// `label` names the range in the verdict's words ("--elastic 3:4" when empty).
+DeathVerdict after_death(const ElasticRange& range, int max_restarts, const GroupCount& group,
+                         const std::string& label = {});
 
 }  // namespace canopy::launcher

@@ -32,6 +32,12 @@ JoinState JoinAdmissions::state_of(pid_t pid) const {
   }
 }
 
+JoinQuery admissions_in(std::shared_ptr<Store> store) {
+  auto round = std::make_shared<PrefixStore>(std::move(store), rendezvous::round_prefix(0));
+  auto admissions = std::make_shared<JoinAdmissions>(std::move(round));
+  return [admissions](pid_t pid) { return admissions->state_of(pid); };
+}
+
 JoinQuery admissions_of_job(const LaunchOptions& options, const LaunchRound& round) {
   auto admissions = std::make_shared<std::unique_ptr<JoinAdmissions>>();
   return [admissions, host = local_store_host(options), port = round.master_port,

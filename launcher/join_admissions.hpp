@@ -34,6 +34,9 @@ class JoinAdmissions {
   std::shared_ptr<Store> store_;
 };
 
+// The admissions of a job whose store `store` is (without a round's prefix: an elastic job meets in round 0).
+JoinQuery admissions_in(std::shared_ptr<Store> store);
+
 // The admissions of the --elastic job whose store this canopy-run hosts (node 0, one round), through a
 // connection of its own made on the first question.
 JoinQuery admissions_of_job(const LaunchOptions& options, const LaunchRound& round);

@@ -10,6 +10,7 @@
 #include "common/elastic_range.hpp"
 #include "common/env.hpp"
 #include "launcher/output_budget.hpp"
+#include "launcher/rdzv_options.hpp"
 
 namespace canopy::launcher {
 
@@ -17,10 +18,21 @@ namespace canopy::launcher {
 // picks a free port instead, so that two jobs (or two tests) on one machine never clash.
 inline constexpr std::uint16_t kDefaultMultiNodePort = 29500;
 
+// Where this node's ranks stand in a job whose nodes met through the store (--rdzv-backend etcd): known only
+// once the launchers have agreed on the members (node_rendezvous.hpp).
+struct NodePlacement {
+  int node_index = 0;   // GROUP_RANK: the position in the members' list (a joining node: after them)
+  int first_rank = 0;   // the global rank of local rank 0
+  int world_size = 1;   // the ranks of every node in the list (a joining node: up to its own)
+  bool joins = false;   // started after the members were fixed: its ranks join the running group
+  std::string store_address;  // etcd://.../canopy-run/<id>, the ranks' CANOPY_MASTER_ADDR
+  ElasticRange job_ranks;     // CANOPY_ELASTIC: MIN * nproc : MAX * nproc
+};
+
 struct LaunchOptions {
   int nproc = 1;      // ranks on this node
-  int nnodes = 1;     // nodes in the job
-  int node_rank = 0;  // this node's index; node 0 hosts the store
+  int nnodes = 1;     // nodes in the job (with --nnodes MIN:MAX, MAX)
+  int node_rank = 0;  // this node's index; node 0 hosts the store (not with --rdzv-backend etcd)
   std::string master_addr = "127.0.0.1";
   std::uint16_t master_port = 0;  // 0: node 0 picks a free one
   std::string listen_addr;  // where node 0's store listens: loopback alone, every address with nnodes > 1
@@ -35,10 +47,15 @@ struct LaunchOptions {
   bool bind_to_core = false;  // --bind-to core: local rank i on the i-th allowed CPU (wrapping around)
   std::optional<std::string> job_token;  // CANOPY_JOB_TOKEN; generated on node 0 when absent
   std::vector<std::string> command;      // program and its arguments
+  RdzvOptions rdzv;                      // --nnodes as a range and the --rdzv-* flags
+  std::optional<NodePlacement> placement;  // set by the node rendezvous, before any rank starts
 
-  int world_size() const { return nnodes * nproc; }
-  int global_rank(int local_rank) const { return node_rank * nproc + local_rank; }
-  bool hosts_store() const { return node_rank == 0; }
+  int world_size() const { return placement ? placement->world_size : nnodes * nproc; }
+  int global_rank(int local_rank) const {
+    return placement ? placement->first_rank + local_rank : node_rank * nproc + local_rank;
+  }
+  // Through etcd no node hosts a store: the launchers meet in it, and so do the ranks.
+  bool hosts_store() const { return node_rank == 0 && !rdzv.elastic_nodes(); }
 };
 
 // The outcome of parsing: options to run with, or text to print and an exit status (help, bad flags).

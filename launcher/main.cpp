@@ -14,6 +14,8 @@
 #include "launcher/descriptor_limit.hpp"
 #include "launcher/job_store.hpp"
 #include "launcher/launch_options.hpp"
+#include "launcher/node_rendezvous.hpp"
+#include "launcher/node_watch.hpp"
 #include "launcher/output_budget.hpp"
 #include "launcher/rank_environment.hpp"
 #include "launcher/rank_group.hpp"
@@ -46,7 +48,9 @@ struct JobEnd {
 
 // Runs the group, and again after each failure while restarts are left. With --elastic the group runs
 // once: its restarts are spent on replacements of single ranks, inside run_rank_group.
-JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatch& signals) {
+// `node_watch` and `node_admissions`: with --rdzv-backend etcd only (null and empty otherwise).
+JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatch& signals,
+                    NodeWatch* node_watch, const JoinQuery& node_admissions) {
   const EnvMap base = current_environment();
   for (int attempt = 0;; ++attempt) {
     round.restart_count = attempt;
@@ -61,8 +65,9 @@ JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatc
         replacing.restart_count = replacement;
         return to_envp_strings(rank_environment(base, options, replacing, local, RankStart::Replacement));
       };
-      elastic.join_state = admissions_of_job(options, round);
+      elastic.join_state = options.placement ? node_admissions : admissions_of_job(options, round);
     }
+    if (node_watch != nullptr) elastic.job_news = [node_watch] { return node_watch->take(); };
     GroupOutcome outcome = run_rank_group(options, envps, signals, elastic);
     if (outcome.succeeded()) return {0, false};
     if (outcome.stop_signal != 0) return {128 + outcome.stop_signal, true};
@@ -71,6 +76,7 @@ JobEnd run_attempts(const LaunchOptions& options, LaunchRound& round, SignalWatc
       return {outcome.launch_errno == ENOENT ? 127 : 126, false};  // a shell's "not found", "cannot run"
     }
     if (int signal = pending_stop_request(signals); signal != 0) return {128 + signal, true};
+    if (!outcome.job_lost.empty()) return {1, false};
     if (options.elastic) return {outcome.first_failure->shell_status(), false};
     if (attempt < options.max_restarts) {
       report("restarting all ranks (restart {} of {})", attempt + 1, options.max_restarts);
@@ -98,6 +104,21 @@ void resolve_output(LaunchOptions& options) {
   options.output = choice.prefixed ? OutputMode::Prefixed : OutputMode::Direct;
 }
 
+// The longest a count of the nodes or a read of the join tickets may take: etcd answers in milliseconds, and
+// a store that cannot is only logged (the ranks go on).
+constexpr auto kNodeStoreLimit = std::chrono::seconds(5);
+
+// --rdzv-backend etcd: meets the other nodes (node_rendezvous.hpp) and places this one; its ranks' deaths
+// are then judged among this node's ranks alone (1 of them keeps the node in), and the job's by the nodes
+// left (node_watch.hpp).
+std::unique_ptr<NodeRendezvous> meet_the_other_nodes(LaunchOptions& options, const LaunchRound& round,
+                                                     SignalWatch& signals) {
+  auto nodes = std::make_unique<NodeRendezvous>(options, round.job_token);
+  options.placement = nodes->meet([&signals] { return pending_stop_request(signals); });
+  options.elastic = ElasticRange{1, options.nproc};
+  return nodes;
+}
+
 int launch(const LaunchOptions& given) {
   LaunchOptions options = given;
   raise_descriptor_limit();  // first: the store holds a socket per rank, and the ranks inherit it
@@ -110,15 +131,28 @@ int launch(const LaunchOptions& given) {
   round.master_port = options.master_port;
   round.stderr_is_terminal = ::isatty(STDERR_FILENO) == 1;
   std::unique_ptr<TcpStoreServer> store;
-  if (options.hosts_store()) {
+  std::unique_ptr<NodeRendezvous> nodes;
+  std::unique_ptr<NodeWatch> node_watch;
+  if (options.rdzv.elastic_nodes()) {
+    try {
+      nodes = meet_the_other_nodes(options, round, signals);
+    } catch (const RendezvousStopped& stopped) {
+      report("received SIG{} while meeting the other nodes; stopping", sigabbrev_np(stopped.signal));
+      return 128 + stopped.signal;
+    }
+    node_watch = std::make_unique<NodeWatch>(nodes->another_handle(kNodeStoreLimit), options.rdzv.nodes);
+  } else if (options.hosts_store()) {
     store = host_store(options, round.job_token);
     round.master_port = store->port();
   }
   round.torch_master_port = torch_master_port(options, round.master_port);
   resolve_output(options);
 
-  JobEnd end = run_attempts(options, round, signals);
-  if (options.nnodes > 1) {
+  const JoinQuery node_admissions = nodes ? admissions_in(nodes->another_handle(kNodeStoreLimit)) : JoinQuery();
+  JobEnd end = run_attempts(options, round, signals, node_watch.get(), node_admissions);
+  if (nodes) {
+    if (end.exit_status == 0) nodes->mark_finished();
+  } else if (options.nnodes > 1) {
     if (!options.hosts_store()) {
       report_node_finished(options, round);
     } else if (!end.stop_requested) {

@@ -77,6 +77,8 @@ class Supervisor {
                 rank_envps.size(), cpus_.size());
     for (int local = 0; local < static_cast<int>(rank_envps.size()); ++local) {
       if (!spawn_in_slot(local, rank_envps[local])) return;
+      // A node that joins a running job (--rdzv-backend etcd) starts every rank as a newcomer.
+      ranks_.back().replacement = options_.placement && options_.placement->joins;
     }
   }
 
@@ -123,6 +125,7 @@ class Supervisor {
       wait_and_handle_events(next_wake(drain_until));
       reap_exited();
       stop_replacements_nobody_can_admit();
+      follow_the_other_nodes();
     }
     for (Rank& r : ranks_) {
       for (OutputStream& s : r.outputs) close_stream(s);
@@ -237,7 +240,7 @@ class Supervisor {
   void on_elastic_death(const RankExit& exit, int local) {
     const GroupCount group{running_count() + static_cast<int>(replace_slots_.size()), finished_,
                            outcome_.replacements_started};
-    const DeathVerdict verdict = after_death(*options_.elastic, options_.max_restarts, group);
+    const DeathVerdict verdict = after_death(*options_.elastic, options_.max_restarts, group, range_label());
     switch (verdict.action) {
       case AfterDeath::Replace:
         replace_slots_.push_back(local);
@@ -252,6 +255,12 @@ class Supervisor {
         begin_stop(SIGTERM);
         return;
     }
+  }
+
+  // How canopy-run's messages name the range a death is judged by.
+  std::string range_label() const {
+    if (!options_.placement) return fmt::format("--elastic {}", options_.elastic->text());
+    return fmt::format("this node's {} (--nnodes {})", options_.elastic->text(), options_.rdzv.nodes.text());
   }
 
   void start_replacements() {
@@ -274,6 +283,7 @@ class Supervisor {
   // all died, it failed with the last death. A replacement with no ticket is left alone: it may join
   // some other way, or be about to take one.
   void stop_replacements_nobody_can_admit() {
+    if (options_.placement) return stop_newcomers_the_finished_job_never_admitted();
     if (!options_.elastic || !elastic_.join_state || stopping_) return;
     std::vector<const Rank*> waiting;
     for (Rank& r : ranks_) {
@@ -297,6 +307,46 @@ class Supervisor {
              waiting.size() == 1 ? "" : "s", who);
       outcome_.first_failure = last_death_;
     }
+    begin_stop(SIGTERM);
+  }
+
+  // --rdzv-backend etcd: the members are on other nodes, so a newcomer here (the ranks of a node that
+  // joined, a replacement) is stopped only once the job has finished elsewhere while every rank still
+  // running here waits in join() for a grow that will not come. Asked at most once a second: each answer
+  // reads the join tickets in etcd.
+  void stop_newcomers_the_finished_job_never_admitted() {
+    if (!job_finished_ || !elastic_.join_state || stopping_) return;
+    if (next_admission_check_ && !next_admission_check_->expired()) return;
+    next_admission_check_ = Deadline::after(kHeartbeat);
+    std::string who;
+    for (Rank& r : ranks_) {
+      if (!r.running) continue;
+      if (!r.replacement || r.admitted) return;  // a member here: it ends with the job
+      const JoinState state = elastic_.join_state(r.pid);
+      r.admitted = state == JoinState::Admitted;
+      if (state != JoinState::Waiting) return;
+      who += fmt::format("{}rank {} (pid {})", who.empty() ? "" : ", ", r.rank, r.pid);
+    }
+    if (who.empty()) return;
+    status_.erase();
+    report("the job has finished on the other nodes without admitting this node's ranks waiting to join: "
+           "stopping {}",
+           who);
+    begin_stop(SIGTERM);
+  }
+
+  // --rdzv-backend etcd: a lost node only gets a line (the ranks shrink by themselves); too few nodes left
+  // stops this node's ranks.
+  void follow_the_other_nodes() {
+    if (!elastic_.job_news) return;
+    JobNews news = elastic_.job_news();
+    job_finished_ = job_finished_ || news.job_finished;
+    if (news.lines.empty() && news.stop_because.empty()) return;
+    status_.erase();
+    for (const std::string& line : news.lines) report("{}", line);
+    if (news.stop_because.empty() || stopping_) return;
+    report("{}", news.stop_because);
+    outcome_.job_lost = news.stop_because;
     begin_stop(SIGTERM);
   }
 
@@ -389,6 +439,8 @@ class Supervisor {
   bool stopping_ = false;
   std::optional<Deadline> kill_at_;     // SIGKILL then
   std::optional<Deadline> give_up_at_;  // stop waiting for ranks that ignore SIGKILL then
+  bool job_finished_ = false;           // --rdzv-backend etcd: a node's ranks have all finished
+  std::optional<Deadline> next_admission_check_;
 };
 
 }  // namespace

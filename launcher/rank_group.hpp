@@ -13,6 +13,7 @@
 
 #include "launcher/join_admissions.hpp"
 #include "launcher/launch_options.hpp"
+#include "launcher/node_watch.hpp"
 #include "launcher/rank_process.hpp"
 
 namespace canopy::launcher {
@@ -24,8 +25,11 @@ struct GroupOutcome {
   int stop_signal = 0;                    // the signal that asked canopy-run to stop, if one did
   std::string launch_error;               // the program could not be started ("cannot run 'foo': ...")
   int launch_errno = 0;
+  std::string job_lost;                   // --rdzv-backend etcd: why this node stopped (too few nodes left)
 
-  bool succeeded() const { return !first_failure && stop_signal == 0 && launch_error.empty(); }
+  bool succeeded() const {
+    return !first_failure && stop_signal == 0 && launch_error.empty() && job_lost.empty();
+  }
 };
 
 // The environment of the replacement of local rank `local_rank`, the `replacement`-th of the job (from 1).
@@ -37,6 +41,8 @@ struct ElasticHooks {
   // Where the replacement with this pid stands in joining the group (join_admissions.hpp); empty: never
   // asked, and a replacement nobody admits waits out its own timeout.
   JoinQuery join_state;
+  // --rdzv-backend etcd: what the node watch says, asked once a loop (node_watch.hpp); empty: never asked.
+  std::function<JobNews()> job_news;
 };
 
 // Runs one attempt: rank_envps[i] is the environment ("NAME=value") of local rank i; with --elastic,

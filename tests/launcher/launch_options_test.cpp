@@ -99,6 +99,50 @@ TEST(LaunchOptions, ElasticTakesARangeThatHoldsTheJob) {
   EXPECT_TRUE(parse({"--nproc", "4", "--elastic", "4:4", "train"}).options);
 }
 
+TEST(LaunchOptions, EtcdRendezvousTakesANodeRangeAndNoPlaceOfItsOwn) {
+  auto parsed = parse({"--nproc", "2", "--nnodes", "2:3", "--rdzv-backend", "etcd", "--rdzv-endpoint",
+                       "10.0.0.1:2379,[::1]:2380", "--rdzv-id", "job-42", "--rdzv-conf",
+                       "last_call_timeout=250ms,node_ttl=2", "train"},
+                      {{"CANOPY_JOB_TOKEN", "secret"}});
+  ASSERT_TRUE(parsed.options) << parsed.message;
+  const LaunchOptions& o = *parsed.options;
+  EXPECT_EQ(o.rdzv.backend, RdzvBackend::Etcd);
+  EXPECT_EQ(o.rdzv.nodes.min, 2);
+  EXPECT_EQ(o.rdzv.nodes.max, 3);
+  EXPECT_EQ(o.nnodes, 3);
+  EXPECT_EQ(o.rdzv.endpoints, (std::vector<std::string>{"10.0.0.1:2379", "[::1]:2380"}));
+  EXPECT_EQ(o.rdzv.last_call, std::chrono::milliseconds(250));
+  EXPECT_EQ(o.rdzv.node_ttl, std::chrono::seconds(2));
+  EXPECT_EQ(o.rdzv.join_timeout, std::chrono::seconds(600));
+  EXPECT_FALSE(o.hosts_store()) << "no node hosts a store with etcd";
+  EXPECT_EQ(etcd_job_address(o.rdzv), "etcd://10.0.0.1:2379,[::1]:2380/canopy-run/job-42");
+
+  auto fixed = parse({"--nnodes", "2", "--rdzv-backend", "etcd", "--rdzv-endpoint", "h:2379", "--rdzv-id",
+                      "j", "prog"},
+                     {{"CANOPY_JOB_TOKEN", "t"}});
+  ASSERT_TRUE(fixed.options) << fixed.message;
+  EXPECT_EQ(fixed.options->rdzv.nodes.min, 2);
+  EXPECT_EQ(fixed.options->rdzv.nodes.max, 2);
+}
+
+TEST(LaunchOptions, C10dIsNodeZerosStoreAtTheEndpoint) {
+  auto parsed = parse({"--nnodes", "2", "--node-rank", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                       "node0:29400", "--rdzv-id", "j", "prog"},
+                      {{"CANOPY_JOB_TOKEN", "t"}});
+  ASSERT_TRUE(parsed.options) << parsed.message;
+  EXPECT_EQ(parsed.options->rdzv.backend, RdzvBackend::C10d);
+  EXPECT_EQ(parsed.options->master_addr, "node0");
+  EXPECT_EQ(parsed.options->master_port, 29400);
+  EXPECT_FALSE(parsed.options->placement);
+
+  auto no_backend = parse({"--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint", "[::1]:29400", "prog"},
+                          {{"CANOPY_JOB_TOKEN", "t"}});
+  ASSERT_TRUE(no_backend.options) << no_backend.message;
+  EXPECT_EQ(no_backend.options->rdzv.backend, RdzvBackend::C10d) << "an endpoint alone means c10d";
+  EXPECT_EQ(no_backend.options->master_addr, "::1");
+  EXPECT_TRUE(no_backend.options->hosts_store());
+}
+
 struct BadCommandLine {
   std::vector<std::string> args;
   EnvMap env;
@@ -145,6 +189,67 @@ INSTANTIATE_TEST_SUITE_P(
         BadCommandLine{{"--nnodes", "2", "--master-addr", "h", "--elastic", "1:4", "prog"},
                        kToken,
                        "--elastic needs --nnodes 1"}));
+
+const std::vector<std::string> kEtcd{"--rdzv-backend", "etcd", "--rdzv-endpoint", "127.0.0.1:2379",
+                                     "--rdzv-id", "j"};
+
+std::vector<std::string> etcd_with(std::vector<std::string> more) {
+  std::vector<std::string> args = kEtcd;
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    NodeRendezvous, LaunchOptionsErrors,
+    ::testing::Values(
+        BadCommandLine{{"--nnodes", "2:3", "prog"}, kToken, "--nnodes 2:3 needs --rdzv-backend etcd"},
+        BadCommandLine{{"--nnodes", "2:3", "--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1", "prog"},
+                       kToken,
+                       "c10d's store lives in node 0's canopy-run"},
+        BadCommandLine{{"--nnodes", "3:2", "prog"}, kToken, "--nnodes 3:2: MIN is more than MAX"},
+        BadCommandLine{{"--nnodes", "0:2", "prog"}, kToken, "nodes are counted from 1"},
+        BadCommandLine{{"--nnodes", "two", "prog"}, kToken, "--nnodes 'two' is not N or MIN:MAX"},
+        BadCommandLine{{"--rdzv-backend", "zookeeper", "prog"}, kToken, "none of etcd, c10d, static"},
+        BadCommandLine{{"--nnodes", "2:3", "--rdzv-backend", "etcd", "--rdzv-id", "j", "prog"},
+                       kToken,
+                       "needs --rdzv-endpoint"},
+        BadCommandLine{{"--rdzv-backend", "etcd", "--rdzv-endpoint", "h:2379", "prog"},
+                       kToken,
+                       "needs --rdzv-id"},
+        BadCommandLine{etcd_with({"prog"}), {}, "needs CANOPY_JOB_TOKEN"},
+        BadCommandLine{{"--rdzv-backend", "etcd", "--rdzv-endpoint", "h", "--rdzv-id", "j", "prog"},
+                       kToken,
+                       "--rdzv-endpoint 'h' is not HOST:PORT"},
+        BadCommandLine{{"--rdzv-backend", "etcd", "--rdzv-endpoint", "h:1,", "--rdzv-id", "j", "prog"},
+                       kToken,
+                       "--rdzv-endpoint '' is not HOST:PORT"},
+        BadCommandLine{{"--rdzv-backend", "etcd", "--rdzv-endpoint", "h:70000", "--rdzv-id", "j", "prog"},
+                       kToken,
+                       "is not HOST:PORT"},
+        BadCommandLine{{"--rdzv-backend", "etcd", "--rdzv-endpoint", "h:1", "--rdzv-id", "a/b", "prog"},
+                       kToken,
+                       "--rdzv-id 'a/b' may hold only"},
+        BadCommandLine{etcd_with({"--node-rank", "1", "prog"}), kToken, "--node-rank has no meaning"},
+        BadCommandLine{etcd_with({"--master-addr", "h", "prog"}), kToken, "--master-addr has no meaning"},
+        BadCommandLine{etcd_with({"--master-port", "1", "prog"}), kToken, "--master-port has no meaning"},
+        BadCommandLine{etcd_with({"--elastic", "1:2", "--nproc", "2", "prog"}),
+                       kToken,
+                       "the job is elastic in nodes: --nnodes MIN:MAX"},
+        BadCommandLine{etcd_with({"--rdzv-conf", "last_call=1", "prog"}), kToken, "knows no 'last_call'"},
+        BadCommandLine{etcd_with({"--rdzv-conf", "node_ttl=500ms", "prog"}), kToken, "at least 1 s"},
+        BadCommandLine{etcd_with({"--rdzv-conf", "join_timeout", "prog"}), kToken, "is not KEY=VALUE"},
+        BadCommandLine{{"--rdzv-conf", "node_ttl=2", "prog"}, kToken, "--rdzv-conf is read with"},
+        BadCommandLine{{"--rdzv-id", "j", "prog"}, kToken, "without a backend it has no use"},
+        BadCommandLine{{"--nnodes", "2", "--node-rank", "0", "--rdzv-backend", "c10d", "prog"},
+                       kToken,
+                       "c10d needs one --rdzv-endpoint"},
+        BadCommandLine{{"--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint", "h:1", "--master-addr", "h",
+                        "prog"},
+                       kToken,
+                       "name the same store"},
+        BadCommandLine{{"--nnodes", "2", "--rdzv-endpoint", "h:1", "prog"},
+                       kToken,
+                       "c10d needs --node-rank on every node"}));
 
 }  // namespace
 }  // namespace canopy::launcher

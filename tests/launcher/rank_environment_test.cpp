@@ -43,6 +43,34 @@ TEST(RankEnvironment, NumbersRanksByNodeAndLocalIndex) {
   EXPECT_EQ(env.count("CANOPY_MAX_RESTARTS"), 0u);  // nothing reads it
 }
 
+// Across nodes on etcd the ranks' store is etcd itself: no port, and ranks placed by the member list.
+TEST(RankEnvironment, NodesOnEtcdGetTheStoreAddressAndTheirPlaceInTheList) {
+  LaunchOptions options;
+  options.nproc = 2;
+  options.nnodes = 3;
+  options.rdzv.backend = RdzvBackend::Etcd;
+  options.rdzv.nodes = ElasticRange{2, 3};
+  options.elastic = ElasticRange{1, 2};  // this node's own ranks, as canopy-run sets it
+  options.placement =
+      NodePlacement{1, 2, 6, false, "etcd://e1:2379/canopy-run/job", ElasticRange{4, 6}};
+  LaunchRound round{0, "cafe", 0};
+  const EnvMap base{{"MASTER_PORT", "29500"}, {"CANOPY_MASTER_PORT", "1"}, {"CANOPY_ELASTIC_JOIN", "1"}};
+  EnvMap env = rank_environment(base, options, round, 1);
+  EXPECT_EQ(env["RANK"], "3");
+  EXPECT_EQ(env["WORLD_SIZE"], "6");
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["GROUP_RANK"], "1");
+  EXPECT_EQ(env["MASTER_ADDR"], "etcd://e1:2379/canopy-run/job");
+  EXPECT_EQ(env["CANOPY_MASTER_ADDR"], "etcd://e1:2379/canopy-run/job");
+  EXPECT_EQ(env.count("MASTER_PORT"), 0u) << "an etcd store has no port of its own";
+  EXPECT_EQ(env.count("CANOPY_MASTER_PORT"), 0u);
+  EXPECT_EQ(env["CANOPY_ELASTIC"], "4:6") << "the job's range in ranks, not this node's";
+  EXPECT_EQ(env.count("CANOPY_ELASTIC_JOIN"), 0u) << "a member of the list forms the group";
+
+  options.placement->joins = true;  // a node that came after the list was fixed
+  EXPECT_EQ(rank_environment(base, options, round, 0)["CANOPY_ELASTIC_JOIN"], "1");
+}
+
 // Every rank of an elastic job learns its range; a replacement also that it joins, and how many came before.
 TEST(RankEnvironment, ElasticRanksGetTheRangeAndAReplacementJoins) {
   LaunchOptions options;

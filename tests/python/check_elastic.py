@@ -186,7 +186,8 @@ def main():
                 time.sleep(0.02)  # leaves the replacement's start-up (~2 s) a few dozen steps to land in
 
     # Rank 0 hosts the store: in "stopped" it stays until the continued rank has had its answer.
-    stopped_flag = os.path.join(tempfile.gettempdir(), f"check-elastic-stopped-{os.environ['MASTER_PORT']}")
+    port = os.environ.get("MASTER_PORT", "none")  # none under canopy-run --rdzv-backend etcd
+    stopped_flag = os.path.join(tempfile.gettempdir(), f"check-elastic-stopped-{port}")
     started = time.monotonic()
     try:
         elastic.run(train, state, min_ranks=args.min_ranks, timeout=TIMEOUT,
