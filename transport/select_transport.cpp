@@ -123,6 +123,7 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
     reason +=
         fmt::format("; {} ranks of this group on this host, more than CANOPY_SHM_MAX_RANKS={} share memory",
                     host_ranks, options.settings.integer("CANOPY_SHM_MAX_RANKS"));
+  if (!why.empty()) reason = why;  // a second mesh of the group, as the first chose
   if (!choice.shared_memory && choice.network == LinkKind::Tcp)
     return one_kind(connect_tcp_mesh(store, rank, size, TcpOptions::from(options)), LinkKind::Tcp, reason);
   return connect_link_mesh(store, rank, size, LinkOptions::from(options), choice, reason);
