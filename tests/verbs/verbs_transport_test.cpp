@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <iterator>
 #include <thread>
 
 #include "canopy/error.hpp"
@@ -54,6 +56,12 @@ std::vector<testing::RankExit> run_mesh_processes(int size, const VerbsOptions& 
     return connect_verbs_mesh(store, rank, n, options);
   };
   return testing::run_mesh_processes(size, connect, body, timeout);
+}
+
+// The threads of this process, from /proc/self/task.
+int threads_of_this_process() {
+  const auto tasks = std::filesystem::directory_iterator("/proc/self/task");
+  return static_cast<int>(std::distance(std::filesystem::begin(tasks), std::filesystem::end(tasks)));
 }
 
 // ---- selection: runs everywhere ----
@@ -113,7 +121,9 @@ TEST(VerbsTransport, SharedMemoryWithinAHostAndVerbsBetweenHosts) {
   for (const auto& [kind, name] :
        {std::pair{TransportKind::Auto, "shm+verbs"}, std::pair{TransportKind::Verbs, "verbs"}}) {
     const std::uint64_t comm = kind == TransportKind::Auto ? 12 : 13;
+    int threads_before = 0;
     auto connect = [&](Store& store, int rank, int n) {
+      threads_before = threads_of_this_process();
       MeshOptions options = testing::loopback_mesh_options(comm);
       options.host_of_rank = {0, 0, 1, 1};
       options.local_size = 2;
@@ -143,6 +153,9 @@ TEST(VerbsTransport, SharedMemoryWithinAHostAndVerbsBetweenHosts) {
             if (peer != t.rank())
               require(testing::first_difference(in[peer], 10 * peer + t.rank()) < 0,
                       "rank {}: message from {} damaged", t.rank(), peer);
+          // One progress loop drives rings and queue pairs: neither set-up nor traffic started a thread.
+          require(threads_of_this_process() == threads_before, "rank {}: {} threads, {} before the mesh",
+                  t.rank(), threads_of_this_process(), threads_before);
         },
         std::chrono::seconds(90)));
   }
