@@ -93,7 +93,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   // Both TCP meshes (the collectives' and the point-to-point one) share the rank's one listener, made
   // before the layout is agreed (or kept from the group a survivor leaves), so that its address travels in
   // this rank's layout record: one request publishes all it has to say. Not where the transport is verbs,
-  // which has no TCP mesh (auto may still choose verbs: the listener then closes unused).
+  // which has no TCP links (under auto with verbs between hosts, TCP is the rings' fallback within one).
   const transport::TransportKind kind = settings_.transport;
   const auto records = std::make_shared<collectives::RecordCache>(store_);
   if (size > 1 && kind != transport::TransportKind::Verbs) {
@@ -278,10 +278,9 @@ void Communicator::Impl::read_records_at_once(collectives::RecordCache& records,
   if (!gathered.empty()) return;  // rank 0: every record, from the layout's gathering
   const int host = hosts_->host_of(rank);
   const int host_ranks = hosts_->ranks_on(host);
-  // As connect_mesh decides (select_transport.cpp): auto shares memory only where not every rank has verbs.
+  // As connect_mesh decides (select_transport.cpp), whatever links join the hosts.
   const bool shares_memory = unix_listeners && host_ranks > 1 &&
-                             transport::host_may_share_memory(kind, host_ranks, settings_.mesh.settings) &&
-                             (kind == transport::TransportKind::ShmTcp || verbs_verdict_ != "1");
+                             transport::host_may_share_memory(kind, host_ranks, settings_.mesh.settings);
   const bool every_link_now = tcp_addresses && settings_.connect_eagerly;
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r)

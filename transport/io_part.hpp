@@ -1,6 +1,7 @@
-// One kind of link a MeshTransport drives: the TCP sockets (tcp/tcp_links.hpp) or the shared-memory rings
-// (shm/shm_links.hpp). A mesh routes each peer's messages to one part, and its progress() drives every part
-// on the calling thread and waits for all of them in one poll() (mesh_transport.hpp).
+// One kind of link a MeshTransport drives: the TCP sockets (tcp/tcp_links.hpp), the shared-memory rings
+// (shm/shm_links.hpp) or the RDMA queue pairs (verbs/queue_pairs.hpp). A mesh routes each peer's messages to
+// one part, and its progress() drives every part on the calling thread and waits for all of them in one
+// poll() (mesh_transport.hpp).
 #pragma once
 
 #include <poll.h>
@@ -46,6 +47,8 @@ class IoPart {
     fail(ErrorCode::InvalidArgument, "no in-place receive from rank {} on this link", peer);
   }
 
+  // Whether the messages' frame flags reach the receiver (Transport::carries_flags).
+  virtual bool carries_flags() const { return true; }
   // Transport::expect_peers, with the peers this part sends to.
   virtual void expect_peers(std::span<const int> peers) { (void)peers; }
   virtual bool busy() const = 0;

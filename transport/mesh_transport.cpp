@@ -34,9 +34,15 @@ MeshTransport::MeshTransport(int rank, int size, std::string name,
   poll_fds_.reserve(static_cast<std::size_t>(size) * 2 + 2);
 }
 
-MeshTransport::~MeshTransport() = default;
+// The parts and cells hold references to the abort flag, which a part's teardown may read (verbs waits for
+// its copied-aside sends unless aborted): they go first.
+MeshTransport::~MeshTransport() {
+  host_cells_.reset();
+  parts_.clear();
+}
 
 std::size_t MeshTransport::add_part(std::unique_ptr<IoPart> part, std::chrono::microseconds spin) {
+  carries_flags_ = carries_flags_ && part->carries_flags();
   parts_.push_back(std::move(part));
   part_spin_.push_back(spin);
   poll_part_start_.resize(parts_.size() + 1);

@@ -1,5 +1,6 @@
-// A Transport over one or two IoParts: every peer's messages in each direction go through one part for the
-// mesh's whole life (TCP sockets, or shared-memory rings for peers on this host), so they stay in order.
+// A Transport over one or more IoParts: every peer's messages in each direction go through one part for the
+// mesh's whole life (shared-memory rings for peers on this host, RDMA queue pairs or TCP sockets for the
+// others: link_mesh.hpp chooses), so they stay in order.
 // progress() drives every part on the calling thread, spins while that pays (spin_rule.hpp), then waits
 // for all of them and the abort/wake eventfd in one poll().
 #pragma once
@@ -20,8 +21,8 @@ namespace canopy::transport {
 
 class MeshTransport final : public Transport {
  public:
-  // `name` is what name() reports ("tcp", "shm+tcp"); `looks_between_yields`: how long progress() keeps
-  // looking between two sched_yield()s while it spins (0: it yields after every round;
+  // `name` is what name() reports ("tcp", "shm+tcp", "shm+verbs", "verbs"); `looks_between_yields`: how long
+  // progress() keeps looking between two sched_yield()s while it spins (0: it yields after every round;
   // looks_between_yields()).
   MeshTransport(int rank, int size, std::string name, std::chrono::nanoseconds looks_between_yields = {});
   ~MeshTransport() override;
@@ -54,7 +55,8 @@ class MeshTransport final : public Transport {
   bool progress(Deadline deadline, std::vector<OpId>& completed) override;
   void abort(const std::string& reason) override;
   void wake() override;
-  bool carries_flags() const override { return true; }
+  // Unless a part's receivers never see the frame (verbs).
+  bool carries_flags() const override { return carries_flags_; }
   std::uint8_t take_arrived_flags() override { return std::exchange(arrived_flags_, 0); }
   HostCells* host_cells() override { return host_cells_.get(); }
 
@@ -86,6 +88,7 @@ class MeshTransport final : public Transport {
   UniqueFd wake_fd_;                          // eventfd written by abort() and wake()
   OpId next_id_ = 1;
   std::uint8_t arrived_flags_ = 0;  // ORed from messages with a payload, until take_arrived_flags()
+  bool carries_flags_ = true;       // every part's frames carry the flags
   AbortFlag abort_;
   std::unique_ptr<HostCells> host_cells_;  // after abort_: they hold a reference to it
 };

@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "rendezvous/bootstrap.hpp"
+#include "transport/link_mesh.hpp"
 #include "transport/shm/shm_mesh.hpp"
 
 namespace canopy::transport {
@@ -78,7 +79,8 @@ TransportKind transport_kind_from(const Settings& settings) {
 
 TransportKind kind_taken(TransportKind kind, const Transport& first) {
   if (kind != TransportKind::Auto) return kind;
-  if (first.name() == "verbs") return TransportKind::Verbs;
+  // With verbs links the group's verdict was "every rank can": the second mesh plans its links alike.
+  if (first.name().find("verbs") != std::string_view::npos) return TransportKind::Auto;
   return first.name() == "tcp" ? TransportKind::Tcp : TransportKind::ShmTcp;  // tcp: no peer on the host
 }
 
@@ -87,16 +89,22 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
   auto said = [&](std::string_view setting) {
     return why.empty() ? fmt::format("CANOPY_TRANSPORT={}", setting) : std::string(why);
   };
+  // The meshes of one kind for every peer: said here, as connect_link_mesh says its own.
+  auto one_kind = [&](std::unique_ptr<Transport> mesh, LinkKind link, const std::string& reason) {
+    log::info("rank {}: transport: {} ({}): {}", rank, mesh->name(), reason,
+              describe_links(plan_links(rank, size, {}, LinkChoice{.network = link})));
+    return mesh;
+  };
   switch (kind) {
     case TransportKind::ShmTcp:
-      log::info("rank {}: transport: shm+tcp ({})", rank, said("shm+tcp"));
-      return connect_shm_tcp_mesh(store, rank, size, options);
+      return connect_link_mesh(store, rank, size, LinkOptions::from(options),
+                               choose_links(kind, false, 0, options.settings), said("shm+tcp"));
     case TransportKind::Tcp:
-      log::info("rank {}: transport: tcp ({})", rank, said("tcp"));
-      return connect_tcp_mesh(store, rank, size, TcpOptions::from(options));
+      return one_kind(connect_tcp_mesh(store, rank, size, TcpOptions::from(options)), LinkKind::Tcp,
+                      said("tcp"));
     case TransportKind::Verbs:
-      log::info("rank {}: transport: verbs ({})", rank, said("verbs"));
-      return connect_verbs_mesh(store, rank, size, VerbsOptions::from(options));
+      return one_kind(connect_verbs_mesh(store, rank, size, VerbsOptions::from(options)), LinkKind::Verbs,
+                      said("verbs"));
     case TransportKind::Auto:
       break;
   }
@@ -105,23 +113,36 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
   const auto without = options.verbs_verdict.empty()
                            ? first_rank_without_verbs(store, rank, size, verbs)
                            : rank_without_verbs(options.verbs_verdict, rank, size, verbs.comm_id);
-  if (without) {
-    // Every rank of a host counts the same ranks there, so all of them make the same choice.
-    const int host_ranks = group_ranks_on_this_host(options, rank);
-    if (!host_may_share_memory(TransportKind::Auto, host_ranks, options.settings)) {
-      log::info(
-          "rank {}: transport: tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {}; {} ranks of this "
-          "group on this host, more than CANOPY_SHM_MAX_RANKS={} share memory)",
-          rank, without->first, without->second, host_ranks,
-          options.settings.integer("CANOPY_SHM_MAX_RANKS"));
-      return connect_tcp_mesh(store, rank, size, TcpOptions::from(options));
-    }
-    log::info("rank {}: transport: shm+tcp (CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {})", rank,
-              without->first, without->second);
-    return connect_shm_tcp_mesh(store, rank, size, options);
+  // Every rank of a host counts the same ranks there, so all of them make the same choice.
+  const int host_ranks = group_ranks_on_this_host(options, rank);
+  const LinkChoice choice = choose_links(TransportKind::Auto, !without, host_ranks, options.settings);
+  std::string reason = without ? fmt::format("CANOPY_TRANSPORT=auto; rank {} cannot use verbs: {}",
+                                             without->first, without->second)
+                               : std::string("CANOPY_TRANSPORT=auto; every rank has an RDMA device");
+  if (!choice.shared_memory)
+    reason +=
+        fmt::format("; {} ranks of this group on this host, more than CANOPY_SHM_MAX_RANKS={} share memory",
+                    host_ranks, options.settings.integer("CANOPY_SHM_MAX_RANKS"));
+  if (!why.empty()) reason = why;  // a second mesh of the group, as the first chose
+  if (!choice.shared_memory && choice.network == LinkKind::Tcp)
+    return one_kind(connect_tcp_mesh(store, rank, size, TcpOptions::from(options)), LinkKind::Tcp, reason);
+  return connect_link_mesh(store, rank, size, LinkOptions::from(options), choice, reason);
+}
+
+LinkChoice choose_links(TransportKind kind, bool every_rank_has_verbs, int host_ranks,
+                        const Settings& settings) {
+  switch (kind) {
+    case TransportKind::Tcp:
+      return LinkChoice{.shared_memory = false, .network = LinkKind::Tcp};
+    case TransportKind::Verbs:
+      return LinkChoice{.shared_memory = false, .network = LinkKind::Verbs};
+    case TransportKind::ShmTcp:
+    case TransportKind::Auto:
+      break;
   }
-  log::info("rank {}: transport: verbs (CANOPY_TRANSPORT=auto; every rank has an RDMA device)", rank);
-  return connect_verbs_mesh(store, rank, size, verbs);
+  return LinkChoice{
+      .shared_memory = host_may_share_memory(kind, host_ranks, settings),
+      .network = kind == TransportKind::Auto && every_rank_has_verbs ? LinkKind::Verbs : LinkKind::Tcp};
 }
 
 bool host_may_share_memory(TransportKind kind, int host_ranks, const Settings& settings) {

@@ -391,7 +391,7 @@ std::string measure_links(transport::Transport& transport, const std::vector<int
   mine.gamma_in_cache = gamma_in_cache;
   LinkCost& link = mine.link;
   // Whether this class's messages go through shared memory: every member of its ring must say so.
-  link.through_memory = !ring.member || transport.name() == "shm+tcp";
+  link.through_memory = !ring.member || transport.name().starts_with("shm+");  // shm+tcp, shm+verbs
   link.alpha = probe_hop_latency(transport, ring, comm_id, deadline);
   // Only those who agree need the plan (a rank of `members` outside every ring says 0 in it).
   const bool agrees = std::find(members.begin(), members.end(), transport.rank()) != members.end();

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <iterator>
 #include <thread>
 
 #include "canopy/error.hpp"
@@ -54,6 +56,12 @@ std::vector<testing::RankExit> run_mesh_processes(int size, const VerbsOptions& 
     return connect_verbs_mesh(store, rank, n, options);
   };
   return testing::run_mesh_processes(size, connect, body, timeout);
+}
+
+// The threads of this process, from /proc/self/task.
+int threads_of_this_process() {
+  const auto tasks = std::filesystem::directory_iterator("/proc/self/task");
+  return static_cast<int>(std::distance(std::filesystem::begin(tasks), std::filesystem::end(tasks)));
 }
 
 // ---- selection: runs everywhere ----
@@ -103,6 +111,54 @@ TEST(VerbsTransport, MeshOfTwoAndThreeRanks) {
   for (int size = 2; size <= 3; ++size)
     expect_all_ok(run_mesh_processes(size, test_options(100 + size),
                                      [&](Transport& t) { exchange_with_everyone(t, 100 + size); }));
+}
+
+// Two emulated hosts of two ranks under auto: shared memory within each host and verbs between them, in one
+// mesh driven by one progress loop, every rank talking to every other at once; CANOPY_TRANSPORT=verbs on
+// the same layout keeps verbs for every pair, the same host's included.
+TEST(VerbsTransport, SharedMemoryWithinAHostAndVerbsBetweenHosts) {
+  SKIP_WITHOUT_DEVICE();
+  for (const auto& [kind, name] :
+       {std::pair{TransportKind::Auto, "shm+verbs"}, std::pair{TransportKind::Verbs, "verbs"}}) {
+    const std::uint64_t comm = kind == TransportKind::Auto ? 12 : 13;
+    int threads_before = 0;
+    auto connect = [&](Store& store, int rank, int n) {
+      threads_before = threads_of_this_process();
+      MeshOptions options = testing::loopback_mesh_options(comm);
+      options.host_of_rank = {0, 0, 1, 1};
+      options.local_size = 2;
+      auto t = connect_mesh(store, rank, n, options, kind);
+      require(t->name() == name, "rank {}: the mesh is {}, not {}", rank, t->name(), name);
+      require(!t->carries_flags(), "rank {}: a mesh with verbs links cannot carry the frames' flags", rank);
+      return t;
+    };
+    expect_all_ok(testing::run_mesh_processes(
+        4, connect,
+        [&](Transport& t) {
+          exchange_with_everyone(t, comm);
+          // 1 MiB + 3 both ways with every peer at once: rings, single copies and RDMA writes side by side.
+          constexpr std::size_t kBytes = (std::size_t{1} << 20) + 3;
+          std::vector<std::vector<std::byte>> out(4), in(4);
+          std::vector<OpId> ids;
+          for (int peer = 0; peer < 4; ++peer) {
+            if (peer == t.rank()) continue;
+            out[peer] = testing::random_bytes(kBytes, 10 * t.rank() + peer);
+            in[peer].assign(kBytes, std::byte{0});
+            auto envelope = p2p_envelope(comm, 2, 0, kBytes);
+            ids.push_back(t.post_recv(peer, envelope, in[peer]));
+            ids.push_back(t.post_send(peer, envelope, out[peer]));
+          }
+          wait_all(t, ids);
+          for (int peer = 0; peer < 4; ++peer)
+            if (peer != t.rank())
+              require(testing::first_difference(in[peer], 10 * peer + t.rank()) < 0,
+                      "rank {}: message from {} damaged", t.rank(), peer);
+          // One progress loop drives rings and queue pairs: neither set-up nor traffic started a thread.
+          require(threads_of_this_process() == threads_before, "rank {}: {} threads, {} before the mesh",
+                  t.rank(), threads_of_this_process(), threads_before);
+        },
+        std::chrono::seconds(90)));
+  }
 }
 
 // Sizes around the staging slot (64 KiB) and far above the chunk size, so that chunking, the

@@ -14,17 +14,13 @@
 #include <set>
 #include <thread>
 
-#include "common/cpu_list.hpp"
 #include "common/error.hpp"
 #include "common/fd_limit.hpp"
 #include "common/log.hpp"
 #include "rendezvous/bootstrap.hpp"
-#include "transport/mesh_transport.hpp"
 #include "transport/shm/unix_listener_book.hpp"
 #include "transport/shm/unix_socket.hpp"
-#include "transport/spin_rule.hpp"
 #include "transport/tcp/handshake.hpp"
-#include "transport/tcp/tcp_links.hpp"
 
 namespace canopy::transport {
 namespace {
@@ -121,7 +117,7 @@ class ShmPeersBuilder {
       if (!book.shares_namespace(other)) {
         log::info(
             "rank {}: rank {} is on this host by the layout, but in another network namespace or kernel ({} "
-            "here, {} there): TCP carries their messages",
+            "here, {} there): the network links carry their messages",
             rank_, peer, book.part().substr(0, book.part().find(' ')), other.space);
         continue;
       }
@@ -130,7 +126,8 @@ class ShmPeersBuilder {
         continue;
       }
       if (name == UnixListenerBook::kNoListener) {
-        log::info("rank {}: rank {} has no shared-memory listener: TCP carries their messages", rank_, peer);
+        log::info("rank {}: rank {} has no shared-memory listener: the network links carry their messages",
+                  rank_, peer);
         continue;
       }
       // It expects this rank: a socket that cannot be reached in one namespace is a failure, not a choice.
@@ -234,8 +231,8 @@ class ShmPeersBuilder {
     if (!fd.valid()) {
       // Another network namespace (a container, an emulated host) or another kernel: no shared memory.
       log::info(
-          "rank {}: rank {} is on this host by the layout, but its socket cannot be reached ({}): TCP "
-          "carries their messages",
+          "rank {}: rank {} is on this host by the layout, but its socket cannot be reached ({}): the "
+          "network links carry their messages",
           rank_, peer, name == kNoSocket ? "it has none" : std::strerror(error));
       return false;
     }
@@ -244,8 +241,9 @@ class ShmPeersBuilder {
                 .size = static_cast<std::uint32_t>(size_)};
     if (int problem = send_packet(fd.get(), encode_hello(hello, options_.job_token), peers_.doorbell.get());
         problem != 0) {
-      log::info("rank {}: saying hello to rank {} over its socket: {}: TCP carries their messages", rank_,
-                peer, std::strerror(problem));
+      log::info(
+          "rank {}: saying hello to rank {} over its socket: {}: the network links carry their messages",
+          rank_, peer, std::strerror(problem));
       return false;
     }
     peers_.links[peer].socket = std::move(fd);
@@ -270,8 +268,8 @@ class ShmPeersBuilder {
     const Ack ack = decode_ack(answer);
     if (ack.status != AckStatus::Accepted || !doorbell.valid() ||
         ack.rank != static_cast<std::uint32_t>(peer)) {
-      log::warn("rank {}: rank {} refused shared memory ({}): TCP carries their messages", rank_, peer,
-                to_string(ack.status));
+      log::warn("rank {}: rank {} refused shared memory ({}): the network links carry their messages", rank_,
+                peer, to_string(ack.status));
       link = ShmPeerLink{};
       return;
     }
@@ -387,10 +385,10 @@ class ShmPeersBuilder {
     expected.erase(peer);
     if (problem != 0) {
       // The peer introduced itself and left (it exited or failed): waiting on for it would only end at
-      // the deadline. TCP is its route; the TCP links say what became of it.
+      // the deadline. The network links carry its messages and say what became of it.
       log::warn(
-          "rank {}: rank {} closed its shared-memory socket before the answer ({}): TCP carries their "
-          "messages",
+          "rank {}: rank {} closed its shared-memory socket before the answer ({}): the network "
+          "links carry their messages",
           rank_, peer, std::strerror(problem));
       return true;
     }
@@ -410,13 +408,6 @@ class ShmPeersBuilder {
   bool listener_paused_ = false;  // out of descriptors: not polled until a hello under way ends
   ShmPeers peers_;
 };
-
-int ranks_on_this_host(const ShmOptions& options, int rank, int size) {
-  if (options.local_size > 0) return options.local_size;
-  if (options.host_of_rank.size() != static_cast<std::size_t>(size)) return 1;
-  const int host = options.host_of_rank[rank];
-  return static_cast<int>(std::count(options.host_of_rank.begin(), options.host_of_rank.end(), host));
-}
 
 }  // namespace
 
@@ -438,49 +429,6 @@ std::string why_no_agreement(Store& store, const std::vector<std::string>& keys,
 
 ShmPeers connect_shm_peers(Store& store, int rank, int size, const ShmOptions& options) {
   return ShmPeersBuilder(store, rank, size, options).build();
-}
-
-std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
-                                                const ShmOptions& shm) {
-  TcpLinkSet links = form_tcp_links(store, rank, size, tcp);
-  ShmPeers peers = connect_shm_peers(store, rank, size, shm);
-  const int cores = shm.host_cores > 0 ? shm.host_cores : usable_cores();
-  const int host_ranks = ranks_on_this_host(shm, rank, size);
-  auto mesh = std::make_unique<MeshTransport>(
-      rank, size, peers.reached.empty() ? "tcp" : "shm+tcp",
-      peers.reached.empty() ? std::chrono::nanoseconds(0) : looks_between_yields(host_ranks, cores));
-  const std::size_t tcp_part = mesh->add_part(
-      std::make_unique<TcpLinks>(rank, size, std::move(links), mesh->abort_state()), chosen_spin(tcp, size));
-  if (peers.reached.empty()) return mesh;
-  MeshTransport& routes = *mesh;
-  auto reroute = [&routes, tcp_part](int peer, bool sends) {
-    if (sends)
-      routes.route_sends(peer, tcp_part);
-    else
-      routes.route_recvs(peer, tcp_part);
-  };
-  const auto ring_spin =
-      announce_spin("rings", "CANOPY_SHM_SPIN_US", shm.spin, host_ranks, cores, kDefaultMemorySpin);
-  // Before the links take the sockets: the cells come over them.
-  mesh->set_host_cells(share_host_cells(rank, size, peers, shm,
-                                        {ring_spin, looks_between_yields(host_ranks, cores)},
-                                        mesh->abort_state(), mesh->abort_fd()));
-  const std::size_t shm_part = mesh->add_part(
-      std::make_unique<ShmLinks>(rank, std::move(peers.links), std::move(peers.doorbell), shm, host_ranks,
-                                 mesh->abort_state(), mesh->part(tcp_part), reroute),
-      ring_spin);
-  for (int peer : peers.reached) {
-    mesh->route_sends(peer, shm_part);
-    mesh->route_recvs(peer, shm_part);
-  }
-  log::info("rank {}: comm {}: shared memory with rank(s) {} of this host, TCP with the others", rank,
-            tcp.comm_id, fmt::join(peers.reached, ", "));
-  return mesh;
-}
-
-std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size,
-                                                const MeshOptions& options) {
-  return connect_shm_tcp_mesh(store, rank, size, TcpOptions::from(options), ShmOptions::from(options));
 }
 
 }  // namespace canopy::transport

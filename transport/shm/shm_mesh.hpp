@@ -1,9 +1,11 @@
-// Forming a mesh that carries the messages between ranks of one host in shared memory and the rest over TCP.
+// Joining the ranks of one host in shared memory: the set-up of the pairs whose messages a mesh carries in
+// rings (link_mesh.hpp builds the mesh around them).
 //
 // Which peers share this host comes from the communicator's host layout (MeshOptions::host_of_rank), never
 // from a launcher's local world size; that they really share a kernel (and so the rings' memory) is then
 // proven by reaching each other's abstract Unix socket, which exists only within one network namespace of
-// one kernel, and by the handshake on it (the job token, the same user). A pair that fails either uses TCP.
+// one kernel, and by the handshake on it (the job token, the same user). A pair that fails either uses the
+// network's links (verbs or TCP: link_mesh.hpp).
 #pragma once
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 
 #include "canopy/store.hpp"
 #include "common/deadline.hpp"
+#include "transport/link_mesh.hpp"
 #include "transport/shm/shm_links.hpp"
 #include "transport/shm/shm_options.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -26,8 +29,9 @@ struct ShmPeers {
   std::vector<int> reached;        // the peers with a link, in rank order
 };
 
-// Every rank calls this after its TCP links are up. The ranks of a host agree through the lowest of them
-// (rendezvous::agree_through_rank_zero's pattern, among the host's ranks only) on every one's listener name
+// Every rank calls this after its TCP links (where made before use) are up. The ranks of a host agree through
+// the lowest of them (rendezvous::agree_through_rank_zero's pattern, among the host's ranks only) on every
+// one's listener name
 // ("shm/<comm_id>/socket/<rank>", gathered into "shm/<comm_id>/socket/host/<lowest>"), then on which lower
 // ranks each could not reach ("shm/<comm_id>/unreached/<rank>", gathered likewise): two store requests a
 // rank for each, three for the lowest, however many ranks the host has. A rank connects to the lower ranks
@@ -75,12 +79,5 @@ class StoreUntil final : public Store {
 // contribution) never appeared, or, where all did, that rank `gatherer`, which gathers them, never
 // answered. One store request, made only once the wait failed.
 std::string why_no_agreement(Store& store, const std::vector<std::string>& keys, int gatherer);
-
-// TCP links to every peer, shared memory to those of this host that connect_shm_peers() reached: what
-// CANOPY_TRANSPORT=shm+tcp builds. Its name() is "shm+tcp" when any peer is reached, else "tcp".
-std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
-                                                const ShmOptions& shm);
-// The same with both transports' options taken from the mesh's (TcpOptions::from, ShmOptions::from).
-std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size, const MeshOptions& options);
 
 }  // namespace canopy::transport

@@ -22,12 +22,15 @@ namespace canopy::transport {
 
 // The connections of connect_tcp_mesh() without a transport over them yet: for a mesh that carries some
 // peers another way (shared memory) and the rest over these. Every link is made now, or (with
-// `options.store_for_first_use`) none: a connector makes each when a message first needs it.
+// `options.store_for_first_use`) none: a connector makes each when a message first needs it. `only`: made now
+// with these peers only (the same-host peers, where TCP is only the rings' fallback); both ranks of a pair
+// must agree.
 struct TcpLinkSet {
   std::vector<PeerLink> links;              // by rank; empty when connecting on first use
   std::unique_ptr<TcpConnector> connector;  // null when every link was made
 };
-TcpLinkSet form_tcp_links(Store& store, int rank, int size, const TcpOptions& options);
+TcpLinkSet form_tcp_links(Store& store, int rank, int size, const TcpOptions& options,
+                          const std::vector<int>* only = nullptr);
 
 // How long a mesh over these links busy-polls before it blocks: TcpOptions::spin, else choose_spin() from
 // the host's ranks and cores.

@@ -3,6 +3,7 @@
 // the lower one, so the waits form no cycle.
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "common/cpu_list.hpp"
@@ -45,7 +46,8 @@ TcpOptions TcpOptions::from(const MeshOptions& mesh) {
   return options;
 }
 
-std::vector<PeerLink> connect_tcp_links(Store& store, int rank, int size, const TcpOptions& options) {
+std::vector<PeerLink> connect_tcp_links(Store& store, int rank, int size, const TcpOptions& options,
+                                        const std::vector<int>* only) {
   if (size < 1 || rank < 0 || rank >= size)
     fail(ErrorCode::InvalidArgument, "connect_tcp_mesh: rank {} is not in a group of size {}", rank, size);
   std::vector<PeerLink> links(static_cast<std::size_t>(size));
@@ -53,8 +55,12 @@ std::vector<PeerLink> connect_tcp_links(Store& store, int rank, int size, const 
   const Deadline deadline = Deadline::after(options.connect_timeout);
   // The connector reads the store only while this runs: it need not own it.
   TcpConnector connector(std::shared_ptr<Store>(std::shared_ptr<Store>(), &store), rank, size, options);
-  for (int peer = 0; peer < size; ++peer) connector.request(peer);
-  int missing = size - 1;
+  int missing = 0;
+  for (int peer = 0; peer < size; ++peer)
+    if (peer != rank && (only == nullptr || std::find(only->begin(), only->end(), peer) != only->end())) {
+      connector.request(peer);
+      ++missing;
+    }
   std::vector<TcpConnector::Outcome> outcomes;
   std::vector<pollfd> fds;
   for (;;) {
@@ -65,7 +71,7 @@ std::vector<PeerLink> connect_tcp_links(Store& store, int rank, int size, const 
       links[outcome.peer] = std::move(outcome.link);
       --missing;
     }
-    if (missing == 0) break;
+    if (missing <= 0) break;
     if (deadline.expired() && !connector.dialling())  // a dial ends by itself, saying why
       fail(ErrorCode::Timeout,
            "rank {}: TCP mesh set-up for comm {} timed out after {} ms: ranks {} never connected (they "
@@ -85,8 +91,10 @@ std::vector<PeerLink> connect_tcp_links(Store& store, int rank, int size, const 
   return links;
 }
 
-TcpLinkSet form_tcp_links(Store& store, int rank, int size, const TcpOptions& options) {
-  if (!options.store_for_first_use) return TcpLinkSet{connect_tcp_links(store, rank, size, options), nullptr};
+TcpLinkSet form_tcp_links(Store& store, int rank, int size, const TcpOptions& options,
+                          const std::vector<int>* only) {
+  if (!options.store_for_first_use)
+    return TcpLinkSet{connect_tcp_links(store, rank, size, options, only), nullptr};
   if (size < 1 || rank < 0 || rank >= size)
     fail(ErrorCode::InvalidArgument, "connect_tcp_mesh: rank {} is not in a group of size {}", rank, size);
   log::debug("rank {}: TCP links of comm {} are made on first use", rank, options.comm_id);

@@ -1,11 +1,13 @@
-// The verbs transport's state and the class that drives it. One reliable-connected queue pair per peer, one
-// completion queue (with a completion channel to sleep on) for all of them, one protection domain.
+// The verbs links' state and the class that drives them: one part of a mesh (io_part.hpp), driven by the
+// mesh's progress() like the TCP and shared-memory links and waited for in the same poll() (its completion
+// channel and the device's event descriptor). One reliable-connected queue pair per peer routed to it, one
+// completion queue (with the completion channel to sleep on) for all of them, one protection domain.
 //
 // A message moves receiver-driven: post_recv advertises where the payload goes (a clear-to-send
 // control message: address, rkey and the frame header the receiver expects); the sender checks that
 // header against its own before a byte moves (a difference is a Mismatch on both sides, and nothing is
 // written), then RDMA-writes the payload there, the last chunk with an immediate carrying the message
-// number, which completes the receive. A send still waiting for its clear-to-send when progress()
+// number, which completes the receive. A send still waiting for its clear-to-send when the mesh
 // would sleep is copied aside and announced instead (ready-to-send); the receiver checks the header
 // and RDMA-reads the copy, so sends complete without the peer's receive, as they do over TCP.
 // Payloads up to a staging slot go through pre-registered staging memory (no registration per
@@ -14,8 +16,9 @@
 // credits (verbs/credits.hpp). docs/VERBS.md has the whole story.
 //
 // Its code in three files, as transport/tcp/ splits its own: verbs_mesh.cpp sets the queue pairs up
-// through the store and tears them down, verbs_data_path.cpp posts, writes, reads and completes,
-// verbs_control.cpp speaks the control protocol (clear-to-send, ready-to-send, credits).
+// through the store and tears them down, verbs_data_path.cpp posts, writes, reads and completes (what the
+// mesh drives and waits for), verbs_control.cpp speaks the control protocol (clear-to-send, ready-to-send,
+// credits).
 #pragma once
 
 #include <atomic>
@@ -32,6 +35,7 @@
 
 #include "canopy/error.hpp"
 #include "transport/abort_flag.hpp"
+#include "transport/io_part.hpp"
 #include "transport/transport.hpp"
 #include "transport/verbs/credits.hpp"
 #include "transport/verbs/device.hpp"
@@ -48,7 +52,7 @@ inline constexpr int kStagingSlots = 4;  // per peer and direction
 inline constexpr std::size_t kStagingSlotBytes = 64 * 1024;
 inline constexpr int kMaxSendRequests = 128;  // send queue depth per queue pair
 inline constexpr std::size_t kIdleRegistrations = 64;
-// How long progress() polls the completion queue by default before it sleeps (spin_rule.hpp decides when).
+// How long the mesh polls the completion queue by default before it sleeps (spin_rule.hpp decides when).
 inline constexpr std::chrono::microseconds kDefaultVerbsSpin{20};
 // Sends copied aside so that they complete before the peer asks for them (see buffer_waiting_sends):
 // at most this much memory, kept and reused once allocated.
@@ -164,29 +168,40 @@ inline int free_slot(const std::vector<bool>& busy) {
   return it == busy.end() ? -1 : static_cast<int>(it - busy.begin());
 }
 
-class VerbsTransport final : public Transport {
+class VerbsLinks final : public IoPart {
  public:
-  VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> port, const VerbsOptions& options);
-  ~VerbsTransport() override;
+  // Queue pairs with `peers` only (the ranks whose messages the mesh routes here); `abort` is the mesh's.
+  VerbsLinks(int rank, int size, std::span<const int> peers, std::unique_ptr<DevicePort> port,
+             const VerbsOptions& options, const AbortFlag& abort);
+  ~VerbsLinks() override;
 
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  std::string_view name() const override { return "verbs"; }
-  OpId post_send(int peer, const Envelope& envelope, std::span<const std::byte> payload) override;
-  OpId post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) override;
-  bool progress(Deadline deadline, std::vector<OpId>& completed) override;
-  void abort(const std::string& reason) override;
-  void wake() override;
+  void post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) override;
+  void post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) override;
+  // The receiver does not see the sender's frame header on the write path.
+  bool carries_flags() const override { return false; }
+  bool busy() const override { return anything_pending(); }
+  void drive(Pass pass, Completions& done) override;
+  // Work completions reaped so far: a spin goes on while they come.
+  std::uint64_t bytes_moved() const override { return completions_reaped_; }
+  bool prepare_to_block(std::vector<pollfd>& fds) override;
+  void after_poll(std::span<const pollfd> fds) override;
+  // Nothing to close that a peer would notice at once: the mesh's abort flag stops this rank's calls,
+  // and the peers learn of it through their own failed work requests or deadlines, as before.
+  void shut_down() override {}
 
   QpAddress local_address(int peer) const;
   void connect(int peer, const QpAddress& remote);
   const DevicePort& port() const { return *port_; }
+  // How long the mesh busy-polls the completion queue before it blocks (options.spin, or the spin rule).
+  std::chrono::microseconds spin() const { return spin_; }
 
  private:
   void check_usable(int peer, const char* call);
   [[noreturn]] void fail_transport(ErrorCode code, const std::string& message);
   void rethrow_failure() const;
 
+  // The peer's place among the linked peers: its slots in the control and staging memory.
+  std::size_t index_of(int peer) const { return static_cast<std::size_t>(index_of_[peer]); }
   std::byte* control_slot(int peer, int slot, bool receive) const;
   std::byte* staging_slot(int peer, int slot, bool receive) const;
   void post_control_receive(int peer, int slot);
@@ -217,6 +232,8 @@ class VerbsTransport final : public Transport {
 
   const int rank_;
   const int size_;
+  const std::vector<int> linked_;  // the peers with a queue pair, in rank order
+  std::vector<int> index_of_;      // rank -> its place in linked_, -1 for the others
   const VerbsOptions options_;
   const std::chrono::microseconds spin_;  // options_.spin, or what the spin rule chose
   std::unique_ptr<DevicePort> port_;
@@ -224,7 +241,7 @@ class VerbsTransport final : public Transport {
   ibv_comp_channel* channel_ = nullptr;
   ibv_cq* cq_ = nullptr;
   unsigned unacked_events_ = 0;
-  int wake_fd_ = -1;  // eventfd: abort() wakes a sleeping progress()
+  bool async_event_ready_ = false;  // the device's event descriptor was readable in the last poll()
   RegisteredBlock control_;
   RegisteredBlock staging_;
   struct BufferBlock {
@@ -237,12 +254,14 @@ class VerbsTransport final : public Transport {
   std::vector<Peer> peers_;
   std::vector<std::uint32_t> local_psn_;
   std::size_t max_chunk_ = 0;
-  int read_depth_ = 1;                   // RDMA reads in flight per queue pair, within the device's limits
-  std::vector<OpId> early_completions_;  // completed outside progress(): zero-byte announced messages
-  OpId next_id_ = 1;
+  int read_depth_ = 1;  // RDMA reads in flight per queue pair, within the device's limits
+  // Completed outside drive(): zero-byte announced messages, sends copied aside and completions reaped
+  // while preparing to block; drive() reports them.
+  std::vector<OpId> early_completions_;
+  std::uint64_t completions_reaped_ = 0;
 
   std::optional<Error> failure_;  // sticky: a queue pair in error cannot be trusted again
-  AbortFlag abort_;
+  const AbortFlag& abort_;        // the mesh's
 };
 
 }  // namespace canopy::transport::verbs

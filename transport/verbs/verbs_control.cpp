@@ -10,7 +10,7 @@
 namespace canopy::transport::verbs {
 
 // Receives are advertised in order; each needs a staging slot (small) or a registration (large).
-void VerbsTransport::advertise(int peer) {
+void VerbsLinks::advertise(int peer) {
   Peer& p = peers_[peer];
   for (PendingRecv& recv : p.recvs) {
     if (recv.advertised) continue;
@@ -42,7 +42,7 @@ void VerbsTransport::advertise(int peer) {
   }
 }
 
-void VerbsTransport::flush_outbox(int peer) {
+void VerbsLinks::flush_outbox(int peer) {
   Peer& p = peers_[peer];
   while (!p.outbox.empty() && p.credits->can_send_message()) {
     if (!post_control(peer, p.outbox.front())) return;
@@ -51,7 +51,7 @@ void VerbsTransport::flush_outbox(int peer) {
 }
 
 // Posts one control message if a slot, send-queue room and a credit allow; false otherwise.
-bool VerbsTransport::post_control(int peer, ControlMessage message) {
+bool VerbsLinks::post_control(int peer, ControlMessage message) {
   Peer& p = peers_[peer];
   int slot = free_slot(p.control_slot_busy);
   if (slot < 0 || p.send_requests >= kMaxSendRequests) return false;
@@ -78,7 +78,7 @@ bool VerbsTransport::post_control(int peer, ControlMessage message) {
   return true;
 }
 
-void VerbsTransport::handle_control(int peer, const ControlMessage& message) {
+void VerbsLinks::handle_control(int peer, const ControlMessage& message) {
   Peer& p = peers_[peer];
   p.credits->grant(message.credits);
   switch (message.type) {
@@ -146,7 +146,7 @@ void VerbsTransport::handle_control(int peer, const ControlMessage& message) {
 
 // A free registered block of at least `bytes`, allocating one (a power of two) within the limit;
 // -1 when the limit is reached.
-int VerbsTransport::acquire_buffer_block(std::size_t bytes) {
+int VerbsLinks::acquire_buffer_block(std::size_t bytes) {
   int best = -1;
   for (std::size_t i = 0; i < buffered_.size(); ++i) {
     const BufferBlock& block = buffered_[i];
@@ -167,14 +167,13 @@ int VerbsTransport::acquire_buffer_block(std::size_t bytes) {
   return best;
 }
 
-// Sends still waiting for their clear-to-send when progress() is about to sleep: copy each aside,
+// Sends still waiting for their clear-to-send when the mesh is about to sleep: copy each aside,
 // announce the copy (ReadyToSend: address, rkey, frame header) and report the send complete. The
 // receiver reads the copy when its receive is posted, with no help from this rank's CPU, so this rank
 // may go off and do anything (even exit: teardown waits for the reads). In order per peer, and only
 // while the announcement can be posted at once, so that what is reported complete is on its way.
-void VerbsTransport::buffer_waiting_sends(std::vector<OpId>& completed) {
-  for (int peer = 0; peer < size_; ++peer) {
-    if (peer == rank_) continue;
+void VerbsLinks::buffer_waiting_sends(std::vector<OpId>& completed) {
+  for (int peer : linked_) {
     Peer& p = peers_[peer];
     while (!p.sends.empty() && p.clear_to_send.empty() && p.outbox.empty() && p.credits->can_send_message()) {
       PendingSend& send = p.sends.front();

@@ -1,5 +1,5 @@
-// The verbs data path: posting, RDMA writes and reads in chunks, completions, progress() and its sleep
-// on the completion channel, and the errors that make the transport unusable.
+// The verbs data path: posting, RDMA writes and reads in chunks, completions, what the mesh's progress()
+// drives and the sleep it prepares on the completion channel, and the errors that make the links unusable.
 #include <arpa/inet.h>
 #include <poll.h>
 #include <unistd.h>
@@ -15,60 +15,49 @@
 
 namespace canopy::transport::verbs {
 
-void VerbsTransport::fail_transport(ErrorCode code, const std::string& message) {
+void VerbsLinks::fail_transport(ErrorCode code, const std::string& message) {
   if (!failure_) failure_.emplace(code, message);
   throw *failure_;
 }
 
-void VerbsTransport::rethrow_failure() const {
+void VerbsLinks::rethrow_failure() const {
   abort_.throw_if_raised(rank_);
   if (failure_) throw *failure_;
 }
 
-void VerbsTransport::check_usable(int peer, const char* call) {
+void VerbsLinks::check_usable(int peer, const char* call) {
   rethrow_failure();
   check_peer(rank_, size_, peer, call);
+  if (index_of_[peer] < 0)
+    fail(ErrorCode::InvalidArgument, "rank {}: {} with rank {}, which has no verbs link", rank_, call, peer);
 }
 
-void VerbsTransport::abort(const std::string& reason) {
-  if (!abort_.raise(reason)) return;
-  std::uint64_t one = 1;
-  [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof(one));
-}
-
-void VerbsTransport::wake() {
-  std::uint64_t one = 1;
-  [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof(one));
-}
-
-OpId VerbsTransport::post_send(int peer, const Envelope& envelope, std::span<const std::byte> payload) {
+void VerbsLinks::post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) {
   check_usable(peer, "post_send");
   Peer& p = peers_[peer];
   PendingSend send;
-  send.id = next_id_++;
+  send.id = id;
   send.envelope = envelope;
   send.payload = payload;
   send.seq = p.next_send_seq++;
   p.sends.push_back(send);
   pump(peer);
-  return send.id;
 }
 
-OpId VerbsTransport::post_recv(int peer, const Envelope& envelope, std::span<std::byte> destination) {
+void VerbsLinks::post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) {
   check_usable(peer, "post_recv");
   Peer& p = peers_[peer];
   PendingRecv recv;
-  recv.id = next_id_++;
+  recv.id = id;
   recv.envelope = envelope;
   recv.destination = destination;
   recv.seq = p.next_recv_seq++;
   p.recvs.push_back(recv);
   pump(peer);
-  return recv.id;
 }
 
 // Moves everything forward that resources allow, in an order that keeps each stream FIFO.
-void VerbsTransport::pump(int peer) {
+void VerbsLinks::pump(int peer) {
   advertise(peer);
   flush_outbox(peer);
   start_writes(peer);
@@ -82,7 +71,7 @@ void VerbsTransport::pump(int peer) {
 }
 
 // Pairs posted sends with arrived clear-to-sends, in order, after checking they describe one message.
-void VerbsTransport::start_writes(int peer) {
+void VerbsLinks::start_writes(int peer) {
   Peer& p = peers_[peer];
   while (!p.sends.empty() && !p.clear_to_send.empty()) {
     PendingSend& send = p.sends.front();
@@ -127,7 +116,7 @@ void VerbsTransport::start_writes(int peer) {
 
 // Posts queued writes as send-queue room allows; the last chunk of each message carries the
 // immediate and costs a credit.
-void VerbsTransport::post_writes(int peer) {
+void VerbsLinks::post_writes(int peer) {
   Peer& p = peers_[peer];
   for (PendingSend& send : p.writing) {
     while (!send.last_posted) {
@@ -165,7 +154,7 @@ void VerbsTransport::post_writes(int peer) {
   }
 }
 
-int VerbsTransport::drain_completions(std::vector<OpId>& completed) {
+int VerbsLinks::drain_completions(std::vector<OpId>& completed) {
   ibv_wc wcs[32];
   int total = 0;
   for (;;) {
@@ -176,6 +165,7 @@ int VerbsTransport::drain_completions(std::vector<OpId>& completed) {
       Peer& p = peers_[peer_of(wcs[i].wr_id)];
       (kind_of(wcs[i].wr_id) == WrKind::ControlReceive ? p.receive_requests : p.send_requests) -= 1;
     }
+    completions_reaped_ += static_cast<std::uint64_t>(n);
     for (int i = 0; i < n; ++i) handle_completion(wcs[i], completed);
     total += n;
     if (n < 32) return total;
@@ -200,7 +190,7 @@ const char* opcode_name(WrKind kind) {
 
 }  // namespace
 
-void VerbsTransport::handle_completion(const ibv_wc& wc, std::vector<OpId>& completed) {
+void VerbsLinks::handle_completion(const ibv_wc& wc, std::vector<OpId>& completed) {
   const WrKind kind = kind_of(wc.wr_id);
   const int peer = peer_of(wc.wr_id);
   Peer& p = peers_[peer];
@@ -242,7 +232,7 @@ void VerbsTransport::handle_completion(const ibv_wc& wc, std::vector<OpId>& comp
   }
 }
 
-PendingRecv* VerbsTransport::find_recv(int peer, std::uint32_t seq) {
+PendingRecv* VerbsLinks::find_recv(int peer, std::uint32_t seq) {
   for (PendingRecv& recv : peers_[peer].recvs)
     if (recv.seq == seq) return &recv;
   return nullptr;
@@ -251,7 +241,7 @@ PendingRecv* VerbsTransport::find_recv(int peer, std::uint32_t seq) {
 // The payload of receive #seq is in place (written, or read): copy it out of staging, release what it
 // held, report it. Receives complete by number, not in posting order: a read may finish after the
 // write of a later message.
-void VerbsTransport::finish_recv(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
+void VerbsLinks::finish_recv(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
   Peer& p = peers_[peer];
   auto it = std::find_if(p.recvs.begin(), p.recvs.end(), [&](const PendingRecv& r) { return r.seq == seq; });
   if (it == p.recvs.end() || !it->advertised)
@@ -269,13 +259,13 @@ void VerbsTransport::finish_recv(int peer, std::uint32_t seq, std::vector<OpId>&
   p.recvs.erase(it);
 }
 
-void VerbsTransport::handle_arrival(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
+void VerbsLinks::handle_arrival(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
   finish_recv(peer, seq, completed);
 }
 
 // The sender announced a copy of message #seq: check its header against this receive before a byte
 // moves, then read it into the place this receive would have advertised.
-void VerbsTransport::start_read(int peer, PendingRecv& recv, const ControlMessage& announcement) {
+void VerbsLinks::start_read(int peer, PendingRecv& recv, const ControlMessage& announcement) {
   Peer& p = peers_[peer];
   try {
     check_frame(announcement.frame, recv.envelope, recv.destination.size(), rank_, peer);
@@ -297,7 +287,7 @@ void VerbsTransport::start_read(int peer, PendingRecv& recv, const ControlMessag
 }
 
 // Posts queued reads as send-queue room allows (reads need no credit: they consume no receive).
-void VerbsTransport::post_reads(int peer) {
+void VerbsLinks::post_reads(int peer) {
   Peer& p = peers_[peer];
   for (PendingRecv& recv : p.recvs) {
     if (!recv.reading) continue;
@@ -331,12 +321,12 @@ void VerbsTransport::post_reads(int peer) {
   }
 }
 
-void VerbsTransport::handle_read_done(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
+void VerbsLinks::handle_read_done(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
   finish_recv(peer, seq, completed);
   peers_[peer].outbox.push_back(control(ControlType::ReadDone, seq));
 }
 
-void VerbsTransport::handle_write_done(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
+void VerbsLinks::handle_write_done(int peer, std::uint32_t seq, std::vector<OpId>& completed) {
   Peer& p = peers_[peer];
   if (p.writing.empty() || p.writing.front().seq != seq)
     fail_transport(ErrorCode::Protocol,
@@ -349,13 +339,13 @@ void VerbsTransport::handle_write_done(int peer, std::uint32_t seq, std::vector<
   p.writing.pop_front();
 }
 
-void VerbsTransport::drain_async_events() {
+void VerbsLinks::drain_async_events() {
   ibv_async_event event{};
   while (ibv_get_async_event(port_->context(), &event) == 0) {
     const ibv_event_type type = event.event_type;
     int peer = -1;
     if (type == IBV_EVENT_QP_FATAL || type == IBV_EVENT_QP_REQ_ERR || type == IBV_EVENT_QP_ACCESS_ERR) {
-      for (int r = 0; r < size_; ++r)
+      for (int r : linked_)
         if (peers_[r].qp == event.element.qp) peer = r;
     }
     ibv_ack_async_event(&event);
@@ -376,66 +366,53 @@ void VerbsTransport::drain_async_events() {
   }
 }
 
-bool VerbsTransport::anything_pending() const {
+bool VerbsLinks::anything_pending() const {
   return std::any_of(peers_.begin(), peers_.end(), [](const Peer& p) { return p.has_pending(); });
 }
 
-bool VerbsTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
+// One round of the mesh's progress(): the device's events, the completions, and every peer's protocol moved
+// on.
+void VerbsLinks::drive(Pass pass, Completions& done) {
   rethrow_failure();
-  const std::size_t before = completed.size();
-  if (!anything_pending() && deadline.is_never())
-    fail(ErrorCode::InvalidArgument,
-         "rank {}: progress() without a deadline while no operation is pending would wait forever", rank_);
-  const Clock::time_point spin_until = Clock::now() + spin_;
-  bool armed = false;
-  for (;;) {
+  // Reading the event descriptor is a system call: not on every round of a spin over the rings.
+  if (pass != Pass::Spin || async_event_ready_) {
+    async_event_ready_ = false;
     drain_async_events();
-    int found = drain_completions(completed);
-    if (!early_completions_.empty()) {
-      completed.insert(completed.end(), early_completions_.begin(), early_completions_.end());
-      early_completions_.clear();
-    }
-    for (int peer = 0; peer < size_; ++peer)
-      if (peer != rank_) pump(peer);
-    if (completed.size() > before) return true;
-    rethrow_failure();
-    if (deadline.expired()) return false;
-    if (found > 0 || Clock::now() < spin_until) {
-      armed = false;
-      continue;
-    }
-    if (!armed) {
-      // About to sleep while sends wait for their clear-to-send: complete them by copying them aside.
-      // A schedule may post the receive that lets its peer go on only after such a send completed
-      // (TCP completes a send once the kernel took the bytes), so waiting here could deadlock.
-      buffer_waiting_sends(completed);
-      if (completed.size() > before) return true;
-      // Arm, then drain once more before sleeping: a completion that arrived before the arming raises
-      // no event.
-      if (ibv_req_notify_cq(cq_, 0) != 0)
-        fail_transport(ErrorCode::System, "verbs: ibv_req_notify_cq failed");
-      armed = true;
-      continue;
-    }
-    pollfd fds[3] = {
-        {channel_->fd, POLLIN, 0}, {port_->context()->async_fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    int ready = ::poll(fds, 3, deadline.poll_timeout_ms());
-    if (ready < 0 && errno != EINTR) fail_errno("verbs: poll");
-    if (ready > 0 && (fds[2].revents & POLLIN) && !abort_.raised()) {
-      // wake(): the caller has new work for this thread.
-      std::uint64_t count = 0;
-      [[maybe_unused]] auto n = ::read(wake_fd_, &count, sizeof(count));
-      return completed.size() > before;
-    }
-    if (ready > 0 && (fds[0].revents & POLLIN)) {
-      ibv_cq* cq = nullptr;
-      void* context = nullptr;
-      while (ibv_get_cq_event(channel_, &cq, &context) == 0) ++unacked_events_;
-      if (unacked_events_ >= 64) {
-        ibv_ack_cq_events(cq_, unacked_events_);
-        unacked_events_ = 0;
-      }
-      armed = false;
+  }
+  drain_completions(done.ids);
+  if (!early_completions_.empty()) {
+    done.ids.insert(done.ids.end(), early_completions_.begin(), early_completions_.end());
+    early_completions_.clear();
+  }
+  for (int peer : linked_) pump(peer);
+}
+
+bool VerbsLinks::prepare_to_block(std::vector<pollfd>& fds) {
+  if (!early_completions_.empty()) return false;
+  // About to sleep while sends wait for their clear-to-send: complete them by copying them aside.
+  // A schedule may post the receive that lets its peer go on only after such a send completed
+  // (TCP completes a send once the kernel took the bytes), so waiting here could deadlock.
+  buffer_waiting_sends(early_completions_);
+  if (!early_completions_.empty()) return false;
+  // Arm, then poll once more before sleeping: a completion that arrived before the arming raises no
+  // event. What that finds is driven (and reported) before the mesh decides again.
+  if (ibv_req_notify_cq(cq_, 0) != 0) fail_transport(ErrorCode::System, "verbs: ibv_req_notify_cq failed");
+  if (drain_completions(early_completions_) > 0) return false;
+  fds.push_back({channel_->fd, POLLIN, 0});
+  fds.push_back({port_->context()->async_fd, POLLIN, 0});
+  return true;
+}
+
+void VerbsLinks::after_poll(std::span<const pollfd> fds) {
+  if (fds.size() < 2) return;  // prepare_to_block() found work instead
+  if (fds[1].revents != 0) async_event_ready_ = true;
+  if (fds[0].revents & POLLIN) {
+    ibv_cq* cq = nullptr;
+    void* context = nullptr;
+    while (ibv_get_cq_event(channel_, &cq, &context) == 0) ++unacked_events_;
+    if (unacked_events_ >= 64) {
+      ibv_ack_cq_events(cq_, unacked_events_);
+      unacked_events_ = 0;
     }
   }
 }

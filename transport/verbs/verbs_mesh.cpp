@@ -1,7 +1,6 @@
 // The verbs mesh's set-up through the store (every rank publishes a queue-pair address per peer and
 // connects to the peers' addresses), the queue pairs' creation and teardown, and the registered memory.
 #include <fcntl.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include "common/error.hpp"
 #include "common/fd_limit.hpp"
 #include "common/log.hpp"
+#include "transport/mesh_transport.hpp"
 #include "transport/spin_rule.hpp"
 #include "transport/verbs/queue_pairs.hpp"
 
@@ -36,15 +36,19 @@ RegisteredBlock register_block(ibv_pd* pd, std::size_t bytes, const char* what, 
   return block;
 }
 
-VerbsTransport::VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> port,
-                               const VerbsOptions& options)
+VerbsLinks::VerbsLinks(int rank, int size, std::span<const int> peers, std::unique_ptr<DevicePort> port,
+                       const VerbsOptions& options, const AbortFlag& abort)
     : rank_(rank),
       size_(size),
+      linked_(peers.begin(), peers.end()),
+      index_of_(static_cast<std::size_t>(size), -1),
       options_(options),
       spin_(choose_spin(options.spin, options.local_size > 0 ? options.local_size : size,
                         options.host_cores > 0 ? options.host_cores : usable_cores(), kDefaultVerbsSpin)),
       port_(std::move(port)),
-      peers_(static_cast<std::size_t>(size)) {
+      peers_(static_cast<std::size_t>(size)),
+      abort_(abort) {
+  for (std::size_t i = 0; i < linked_.size(); ++i) index_of_[linked_[i]] = static_cast<int>(i);
   // Partly built resources are released by teardown(), which copes with any prefix of this.
   try {
     ibv_context* context = port_->context();
@@ -52,15 +56,14 @@ VerbsTransport::VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> p
     if (pd_ == nullptr) fail_errno("verbs: ibv_alloc_pd");
     channel_ = ibv_create_comp_channel(context);
     if (channel_ == nullptr) fail_errno("verbs: ibv_create_comp_channel");
-    int cq_entries = std::max(1, size - 1) * (kReceiveSlots + kMaxSendRequests) + 16;
+    int cq_entries =
+        std::max<int>(1, static_cast<int>(linked_.size())) * (kReceiveSlots + kMaxSendRequests) + 16;
     cq_ = ibv_create_cq(context, cq_entries, nullptr, channel_, 0);
     if (cq_ == nullptr) fail_errno(fmt::format("verbs: ibv_create_cq of {} entries", cq_entries));
     for (int fd : {channel_->fd, context->async_fd})
       if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) fail_errno("verbs: fcntl O_NONBLOCK");
-    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd_ < 0) fail_descriptor_call("verbs: eventfd()");
 
-    const auto n = static_cast<std::size_t>(size);
+    const auto n = std::max<std::size_t>(1, linked_.size());
     control_ =
         register_block(pd_, n * (kReceiveSlots + kControlSendSlots) * kControlSlotBytes, "control messages");
     staging_ = register_block(pd_, n * 2 * kStagingSlots * kStagingSlotBytes, "staging");
@@ -85,9 +88,8 @@ VerbsTransport::VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> p
     if (max_chunk_ == 0) max_chunk_ = std::size_t{1} << 30;
 
     std::random_device random;
-    local_psn_.resize(n);
-    for (int peer = 0; peer < size; ++peer) {
-      if (peer == rank) continue;
+    local_psn_.resize(static_cast<std::size_t>(size));
+    for (int peer : linked_) {
       Peer& p = peers_[peer];
       ibv_qp_init_attr init{};
       init.send_cq = cq_;
@@ -117,11 +119,11 @@ VerbsTransport::VerbsTransport(int rank, int size, std::unique_ptr<DevicePort> p
   }
 }
 
-VerbsTransport::~VerbsTransport() {
+VerbsLinks::~VerbsLinks() {
   teardown();
 }
 
-QpAddress VerbsTransport::local_address(int peer) const {
+QpAddress VerbsLinks::local_address(int peer) const {
   QpAddress a;
   a.lid = port_->attributes().lid;
   a.qp_number = peers_[peer].qp->qp_num;
@@ -136,7 +138,7 @@ QpAddress VerbsTransport::local_address(int peer) const {
 }
 
 // INIT -> RTR (ready to receive from `remote`) -> RTS (ready to send).
-void VerbsTransport::connect(int peer, const QpAddress& remote) {
+void VerbsLinks::connect(int peer, const QpAddress& remote) {
   if (remote.ethernet != port_->ethernet())
     fail(ErrorCode::Config, "rank {}: rank {} uses {} but this rank {}: both must be on the same fabric",
          rank_, peer, remote.ethernet ? "RoCE" : "InfiniBand", port_->ethernet() ? "RoCE" : "InfiniBand");
@@ -181,7 +183,7 @@ void VerbsTransport::connect(int peer, const QpAddress& remote) {
 // Sends already reported complete (buffered) still owe the peer their bytes, as a closed TCP socket
 // still delivers what the kernel took: keep serving clear-to-sends until they are written, within a
 // bound, and say so if they could not be.
-void VerbsTransport::deliver_buffered_sends() {
+void VerbsLinks::deliver_buffered_sends() {
   auto owed = [&] {
     int n = 0;
     for (const Peer& p : peers_) n += static_cast<int>(p.lent.size());
@@ -192,8 +194,7 @@ void VerbsTransport::deliver_buffered_sends() {
   try {
     while (owed() > 0 && !limit.expired()) {
       if (drain_completions(ignored) == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
-      for (int peer = 0; peer < size_; ++peer)
-        if (peer != rank_) pump(peer);
+      for (int peer : linked_) pump(peer);
       ignored.clear();
     }
   } catch (const Error& e) {
@@ -205,7 +206,7 @@ void VerbsTransport::deliver_buffered_sends() {
               std::chrono::duration_cast<std::chrono::seconds>(kBufferedDeliveryLimit).count());
 }
 
-void VerbsTransport::teardown() {
+void VerbsLinks::teardown() {
   bool reaped = true;
   if (cq_ != nullptr && !failure_ && !abort_.raised()) deliver_buffered_sends();
   if (cq_ != nullptr) {
@@ -284,24 +285,22 @@ void VerbsTransport::teardown() {
   channel_ = nullptr;
   if (pd_ != nullptr && reaped) ibv_dealloc_pd(pd_);
   pd_ = nullptr;
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-  wake_fd_ = -1;
   if (!reaped) (void)port_.release();  // the context owns what was leaked
 }
 
-std::byte* VerbsTransport::control_slot(int peer, int slot, bool receive) const {
-  std::size_t index = static_cast<std::size_t>(peer) * (kReceiveSlots + kControlSendSlots) +
+std::byte* VerbsLinks::control_slot(int peer, int slot, bool receive) const {
+  std::size_t index = index_of(peer) * (kReceiveSlots + kControlSendSlots) +
                       static_cast<std::size_t>(receive ? slot : kReceiveSlots + slot);
   return control_.data + index * kControlSlotBytes;
 }
 
-std::byte* VerbsTransport::staging_slot(int peer, int slot, bool receive) const {
-  std::size_t index = static_cast<std::size_t>(peer) * 2 * kStagingSlots +
-                      static_cast<std::size_t>((receive ? kStagingSlots : 0) + slot);
+std::byte* VerbsLinks::staging_slot(int peer, int slot, bool receive) const {
+  std::size_t index =
+      index_of(peer) * 2 * kStagingSlots + static_cast<std::size_t>((receive ? kStagingSlots : 0) + slot);
   return staging_.data + index * kStagingSlotBytes;
 }
 
-void VerbsTransport::post_control_receive(int peer, int slot) {
+void VerbsLinks::post_control_receive(int peer, int slot) {
   ibv_sge sge{reinterpret_cast<std::uint64_t>(control_slot(peer, slot, true)), kControlSlotBytes,
               control_.mr->lkey};
   ibv_recv_wr wr{};
@@ -334,18 +333,25 @@ Duration remaining(const Deadline& deadline) {
 
 }  // namespace
 
-std::unique_ptr<Transport> connect_verbs_mesh(Store& store, int rank, int size, const VerbsOptions& options) {
+VerbsPart connect_verbs_links(Store& store, int rank, int size, const VerbsOptions& options,
+                              std::span<const int> peers, const AbortFlag& abort) {
   if (size < 1 || rank < 0 || rank >= size)
-    fail(ErrorCode::InvalidArgument, "connect_verbs_mesh: rank {} is not in a group of size {}", rank, size);
+    fail(ErrorCode::InvalidArgument, "connect_verbs_links: rank {} is not in a group of size {}", rank, size);
+  for (int peer : peers)
+    if (peer < 0 || peer >= size || peer == rank)
+      fail(ErrorCode::InvalidArgument, "connect_verbs_links: rank {} cannot link with rank {} of {}", rank,
+           peer, size);
   const Deadline deadline = Deadline::after(options.connect_timeout);
-  auto transport =
-      std::make_unique<verbs::VerbsTransport>(rank, size, verbs::open_device_port(options), options);
-  if (size == 1) return transport;
-  for (int peer = 0; peer < size; ++peer)
-    if (peer != rank)
-      store.set(qp_key(options.comm_id, rank, peer), verbs::encode_address(transport->local_address(peer)));
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
+  auto links = std::make_unique<verbs::VerbsLinks>(rank, size, peers, verbs::open_device_port(options),
+                                                   options, abort);
+  VerbsPart part{nullptr, links->spin(), links->port().describe()};
+  if (peers.empty()) {
+    part.links = std::move(links);
+    return part;
+  }
+  for (int peer : peers)
+    store.set(qp_key(options.comm_id, rank, peer), verbs::encode_address(links->local_address(peer)));
+  for (int peer : peers) {
     std::string key = qp_key(options.comm_id, peer, rank);
     std::string bytes;
     try {
@@ -359,12 +365,12 @@ std::unique_ptr<Transport> connect_verbs_mesh(Store& store, int rank, int size, 
           "address (store key '{}'); is it running, with the same store, world size {} and CANOPY_TRANSPORT?",
           rank, options.comm_id, options.connect_timeout.count(), peer, key, size);
     }
-    transport->connect(peer, verbs::decode_address(bytes, fmt::format("rank {}", peer)));
+    links->connect(peer, verbs::decode_address(bytes, fmt::format("rank {}", peer)));
   }
-  // Nobody sends before every receive queue it will reach is ready.
+  // Nobody sends before every receive queue it will reach is ready: the peers' readiness is what counts.
   store.set(ready_key(options.comm_id, rank), "1");
   std::vector<std::string> keys;
-  for (int peer = 0; peer < size; ++peer) keys.push_back(ready_key(options.comm_id, peer));
+  for (int peer : peers) keys.push_back(ready_key(options.comm_id, peer));
   try {
     store.wait(keys, remaining(deadline));
   } catch (const Error& e) {
@@ -374,9 +380,20 @@ std::unique_ptr<Transport> connect_verbs_mesh(Store& store, int rank, int size, 
          "connect its queue pairs: {}",
          rank, options.comm_id, options.connect_timeout.count(), e.what());
   }
-  log::info("rank {}: verbs mesh of {} ranks for comm {} is up on {}", rank, size, options.comm_id,
-            static_cast<verbs::VerbsTransport&>(*transport).port().describe());
-  return transport;
+  log::debug("rank {}: verbs links with {} rank(s) of comm {} are up on {}", rank, peers.size(),
+             options.comm_id, part.port);
+  part.links = std::move(links);
+  return part;
+}
+
+std::unique_ptr<Transport> connect_verbs_mesh(Store& store, int rank, int size, const VerbsOptions& options) {
+  auto mesh = std::make_unique<MeshTransport>(rank, size, "verbs");
+  std::vector<int> peers;
+  for (int peer = 0; peer < size; ++peer)
+    if (peer != rank) peers.push_back(peer);
+  VerbsPart part = connect_verbs_links(store, rank, size, options, peers, mesh->abort_state());
+  mesh->add_part(std::move(part.links), part.spin);  // part 0: every peer's route already
+  return mesh;
 }
 
 std::string verbs_unavailable_reason(const VerbsOptions& options) {

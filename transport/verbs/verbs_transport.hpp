@@ -1,6 +1,7 @@
-// The RDMA verbs transport: a full mesh of reliable-connected queue pairs among the ranks of a group,
+// The RDMA verbs links: reliable-connected queue pairs between a rank and the peers a mesh routes to them,
 // set up through the store, moving every message by an RDMA write with immediate into the place the
-// receiver advertised. See docs/VERBS.md for the protocol and what has run where.
+// receiver advertised; one part of a MeshTransport (io_part.hpp), beside shared memory and TCP. See
+// docs/VERBS.md for the protocol and what has run where.
 #pragma once
 
 #include <chrono>
@@ -8,11 +9,14 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "canopy/store.hpp"
 #include "common/env.hpp"
 #include "common/settings.hpp"
+#include "transport/abort_flag.hpp"
+#include "transport/io_part.hpp"
 #include "transport/mesh_options.hpp"
 #include "transport/transport.hpp"
 
@@ -47,9 +51,23 @@ struct VerbsOptions {
   static VerbsOptions from_environment() { return from_environment(current_environment()); }
 };
 
-// Every rank calls this with the same store, its rank, the group size and comm_id; returns once every
-// queue pair is connected and every rank has posted its receives. Throws Error(Config) "no RDMA
-// device ..." when there is none to use, Error(Timeout) naming the ranks that never appeared.
+// The verbs part of a mesh, connected.
+struct VerbsPart {
+  std::unique_ptr<IoPart> links;
+  std::chrono::microseconds spin;  // how long the mesh may busy-poll the completion queue before it blocks
+  std::string port;                // the device and port in use, for the log
+};
+
+// Opens the device and connects a queue pair with each of `peers` (none with the others), through the
+// store: every rank calls it with the peers that route to it, which must agree pairwise (both sides of
+// a pair name each other). Returns once every queue pair is connected and each of `peers` has posted its
+// receives. `abort` is the mesh's. Throws Error(Config) "no RDMA device ..." when there is none to use
+// (also with no peers), Error(Timeout) naming the rank that never appeared.
+VerbsPart connect_verbs_links(Store& store, int rank, int size, const VerbsOptions& options,
+                              std::span<const int> peers, const AbortFlag& abort);
+
+// A mesh of verbs links with every peer, the same host's included (CANOPY_TRANSPORT=verbs): every rank
+// calls this with the same store, its rank, the group size and comm_id.
 std::unique_ptr<Transport> connect_verbs_mesh(Store& store, int rank, int size, const VerbsOptions& options);
 
 // Empty when this process can open a device and ACTIVE port that `options` allow; otherwise the

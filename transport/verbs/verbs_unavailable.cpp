@@ -13,6 +13,10 @@ constexpr const char* kReason =
 
 }  // namespace
 
+VerbsPart connect_verbs_links(Store&, int, int, const VerbsOptions&, std::span<const int>, const AbortFlag&) {
+  fail(ErrorCode::Config, "{}", kReason);
+}
+
 std::unique_ptr<Transport> connect_verbs_mesh(Store&, int, int, const VerbsOptions&) {
   fail(ErrorCode::Config, "{}", kReason);
 }
