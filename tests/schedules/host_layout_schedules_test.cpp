@@ -17,11 +17,15 @@
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/host_groups.hpp"
 #include "collectives/schedules/simulator.hpp"
+#include "tests/schedules/schedule_test_support.hpp"
 #include "tests/schedules/algorithm_list.hpp"
 #include "tests/support/oracle.hpp"
 
 namespace canopy::collectives {
 namespace {
+
+using schedule_tests::algorithm;
+using schedule_tests::zeros;
 
 using Layout = std::shared_ptr<const HostLayout>;
 
@@ -69,17 +73,6 @@ std::vector<NamedLayout> every_layout() {
     layouts.push_back({fmt::format("{} round-robin", fmt::join(uneven, "+")), hosts_of(uneven, true)});
   }
   return layouts;
-}
-
-const Algorithm& algorithm(Collective collective, std::string_view name) {
-  const Algorithm* found = find_algorithm(collective, name);
-  if (found == nullptr) throw std::runtime_error(std::string("no algorithm ") + std::string(name));
-  return *found;
-}
-
-std::vector<std::vector<std::byte>> zeros(const CollectiveCall& call) {
-  return std::vector<std::vector<std::byte>>(static_cast<std::size_t>(call.size),
-                                             std::vector<std::byte>(call.data_count() * 4));
 }
 
 int ranks_of(const Layout& hosts) {
