@@ -124,7 +124,7 @@ TEST(CanopyBenchRun, LatencyTimesOneCallAtATime) {
 TEST(CanopyBenchRun, InPlaceResultsCheckExact) {
   std::string command = fmt::format(
       "env CANOPY_TRANSPORT=tcp {} --nproc 3 --master-port 0 {} all --algo all -b 8 -e 4K -f 512 -n 1 -w 0 "
-      "-c 1 --inplace",
+      "--min-time 0 -c 1 --inplace",
       CANOPY_RUN_PATH, CANOPY_BENCH_PATH);
   auto result = testing::run_shell(command, std::chrono::seconds(90));
   ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.out;

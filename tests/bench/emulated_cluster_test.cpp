@@ -42,7 +42,7 @@ testing::CommandResult run_cluster(const std::string& options, std::chrono::seco
 
 TEST(EmulatedCluster, TwoNodesRunABenchmarkAndLeaveNothingBehind) {
   if (std::string reason = why_not_runnable(); !reason.empty()) GTEST_SKIP() << reason;
-  auto result = run_cluster("--nodes 2 --rate 200mbit -- allreduce --algo ring -b 1K -e 64K -f 64 -n 2 -w 1",
+  auto result = run_cluster("--nodes 2 --rate 200mbit -- allreduce --algo ring -b 1K -e 64K -f 64 -n 2 -w 1 --min-time 0",
                             std::chrono::seconds(60));
   EXPECT_EQ(result.exit_code, 0) << result.out;
   EXPECT_TRUE(contains(result.out, "configured 200mbit")) << result.out;
@@ -56,7 +56,7 @@ TEST(EmulatedCluster, TwoNodesOfTwoRanksRoundRobinRunTwoLevelsAndLeaveNothingBeh
   if (std::string reason = why_not_runnable(); !reason.empty()) GTEST_SKIP() << reason;
   auto result = run_cluster(
       "--nodes 2 --ranks-per-node 2 --placement round-robin --rate 200mbit --no-link-test -- allreduce "
-      "--algo ring,two-level -b 1K -e 64K -f 64 -n 2 -w 1",
+      "--algo ring,two-level -b 1K -e 64K -f 64 -n 2 -w 1 --min-time 0",
       std::chrono::seconds(90));
   EXPECT_EQ(result.exit_code, 0) << result.out;
   EXPECT_TRUE(contains(result.out, "2 rank(s) per node (round-robin)")) << result.out;

@@ -35,7 +35,7 @@ bench() {
   ranks=$1
   collective=$2
   CANOPY_TRANSPORT=verbs CANOPY_DEBUG=INFO canopy-run --nproc "$ranks" -- \
-    canopy-bench "$collective" --algo all -c 1 -b 8 -e 256K -f 8 -n 2 -w 1 > /tmp/bench.log 2>&1
+    canopy-bench "$collective" --algo all -c 1 -b 8 -e 256K -f 8 -n 2 -w 1 --min-time 0 > /tmp/bench.log 2>&1
   rc=$?
   cat /tmp/bench.log
   on_verbs=$(grep -o 'rank [0-9]*: transport: verbs' /tmp/bench.log | sort -u | wc -l)
@@ -62,7 +62,7 @@ two_hosts() {
   for node in 0 1; do
     CANOPY_HOST_ID="emulated host $node" canopy-run --nnodes 2 --node-rank $node --nproc 2 \
       --master-addr 127.0.0.1 --master-port "$port" -- \
-      canopy-bench all --algo all -c 1 -b 8 -e 256K -f 8 -n 1 -w 1 > /tmp/node$node.log 2>&1 &
+      canopy-bench all --algo all -c 1 -b 8 -e 256K -f 8 -n 1 -w 1 --min-time 0 > /tmp/node$node.log 2>&1 &
     eval "node${node}_pid=$!"
   done
   wait "$node0_pid"

@@ -144,7 +144,7 @@ std::string doc_block(const std::string& doc, const std::string& opening) {
   return doc.substr(body, doc.find("```", body) - body);
 }
 
-const std::string kSmallSweep = "-b 8 -e 256K -f 32 -n 3 -w 1 -c 1";
+const std::string kSmallSweep = "-b 8 -e 256K -f 32 -n 3 -w 1 -c 1 --min-time 0";
 
 // `srun SRUN_OPTIONS canopy-bench` all-reduce, then broadcast, on a cluster made with CLUSTER_OPTIONS: both
 // exact, on `ranks` ranks and `hosts` hosts.
