@@ -16,8 +16,8 @@ CommunicatorSettings CommunicatorSettings::from(const Settings& settings) {
   parsed.host_id = settings.text("CANOPY_HOST_ID");
   parsed.connect_eagerly = settings.choice("CANOPY_CONNECT") == "eager";
   parsed.liveness = LivenessSettings::from_settings(settings);
-  parsed.transport = transport::transport_kind_from(settings);
   parsed.mesh = transport::MeshOptions::from_settings(settings, 0);
+  parsed.transport = parsed.mesh.settings.kind;
   return parsed;
 }
 

@@ -12,6 +12,7 @@
 
 #include "canopy/store.hpp"
 #include "common/settings.hpp"
+#include "transport/transport_settings.hpp"
 
 namespace canopy::transport {
 
@@ -55,8 +56,8 @@ struct MeshOptions {
   // records of the host layout (collectives/forming/host_layout_exchange.hpp): "1" when every rank can use verbs,
   // "<rank>:<reason>" for the first that cannot. Empty: connect_mesh agrees on it through the store.
   std::string verbs_verdict;
-  // The communicator's settings, parsed once: CANOPY_TRANSPORT, and each transport's own.
-  Settings settings = Settings::parse({});
+  // The transport layer's settings, parsed once: CANOPY_TRANSPORT, and each kind of link's own.
+  TransportSettings settings = TransportSettings::from(Settings::parse({}));
 
   // From the settings alone: CANOPY_TIMEOUT and CANOPY_JOB_TOKEN, no layout (tests, tools).
   static MeshOptions from_settings(const Settings& settings, std::uint64_t comm_id);
@@ -76,7 +77,7 @@ inline MeshOptions MeshOptions::from_settings(const Settings& settings, std::uin
   options.comm_id = comm_id;
   options.connect_timeout = std::chrono::duration_cast<Duration>(settings.duration("CANOPY_TIMEOUT"));
   options.job_token = settings.text("CANOPY_JOB_TOKEN");
-  options.settings = settings;
+  options.settings = TransportSettings::from(settings);
   return options;
 }
 

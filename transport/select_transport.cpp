@@ -71,12 +71,6 @@ int group_ranks_on_this_host(const MeshOptions& options, int rank) {
 
 }  // namespace
 
-TransportKind transport_kind_from(const Settings& settings) {
-  const std::string& value = settings.choice("CANOPY_TRANSPORT");
-  if (value == "shm+tcp") return TransportKind::ShmTcp;
-  return value == "tcp" ? TransportKind::Tcp : value == "verbs" ? TransportKind::Verbs : TransportKind::Auto;
-}
-
 TransportKind kind_taken(TransportKind kind, const Transport& first) {
   if (kind != TransportKind::Auto) return kind;
   // With verbs links the group's verdict was "every rank can": the second mesh plans its links alike.
@@ -122,7 +116,7 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
   if (!choice.shared_memory)
     reason +=
         fmt::format("; {} ranks of this group on this host, more than CANOPY_SHM_MAX_RANKS={} share memory",
-                    host_ranks, options.settings.integer("CANOPY_SHM_MAX_RANKS"));
+                    host_ranks, options.settings.shm.max_ranks);
   if (!why.empty()) reason = why;  // a second mesh of the group, as the first chose
   if (!choice.shared_memory && choice.network == LinkKind::Tcp)
     return one_kind(connect_tcp_mesh(store, rank, size, TcpOptions::from(options)), LinkKind::Tcp, reason);
@@ -130,7 +124,7 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
 }
 
 LinkChoice choose_links(TransportKind kind, bool every_rank_has_verbs, int host_ranks,
-                        const Settings& settings) {
+                        const TransportSettings& settings) {
   switch (kind) {
     case TransportKind::Tcp:
       return LinkChoice{.shared_memory = false, .network = LinkKind::Tcp};
@@ -145,13 +139,13 @@ LinkChoice choose_links(TransportKind kind, bool every_rank_has_verbs, int host_
       .network = kind == TransportKind::Auto && every_rank_has_verbs ? LinkKind::Verbs : LinkKind::Tcp};
 }
 
-bool host_may_share_memory(TransportKind kind, int host_ranks, const Settings& settings) {
+bool host_may_share_memory(TransportKind kind, int host_ranks, const TransportSettings& settings) {
   return kind == TransportKind::ShmTcp ||
-         (kind == TransportKind::Auto && host_ranks <= settings.integer("CANOPY_SHM_MAX_RANKS"));
+         (kind == TransportKind::Auto && host_ranks <= settings.shm.max_ranks);
 }
 
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options) {
-  return connect_mesh(store, rank, size, options, transport_kind_from(options.settings));
+  return connect_mesh(store, rank, size, options, options.settings.kind);
 }
 
 }  // namespace canopy::transport

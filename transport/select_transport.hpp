@@ -24,14 +24,6 @@
 
 namespace canopy::transport {
 
-enum class TransportKind { ShmTcp, Tcp, Verbs, Auto };
-
-// CANOPY_TRANSPORT; unset means Auto.
-TransportKind transport_kind_from(const Settings& settings);
-inline TransportKind transport_kind_from(const EnvMap& env) {
-  return transport_kind_from(Settings::parse(env));
-}
-
 // Builds the mesh of `kind`; each transport takes its options from `options` (TcpOptions::from,
 // VerbsOptions::from). `why`, for a kind given: how it was chosen, for the log (empty: CANOPY_TRANSPORT).
 std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const MeshOptions& options,
@@ -39,14 +31,14 @@ std::unique_ptr<Transport> connect_mesh(Store& store, int rank, int size, const 
 
 // Whether the ranks of a host with `host_ranks` of the group's ranks may share memory under `kind`:
 // shm+tcp always, auto within CANOPY_SHM_MAX_RANKS, others never.
-bool host_may_share_memory(TransportKind kind, int host_ranks, const Settings& settings);
+bool host_may_share_memory(TransportKind kind, int host_ranks, const TransportSettings& settings);
 
 // What `kind` makes of a peer's link (link_kinds.hpp), where `every_rank_has_verbs` is the group's verdict
 // (read only under auto) and this host has `host_ranks` of the group's ranks: shm+tcp shares memory and
 // uses TCP between hosts, tcp and verbs one kind for every peer, auto shares memory within
 // CANOPY_SHM_MAX_RANKS and uses verbs between hosts where every rank can, else TCP.
 LinkChoice choose_links(TransportKind kind, bool every_rank_has_verbs, int host_ranks,
-                        const Settings& settings);
+                        const TransportSettings& settings);
 
 // The kind that a second mesh of the same group takes where `first` was built with `kind`: what auto
 // resolved to (shm+tcp or tcp; auto again where the first has verbs links, for the same verdict, which

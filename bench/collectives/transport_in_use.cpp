@@ -1,7 +1,8 @@
 #include "bench/collectives/transport_in_use.hpp"
 
 #include "common/env.hpp"
-#include "transport/select_transport.hpp"
+#include "common/settings.hpp"
+#include "transport/transport_settings.hpp"
 
 namespace canopy::bench {
 
@@ -9,7 +10,7 @@ std::string TransportInUse::describe() const { return requested == name ? name :
 
 TransportInUse transport_in_use(const Communicator& comm) {
   const char* requested = "auto";
-  switch (transport::transport_kind_from(current_environment())) {
+  switch (transport::TransportSettings::from(Settings::from_environment()).kind) {
     case transport::TransportKind::ShmTcp: requested = "shm+tcp"; break;
     case transport::TransportKind::Tcp: requested = "tcp"; break;
     case transport::TransportKind::Verbs: requested = "verbs"; break;

@@ -19,7 +19,9 @@ namespace {
 
 using testing::require;
 
-CommunicatorOptions test_options() { return testing::group_options("communicator-failure-test"); }
+CommunicatorOptions test_options() {
+  return testing::group_options("communicator-failure-test");
+}
 
 void run_group(int ranks, const std::function<void(Communicator&)>& body) {
   testing::run_group(ranks, body, test_options());
@@ -41,8 +43,9 @@ TEST(Communicator, MismatchedCollectivesFailOnEveryRankNamingBothSides) {
         require(e.code() == ErrorCode::Mismatch || e.code() == ErrorCode::PeerFailed ||
                     e.code() == ErrorCode::Aborted,
                 "unexpected error code: {}", what);
-        require(what.find("100 elements") != std::string::npos && what.find("200 elements") != std::string::npos,
-                "rank {}: the message does not name both calls: {}", rank, what);
+        require(
+            what.find("100 elements") != std::string::npos && what.find("200 elements") != std::string::npos,
+            "rank {}: the message does not name both calls: {}", rank, what);
         return;
       }
       throw std::runtime_error("no error");
@@ -60,20 +63,24 @@ TEST(Communicator, AnotherAlgorithmThanThePeersThroughTheCellsFailsAtOnce) {
   struct Case {
     Collective collective;
     int odd_rank;
-    const char* odd;     // its algorithm
-    const char* others;  // everyone else's
+    const char* odd;            // its algorithm
+    const char* others;         // everyone else's
     bool others_late = false;   // the others start 200 ms late
     const char* odd_next = "";  // the odd rank's algorithm for the barrier after the call ("": auto)
   };
   const Case cases[] = {
-      {Collective::AllReduce, 1, "ring", "one-shot"},      {Collective::AllReduce, 0, "one-shot", "ring"},
-      {Collective::Broadcast, 0, "flat", "one-shot"},      {Collective::Broadcast, 0, "one-shot", "flat"},
-      {Collective::Broadcast, 2, "flat", "one-shot"},      {Collective::Reduce, 1, "one-shot", "binomial"},
+      {Collective::AllReduce, 1, "ring", "one-shot"},
+      {Collective::AllReduce, 0, "one-shot", "ring"},
+      {Collective::Broadcast, 0, "flat", "one-shot"},
+      {Collective::Broadcast, 0, "one-shot", "flat"},
+      {Collective::Broadcast, 2, "flat", "one-shot"},
+      {Collective::Reduce, 1, "one-shot", "binomial"},
       {Collective::Barrier, 2, "dissemination", "one-shot"},
       {Collective::Broadcast, 0, "flat", "one-shot", true, "dissemination"},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(fmt::format("{}: rank {} {}, the others {}", to_string(c.collective), c.odd_rank, c.odd, c.others));
+    SCOPED_TRACE(
+        fmt::format("{}: rank {} {}, the others {}", to_string(c.collective), c.odd_rank, c.odd, c.others));
     testing::TempDir dir;
     auto exits = testing::run_processes(3, [&](int rank) {
       CommunicatorOptions options = test_options();
@@ -88,11 +95,13 @@ TEST(Communicator, AnotherAlgorithmThanThePeersThroughTheCellsFailsAtOnce) {
                  {.algorithm = rank == c.odd_rank ? c.odd : c.others});
         comm.barrier({.algorithm = rank == c.odd_rank ? c.odd_next : ""});
       } catch (const Error& e) {
-        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         require(e.code() == ErrorCode::Mismatch || e.code() == ErrorCode::PeerFailed ||
                     e.code() == ErrorCode::Aborted,
                 "rank {}: unexpected error: {}", rank, e.what());
-        require(waited < 10, "rank {}: failed after {:.1f} s, as if at a deadline: {}", rank, waited, e.what());
+        require(waited < 10, "rank {}: failed after {:.1f} s, as if at a deadline: {}", rank, waited,
+                e.what());
         std::ofstream(fmt::format("{}/error-{}", dir.path(), rank)) << e.what();
         return;
       }
@@ -133,7 +142,8 @@ TEST(Communicator, TimeoutNamesTheSilentRankAndPrintsTheFlightRecorder) {
       require(e.code() == ErrorCode::Timeout, "code {}: {}", to_string(e.code()), what);
       require(waited < 3.5, "took {} s for a 2 s deadline", waited);
       require(what.find("rank(s) 1") != std::string::npos, "does not name rank 1: {}", what);
-      require(what.find("#1 all_reduce ring") != std::string::npos && what.find("FAILED after") != std::string::npos,
+      require(what.find("#1 all_reduce ring") != std::string::npos &&
+                  what.find("FAILED after") != std::string::npos,
               "no flight recorder: {}", what);
       // The communicator now refuses calls rather than hang or corrupt.
       try {
@@ -164,8 +174,8 @@ TEST(Communicator, FailureSaysWhatEndedTheCommunicator) {
       comm.barrier();
       require(false, "rank {}: a barrier after abort() succeeded", comm.rank());
     } catch (const Error& e) {
-      require(e.code() == failure->code(), "rank {}: the later call raised {}, failure() says {}", comm.rank(),
-              to_string(e.code()), to_string(failure->code()));
+      require(e.code() == failure->code(), "rank {}: the later call raised {}, failure() says {}",
+              comm.rank(), to_string(e.code()), to_string(failure->code()));
     }
   });
 }
@@ -183,7 +193,8 @@ TEST(Communicator, BadArgumentsAreClearErrors) {
       comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "no-such-algorithm"});
       throw std::runtime_error("no error for an unknown algorithm");
     } catch (const Error& e) {
-      require(std::string(e.what()).find("ring") != std::string::npos, "does not list the algorithms: {}", e.what());
+      require(std::string(e.what()).find("ring") != std::string::npos, "does not list the algorithms: {}",
+              e.what());
     }
     comm.all_reduce(std::span(data));  // still usable: nothing was sent
   });

@@ -19,7 +19,8 @@ inline const Algorithm& algorithm(Collective collective, std::string_view name) 
 }
 
 // Each rank's Data, zeroed: for the simulations whose values do not matter.
-inline std::vector<std::vector<std::byte>> zeros(const CollectiveCall& call, DataType type = DataType::Float32) {
+inline std::vector<std::vector<std::byte>> zeros(const CollectiveCall& call,
+                                                 DataType type = DataType::Float32) {
   return std::vector<std::vector<std::byte>>(static_cast<std::size_t>(call.size),
                                              std::vector<std::byte>(call.data_count() * size_of(type)));
 }

@@ -45,7 +45,8 @@ TEST(LinkKinds, EveryRankOfAPairAgrees) {
 }
 
 TEST(LinkKinds, ChoiceFromTheSettingAndTheVerdict) {
-  const Settings settings = Settings::parse(EnvMap{{"CANOPY_SHM_MAX_RANKS", "4"}});
+  const TransportSettings settings =
+      TransportSettings::from(Settings::parse(EnvMap{{"CANOPY_SHM_MAX_RANKS", "4"}}));
   auto choice = [&](TransportKind kind, bool verbs, int host_ranks) {
     const LinkChoice c = choose_links(kind, verbs, host_ranks, settings);
     return std::pair{c.shared_memory, c.network};

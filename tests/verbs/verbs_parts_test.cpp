@@ -366,6 +366,10 @@ TEST(Settings, VerbsOptionsFromEnvironment) {
   }
 }
 
+TransportKind transport_kind_from(const EnvMap& env) {
+  return TransportSettings::from(Settings::parse(env)).kind;
+}
+
 TEST(Settings, TransportKind) {
   EXPECT_EQ(transport_kind_from(EnvMap{}), TransportKind::Auto);
   EXPECT_EQ(transport_kind_from(EnvMap{{"CANOPY_TRANSPORT", "tcp"}}), TransportKind::Tcp);

@@ -15,25 +15,20 @@ int most_host_ranks = 1;
 }  // namespace
 
 ShmOptions ShmOptions::from(const MeshOptions& mesh) {
-  const Settings& settings = mesh.settings;
+  const ShmSettings& settings = mesh.settings.shm;
   ShmOptions options;
   take_mesh_facts(mesh, options);
   options.job_token = mesh.job_token;
   options.host_of_rank = mesh.host_of_rank;
   options.unix_listener_book = mesh.unix_listener_book;
   options.unix_listener_book_mesh = mesh.unix_listener_book_mesh;
-  options.ring_bytes = settings.size("CANOPY_SHM_RING_BYTES");
-  options.slot_bytes = settings.size("CANOPY_SHM_SLOT_BYTES");
-  options.single_copy_bytes = settings.size("CANOPY_SHM_SINGLE_COPY_BYTES");
-  options.host_budget_bytes = settings.size("CANOPY_SHM_BYTES");
-  options.cell_bytes = mesh.host_cells ? settings.size("CANOPY_SHM_CELL_BYTES") : 0;
-  if (settings.has("CANOPY_SHM_SPIN_US")) options.spin = settings.duration("CANOPY_SHM_SPIN_US");
+  options.ring_bytes = settings.ring_bytes;
+  options.slot_bytes = settings.slot_bytes;
+  options.single_copy_bytes = settings.single_copy_bytes;
+  options.host_budget_bytes = settings.host_budget_bytes;
+  options.cell_bytes = mesh.host_cells ? settings.cell_bytes : 0;
+  if (settings.spin) options.spin = *settings.spin;
   if (!mesh.spin) options.spin = std::chrono::microseconds(0);
-  if ((options.ring_bytes & (options.ring_bytes - 1)) != 0)
-    fail(ErrorCode::Config, "CANOPY_SHM_RING_BYTES={} must be a power of two", options.ring_bytes);
-  if (options.slot_bytes % kRingLine != 0)
-    fail(ErrorCode::Config, "CANOPY_SHM_SLOT_BYTES={} must be a multiple of {} bytes", options.slot_bytes,
-         kRingLine);
   return options;
 }
 

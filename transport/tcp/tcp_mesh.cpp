@@ -32,16 +32,16 @@ std::string tcp_address_key(std::uint64_t comm_id, int rank) {
 }
 
 TcpOptions TcpOptions::from(const MeshOptions& mesh) {
-  const Settings& settings = mesh.settings;
+  const TcpSettings& settings = mesh.settings.tcp;
   TcpOptions options;
   take_mesh_facts(mesh, options);
   options.job_token = mesh.job_token;
   options.store_for_first_use = mesh.store_for_first_use;
   options.address_book = mesh.tcp_address_book;
   options.address_book_mesh = mesh.tcp_address_book_mesh;
-  options.socket_ifname = settings.text("CANOPY_SOCKET_IFNAME");
-  options.socket_family = settings.choice("CANOPY_SOCKET_FAMILY");
-  if (settings.has("CANOPY_SOCKET_SPIN_US")) options.spin = settings.duration("CANOPY_SOCKET_SPIN_US");
+  options.socket_ifname = settings.socket_ifname;
+  options.socket_family = settings.socket_family;
+  if (settings.spin) options.spin = *settings.spin;
   if (!mesh.spin) options.spin = std::chrono::microseconds(0);
   return options;
 }
