@@ -59,6 +59,34 @@ double interquartile_mean(std::vector<double> values) {
   return sum / static_cast<double>(values.size() - 2 * drop);
 }
 
+// What the probes of one rank send, receive and sum, allocated once and reused by each: a page touched for
+// the first time is dear (about 20 us a 4 KiB page on this machine's virtual one, 160 MB/s), and 44 MiB of
+// fresh buffers a sampled rank cost more than the probes' exchanges did. The stream probe sends its bytes
+// through them as messages of kPieceBytes back to back (docs/SCHEDULES.md, *The start-up probes*).
+// Allocated on first use, so that a rank outside every probe touches none of it.
+class ProbeMemory {
+ public:
+  static constexpr std::size_t kPieceBytes = 4 << 20;
+
+  std::span<const std::byte> sent(std::size_t bytes) { return std::as_bytes(std::span(sums())).first(bytes); }
+  std::span<std::byte> received(std::size_t bytes) {
+    sums();
+    return std::as_writable_bytes(std::span(in_)).first(bytes);
+  }
+  // The gamma probe sums what was received into what is sent.
+  std::vector<float>& sums() {
+    if (out_.empty()) {
+      out_.assign(kPieceBytes / sizeof(float), 1.0f);
+      in_.assign(kPieceBytes / sizeof(float), 2.0f);
+    }
+    return out_;
+  }
+  const std::vector<float>& operands() { return sums(), in_; }
+
+ private:
+  std::vector<float> out_, in_;
+};
+
 // The ring a probe runs around: every rank of the group, the ranks inside each host (each host its own
 // ring, all at once), or one rank per host. A rank outside it sits the probe out.
 struct ProbeRing {
@@ -233,56 +261,60 @@ struct Agreement {
   bool publish = true;
 };
 
-// Sends `out` to the next member while receiving `in` from the previous one.
+// Sends `out` to the next member while receiving `in` from the previous one, `messages` times back to back
+// (all posted at once: receives from one peer match in the order they were posted, into the same bytes).
 void exchange_around_ring(transport::Transport& t, const ProbeRing& ring, const transport::Envelope& envelope,
-                          std::span<const std::byte> out, std::span<std::byte> in, Deadline deadline) {
-  t.post_recv(ring.prev, envelope, in);
-  t.post_send(ring.next, envelope, out);
+                          std::span<const std::byte> out, std::span<std::byte> in, Deadline deadline,
+                          int messages = 1) {
+  for (int m = 0; m < messages; ++m) t.post_recv(ring.prev, envelope, in);
+  for (int m = 0; m < messages; ++m) t.post_send(ring.next, envelope, out);
   std::vector<transport::OpId> completed;
-  while (completed.size() < 2) {
+  while (completed.size() < 2 * static_cast<std::size_t>(messages)) {
     if (!t.progress(deadline, completed))
       fail(ErrorCode::Timeout, "rank {}: the bandwidth probe of the cost model did not finish in time",
            t.rank());
   }
 }
 
-// Seconds per byte of one message of `bytes`, as this rank saw it while every rank sent and received
-// at once: the mean of the middle half of `rounds` exchanges after a first that does not count, its hop
-// latency taken off, divided by the turns its host's ranks took for the cores. The middle half, because a
-// collective meets the scheduler's typical orders, not its luckiest (docs/SCHEDULES.md, *The start-up
-// probes*).
-double probe_loaded_bandwidth(transport::Transport& t, const ProbeRing& ring, std::uint64_t comm_id,
-                              ProbeStep step, std::size_t bytes, int rounds, double alpha, int turns,
-                              Deadline deadline) {
-  std::vector<std::byte> out(bytes), in(bytes);
-  auto envelope = probe_envelope(comm_id, step, bytes);
+// Seconds per byte of a stream of `bytes` (one message, or messages of ProbeMemory::kPieceBytes back to
+// back where it is larger), as this rank saw it while every rank sent and received at once: the mean of the
+// middle half of `rounds` exchanges after a first that does not count, its hop latency taken off, divided
+// by the turns its host's ranks took for the cores. The middle half, because a collective meets the
+// scheduler's typical orders, not its luckiest (docs/SCHEDULES.md, *The start-up probes*).
+double probe_loaded_bandwidth(transport::Transport& t, const ProbeRing& ring, ProbeMemory& memory,
+                              std::uint64_t comm_id, ProbeStep step, std::size_t bytes, int rounds,
+                              double alpha, int turns, Deadline deadline) {
+  const std::size_t piece = std::min(bytes, ProbeMemory::kPieceBytes);
+  const auto pieces = static_cast<int>(bytes / piece);
+  auto envelope = probe_envelope(comm_id, step, piece);
   std::vector<double> times;
   for (int round = 0; round <= rounds; ++round) {
     auto begin = Clock::now();
-    exchange_around_ring(t, ring, envelope, out, in, deadline);
+    exchange_around_ring(t, ring, envelope, memory.sent(piece), memory.received(piece), deadline, pieces);
     if (round > 0) times.push_back(Seconds(Clock::now() - begin).count());
   }
   return std::max(interquartile_mean(times) / turns - alpha, 1e-9) / static_cast<double>(bytes);
 }
 
-// Seconds per byte of a float32 sum of `count` elements, the fastest of three timings of `repeats` in a row.
-double probe_reduce(std::size_t count, int repeats) {
-  std::vector<float> dst(count, 1.0f), src(count, 2.0f);
+// Seconds per byte of a float32 sum of `count` elements of `memory` (received into sent), the fastest of
+// three timings of `repeats` in a row.
+double probe_reduce(ProbeMemory& memory, std::size_t count, int repeats) {
+  float* dst = memory.sums().data();
+  const float* src = memory.operands().data();
   double best = 1e9;
   for (int i = 0; i < 3; ++i) {
     auto begin = Clock::now();
-    for (int r = 0; r < repeats; ++r)
-      reduce_into(DataType::Float32, ReduceOp::Sum, dst.data(), src.data(), count);
+    for (int r = 0; r < repeats; ++r) reduce_into(DataType::Float32, ReduceOp::Sum, dst, src, count);
     best = std::min(best, Seconds(Clock::now() - begin).count());
   }
   return best / (static_cast<double>(repeats) * static_cast<double>(count * sizeof(float)));
 }
 // Memory to memory (4 MiB), and within the cache (2 KiB, a host cell's size: the one-shot algorithms').
-double probe_reduce() {
-  return probe_reduce(1 << 20, 1);
+double probe_reduce(ProbeMemory& memory) {
+  return probe_reduce(memory, ProbeMemory::kPieceBytes / sizeof(float), 1);
 }
-double probe_reduce_in_cache() {
-  return probe_reduce(512, 2000);
+double probe_reduce_in_cache(ProbeMemory& memory) {
+  return probe_reduce(memory, 512, 2000);
 }
 
 // What a loopback socket takes without waiting for its reader, once the stream probe grew its buffers: a
@@ -300,8 +332,9 @@ struct ProbePlan {
 using Agree =
     std::function<std::string(const std::string& key, const std::string& mine, const Combine& combine)>;
 
-ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, const Agree& agree,
-                              const std::string& key, std::uint64_t comm_id, Deadline deadline) {
+ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, ProbeMemory& memory,
+                              const Agree& agree, const std::string& key, std::uint64_t comm_id,
+                              Deadline deadline) {
   constexpr std::size_t kSizingBytes = kEagerBytes;
   constexpr std::size_t kMostBytes = 16 << 20;
   constexpr double kRoundSeconds = 0.25;
@@ -309,9 +342,9 @@ ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, co
   constexpr double kEagerProbeSeconds = 0.5;
   double mine = 0;  // a rank outside the ring says 0: the slowest member plans
   if (ring.member) {
-    std::vector<std::byte> out(kSizingBytes), in(kSizingBytes);
     auto begin = Clock::now();
-    exchange_around_ring(t, ring, probe_envelope(comm_id, kSizing, kSizingBytes), out, in, deadline);
+    exchange_around_ring(t, ring, probe_envelope(comm_id, kSizing, kSizingBytes), memory.sent(kSizingBytes),
+                         memory.received(kSizingBytes), deadline);
     mine = Seconds(Clock::now() - begin).count();
   }
 
@@ -367,9 +400,10 @@ std::string combine(const std::vector<std::string>& measured) {
 // publishes the answer as `key` for the others: the sampled ranks make no store request for the probe, the
 // others one), else through the store; `turns` is how many turns this rank's host takes for its cores when
 // all of its members move a message (1 where they fit).
-std::string measure_links(transport::Transport& transport, const std::vector<int>& ring_members,
-                          const Agreement& agreement, int turns, double gamma, double gamma_in_cache,
-                          Store& store, const std::string& key, std::uint64_t comm_id, Deadline deadline) {
+std::string measure_links(transport::Transport& transport, ProbeMemory& memory,
+                          const std::vector<int>& ring_members, const Agreement& agreement, int turns,
+                          double gamma, double gamma_in_cache, Store& store, const std::string& key,
+                          std::uint64_t comm_id, Deadline deadline) {
   const std::vector<int>& members = agreement.members;
   const ProbeRing ring = ring_among(ring_members, transport.rank());
   const bool one_ring = ring_members == members;
@@ -396,12 +430,13 @@ std::string measure_links(transport::Transport& transport, const std::vector<int
   // Only those who agree need the plan (a rank of `members` outside every ring says 0 in it).
   const bool agrees = std::find(members.begin(), members.end(), transport.rank()) != members.end();
   const ProbePlan plan =
-      agrees ? agree_on_probe_plan(transport, ring, agree, key + "/plan", comm_id, deadline) : ProbePlan{};
+      agrees ? agree_on_probe_plan(transport, ring, memory, agree, key + "/plan", comm_id, deadline)
+             : ProbePlan{};
   if (ring.member) {
-    link.beta = probe_loaded_bandwidth(transport, ring, comm_id, kBulk, plan.stream_bytes, 3, link.alpha,
-                                       turns, deadline);
-    link.beta_eager = probe_loaded_bandwidth(transport, ring, comm_id, kEager, kEagerBytes, plan.eager_rounds,
-                                             link.alpha, turns, deadline);
+    link.beta = probe_loaded_bandwidth(transport, ring, memory, comm_id, kBulk, plan.stream_bytes, 3,
+                                       link.alpha, turns, deadline);
+    link.beta_eager = probe_loaded_bandwidth(transport, ring, memory, comm_id, kEager, kEagerBytes,
+                                             plan.eager_rounds, link.alpha, turns, deadline);
     link.eager_bytes = kEagerBytes;
   } else {
     link.beta = link.beta_eager = 0;
@@ -447,17 +482,17 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
   const bool shared_hosts = first_of_host.size() < everyone.size();
   const bool one_class = !several_hosts || !shared_hosts;
   // Only the sampled ranks' figures count, so only they time a reduction.
-  const bool sampled =
-      static_cast<std::size_t>(one_class ? rank : hosts.local_rank_of(rank)) < kProbeSample;
-  const double gamma = sampled ? probe_reduce() : 0;
-  const double gamma_in_cache = sampled ? probe_reduce_in_cache() : 0;
+  const bool sampled = static_cast<std::size_t>(one_class ? rank : hosts.local_rank_of(rank)) < kProbeSample;
+  ProbeMemory memory;
+  const double gamma = sampled ? probe_reduce(memory) : 0;
+  const double gamma_in_cache = sampled ? probe_reduce_in_cache(memory) : 0;
 
   LinkModel model;
   if (one_class) {
     const std::vector<int> sample = sample_of(everyone);
     const MeasuredLink every = decode_measured_link(
-        measure_links(transport, sample, Agreement{sample}, turns_of_sample(hosts, sample, rank), gamma,
-                      gamma_in_cache, store, "cost_model", comm_id, deadline));
+        measure_links(transport, memory, sample, Agreement{sample}, turns_of_sample(hosts, sample, rank),
+                      gamma, gamma_in_cache, store, "cost_model", comm_id, deadline));
     model.set_every_link(every.link);
     model.gamma = every.gamma;
     model.gamma_in_cache = every.gamma_in_cache;
@@ -496,14 +531,14 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
     }
   } else {
     within_text = measure_links(
-        transport, host_sample,
+        transport, memory, host_sample,
         Agreement{within_members, every_host_in_ring ? &hosts_ring : nullptr, !every_host_in_ring},
         turns_of_sample(hosts, host_sample, rank), gamma, gamma_in_cache, store, "cost_model/within", comm_id,
         deadline);
     if (measures_between || !every_host_in_ring)
-      between_text =
-          measure_links(transport, hosts_sample, Agreement{hosts_sample, nullptr, !every_host_in_ring},
-                        /*turns=*/1, gamma, gamma_in_cache, store, "cost_model/between", comm_id, deadline);
+      between_text = measure_links(
+          transport, memory, hosts_sample, Agreement{hosts_sample, nullptr, !every_host_in_ring},
+          /*turns=*/1, gamma, gamma_in_cache, store, "cost_model/between", comm_id, deadline);
     if (every_host_in_ring && hosts_ring.times_token)
       store.set(both_key, join_texts({within_text, between_text}));
     if (every_host_in_ring && host_ring.member)
