@@ -14,6 +14,7 @@
 
 #include "collectives/kernels/reduce_kernels.hpp"
 #include "collectives/link_model_text.hpp"
+#include "collectives/probe_memory.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -58,34 +59,6 @@ double interquartile_mean(std::vector<double> values) {
   for (std::size_t i = drop; i < values.size() - drop; ++i) sum += values[i];
   return sum / static_cast<double>(values.size() - 2 * drop);
 }
-
-// What the probes of one rank send, receive and sum, allocated once and reused by each: a page touched for
-// the first time is dear (about 20 us a 4 KiB page on this machine's virtual one, 160 MB/s), and 44 MiB of
-// fresh buffers a sampled rank cost more than the probes' exchanges did. The stream probe sends its bytes
-// through them as messages of kPieceBytes back to back (docs/SCHEDULES.md, *The start-up probes*).
-// Allocated on first use, so that a rank outside every probe touches none of it.
-class ProbeMemory {
- public:
-  static constexpr std::size_t kPieceBytes = 4 << 20;
-
-  std::span<const std::byte> sent(std::size_t bytes) { return std::as_bytes(std::span(sums())).first(bytes); }
-  std::span<std::byte> received(std::size_t bytes) {
-    sums();
-    return std::as_writable_bytes(std::span(in_)).first(bytes);
-  }
-  // The gamma probe sums what was received into what is sent.
-  std::vector<float>& sums() {
-    if (out_.empty()) {
-      out_.assign(kPieceBytes / sizeof(float), 1.0f);
-      in_.assign(kPieceBytes / sizeof(float), 2.0f);
-    }
-    return out_;
-  }
-  const std::vector<float>& operands() { return sums(), in_; }
-
- private:
-  std::vector<float> out_, in_;
-};
 
 // The ring a probe runs around: every rank of the group, the ranks inside each host (each host its own
 // ring, all at once), or one rank per host. A rank outside it sits the probe out.
@@ -261,46 +234,42 @@ struct Agreement {
   bool publish = true;
 };
 
-// Sends `out` to the next member while receiving `in` from the previous one, `messages` times back to back
-// (all posted at once: receives from one peer match in the order they were posted, into the same bytes).
+// Sends `out` to the next member while receiving `in` from the previous one.
 void exchange_around_ring(transport::Transport& t, const ProbeRing& ring, const transport::Envelope& envelope,
-                          std::span<const std::byte> out, std::span<std::byte> in, Deadline deadline,
-                          int messages = 1) {
-  for (int m = 0; m < messages; ++m) t.post_recv(ring.prev, envelope, in);
-  for (int m = 0; m < messages; ++m) t.post_send(ring.next, envelope, out);
+                          std::span<const std::byte> out, std::span<std::byte> in, Deadline deadline) {
+  t.post_recv(ring.prev, envelope, in);
+  t.post_send(ring.next, envelope, out);
   std::vector<transport::OpId> completed;
-  while (completed.size() < 2 * static_cast<std::size_t>(messages)) {
+  while (completed.size() < 2) {
     if (!t.progress(deadline, completed))
       fail(ErrorCode::Timeout, "rank {}: the bandwidth probe of the cost model did not finish in time",
            t.rank());
   }
 }
 
-// Seconds per byte of a stream of `bytes` (one message, or messages of ProbeMemory::kPieceBytes back to
-// back where it is larger), as this rank saw it while every rank sent and received at once: the mean of the
-// middle half of `rounds` exchanges after a first that does not count, its hop latency taken off, divided
-// by the turns its host's ranks took for the cores. The middle half, because a collective meets the
-// scheduler's typical orders, not its luckiest (docs/SCHEDULES.md, *The start-up probes*).
+// Seconds per byte of one message of `bytes`, as this rank saw it while every rank sent and received
+// at once: the mean of the middle half of `rounds` exchanges after a first that does not count, its hop
+// latency taken off, divided by the turns its host's ranks took for the cores. The middle half, because a
+// collective meets the scheduler's typical orders, not its luckiest (docs/SCHEDULES.md, *The start-up
+// probes*).
 double probe_loaded_bandwidth(transport::Transport& t, const ProbeRing& ring, ProbeMemory& memory,
                               std::uint64_t comm_id, ProbeStep step, std::size_t bytes, int rounds,
                               double alpha, int turns, Deadline deadline) {
-  const std::size_t piece = std::min(bytes, ProbeMemory::kPieceBytes);
-  const auto pieces = static_cast<int>(bytes / piece);
-  auto envelope = probe_envelope(comm_id, step, piece);
+  auto envelope = probe_envelope(comm_id, step, bytes);
   std::vector<double> times;
   for (int round = 0; round <= rounds; ++round) {
     auto begin = Clock::now();
-    exchange_around_ring(t, ring, envelope, memory.sent(piece), memory.received(piece), deadline, pieces);
+    exchange_around_ring(t, ring, envelope, memory.sent(bytes), memory.received(bytes), deadline);
     if (round > 0) times.push_back(Seconds(Clock::now() - begin).count());
   }
   return std::max(interquartile_mean(times) / turns - alpha, 1e-9) / static_cast<double>(bytes);
 }
 
-// Seconds per byte of a float32 sum of `count` elements of `memory` (received into sent), the fastest of
-// three timings of `repeats` in a row.
+// Seconds per byte of a float32 sum of `count` elements (received into sent), the fastest of three timings
+// of `repeats` in a row.
 double probe_reduce(ProbeMemory& memory, std::size_t count, int repeats) {
-  float* dst = memory.sums().data();
-  const float* src = memory.operands().data();
+  float* dst = memory.sums(count).data();
+  const float* src = memory.operands(count).data();
   double best = 1e9;
   for (int i = 0; i < 3; ++i) {
     auto begin = Clock::now();
@@ -311,7 +280,7 @@ double probe_reduce(ProbeMemory& memory, std::size_t count, int repeats) {
 }
 // Memory to memory (4 MiB), and within the cache (2 KiB, a host cell's size: the one-shot algorithms').
 double probe_reduce(ProbeMemory& memory) {
-  return probe_reduce(memory, ProbeMemory::kPieceBytes / sizeof(float), 1);
+  return probe_reduce(memory, (4 << 20) / sizeof(float), 1);
 }
 double probe_reduce_in_cache(ProbeMemory& memory) {
   return probe_reduce(memory, 512, 2000);
@@ -336,7 +305,7 @@ ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, Pr
                               const Agree& agree, const std::string& key, std::uint64_t comm_id,
                               Deadline deadline) {
   constexpr std::size_t kSizingBytes = kEagerBytes;
-  constexpr std::size_t kMostBytes = 16 << 20;
+  constexpr std::size_t kMostBytes = ProbeMemory::kBytes;
   constexpr double kRoundSeconds = 0.25;
   constexpr int kMostEagerRounds = 16, kFewestEagerRounds = 3;
   constexpr double kEagerProbeSeconds = 0.5;
