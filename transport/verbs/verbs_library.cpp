@@ -11,7 +11,8 @@ namespace canopy::transport::verbs {
 namespace {
 
 const SharedLibrary& verbs_library() {
-  static const SharedLibrary library({CANOPY_IBVERBS_RUNTIME, "libibverbs.so.1"}, "the verbs transport",
+  static const SharedLibrary library({CANOPY_IBVERBS_RUNTIME, "libibverbs.so.1"},
+                                     "no RDMA device: the verbs transport",
                                      "install it (Debian: apt-get install libibverbs1 and the device's "
                                      "provider, ibverbs-providers), or use CANOPY_TRANSPORT=tcp");
   return library;
