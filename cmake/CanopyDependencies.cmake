@@ -7,6 +7,17 @@ find_package(CLI11 REQUIRED)
 # Standalone Asio (libasio-dev) is header-only; it is used privately, never in a public header.
 find_path(CANOPY_ASIO_INCLUDE_DIR asio.hpp REQUIRED)
 
+# canopy_runtime_library(VAR library): the file a program loads `library` from at run time (with dlopen,
+# when first used: common/shared_library.hpp), its soname beside it: /usr/lib/.../libpmix.so (the -dev
+# package's link) -> /usr/lib/.../libpmix.so.2 (the run-time package's).
+function(canopy_runtime_library var library)
+  get_filename_component(_real "${library}" REALPATH)
+  get_filename_component(_dir "${library}" DIRECTORY)
+  get_filename_component(_name "${_real}" NAME)
+  string(REGEX REPLACE "(\\.so\\.[0-9]+).*$" "\\1" _soname "${_name}")
+  set(${var} "${_dir}/${_soname}" PARENT_SCOPE)
+endfunction()
+
 # Optional: RDMA verbs. ON when libibverbs-dev is installed.
 find_library(CANOPY_IBVERBS_LIBRARY ibverbs)
 find_path(CANOPY_IBVERBS_INCLUDE_DIR infiniband/verbs.h)

@@ -19,15 +19,9 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/canopyConfig.cmake ${CMAKE_CURRENT_BIN
 # pkg-config: the layer libraries in link order (higher layers first).
 list(REVERSE _canopy_libs)
 list(TRANSFORM _canopy_libs PREPEND "-l" OUTPUT_VARIABLE _canopy_pc_libs)
-# Static libraries bring their own dependencies along: RDMA verbs, PMIx and the CUDA runtime when built
-# with them, and the dynamic loader, through which the etcd store loads libcurl when it opens.
-if(CANOPY_WITH_VERBS)
-  list(APPEND _canopy_pc_libs -libverbs)
-endif()
-if(CANOPY_WITH_PMIX)
-  list(APPEND _canopy_pc_libs ${CANOPY_PMIX_LIBRARY})
-endif()
-if(CANOPY_WITH_ETCD AND CMAKE_DL_LIBS)
+# Static libraries bring their own dependencies along: the CUDA runtime when built with it, and the dynamic
+# loader, through which libcurl, libpmix and libibverbs load when first used (common/shared_library.hpp).
+if(CMAKE_DL_LIBS)
   list(APPEND _canopy_pc_libs -l${CMAKE_DL_LIBS})
 endif()
 if(CANOPY_WITH_CUDA AND CUDA_cudart_LIBRARY)

@@ -97,6 +97,7 @@ inline constexpr Spec kRegistry[] = {
   flag("CANOPY_IB_REG_CACHE", "0", "keep registrations of user buffers (only when buffers outlive the communicator)"),
   // Set by canopy-run for its ranks
   flag("CANOPY_STDERR_IS_TERMINAL", "0", "canopy-run's stderr is a terminal (its ranks' is a pipe): canopy-bench then draws a progress line"),
+  integer("CANOPY_PROBE_LAUNCH_NS", "", 1, 4e18, "when the job was launched, in ns since 1970 (CLOCK_REALTIME): canopy-run sets its own start unless given an earlier one; canopy-bench's INFO split and the start-up probes count from it"),
 };
 // clang-format on
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <exception>
 #include <memory>
 
@@ -127,6 +128,9 @@ int launch(const LaunchOptions& given) {
   SignalWatch signals;  // before the store server's threads exist, so that they inherit the blocked mask
 
   LaunchRound round;
+  round.launch_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
   round.job_token = options.job_token ? *options.job_token : generate_job_token();
   round.master_port = options.master_port;
   round.stderr_is_terminal = ::isatty(STDERR_FILENO) == 1;

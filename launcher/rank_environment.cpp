@@ -47,6 +47,11 @@ EnvMap rank_environment(const EnvMap& base, const LaunchOptions& options, const 
   env["CANOPY_JOB_TOKEN"] = round.job_token;
   // Always set: a value inherited from an outer launcher would describe that launcher's stderr.
   env.insert_or_assign("CANOPY_STDERR_IS_TERMINAL", std::string(round.stderr_is_terminal ? "1" : "0"));
+  // The launch, which ranks count their start-up from (canopy-bench's INFO split): an earlier one a script
+  // gave canopy-run is kept.
+  if (const auto given = env.find("CANOPY_PROBE_LAUNCH_NS");
+      round.launch_ns > 0 && (given == env.end() || given->second.empty()))
+    env["CANOPY_PROBE_LAUNCH_NS"] = std::to_string(round.launch_ns);
   // All ranks of a one-node job share this host: their data connections stay on loopback unless the
   // user chose interfaces.
   if (options.nnodes == 1 && env.find("CANOPY_SOCKET_IFNAME") == env.end())

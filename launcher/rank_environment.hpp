@@ -21,6 +21,9 @@ struct LaunchRound {
   bool stderr_is_terminal = false;
   // MASTER_PORT, where torch's env:// store listens (torch_port.hpp); 0: master_port.
   std::uint16_t torch_master_port = 0;
+  // When canopy-run started, in ns since 1970 (CLOCK_REALTIME): CANOPY_PROBE_LAUNCH_NS unless it was given
+  // one (a script's earlier clock); 0: not set.
+  std::int64_t launch_ns = 0;
 };
 
 // How a rank starts: with the group (every rank of an attempt), or as the replacement of a dead rank in

@@ -1,31 +1,21 @@
 #include "rendezvous/curl_library.hpp"
 
-#include <dlfcn.h>
-
-#include <string>
-
 #include "common/error.hpp"
+#include "common/shared_library.hpp"
 
 namespace canopy::rendezvous {
 namespace {
 
-constexpr const char* kLibrary = "libcurl.so.4";
-
 template <typename Function>
-void resolve(void* library, const char* name, Function& function) {
-  function = reinterpret_cast<Function>(::dlsym(library, name));
-  if (function == nullptr)
-    fail(ErrorCode::Config, "etcd store: {} has no {}: libcurl 7.17 or later is needed", kLibrary, name);
+void resolve(const SharedLibrary& library, const char* name, Function& function) {
+  function = reinterpret_cast<Function>(library.symbol(name));
 }
 
+// A function table rather than forwarding definitions (common/shared_library.hpp): curl_easy_setopt takes
+// its value through `...`, which no definition can pass on.
 CurlLibrary load() {
-  // Never closed: the handles made through it live until the process ends.
-  void* library = ::dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr)
-    fail(ErrorCode::Config,
-         "etcd store: {} cannot be loaded ({}): the etcd store needs libcurl (Debian: apt-get install "
-         "libcurl4)",
-         kLibrary, ::dlerror());
+  const SharedLibrary library({"libcurl.so.4"}, "the etcd store",
+                              "install it (Debian: apt-get install libcurl4)");
   CurlLibrary curl{};
   decltype(&curl_global_init) global_init = nullptr;
   resolve(library, "curl_global_init", global_init);

@@ -167,10 +167,13 @@ BenchResult Measurement::run(const BenchCase& c) {
   phases_.mark("timed calls");
   // Auto chooses per call, as in a program: for one call's latency, or for a stream's pace once the
   // broadcasts come back to back (from the third in a row). What the timed calls settled on is what the
-  // next would run; asked before the bookkeeping below breaks the stream.
-  const auto choice = comm_.choose_algorithm(args, options);
-  result.algorithm = choice.name;
-  result.predicted_time_us = choice.predicted_seconds * 1e6;
+  // next would run; asked before the bookkeeping below breaks the stream. Only rank 0 prints it: at
+  // hundreds of ranks the model's prediction is a good part of each rank's start-up.
+  if (comm_.rank() == 0) {
+    const auto choice = comm_.choose_algorithm(args, options);
+    result.algorithm = choice.name;
+    result.predicted_time_us = choice.predicted_seconds * 1e6;
+  }
 
   // Every rank's wrong count, when its group formed and its window times, to rank 0 in one call: only rank 0
   // prints. The others know their own wrong count alone.

@@ -58,8 +58,8 @@ struct BenchResult {
 // nccl-tests' bus bandwidth factor.
 double bus_factor(Collective collective, int ranks);
 
-// On rank 0 the result describes every rank; elsewhere only the algorithm, the count and its own wrong
-// elements. Its phases (first call, calibration, timed calls, bookkeeping) go to `phases`.
+// On rank 0 the result describes every rank, with the algorithm auto would run next and its prediction;
+// elsewhere only the count and its own wrong elements. Its phases (first call, calibration, timed calls, bookkeeping) go to `phases`.
 class Measurement {
  public:
   // `formed_since_launch`: seconds from the launch to this rank's group formed (negative: not known).

@@ -1,7 +1,8 @@
 // Where a sweep's time goes, from the launch to the end: printed by rank 0 at CANOPY_DEBUG=INFO, so that a
 // start at hundreds of ranks can be read phase by phase (launch, forming, calibration, first call,
-// bookkeeping, ...). The launch is CANOPY_PROBE_LAUNCH_NS where the caller set it (bench/startup/startup.sh,
-// or `CANOPY_PROBE_LAUNCH_NS=$(date +%s%N) canopy-run ...`); the launcher's own exit comes after the line.
+// bookkeeping, ...). The launch is CANOPY_PROBE_LAUNCH_NS: canopy-run's start, or an earlier clock a script
+// gave it (bench/startup/startup.sh, `CANOPY_PROBE_LAUNCH_NS=$(date +%s%N) canopy-run ...`); the launcher's
+// own exit comes after the line.
 #pragma once
 
 #include <chrono>

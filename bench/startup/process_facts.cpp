@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "common/settings.hpp"
+
 namespace canopy::bench::startup {
 
 std::int64_t realtime_ns() {
@@ -19,12 +21,9 @@ std::int64_t realtime_ns() {
 }
 
 std::optional<double> seconds_since_launch(std::int64_t now_ns) {
-  const char* text = std::getenv("CANOPY_PROBE_LAUNCH_NS");
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  char* end = nullptr;
-  const long long launch = std::strtoll(text, &end, 10);
-  if (*end != '\0') return std::nullopt;
-  return static_cast<double>(now_ns - launch) * 1e-9;
+  const Settings settings = Settings::from_environment();
+  if (!settings.has("CANOPY_PROBE_LAUNCH_NS")) return std::nullopt;
+  return static_cast<double>(now_ns - settings.integer("CANOPY_PROBE_LAUNCH_NS")) * 1e-9;
 }
 
 nlohmann::ordered_json since_launch(std::int64_t now_ns) {

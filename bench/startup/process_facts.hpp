@@ -1,5 +1,5 @@
 // What the start-up probes record about their own process, read from /proc: descriptors, sockets, memory,
-// and the clock shared with the launching script. No Canopy code, so the MPI probe uses it too.
+// and the clock shared with the launch. No communicator, so the MPI probe uses it too.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +12,9 @@ namespace canopy::bench::startup {
 // CLOCK_REALTIME in ns: the one clock that `date +%s%N` in the launching script and every rank share.
 std::int64_t realtime_ns();
 
-// Seconds from CANOPY_PROBE_LAUNCH_NS (set by startup.sh just before it starts the launcher) to now_ns;
-// empty when the variable is unset or not a number.
+// Seconds from CANOPY_PROBE_LAUNCH_NS (canopy-run's start, or what startup.sh set just before it started
+// the launcher) to now_ns; empty when it is unset. Read through the settings registry: a value that is not
+// a number is an Error(Config) naming it.
 std::optional<double> seconds_since_launch(std::int64_t now_ns);
 // The same as a row's value: null where the script gave no launch time.
 nlohmann::ordered_json since_launch(std::int64_t now_ns);

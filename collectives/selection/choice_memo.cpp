@@ -60,12 +60,12 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
-// Takes the file's lock, waiting with growing pauses up to `patience`: a plain blocking flock would wait
-// for ever behind a process stopped while it held it.
-bool lock_within(int fd, std::chrono::milliseconds patience) {
+// Takes the file's lock (`how`: LOCK_SH or LOCK_EX), waiting with growing pauses up to `patience`: a plain
+// blocking flock would wait for ever behind a process stopped while it held it.
+bool lock_within(int fd, int how, std::chrono::milliseconds patience) {
   const auto give_up = std::chrono::steady_clock::now() + patience;
   std::chrono::microseconds pause{200};
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  while (::flock(fd, how | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) return false;
     if (std::chrono::steady_clock::now() >= give_up) return false;
     std::this_thread::sleep_for(pause);
@@ -89,14 +89,26 @@ std::string ChoiceMemo::recall(std::string_view inputs, const std::function<std:
   std::filesystem::create_directories(directory_, ignored);
   const std::filesystem::path path = directory_ / fmt::format("{:016x}", fnv1a64(inputs));
   OpenFile file{::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
-  if (file.fd < 0 || !lock_within(file.fd, patience_)) {
+  std::string content;
+  const std::string header = header_of(inputs);
+  auto answered = [&] {
+    return read_all(file.fd, content) && content.size() > header.size() && content.starts_with(header);
+  };
+  // Most of a host's ranks ask once the first has written the answer: they read it at once, under a shared
+  // lock, rather than one by one under the exclusive lock the first holds while it computes (at 512 ranks
+  // on 2 cores, their turns and pauses took a sixth of each rank's CPU). Without an answer, the
+  // shared lock becomes the exclusive one, and the file is read again: another may have written it.
+  const bool locked = file.fd >= 0 && lock_within(file.fd, LOCK_SH, patience_);
+  if (locked && answered()) {
+    ++recalled_;
+    return content.substr(header.size());
+  }
+  if (!locked || !lock_within(file.fd, LOCK_EX, patience_)) {
     log::debug("choice memo: {} unusable ({}); computing here", path.string(), file.fd < 0 ? "open" : "lock");
     ++computed_;
     return compute();
   }
-  std::string content;
-  const std::string header = header_of(inputs);
-  if (read_all(file.fd, content) && content.size() > header.size() && content.starts_with(header)) {
+  if (answered()) {
     ++recalled_;
     return content.substr(header.size());
   }

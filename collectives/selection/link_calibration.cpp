@@ -13,7 +13,8 @@
 #include <vector>
 
 #include "collectives/kernels/reduce_kernels.hpp"
-#include "collectives/selection/link_model_text.hpp"
+#include "collectives/link_model_text.hpp"
+#include "collectives/probe_memory.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -251,38 +252,38 @@ void exchange_around_ring(transport::Transport& t, const ProbeRing& ring, const 
 // latency taken off, divided by the turns its host's ranks took for the cores. The middle half, because a
 // collective meets the scheduler's typical orders, not its luckiest (docs/SCHEDULES.md, *The start-up
 // probes*).
-double probe_loaded_bandwidth(transport::Transport& t, const ProbeRing& ring, std::uint64_t comm_id,
-                              ProbeStep step, std::size_t bytes, int rounds, double alpha, int turns,
-                              Deadline deadline) {
-  std::vector<std::byte> out(bytes), in(bytes);
+double probe_loaded_bandwidth(transport::Transport& t, const ProbeRing& ring, ProbeMemory& memory,
+                              std::uint64_t comm_id, ProbeStep step, std::size_t bytes, int rounds,
+                              double alpha, int turns, Deadline deadline) {
   auto envelope = probe_envelope(comm_id, step, bytes);
   std::vector<double> times;
   for (int round = 0; round <= rounds; ++round) {
     auto begin = Clock::now();
-    exchange_around_ring(t, ring, envelope, out, in, deadline);
+    exchange_around_ring(t, ring, envelope, memory.sent(bytes), memory.received(bytes), deadline);
     if (round > 0) times.push_back(Seconds(Clock::now() - begin).count());
   }
   return std::max(interquartile_mean(times) / turns - alpha, 1e-9) / static_cast<double>(bytes);
 }
 
-// Seconds per byte of a float32 sum of `count` elements, the fastest of three timings of `repeats` in a row.
-double probe_reduce(std::size_t count, int repeats) {
-  std::vector<float> dst(count, 1.0f), src(count, 2.0f);
+// Seconds per byte of a float32 sum of `count` elements (received into sent), the fastest of three timings
+// of `repeats` in a row.
+double probe_reduce(ProbeMemory& memory, std::size_t count, int repeats) {
+  float* dst = memory.sums(count).data();
+  const float* src = memory.operands(count).data();
   double best = 1e9;
   for (int i = 0; i < 3; ++i) {
     auto begin = Clock::now();
-    for (int r = 0; r < repeats; ++r)
-      reduce_into(DataType::Float32, ReduceOp::Sum, dst.data(), src.data(), count);
+    for (int r = 0; r < repeats; ++r) reduce_into(DataType::Float32, ReduceOp::Sum, dst, src, count);
     best = std::min(best, Seconds(Clock::now() - begin).count());
   }
   return best / (static_cast<double>(repeats) * static_cast<double>(count * sizeof(float)));
 }
 // Memory to memory (4 MiB), and within the cache (2 KiB, a host cell's size: the one-shot algorithms').
-double probe_reduce() {
-  return probe_reduce(1 << 20, 1);
+double probe_reduce(ProbeMemory& memory) {
+  return probe_reduce(memory, (4 << 20) / sizeof(float), 1);
 }
-double probe_reduce_in_cache() {
-  return probe_reduce(512, 2000);
+double probe_reduce_in_cache(ProbeMemory& memory) {
+  return probe_reduce(memory, 512, 2000);
 }
 
 // What a loopback socket takes without waiting for its reader, once the stream probe grew its buffers: a
@@ -300,18 +301,19 @@ struct ProbePlan {
 using Agree =
     std::function<std::string(const std::string& key, const std::string& mine, const Combine& combine)>;
 
-ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, const Agree& agree,
-                              const std::string& key, std::uint64_t comm_id, Deadline deadline) {
+ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, ProbeMemory& memory,
+                              const Agree& agree, const std::string& key, std::uint64_t comm_id,
+                              Deadline deadline) {
   constexpr std::size_t kSizingBytes = kEagerBytes;
-  constexpr std::size_t kMostBytes = 16 << 20;
+  constexpr std::size_t kMostBytes = ProbeMemory::kBytes;
   constexpr double kRoundSeconds = 0.25;
   constexpr int kMostEagerRounds = 16, kFewestEagerRounds = 3;
   constexpr double kEagerProbeSeconds = 0.5;
   double mine = 0;  // a rank outside the ring says 0: the slowest member plans
   if (ring.member) {
-    std::vector<std::byte> out(kSizingBytes), in(kSizingBytes);
     auto begin = Clock::now();
-    exchange_around_ring(t, ring, probe_envelope(comm_id, kSizing, kSizingBytes), out, in, deadline);
+    exchange_around_ring(t, ring, probe_envelope(comm_id, kSizing, kSizingBytes), memory.sent(kSizingBytes),
+                         memory.received(kSizingBytes), deadline);
     mine = Seconds(Clock::now() - begin).count();
   }
 
@@ -367,9 +369,10 @@ std::string combine(const std::vector<std::string>& measured) {
 // publishes the answer as `key` for the others: the sampled ranks make no store request for the probe, the
 // others one), else through the store; `turns` is how many turns this rank's host takes for its cores when
 // all of its members move a message (1 where they fit).
-std::string measure_links(transport::Transport& transport, const std::vector<int>& ring_members,
-                          const ClassAgreement& agreement, int turns, double gamma, double gamma_in_cache,
-                          Store& store, const std::string& key, std::uint64_t comm_id, Deadline deadline) {
+std::string measure_links(transport::Transport& transport, ProbeMemory& memory,
+                          const std::vector<int>& ring_members, const ClassAgreement& agreement, int turns,
+                          double gamma, double gamma_in_cache, Store& store, const std::string& key,
+                          std::uint64_t comm_id, Deadline deadline) {
   const std::vector<int>& members = agreement.members;
   const ProbeRing ring = ring_among(ring_members, transport.rank());
   const bool one_ring = ring_members == members;
@@ -396,12 +399,13 @@ std::string measure_links(transport::Transport& transport, const std::vector<int
   // Only those who agree need the plan (a rank of `members` outside every ring says 0 in it).
   const bool agrees = std::find(members.begin(), members.end(), transport.rank()) != members.end();
   const ProbePlan plan =
-      agrees ? agree_on_probe_plan(transport, ring, agree, key + "/plan", comm_id, deadline) : ProbePlan{};
+      agrees ? agree_on_probe_plan(transport, ring, memory, agree, key + "/plan", comm_id, deadline)
+             : ProbePlan{};
   if (ring.member) {
-    link.beta = probe_loaded_bandwidth(transport, ring, comm_id, kBulk, plan.stream_bytes, 3, link.alpha,
-                                       turns, deadline);
-    link.beta_eager = probe_loaded_bandwidth(transport, ring, comm_id, kEager, kEagerBytes, plan.eager_rounds,
-                                             link.alpha, turns, deadline);
+    link.beta = probe_loaded_bandwidth(transport, ring, memory, comm_id, kBulk, plan.stream_bytes, 3,
+                                       link.alpha, turns, deadline);
+    link.beta_eager = probe_loaded_bandwidth(transport, ring, memory, comm_id, kEager, kEagerBytes,
+                                             plan.eager_rounds, link.alpha, turns, deadline);
     link.eager_bytes = kEagerBytes;
   } else {
     link.beta = link.beta_eager = 0;
@@ -447,17 +451,17 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
   const bool shared_hosts = first_of_host.size() < everyone.size();
   const bool one_class = !several_hosts || !shared_hosts;
   // Only the sampled ranks' figures count, so only they time a reduction.
-  const bool sampled =
-      static_cast<std::size_t>(one_class ? rank : hosts.local_rank_of(rank)) < kProbeSample;
-  const double gamma = sampled ? probe_reduce() : 0;
-  const double gamma_in_cache = sampled ? probe_reduce_in_cache() : 0;
+  const bool sampled = static_cast<std::size_t>(one_class ? rank : hosts.local_rank_of(rank)) < kProbeSample;
+  ProbeMemory memory;
+  const double gamma = sampled ? probe_reduce(memory) : 0;
+  const double gamma_in_cache = sampled ? probe_reduce_in_cache(memory) : 0;
 
   LinkModel model;
   if (one_class) {
     const std::vector<int> sample = sample_of(everyone);
     const MeasuredLink every = decode_measured_link(
-        measure_links(transport, sample, ClassAgreement{sample}, turns_of_sample(hosts, sample, rank), gamma,
-                      gamma_in_cache, store, "cost_model", comm_id, deadline));
+        measure_links(transport, memory, sample, ClassAgreement{sample}, turns_of_sample(hosts, sample, rank),
+                      gamma, gamma_in_cache, store, "cost_model", comm_id, deadline));
     model.set_every_link(every.link);
     model.gamma = every.gamma;
     model.gamma_in_cache = every.gamma_in_cache;
@@ -496,14 +500,14 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
     }
   } else {
     within_text = measure_links(
-        transport, host_sample,
+        transport, memory, host_sample,
         ClassAgreement{within_members, every_host_in_ring ? &hosts_ring : nullptr, !every_host_in_ring},
         turns_of_sample(hosts, host_sample, rank), gamma, gamma_in_cache, store, "cost_model/within", comm_id,
         deadline);
     if (measures_between || !every_host_in_ring)
-      between_text =
-          measure_links(transport, hosts_sample, ClassAgreement{hosts_sample, nullptr, !every_host_in_ring},
-                        /*turns=*/1, gamma, gamma_in_cache, store, "cost_model/between", comm_id, deadline);
+      between_text = measure_links(
+          transport, memory, hosts_sample, ClassAgreement{hosts_sample, nullptr, !every_host_in_ring},
+          /*turns=*/1, gamma, gamma_in_cache, store, "cost_model/between", comm_id, deadline);
     if (every_host_in_ring && hosts_ring.times_token)
       store.set(both_key, join_texts({within_text, between_text}));
     if (every_host_in_ring && host_ring.member)
@@ -524,11 +528,16 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
 LinkModel calibrate_link_model(transport::Transport& transport, Store& store, std::uint64_t comm_id,
                                const HostLayout& hosts, std::string_view fixed_text, Deadline deadline) {
   LinkModel link;
+  const auto begin = Clock::now();
   if (!fixed_text.empty())
     link = parse_cost_model(fixed_text);
   else if (transport.size() >= 2)
     link = measure(transport, store, comm_id, hosts, deadline);
-  if (transport.rank() == 0) log::info("cost model: {}", describe(link, hosts));
+  // How long the probe took on rank 0 is part of forming a group: canopy-bench's INFO split shows it so.
+  if (transport.rank() == 0)
+    log::info("cost model ({} in {:.2f} s on rank 0): {}",
+              fixed_text.empty() ? "probed" : "CANOPY_COST_MODEL", Seconds(Clock::now() - begin).count(),
+              describe(link, hosts));
   return link;
 }
 

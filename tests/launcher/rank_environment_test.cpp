@@ -107,6 +107,22 @@ TEST(RankEnvironment, PointsTorchAtAPortOfItsOwn) {
   EXPECT_EQ(env["MASTER_PORT"], "40123");
 }
 
+// Ranks count their start-up from canopy-run's own start, unless a script gave canopy-run an earlier launch.
+TEST(RankEnvironment, CarriesTheLaunchTimeUnlessGivenOne) {
+  LaunchOptions options;
+  options.nproc = 2;
+  LaunchRound round{29501, "cafe", 0};
+  round.launch_ns = 1'765'000'000'123'456'789;
+  EXPECT_EQ(rank_environment({}, options, round, 0)["CANOPY_PROBE_LAUNCH_NS"], "1765000000123456789");
+  EXPECT_EQ(rank_environment({{"CANOPY_PROBE_LAUNCH_NS", ""}}, options, round, 0)["CANOPY_PROBE_LAUNCH_NS"],
+            "1765000000123456789");  // empty counts as unset
+  EXPECT_EQ(rank_environment({{"CANOPY_PROBE_LAUNCH_NS", "1765000000000000000"}}, options, round, 1)
+                .at("CANOPY_PROBE_LAUNCH_NS"),
+            "1765000000000000000");
+  EXPECT_EQ(rank_environment({}, options, LaunchRound{29501, "cafe", 0}, 0).count("CANOPY_PROBE_LAUNCH_NS"),
+            0u);
+}
+
 TEST(TorchMasterPort, IsAFreePortOnOneNodeAndTheStoresNextOnSeveral) {
   LaunchOptions one_node;
   const std::uint16_t port = torch_master_port(one_node, 29501);

@@ -96,7 +96,10 @@ copy_with_libs() {
 }
 for tool in rdma ibv_devinfo; do copy_with_libs "$(command -v $tool)" /usr/bin/; done
 for program in "${PROGRAMS[@]}"; do copy_with_libs "$BUILD_DIR/bin/$program" /usr/bin/; done
-# The rxe provider is dlopen'ed by libibverbs (ldd cannot see it) and found through its .driver file.
+# Our programs load libibverbs at their first verbs call (transport/verbs/verbs_library.cpp), and
+# libibverbs its rxe provider, found through its .driver file: ldd sees neither.
+VERBS_LIB=/usr/lib/x86_64-linux-gnu/libibverbs.so.1
+copy_with_libs "$VERBS_LIB" "$(dirname "$VERBS_LIB")/"
 PROVIDERS=/usr/lib/x86_64-linux-gnu/libibverbs
 mkdir -p "$R$PROVIDERS"
 for so in "$PROVIDERS"/librxe-rdmav*.so; do copy_with_libs "$so" "$PROVIDERS/"; done

@@ -1,6 +1,7 @@
 #include "transport/verbs/device.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,6 +13,9 @@
 
 namespace canopy::transport::verbs {
 namespace {
+
+// What libibverbs reads first to enumerate devices (rdma-core's check_abi_version).
+constexpr const char* kVerbsAbiFile = "/sys/class/infiniband_verbs/abi_version";
 
 const char* state_name(ibv_port_state state) {
   return ibv_port_state_str(state);
@@ -89,6 +93,13 @@ std::string DevicePort::describe() const {
 
 std::unique_ptr<DevicePort> open_device_port(const VerbsOptions& options) {
   HcaSpec spec = HcaSpec::parse(options.hca);
+  // libibverbs answers ENOSYS where the kernel has no verbs ABI to read; asked first, that answer costs no
+  // load of the library (verbs_library.cpp), which CANOPY_TRANSPORT=auto would otherwise make every rank pay.
+  if (::access(kVerbsAbiFile, R_OK) != 0)
+    fail(ErrorCode::Config,
+         "no RDMA device: {} is missing, so ibv_get_device_list would fail with ENOSYS (this kernel has no "
+         "RDMA support); use CANOPY_TRANSPORT=tcp, or auto to fall back to TCP",
+         kVerbsAbiFile);
   DeviceList list;
   errno = 0;
   list.devices = ibv_get_device_list(&list.count);
