@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "collectives/kernels/reduce_kernels.hpp"
-#include "collectives/link_model_text.hpp"
-#include "collectives/probe_memory.hpp"
+#include "collectives/selection/link_model_text.hpp"
+#include "collectives/selection/probe_memory.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"

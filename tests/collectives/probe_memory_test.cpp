@@ -1,4 +1,4 @@
-#include "collectives/probe_memory.hpp"
+#include "collectives/selection/probe_memory.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>

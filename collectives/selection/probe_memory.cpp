@@ -1,4 +1,4 @@
-#include "collectives/probe_memory.hpp"
+#include "collectives/selection/probe_memory.hpp"
 
 #include <sys/mman.h>
 

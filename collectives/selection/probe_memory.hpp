@@ -1,4 +1,4 @@
-// What the start-up probes of one rank send, receive and sum (collectives/link_calibration.cpp): one pair
+// What the start-up probes of one rank send, receive and sum (collectives/selection/link_calibration.cpp): one pair
 // of buffers that every probe reuses, mapped but not touched until a probe writes them. A page a process
 // touches for the first time is dear on a virtual machine: about 20 us a 4 KiB page on this 2-core one (160
 // MB/s), where each probe's own fresh buffers (44 MiB a sampled rank) cost about as much as its exchanges.
