@@ -1,6 +1,6 @@
 // libcurl, loaded when the first etcd store opens rather than linked into every program: its dependencies
 // (TLS, Kerberos, LDAP, about 30 libraries) would otherwise be loaded by every rank of every job at
-// start-up, where the embedded TcpStore needs none of them (docs/RENDEZVOUS.md, *The etcd store*).
+// start-up, where the embedded TcpStore needs none of them (docs/ETCD.md).
 #pragma once
 
 #include <curl/curl.h>

@@ -1,4 +1,4 @@
-// A Store on an etcd v3 cluster (docs/RENDEZVOUS.md, "The etcd store"): for jobs across nodes whose store
+// A Store on an etcd v3 cluster (docs/ETCD.md): for jobs across nodes whose store
 // must outlive any one of them. Optional at build time (libcurl); without it connect_etcd_store says so.
 #pragma once
 
