@@ -29,7 +29,7 @@ packages=(
 )
 case "${1:-all}" in
   all)
-    # The etcd store (docs/RENDEZVOUS.md): libcurl to build it, etcd's server for its tests' members.
+    # The etcd store (docs/ETCD.md): libcurl to build it, etcd's server for its tests' members.
     packages+=(libcurl4-openssl-dev etcd-server)
     [ "${CANOPY_NO_TORCH:-0}" = 1 ] || packages+=(libtorch-dev python3-torch pybind11-dev python3-dev) ;;
   bench) ;;
