@@ -11,8 +11,10 @@
 #                                                  # under `set -e`, which stops at the first failure
 #   cluster_node TAG K; cluster_address K          # a node's namespace and address
 #
-# The caller deletes what was made (cluster_namespaces, in reverse order): deleting a node's namespace
-# deletes its veth pair, the switch's takes the bridge with it.
+#   stop_cluster_processes SIGNAL                  # every process inside the namespaces made here
+#   delete_cluster_network                         # what was made, in reverse order
+# Processes are ended inside the namespaces, since killing a backgrounded `ip netns exec` wrapper would leave
+# its child running; deleting a node's namespace deletes its veth pair, the switch's takes the bridge with it.
 
 cluster_namespaces=()
 
@@ -65,5 +67,19 @@ make_cluster_network() {  # tag nodes rate work-dir
     ip -n "$switch" link set "p$i" master br0 up
     tc -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency 20ms
     tc -n "$switch" qdisc add dev "p$i" root tbf rate "$rate" burst "$burst" latency 20ms
+  done
+}
+
+stop_cluster_processes() {  # signal
+  local ns pid
+  for ns in "${cluster_namespaces[@]}"; do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "-$1" "$pid" 2>/dev/null || true; done
+  done
+}
+
+delete_cluster_network() {
+  local i
+  for ((i = ${#cluster_namespaces[@]} - 1; i >= 0; i--)); do
+    ip netns del "${cluster_namespaces[i]}" 2>/dev/null || true
   done
 }

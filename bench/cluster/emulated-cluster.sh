@@ -83,14 +83,9 @@ work=$(mktemp -d /tmp/cnpy-cluster-XXXXXX)
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
-  # Everything running inside the namespaces made here is this script's (ranks, iperf3): end it there,
-  # since killing a backgrounded `ip netns exec` wrapper would leave its child running.
-  for ns in "${cluster_namespaces[@]}"; do
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
-  done
+  stop_cluster_processes TERM  # everything inside the namespaces is this script's (ranks, iperf3)
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  # Deleting a node's namespace deletes its veth pair; the switch's takes the bridge with it.
-  for ((i = ${#cluster_namespaces[@]} - 1; i >= 0; i--)); do ip netns del "${cluster_namespaces[i]}" 2>/dev/null || true; done
+  delete_cluster_network
   rm -rf "$work"
   exit "$status"
 }

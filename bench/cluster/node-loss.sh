@@ -56,11 +56,9 @@ work=$(mktemp -d /tmp/cnpy-node-loss-XXXXXX)
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
-  for ns in "${cluster_namespaces[@]}"; do
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
-  done
+  stop_cluster_processes KILL
   sleep 0.5
-  for ((i = ${#cluster_namespaces[@]} - 1; i >= 0; i--)); do ip netns del "${cluster_namespaces[i]}" 2>/dev/null || true; done
+  delete_cluster_network
   rm -rf "$work"
   exit "$status"
 }

@@ -4,12 +4,9 @@
 # named by CANOPY_HOST_ID, since the namespaces share the machine's host name. Uses run, out, rate,
 # transport, timeout_s and canopy_probe of startup.sh.
 
-hosts_namespaces_cleanup() {
-  local ns pid i
-  for ns in "${cluster_namespaces[@]}"; do
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
-  done
-  for ((i = ${#cluster_namespaces[@]} - 1; i >= 0; i--)); do ip netns del "${cluster_namespaces[i]}" 2>/dev/null || true; done
+hosts_namespaces_cleanup() {  # trapped only once cluster-network.sh is sourced
+  stop_cluster_processes KILL
+  delete_cluster_network
   cluster_namespaces=()
 }
 
