@@ -8,24 +8,10 @@ import sys
 import time
 from datetime import timedelta
 
-import torch
 import torch.distributed as dist
 
 import canopy_torch
-from checks import check, failures
-
-
-def use_group(how, backend):
-    rank, size = dist.get_rank(), dist.get_world_size()
-    check(dist.get_backend() == backend, f"{how}: get_backend() is {backend}")
-    t = torch.full((1001,), float(rank + 1))
-    dist.all_reduce(t)
-    check(torch.equal(t, torch.full_like(t, size * (size + 1) / 2)), f"{how}: all_reduce")
-    sub = dist.new_group(list(range(size)))
-    dist.all_reduce(t, group=sub)
-    check(torch.equal(t, torch.full_like(t, size * size * (size + 1) / 2)), f"{how}: new_group")
-    dist.barrier()
-    dist.destroy_process_group()
+from checks import check, failures, use_group
 
 
 def main():
@@ -34,12 +20,12 @@ def main():
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 
     dist.init_process_group("canopy", init_method=f"etcd://{endpoint}/{job}/canopy")
-    use_group("canopy through etcd://", "canopy")
+    use_group("canopy through etcd://", "canopy", 1001)
     dist.init_process_group("gloo", init_method=f"etcd://{endpoint}/{job}/gloo")
-    use_group("gloo through etcd://", "gloo")
+    use_group("gloo through etcd://", "gloo", 1001)
     saved = {name: os.environ.pop(name) for name in ("RANK", "WORLD_SIZE")}
     dist.init_process_group("canopy", init_method=f"etcd://{endpoint}/{job}/query", rank=rank, world_size=size)
-    use_group("canopy through etcd:// with rank and world_size given", "canopy")
+    use_group("canopy through etcd:// with rank and world_size given", "canopy", 1001)
     os.environ.update(saved)
 
     # No member answers: an error naming the store, within the group's timeout (not torch's 30 minutes).

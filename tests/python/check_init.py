@@ -15,19 +15,7 @@ import torch
 import torch.distributed as dist
 
 import canopy_torch
-from checks import check, failures
-
-
-def use_group(how):
-    rank, size = dist.get_rank(), dist.get_world_size()
-    check(dist.get_backend() == "canopy", f"{how}: get_backend() is canopy")
-    t = torch.full((33,), float(rank + 1))
-    dist.all_reduce(t)
-    check(torch.equal(t, torch.full_like(t, size * (size + 1) / 2)), f"{how}: all_reduce")
-    sub = dist.new_group(list(range(size)))
-    dist.all_reduce(t, group=sub)
-    check(torch.equal(t, torch.full_like(t, size * size * (size + 1) / 2)), f"{how}: new_group")
-    dist.destroy_process_group()
+from checks import check, failures, use_group
 
 
 def captured_stderr(action):

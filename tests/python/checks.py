@@ -3,6 +3,7 @@ them), and the main() that forms the group and runs the sections asked for with 
 import argparse
 import sys
 
+import torch
 import torch.distributed as dist
 
 import canopy_torch  # noqa: F401
@@ -14,6 +15,20 @@ def check(condition, what):
     if not condition:
         failures.append(what)
         print(f"FAILED: {what}", flush=True)
+
+
+def use_group(how, backend="canopy", count=33):
+    """The default group just formed is `backend`'s and its all_reduce and a new_group's are exact; then
+    it is destroyed."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    check(dist.get_backend() == backend, f"{how}: get_backend() is {backend}")
+    t = torch.full((count,), float(rank + 1))
+    dist.all_reduce(t)
+    check(torch.equal(t, torch.full_like(t, size * (size + 1) / 2)), f"{how}: all_reduce")
+    sub = dist.new_group(list(range(size)))
+    dist.all_reduce(t, group=sub)
+    check(torch.equal(t, torch.full_like(t, size * size * (size + 1) / 2)), f"{how}: new_group")
+    dist.destroy_process_group()
 
 
 def raises(what, expected_text, call):
