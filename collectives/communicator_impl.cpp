@@ -94,7 +94,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   // before the layout is agreed (or kept from the group a survivor leaves), so that its address travels in
   // this rank's layout record: one request publishes all it has to say. Not where the transport is verbs,
   // which has no TCP links (under auto with verbs between hosts, TCP is the rings' fallback within one).
-  const transport::TransportKind kind = settings_.transport;
+  const transport::TransportKind kind = settings_.mesh.settings.kind;
   const auto records = std::make_shared<collectives::RecordCache>(store_);
   if (size > 1 && kind != transport::TransportKind::Verbs) {
     const transport::TcpOptions tcp = transport::TcpOptions::from(mesh_options());
@@ -305,7 +305,7 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   mesh.verbs_verdict = verbs_verdict_;
   const bool on_first_use = !settings_.connect_eagerly;
   if (on_first_use) mesh.store_for_first_use = store_;
-  const transport::TransportKind kind = settings_.transport;
+  const transport::TransportKind kind = settings_.mesh.settings.kind;
   transport_ =
       transport::connect_mesh(*forming, rank, size, mesh, kind);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
   // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a

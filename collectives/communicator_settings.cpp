@@ -17,7 +17,6 @@ CommunicatorSettings CommunicatorSettings::from(const Settings& settings) {
   parsed.connect_eagerly = settings.choice("CANOPY_CONNECT") == "eager";
   parsed.liveness = LivenessSettings::from_settings(settings);
   parsed.mesh = transport::MeshOptions::from_settings(settings, 0);
-  parsed.transport = parsed.mesh.settings.kind;
   return parsed;
 }
 

@@ -11,7 +11,6 @@
 #include "collectives/elastic/liveness_monitor.hpp"
 #include "common/settings.hpp"
 #include "transport/mesh_options.hpp"
-#include "transport/select_transport.hpp"
 
 namespace canopy::collectives {
 
@@ -24,8 +23,7 @@ struct CommunicatorSettings {
   std::string host_id;                                    // CANOPY_HOST_ID: this rank's host, by name
   bool connect_eagerly = false;                           // CANOPY_CONNECT=eager: every link at forming
   LivenessSettings liveness;                              // CANOPY_HEARTBEAT_SECONDS, ..._TIMEOUT_SECONDS
-  transport::TransportKind transport = transport::TransportKind::Auto;  // CANOPY_TRANSPORT
-  transport::MeshOptions mesh;  // the transport layer's own settings (MeshOptions::from_settings), no comm id
+  transport::MeshOptions mesh;  // the transport layer's settings (CANOPY_TRANSPORT among them), no comm id
 
   // Throws Error(Config) naming a bad value, as Settings::parse does.
   static CommunicatorSettings from(const Settings& settings);
