@@ -28,6 +28,7 @@
 #include "bench/collectives/windows.hpp"
 #include "bench/startup/process_facts.hpp"
 #include "canopy/canopy.hpp"
+#include "collectives/communicator_settings.hpp"
 #include "common/cpu_list.hpp"
 #include "common/log.hpp"
 #include "common/settings.hpp"
@@ -160,12 +161,11 @@ RunInfo run_info(const Settings& s, Communicator& comm) {
   info.link = comm.link_estimate();
   info.latency = s.sweep.latency;
   info.transport = transport_in_use(comm);
-  const auto settings = canopy::Settings::from_environment();
-  info.chunk_bytes = settings.size("CANOPY_CHUNK_BYTES");
+  const auto settings = collectives::CommunicatorSettings::from(canopy::Settings::from_environment());
+  info.chunk_bytes = settings.chunk_bytes;
   // The bound's assumption: every pair that shares memory may read each other's (the kernel's say is per
   // pair).
-  if (info.transport.name == "shm+tcp")
-    info.single_copy_bytes = settings.size("CANOPY_SHM_SINGLE_COPY_BYTES");
+  if (info.transport.name == "shm+tcp") info.single_copy_bytes = settings.mesh.settings.shm.single_copy_bytes;
   if (s.ceiling) measure_ceilings(comm, info);
   return info;
 }
