@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "collectives/call_buffers.hpp"
-#include "collectives/one_shot.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 
@@ -131,20 +130,20 @@ void CallEngine::run(const CollectiveArgs& args, const CollectiveOptions& option
   if (!explanation.empty()) log::info("#{} {}", seq, explanation);
   const CallBuffers buffers = prepare_call_buffers(args, rank_, size_, scratch_);
   call.in_place = buffers.in_place;
-  // A one-shot call that fits the host's cells goes through them; every other call runs its schedule.
-  const bool through_cells = algorithm.one_shot && call.through_cells(element_size);
-  const CompiledSchedule* compiled = through_cells ? nullptr : &schedules_.get(algorithm, call);
-  if (compiled != nullptr) {
-    grow_to(staging_, compiled->schedule.staging_count * element_size);
-    if (!compiled->peers_expected) {
-      // Links made on first use learn where all of this schedule's peers listen in one store request.
-      compiled->peers_expected = true;
-      transport_->expect_peers(compiled->peers);
-    }
+  // A one-shot call that fits the host's cells goes through them; every other call sends its schedule's messages.
+  const Route route =
+      algorithm.one_shot && call.through_cells(element_size) ? Route::Cells : Route::Messages;
+  const CompiledSchedule& compiled = schedules_.get(algorithm, call, route);
+  grow_to(staging_, compiled.schedule.staging_count * element_size);
+  if (!compiled.peers_expected) {
+    // Links made on first use learn where all of this schedule's peers listen in one store request.
+    compiled.peers_expected = true;
+    if (!compiled.peers.empty()) transport_->expect_peers(compiled.peers);
   }
 
   ExecutionContext context;
   context.transport = transport_;
+  context.cells = host_cells_;
   context.envelope = {comm_id_,
                       seq,
                       args.collective,
@@ -178,12 +177,8 @@ void CallEngine::run(const CollectiveArgs& args, const CollectiveOptions& option
       {seq, args.collective, algorithm.name, args.count, args.dtype, args.op, call.root, {}, {}, 0}, started);
   std::uint8_t heard_flags = 0;
   try {
-    if (through_cells) {
-      heard_flags = run_through_cells(*host_cells_, call, context);
-    } else {
-      executor_.run(*compiled, context);
-      heard_flags = executor_.heard_flags();
-    }
+    executor_.run(compiled, context);
+    heard_flags = executor_.heard_flags();
   } catch (const Error& e) {
     recorder_.failed(slot, Clock::now());
     throw CallFailed{e};

@@ -60,7 +60,13 @@ CompiledSchedule::CompiledSchedule(Schedule s, int world_size)
     if (!sends_to[peer].empty() || !recvs_from[peer].empty()) peers.push_back(static_cast<int>(peer));
 }
 
+CompiledSchedule::CompiledSchedule(const CellsCall& call) : route(Route::Cells), cells_call(call) {}
+
 void Executor::run(const CompiledSchedule& compiled, const ExecutionContext& context) {
+  if (compiled.route == Route::Cells) {
+    heard_flags_ = run_through_cells(compiled.cells_call, context);
+    return;
+  }
   compiled_ = &compiled;
   context_ = &context;
   const auto& steps = compiled.schedule.steps;

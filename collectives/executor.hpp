@@ -1,7 +1,8 @@
-// Runs one rank's schedule over a transport: posts every step whose dependencies are done, drives the
-// transport's I/O on the calling thread, and reduces each received chunk as soon as it lands, so that
-// receiving, reducing and sending overlap (a large reduce or copy runs in slices, with the transport
-// moving between them). See docs/SCHEDULES.md for the schedule model.
+// Runs one rank's part of a call, whatever its algorithm. Along a schedule's messages it posts every step
+// whose dependencies are done, drives the transport's I/O on the calling thread, and reduces each received
+// chunk as soon as it lands, so that receiving, reducing and sending overlap (a large reduce or copy runs in
+// slices, with the transport moving between them); a one-shot call through the host's cells is handed to
+// them (collectives/one_shot.hpp). See docs/SCHEDULES.md for the schedule model.
 #pragma once
 
 #include <cstddef>
@@ -9,14 +10,21 @@
 #include <memory>
 #include <vector>
 
+#include "collectives/execution_context.hpp"
+#include "collectives/one_shot.hpp"
 #include "collectives/schedules/schedule.hpp"
 #include "common/deadline.hpp"
 #include "transport/transport.hpp"
 
 namespace canopy::collectives {
 
-// A schedule with what the executor derives from it once (and the schedule cache keeps):
-// who depends on whom, and the order in which messages to / from each peer must be posted.
+// How a call moves its data: messages along its schedule's steps, or the host's cells (a one-shot
+// algorithm's call that fits them; collectives/one_shot.hpp).
+enum class Route : std::uint8_t { Messages, Cells };
+
+// A call's plan, as the executor runs it and the schedule cache keeps it. Along Route::Messages, a schedule
+// with what the executor derives from it once: who depends on whom, and the order in which messages to /
+// from each peer must be posted. Along Route::Cells, no steps: the call's description for the cells.
 //
 // A RecvReduce is two actions: receiving into its staging block, then reducing into its destination.
 // Only the dependencies that touch the staging block have to finish before the receive is posted; the
@@ -38,6 +46,8 @@ struct CompiledSchedule {
     bool reduced_on_arrival = false;  // RecvReduce: received in place (the executor's sink for it reduced it)
   };
 
+  Route route = Route::Messages;
+  CellsCall cells_call;  // Route::Cells
   Schedule schedule;
   std::vector<std::vector<Dependent>> dependents;   // step -> steps waiting for it
   std::vector<StepState> start;                     // step -> its state when a run starts
@@ -48,24 +58,13 @@ struct CompiledSchedule {
   mutable bool peers_expected = false;
 
   CompiledSchedule(Schedule schedule, int world_size);
-};
-
-// Where a schedule's buffers live for one call, and what its messages carry.
-struct ExecutionContext {
-  transport::Transport* transport = nullptr;
-  transport::Envelope envelope;  // step is filled in per message
-  std::byte* data = nullptr;
-  std::byte* staging = nullptr;
-  const std::byte* input = nullptr;  // an out-of-place call's input (Buffer::Input); read only
-  std::size_t element_size = 1;
-  DataType dtype = DataType::Float32;
-  ReduceOp op = ReduceOp::Sum;  // Avg arrives here as Sum
-  Deadline deadline = Deadline::never();
+  // A call through the host's cells.
+  explicit CompiledSchedule(const CellsCall& call);
 };
 
 class Executor {
  public:
-  // Runs `compiled` to completion, or throws the transport's Error (peer failed, mismatch, abort) or
+  // Runs `compiled` to completion (along its route), or throws the transport's Error (peer failed, mismatch, abort) or
   // Error(Timeout) naming the peers whose messages were still outstanding.
   void run(const CompiledSchedule& compiled, const ExecutionContext& context);
 

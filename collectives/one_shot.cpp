@@ -27,8 +27,8 @@ void reduce_cells(const std::vector<const std::byte*>& cells, int root, const Ex
 
 }  // namespace
 
-std::uint8_t run_through_cells(transport::HostCells& cells, const CollectiveCall& call,
-                               const ExecutionContext& context) {
+std::uint8_t run_through_cells(const CellsCall& call, const ExecutionContext& context) {
+  transport::HostCells& cells = *context.cells;
   const std::uint64_t bytes = call.count * context.element_size;
   const std::byte* input = context.input != nullptr ? context.input : context.data;
   const bool contributes = call.collective != Collective::Broadcast || call.rank == call.root;

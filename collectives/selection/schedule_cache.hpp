@@ -1,5 +1,6 @@
 // Building a schedule allocates; a training loop calls the same collectives with the same sizes
-// every step, so compiled schedules are kept and reused (steady state allocates nothing).
+// every step, so compiled schedules are kept and reused (steady state allocates nothing). A call through
+// the host's cells has its plan kept the same way, so that every call reaches the executor alike.
 #pragma once
 
 #include <algorithm>
@@ -19,16 +20,18 @@ class ScheduleCache {
  public:
   explicit ScheduleCache(std::size_t capacity = 64) : capacity_(capacity) {}
 
-  const CompiledSchedule& get(const Algorithm& algorithm, const CollectiveCall& call) {
+  // `route`: Route::Cells for a one-shot algorithm's call that fits the host's cells.
+  const CompiledSchedule& get(const Algorithm& algorithm, const CollectiveCall& call,
+                              Route route = Route::Messages) {
     // Most calls repeat the one before: that entry is compared with the call field by field, without building
     // a key (which copies the counts and the layout pointer). It is the most recently used already.
-    if (last_ != nullptr && describes(last_->first, algorithm, call)) return *last_->second.schedule;
-    return find_or_build(algorithm, call);
+    if (last_ != nullptr && describes(last_->first, algorithm, call, route)) return *last_->second.schedule;
+    return find_or_build(algorithm, call, route);
   }
 
  private:
   // The map and the least-recently-used order, for a call unlike the one before (schedule_cache.cpp).
-  const CompiledSchedule& find_or_build(const Algorithm& algorithm, const CollectiveCall& call);
+  const CompiledSchedule& find_or_build(const Algorithm& algorithm, const CollectiveCall& call, Route route);
 
   // all_to_all_v's counts shape its schedule as much as count does every other's (empty elsewhere). The
   // layout is keyed by identity: a communicator's calls share one, and the key keeps it alive, so another
@@ -44,6 +47,7 @@ class ScheduleCache {
     std::vector<std::uint64_t> send_counts;
     std::vector<std::uint64_t> recv_counts;
     std::shared_ptr<const HostLayout> hosts;
+    Route route;
     auto operator<=>(const Key&) const = default;
   };
   struct Entry {
@@ -51,8 +55,8 @@ class ScheduleCache {
     std::list<Key>::iterator position;
   };
 
-  static bool describes(const Key& key, const Algorithm& algorithm, const CollectiveCall& call) {
-    return key.algorithm == &algorithm && key.rank == call.rank && key.size == call.size &&
+  static bool describes(const Key& key, const Algorithm& algorithm, const CollectiveCall& call, Route route) {
+    return key.route == route && key.algorithm == &algorithm && key.rank == call.rank && key.size == call.size &&
            key.count == call.count && key.root == call.root && key.chunk_count == call.chunk_count &&
            key.in_place == call.in_place && std::ranges::equal(key.send_counts, call.send_counts) &&
            std::ranges::equal(key.recv_counts, call.recv_counts) && key.hosts == call.hosts;

@@ -49,6 +49,25 @@ TEST(ScheduleCache, ACallOnAnotherLayoutGetsItsOwnSchedule) {
   EXPECT_NE(&cache.get(ring, call), &first);
 }
 
+// A one-shot call that fits the host's cells has a plan of its own, with no steps, beside the same call's
+// schedule (the same algorithm, the same count: only the element size decides which route a call takes).
+TEST(ScheduleCache, ACallThroughTheCellsGetsAPlanOfItsOwn) {
+  ScheduleCache cache;
+  const Algorithm& one_shot = algorithm(Collective::AllReduce, "one-shot");
+  const CompiledSchedule& messages = cache.get(one_shot, all_reduce(1000), Route::Messages);
+  const CompiledSchedule& cells = cache.get(one_shot, all_reduce(1000), Route::Cells);
+  EXPECT_NE(&cells, &messages);
+  EXPECT_EQ(messages.route, Route::Messages);
+  EXPECT_FALSE(messages.schedule.steps.empty());
+  EXPECT_EQ(cells.route, Route::Cells);
+  EXPECT_TRUE(cells.schedule.steps.empty());
+  EXPECT_EQ(cells.cells_call.count, 1000u);
+  EXPECT_EQ(cells.cells_call.rank, 1);
+  EXPECT_EQ(cells.cells_call.size, 4);
+  EXPECT_EQ(&cache.get(one_shot, all_reduce(1000), Route::Cells), &cells);
+  EXPECT_EQ(&cache.get(one_shot, all_reduce(1000), Route::Messages), &messages);
+}
+
 TEST(ScheduleCache, TheLastScheduleEvictedIsNeverReturned) {
   ScheduleCache cache(1);
   const Algorithm& ring = algorithm(Collective::AllReduce, "ring");
