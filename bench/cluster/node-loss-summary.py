@@ -9,12 +9,19 @@
       before the kill (the steady state: median and largest) and from it on (the pause), weights exact, when the last canopy-run
       ended (wall clock: the script stamps each one's exit), and how many of the ranks that failed name the
       store (its address STORE) in their error.
+  node-loss-summary.py ddp KILL_WALL SIZE TRIAL LEADER EVENTS_DIR
+      the same for bench/elastic/ddp_recovery.py's workers, from their event files (wall-clock times): the kill
+      to the survivors' first step at SIZE and to their failed step's report, and whether the survivors' final
+      parameters and momentum are bit-identical.
   node-loss-summary.py restart LOG...
       the job started again: the checkpoint step its ranks resumed from, weights exact, canopy-run's exit codes.
 
 Every time is CLOCK_MONOTONIC seconds as elastic_trainer prints them (one clock for every namespace), except
 the canopy-run exits, which are stamped with the wall clock beside KILL_WALL.
 """
+import glob
+import json
+import os
 import re
 import statistics
 import sys
@@ -78,6 +85,29 @@ def etcd_row(kill, kill_wall, trial, victims, store, files):
           f"  {codes:>11}  {f'{naming}/{failed}':>16}")
 
 
+def ddp_row(kill, size, trial, leader, events):
+    first_step, failed, finals = [], [], []
+    for name in glob.glob(os.path.join(events, "events-*.jsonl")):
+        records = []
+        for line in open(name):
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                pass  # the line a killed rank was writing
+        final = [r for r in records if r["kind"] == "final"]
+        if not final:
+            continue  # a rank of the killed host
+        finals.append(final[0])
+        after = [r["t"] for r in records if r["kind"] == "step" and r["size"] == size and r["t"] > kill]
+        first_step.append(min(after) if after else float("nan"))
+        failed += [min(r["t"] for r in records if r["kind"] == "failure")] if any(
+            r["kind"] == "failure" for r in records) else []
+    since = lambda xs: f"{max(xs) - kill:.3f}" if xs else "none"
+    identical = "yes" if finals and len({f["digest"] for f in finals}) == 1 else "NO"
+    steps = ",".join(sorted({str(f["step"]) for f in finals})) or "none"
+    print(f"{trial:>7}  {since(first_step):>16}  {since(failed):>15}  {identical:>19}  {leader:>17}  {steps:>11}")
+
+
 def restart_row(files):
     texts = [open(name).read() for name in files]
     resumed = sorted({int(s) for text in texts for s in re.findall(r"resumed from checkpoint step (\d+)", text)})
@@ -90,6 +120,8 @@ if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "restart":
         restart_row(args)
+    elif mode == "ddp":
+        ddp_row(float(args[0]), int(args[1]), args[2], args[3], args[4])
     elif mode == "host":
         host_row(float(args[0]), args[1], args[2], args[3], args[4], args[5:])
     else:

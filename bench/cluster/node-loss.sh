@@ -23,6 +23,11 @@
 # checkpoint that elastic_trainer's rank 0 writes every 10 steps. --timeout sets CANOPY_TIMEOUT (60 s);
 # --etcd-timing 50:300 the members' heartbeat interval and election timeout (etcd's defaults: 100:1000).
 #
+# --trainer ddp runs bench/elastic/ddp_recovery.py's worker instead (DDP under canopy_torch.elastic, torch from
+# /usr/bin/python3, canopy_torch from build/python): printed, the kill to the survivors' next step, and
+# whether their final parameters and momentum are bit-identical (a DDP run that lost ranks trains on fewer
+# samples, so it is compared with itself, not with a failure-free run).
+#
 # Everything it makes (namespaces, etcd data) is removed on exit, also when interrupted.
 set -euo pipefail
 
@@ -42,6 +47,7 @@ kill_etcd=""
 and_host=0
 restart=0
 timeout=60
+trainer=elastic
 etcd_timing=100:1000  # etcd's defaults: --heartbeat-interval, --election-timeout (ms)
 bin_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/bin"
 while [[ $# -gt 0 ]]; do
@@ -63,17 +69,21 @@ while [[ $# -gt 0 ]]; do
     --restart) restart=1; shift ;;
     --timeout) timeout="$2"; shift 2 ;;
     --etcd-timing) etcd_timing="$2"; shift 2 ;;
+    --trainer) trainer="$2"; shift 2 ;;
     *) echo "usage: node-loss.sh [--nodes N>=3] [--ranks-per-node R] [--rate RATE] [--heartbeat-timeout S]" \
             "[--trials T] [--kill-step K] [--steps S] [--tag TAG] [--bin-dir DIR] [--keep-logs DIR] [--shared-pids] [--later]" \
-            "[--kill-etcd leader|follower|two [--and-host] [--restart]] [--timeout S] [--etcd-timing HEARTBEAT_MS:ELECTION_MS]" >&2; exit 2 ;;
+            "[--kill-etcd leader|follower|two [--and-host] [--restart]] [--timeout S] [--etcd-timing HEARTBEAT_MS:ELECTION_MS] [--trainer elastic|ddp]" >&2; exit 2 ;;
   esac
 done
 ((nodes >= 3)) || { echo "node-loss.sh: --nodes must be at least 3 (etcd's members live on hosts 0-2)" >&2; exit 2; }
+[[ $trainer =~ ^(elastic|ddp)$ ]] || { echo "node-loss.sh: --trainer elastic|ddp" >&2; exit 2; }
+[[ $trainer == elastic || ( -z $kill_etcd && $later == 0 ) ]] || { echo "node-loss.sh: --trainer ddp loses host 0 only" >&2; exit 2; }
 [[ -z $kill_etcd || $kill_etcd =~ ^(leader|follower|two)$ ]] || { echo "node-loss.sh: --kill-etcd leader|follower|two" >&2; exit 2; }
 ((!and_host || nodes >= 4)) || { echo "node-loss.sh: --and-host kills the last host, which needs --nodes 4 or more" >&2; exit 2; }
 [[ ( $and_host == 1 || $restart == 1 ) && -z $kill_etcd ]] && { echo "node-loss.sh: --and-host and --restart go with --kill-etcd" >&2; exit 2; }
 [[ -x /usr/bin/etcd ]] || { echo "node-loss.sh: /usr/bin/etcd is missing (Debian: etcd-server)" >&2; exit 2; }
-source "$(dirname "${BASH_SOURCE[0]}")/cluster-network.sh"
+bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$bench_dir/cluster-network.sh"
 
 work=$(mktemp -d /tmp/cnpy-node-loss-XXXXXX)
 cleanup() {
@@ -126,13 +136,20 @@ start_node() {  # trial host [log-suffix]
   local own_pids=() checkpoints=()
   ((pid_namespaces)) && own_pids=(unshare --pid --fork --mount-proc)
   [[ -n $kill_etcd ]] && checkpoints=(--checkpoint-dir "$work/checkpoints-${1%-restart}" --checkpoint-every 10)
+  local trainer_command=("$bin_dir/elastic_trainer" --steps "$steps" --step-ms "$step_ms")
+  if [[ $trainer == ddp ]]; then
+    mkdir -p "$work/events-$1"
+    trainer_command=(env PYTHONPATH="$bin_dir/../python" /usr/bin/python3 "$bench_dir/../elastic/ddp_recovery.py"
+      --worker --events "$work/events-$1" --ranks $((nodes * per_node)) --min-ranks 2 --steps "$steps"
+      --compute-ms "$step_ms" --victim -1)
+  fi
   {
     local status=0  # set -e would end this group at a failing canopy-run, before its stamp
     ip netns exec "$(node "$2")" "${own_pids[@]}" env CANOPY_JOB_TOKEN="node-loss-$tag" CANOPY_SOCKET_IFNAME=eth0 \
       CANOPY_TIMEOUT="$timeout" CANOPY_HEARTBEAT_TIMEOUT_SECONDS="$heartbeat_timeout" timeout --kill-after=5 300 \
       "$bin_dir/canopy-run" --nproc "$per_node" --nnodes "2:$nodes" --rdzv-backend etcd --rdzv-endpoint "$endpoints" \
       --rdzv-id "trial-$1" --rdzv-conf "node_ttl=2,last_call_timeout=$last_call" \
-      "$bin_dir/elastic_trainer" --steps "$steps" --step-ms "$step_ms" "${checkpoints[@]}" || status=$?
+      "${trainer_command[@]}" "${checkpoints[@]}" || status=$?
     echo "canopy-run exit $status at $EPOCHREALTIME"
   } >"$work/t$1-n$2${3:-}.out" 2>&1 &
   disown
@@ -172,7 +189,15 @@ any_canopy_run() {  # host...
   return 1
 }
 
-summary() { python3 "$(dirname "${BASH_SOURCE[0]}")/node-loss-summary.py" "$@"; }
+summary() { python3 "$bench_dir/node-loss-summary.py" "$@"; }
+
+reached_step() {  # trial step: host 0's rank 0 has done it
+  if [[ $trainer == ddp ]]; then
+    cat "$work/events-$1"/*.jsonl 2>/dev/null | grep -q "\"kind\": \"step\", .*\"step\": $2, .*\"rank\": 0,"
+  else
+    grep -q "\] step $2 rank 0 " "$work/t$1-n0.out" 2>/dev/null
+  fi
+}
 
 # The first hosts: all of them, or all but the last with --later (whose start is then timed).
 first_hosts=$((nodes - later))
@@ -180,7 +205,11 @@ last_call=$((later ? 1 : 10))  # every first host comes at once: wait for all, b
 if [[ -z $kill_etcd ]]; then
   echo "# node-loss: $nodes hosts x $per_node ranks, links $rate, etcd on hosts 0-2," \
        "CANOPY_HEARTBEAT_TIMEOUT_SECONDS=$heartbeat_timeout, host 0 killed at step $kill_step of $steps"
-  echo "# trial  kill->next_step_s  kill->shrunk_s  survivors_exact  etcd_leader_killed  later_start->joined_s"
+  if [[ $trainer == ddp ]]; then
+    echo "# trial  kill->next_step_s  kill->failure_s  survivors_identical  etcd_leader_killed  final_steps"
+  else
+    echo "# trial  kill->next_step_s  kill->shrunk_s  survivors_exact  etcd_leader_killed  later_start->joined_s"
+  fi
 else
   echo "# node-loss: $nodes hosts x $per_node ranks, links $rate, etcd on hosts 0-2 (timing $etcd_timing), CANOPY_TIMEOUT=$timeout," \
        "etcd's $kill_etcd killed at step $kill_step of $steps$( ((and_host)) && echo ", host $((nodes - 1)) a second later")"
@@ -191,7 +220,7 @@ for ((t = 1; t <= trials; t++)); do
   start_node "$t" 0
   sleep 0.5
   for ((k = 1; k < first_hosts; k++)); do start_node "$t" "$k"; done
-  for _ in $(seq 600); do grep -q "\] step $kill_step rank 0 " "$work/t$t-n0.out" 2>/dev/null && break; sleep 0.05; done
+  for _ in $(seq 1200); do reached_step "$t" "$kill_step" && break; sleep 0.05; done
   survivors=$(seq 1 $((nodes - 1)))
   if [[ -z $kill_etcd ]]; then
     leader_killed=$(host0_leads)
@@ -219,7 +248,9 @@ for ((t = 1; t <= trials; t++)); do
   while ((SECONDS < wait_deadline)) && any_canopy_run $survivors; do sleep 0.2; done
   sleep 0.3  # each log's exit stamp
   logs=(); for k in $survivors; do logs+=("$work/t$t-n$k.out"); done
-  if [[ -z $kill_etcd ]]; then
+  if [[ $trainer == ddp ]]; then
+    summary ddp "$kill_wall" "$(((first_hosts - 1) * per_node))" "$t" "$leader_killed" "$work/events-$t"
+  elif [[ -z $kill_etcd ]]; then
     summary host "$kill_time" "$(((first_hosts - 1) * per_node))" "$t" "$leader_killed" "$later_start" "${logs[@]}"
   else
     summary etcd "$kill_time" "$kill_wall" "$t" "$(IFS=+; echo "${victims[*]}")" "$(address 0):2379" "${logs[@]}"
@@ -237,6 +268,9 @@ for ((t = 1; t <= trials; t++)); do
     summary restart "$work"/t"$t"-restart-n*.out
   fi
   for ((k = 0; k < nodes; k++)); do kill_namespace "$k"; done
-  if [[ -n $keep_logs ]]; then mkdir -p "$keep_logs" && cp "$work"/t"$t"-n*.out "$keep_logs"/; fi
+  if [[ -n $keep_logs ]]; then
+    mkdir -p "$keep_logs" && cp "$work"/t"$t"*-n*.out "$keep_logs"/
+    [[ $trainer == ddp ]] && cp -r "$work/events-$t" "$keep_logs"/
+  fi
   sleep 0.5  # the killed processes' sockets and namespaces settle before the next trial
 done
