@@ -28,7 +28,7 @@ done
 work=$(mktemp -d /tmp/cnpy-store-cost-XXXXXX)
 etcd_pid=""
 cleanup() {
-  [[ -n $etcd_pid ]] && kill "$etcd_pid" 2>/dev/null && wait "$etcd_pid" 2>/dev/null
+  if [[ -n $etcd_pid ]]; then kill "$etcd_pid" 2>/dev/null || true; wait "$etcd_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
