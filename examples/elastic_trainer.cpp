@@ -21,6 +21,12 @@
 //   grew to size W, restored step S at T          (a member that admitted a replacement)
 //   joined as rank R of W, restored step S at T   (the replacement)
 //   final step S digest D expected E              (D == E: the weights are the failure-free run's)
+//   resumed from checkpoint step S at T           (--checkpoint-dir held one: a restarted job)
+//
+// --checkpoint-dir DIR --checkpoint-every N: global rank 0 writes the weights to DIR every N steps (atomically,
+// include/canopy/checkpoint.hpp; straight to disk, not through the store, so that a store that is gone loses
+// nothing committed), and a job started with a checkpoint there resumes from the newest: rank 0 reads it and
+// broadcasts it, so that every rank starts from the same step. A restart then ends with the same weights.
 #include <fmt/format.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,11 +36,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <span>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "canopy/canopy.hpp"
+#include "canopy/checkpoint.hpp"
 #include "canopy/training_state.hpp"
 
 namespace {
@@ -73,8 +82,13 @@ std::vector<std::int64_t> expected_weights(std::size_t count, std::int64_t steps
 
 class Trainer {
  public:
-  Trainer(std::size_t count, int step_ms, bool grows)
-      : weights_(count, 0), gradient_(count), step_ms_(step_ms), grows_(grows) {
+  Trainer(std::size_t count, int step_ms, bool grows, std::string checkpoint_dir, int checkpoint_every)
+      : weights_(count, 0),
+        gradient_(count),
+        step_ms_(step_ms),
+        grows_(grows),
+        checkpoint_dir_(std::move(checkpoint_dir)),
+        checkpoint_every_(checkpoint_every) {
     state_.add("weights", canopy::tensor_view(std::span(weights_)));
     state_.add("step", canopy::tensor_view(std::span(&step_, 1)));
   }
@@ -88,6 +102,8 @@ class Trainer {
       const auto restored = state_.restore(comm);
       say("joined as rank {} of {}, restored step {} at {:.6f}", comm.rank(), comm.size(),
           restored.value_or(0), monotonic_seconds());
+    } else if (!checkpoint_dir_.empty()) {
+      resume_from_checkpoint(comm);
     }
     while (step_ < steps) {
       try {
@@ -109,6 +125,34 @@ class Trainer {
   }
 
  private:
+  // Rank 0 reads the newest checkpoint and broadcasts its step and weights (step 0: none there).
+  void resume_from_checkpoint(canopy::Communicator& comm) {
+    std::vector<std::int64_t> step{0};
+    if (comm.rank() == 0) {
+      if (auto latest = canopy::find_latest_checkpoint(checkpoint_dir_)) {
+        if (latest->data.size() != weights_.size() * sizeof(std::int64_t))
+          throw std::runtime_error(fmt::format("checkpoint {} holds {} bytes, not the {} weights of --count",
+                                               latest->path, latest->data.size(), weights_.size()));
+        std::memcpy(weights_.data(), latest->data.data(), latest->data.size());
+        step[0] = static_cast<std::int64_t>(latest->step);
+      }
+    }
+    comm.broadcast(std::span(step), 0);
+    if (step[0] == 0) return;
+    comm.broadcast(std::span(weights_), 0);
+    step_ = step[0];
+    state_.commit(static_cast<std::uint64_t>(step_));
+    say("resumed from checkpoint step {} at {:.6f}", step_, monotonic_seconds());
+  }
+
+  void save_checkpoint(const canopy::Communicator& comm) {
+    if (checkpoint_dir_.empty() || comm.rank() != 0 || step_ % checkpoint_every_ != 0) return;
+    canopy::write_checkpoint_file(
+        checkpoint_dir_, static_cast<std::uint64_t>(step_),
+        std::string_view(reinterpret_cast<const char*>(weights_.data()), weights_.size() * sizeof(std::int64_t)),
+        3);
+  }
+
   // After a step: every member reads the count of waiting replacements, and the largest decides for all.
   void admit_replacements(canopy::Communicator& comm) {
     std::vector<std::int64_t> waiting{static_cast<std::int64_t>(comm.joiners_waiting())};
@@ -128,6 +172,7 @@ class Trainer {
     for (std::size_t i = 0; i < gradient_.size(); ++i) weights_[i] += gradient_[i] / comm.size();
     step_ = s;
     state_.commit(static_cast<std::uint64_t>(step_));
+    save_checkpoint(comm);
     say("step {} rank {} size {} at {:.6f}", step_, comm.rank(), comm.size(), monotonic_seconds());
   }
 
@@ -136,6 +181,8 @@ class Trainer {
   std::int64_t step_ = 0;
   int step_ms_;
   bool grows_;
+  std::string checkpoint_dir_;
+  int checkpoint_every_;
   canopy::TrainingState state_;
 };
 
@@ -152,9 +199,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 60000));
   bool no_grow = false;
   app.add_flag("--no-grow", no_grow, "only shrink: never admit a replacement (canopy-run then stops it at the end)");
+  std::string checkpoint_dir;
+  int checkpoint_every = 10;
+  app.add_option("--checkpoint-dir", checkpoint_dir, "rank 0 saves the weights here; a new job resumes from them");
+  app.add_option("--checkpoint-every", checkpoint_every, "steps between checkpoints")->check(CLI::Range(1, 1000000));
   CLI11_PARSE(app, argc, argv);
   try {
-    return Trainer(count, step_ms, !no_grow).run(steps);
+    return Trainer(count, step_ms, !no_grow, checkpoint_dir, checkpoint_every).run(steps);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "elastic_trainer: %s\n", e.what());
     return 1;

@@ -21,6 +21,7 @@ using namespace std::chrono_literals;
 
 // A store request that does not wait: etcd answers in milliseconds, or fails over within this.
 constexpr Duration kRequestLimit = 10s;
+constexpr Duration kRemoveLimit = 2s;
 // The longest a wait for the next node goes without asking `stop_signal` and whether the list was fixed.
 constexpr Duration kWaitSlice = 1s;
 
@@ -46,7 +47,8 @@ NodeRendezvous::NodeRendezvous(const LaunchOptions& options, const std::string& 
 NodeRendezvous::~NodeRendezvous() {
   if (record_.ticket == 0) return;
   try {
-    own_->remove(node_keys::record(record_.ticket));
+    // Briefly: a store that cannot answer now must not hold canopy-run's exit, and the record expires anyway.
+    own_->open_another(kRemoveLimit)->remove(node_keys::record(record_.ticket));
   } catch (const std::exception& e) {
     log::info("canopy-run: could not remove this node's record from {} (it expires by itself): {}", address_,
               e.what());

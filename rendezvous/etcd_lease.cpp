@@ -36,6 +36,8 @@ EtcdLease::~EtcdLease() {
 
 void EtcdLease::renew_until_stopped() {
   const auto period = ttl_ / 3;
+  bool failing = false;  // one warning an outage, not one a renewal
+  Clock::time_point failing_since{};
   std::unique_lock lock(mutex_);
   while (!stop_requested_.wait_for(lock, period, [this] { return stopping_; })) {
     lock.unlock();
@@ -49,8 +51,16 @@ void EtcdLease::renew_until_stopped() {
                   client_->describe());
         return;  // writes with it now fail with etcd's "requested lease not found"
       }
+      if (failing)
+        log::warn("etcd store: lease {:x} renewed again, after {:.1f} s of failed renewals", id_,
+                  std::chrono::duration<double>(Clock::now() - failing_since).count());
+      failing = false;
     } catch (const Error& e) {
-      log::warn("etcd store: renewing lease {:x} failed (retrying): {}", id_, e.what());
+      if (!failing)
+        log::warn("etcd store: renewing lease {:x} failed (retrying every {} ms, quietly): {}", id_,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(period).count(), e.what());
+      if (!failing) failing_since = Clock::now();
+      failing = true;
     }
     lock.lock();
   }

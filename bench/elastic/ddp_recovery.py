@@ -53,7 +53,8 @@ def worker(args):
     launched = int(os.environ["RANK"])
     replacement = os.environ.get("CANOPY_ELASTIC_JOIN") == "1"
     victim = launched == args.victim and not replacement
-    log = open(os.path.join(args.events, f"events-{os.getpid()}.jsonl"), "w", buffering=1)
+    # the launched rank too: ranks on hosts with pid namespaces of their own may share a pid
+    log = open(os.path.join(args.events, f"events-{launched}-{os.getpid()}.jsonl"), "w", buffering=1)
 
     def event(**fields):
         log.write(json.dumps(dict(fields, pid=os.getpid(), launched=launched, replacement=replacement)) + "\n")
@@ -103,7 +104,8 @@ def worker(args):
     def on_failure(state, error):
         event(kind="failure", t=time.time(), code=error.code)
 
-    elastic.run(train, state, min_ranks=max(1, args.ranks - 1), timeout=60, on_world_size_change=linear_lr_rule,
+    min_ranks = args.min_ranks if args.min_ranks > 0 else max(1, args.ranks - 1)
+    elastic.run(train, state, min_ranks=min_ranks, timeout=60, on_world_size_change=linear_lr_rule,
                 on_failure=on_failure)
     h = hashlib.sha256()
     for p in state.module.parameters():
@@ -226,6 +228,8 @@ def main():
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--events", help=argparse.SUPPRESS)
     parser.add_argument("--victim", type=int, default=-1, help=argparse.SUPPRESS)
+    # a worker under another driver (bench/cluster/node-loss.sh --trainer ddp loses a whole host's ranks)
+    parser.add_argument("--min-ranks", type=int, default=-1, help=argparse.SUPPRESS)
     parser.add_argument("--kill-step", type=int, default=-1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     (worker if args.worker else driver)(args)

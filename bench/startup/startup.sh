@@ -2,7 +2,7 @@
 # startup.sh: how long a job of P ranks takes to start and what each rank holds once it has; Canopy beside
 # Open MPI over TCP and torch.distributed's gloo, in the same run, each as its users launch it.
 #
-#   bench/startup/startup.sh [--ranks "64 128 256 512"] [--peers canopy,bench,mpi,gloo] [--timeout 120]
+#   bench/startup/startup.sh [--ranks "64 128 256 512"] [--peers canopy,etcd,bench,mpi,gloo] [--timeout 120]
 #                            [--ulimit N] [--out DIR] [--transport tcp|auto] [--sweep] [--bin DIR]
 #   sudo bench/startup/startup.sh --hosts 4x32 [--rate 10gbit] ...   # 4 emulated hosts of 32 ranks each
 #
@@ -16,6 +16,9 @@
 # launcher's exit. The `bench` peer is canopy-bench itself as a user starts it, one 4-byte all-reduce
 # (`canopy-bench allreduce -b 4 -e 4 -n 1 -w 0`): its row is its wall time, and with CANOPY_DEBUG=INFO in the
 # environment its log (DIR/log) says where the time went (launch, forming, first call, bookkeeping, ...).
+#
+# The `etcd` peer is Canopy's probe under canopy-run --nnodes 1:1 --rdzv-backend etcd, the store one etcd member
+# on loopback that the script starts (and ends) itself: its rows' store requests are etcd's (docs/ETCD.md).
 #
 # Canopy runs under canopy-run --nproc P with CANOPY_TRANSPORT=--transport (default tcp, as Open MPI's
 # --mca btl tcp,self; auto lets ranks of one host use shared memory); Open MPI under `mpirun --oversubscribe
@@ -46,7 +49,7 @@ transport=tcp
 sweep=()
 hosts=""
 rate=10gbit
-usage() { sed -n '2,32p' "$0"; exit "${1:-0}"; }
+usage() { sed -n '2,38p' "$0"; exit "${1:-0}"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --ranks) ranks="$2"; shift 2 ;;
@@ -128,6 +131,25 @@ gloo_unfit() {
 
 canopy_probe=("$bin/canopy-startup-probe" --ring "${sweep[@]}")
 
+# One etcd member on loopback ports the kernel chose, for the `etcd` peer; it ends with the script.
+etcd_endpoint=""
+if [[ ",$peers," == *,etcd,* ]]; then
+  [[ -x /usr/bin/etcd ]] || { echo "startup.sh: the etcd peer needs /usr/bin/etcd (Debian: etcd-server)" >&2; exit 1; }
+  read -r etcd_client etcd_peer < <(python3 -c '
+import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+  /usr/bin/etcd --name m0 --data-dir "$out/etcd-data" --listen-client-urls "http://127.0.0.1:$etcd_client" \
+    --advertise-client-urls "http://127.0.0.1:$etcd_client" --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" --initial-cluster "m0=http://127.0.0.1:$etcd_peer" \
+    >"$out/etcd.log" 2>&1 &
+  etcd_pid=$!
+  trap 'kill "$etcd_pid" 2>/dev/null; wait "$etcd_pid" 2>/dev/null; rm -rf "$out/etcd-data"' EXIT
+  etcd_endpoint="127.0.0.1:$etcd_client"
+  for _ in $(seq 100); do curl -s -m 1 "http://$etcd_endpoint/health" | grep -q '"health":"true"' && break; sleep 0.1; done
+fi
+
 if [[ -n "$hosts" ]]; then
   source "$here/startup-hosts.sh"
   run_hosts "${hosts%x*}" "${hosts#*x}"
@@ -144,6 +166,10 @@ for p in $ranks; do
     case "$peer" in
       canopy)
         run "$dir" "$p" env CANOPY_TRANSPORT="$transport" "$bin/canopy-run" --nproc "$p" \
+          "${canopy_probe[@]}" --out "$dir" ;;
+      etcd)
+        run "$dir" "$p" env CANOPY_TRANSPORT="$transport" CANOPY_JOB_TOKEN=startup "$bin/canopy-run" --nproc "$p" \
+          --nnodes 1:1 --rdzv-backend etcd --rdzv-endpoint "$etcd_endpoint" --rdzv-id "startup-$p-$$" \
           "${canopy_probe[@]}" --out "$dir" ;;
       bench)
         run "$dir" "$p" env CANOPY_TRANSPORT="$transport" "$bin/canopy-run" --nproc "$p" \
@@ -164,7 +190,7 @@ for p in $ranks; do
         fi
         run "$dir" "$p" env GLOO_SOCKET_IFNAME=lo "$bin/canopy-run" --nproc "$p" /usr/bin/python3 \
           "$here/gloo_startup_probe.py" --timeout "$timeout_s" "${sweep[@]}" --out "$dir" ;;
-      *) echo "startup.sh: unknown peer '$peer' (canopy, bench, mpi, gloo)" >&2; exit 2 ;;
+      *) echo "startup.sh: unknown peer '$peer' (canopy, etcd, bench, mpi, gloo)" >&2; exit 2 ;;
     esac
     dirs+=("$dir")
   done

@@ -2,7 +2,8 @@
 // processes, one per "node" (CANOPY_HOST_ID tells their ranks apart as hosts), running
 // examples/elastic_trainer.cpp. The first node is SIGKILLed whole (its canopy-run and its ranks): the others
 // train on with exact results and a node started later joins; with fewer than MIN nodes left every
-// surviving node stops with one line.
+// surviving node stops with one line. On three etcd members: one killed mid-training costs a pause; two
+// (quorum lost) end every node with the store named, and a restart resumes from the trainer's checkpoint.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -23,11 +24,18 @@ using std::chrono::seconds;
 
 // A heartbeat timeout of 2 s: survivors on other "hosts" judge a dead rank by its heartbeat. The token is the
 // job's, the same on every node.
-std::map<std::string, std::string> node_environment(const std::string& host) {
+std::map<std::string, std::string> node_environment(const std::string& host, int timeout_s = 20) {
   return {{"CANOPY_HOST_ID", host},
           {"CANOPY_JOB_TOKEN", "nodes-test-token"},
-          {"CANOPY_TIMEOUT", "20"},
+          {"CANOPY_TIMEOUT", std::to_string(timeout_s)},
           {"CANOPY_HEARTBEAT_TIMEOUT_SECONDS", "2"}};
+}
+
+// "127.0.0.1:P0,127.0.0.1:P1,...": --rdzv-endpoint, and what names the store in errors.
+std::string endpoints(const EtcdCluster& etcd) {
+  std::string text;
+  for (int i = 0; i < etcd.size(); ++i) text += (i ? "," : "") + etcd.member(i);
+  return text;
 }
 
 struct Node {
@@ -37,18 +45,18 @@ struct Node {
 
 // A node's canopy-run: `nproc` ranks of elastic_trainer, meeting the others under `id`. A long last call
 // costs nothing when every node comes (it ends once MAX are there) and keeps a slow start from turning
-// a member into a newcomer.
+// a member into a newcomer. Every etcd member is given, as on a real cluster.
 Node start_node(const EtcdCluster& etcd, const std::string& id, const std::string& nodes, int nproc,
-                const std::string& host, const std::vector<std::string>& trainer_args) {
+                const std::string& host, const std::vector<std::string>& trainer_args, int timeout_s = 20) {
   std::vector<std::string> args{"--nproc",           std::to_string(nproc),
                                 "--nnodes",          nodes,
                                 "--rdzv-backend",    "etcd",
-                                "--rdzv-endpoint",   etcd.member(0),
+                                "--rdzv-endpoint",   endpoints(etcd),
                                 "--rdzv-id",         id,
                                 "--rdzv-conf",       "node_ttl=1,last_call_timeout=5",
                                 ELASTIC_TRAINER_PATH};
   args.insert(args.end(), trainer_args.begin(), trainer_args.end());
-  return Node{host, std::make_unique<LauncherProcess>(args, node_environment(host))};
+  return Node{host, std::make_unique<LauncherProcess>(args, node_environment(host, timeout_s))};
 }
 
 // The pids the node's ranks printed at their start ("[2] started pid 1234 as member at ...").
@@ -224,6 +232,99 @@ TEST_F(CanopyRunNodes, AJobIdIsNotReusedOnceItsJobHasEnded) {
   EXPECT_EQ(again.exit_code, 1) << again.describe();
   EXPECT_EQ(count_of(again.err, "canopy-run: the job 'once' ("), 1) << again.describe();
   EXPECT_EQ(count_of(again.err, "a new job needs a --rdzv-id of its own"), 1) << again.describe();
+}
+
+}  // namespace
+}  // namespace canopy::testing
+
+namespace canopy::testing {
+namespace {
+
+class CanopyRunOnThreeEtcdMembers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!etcd_installed()) GTEST_SKIP() << "etcd is not installed (Debian: etcd-server)";
+    etcd_ = std::make_unique<EtcdCluster>(3);  // elections tuned: 50 ms heartbeat, 300 ms election timeout
+  }
+  std::unique_ptr<EtcdCluster> etcd_;
+};
+
+// elastic_trainer reads the join tickets every step, so the store is on its path: the step waits out the
+// election, and nothing else happens (no shrink, the failure-free weights).
+TEST_F(CanopyRunOnThreeEtcdMembers, KillingTheLeaderMidTrainingCostsAPauseAndNothingElse) {
+  constexpr int kSteps = 150;
+  const std::vector<std::string> trainer{"--steps", std::to_string(kSteps), "--step-ms", "20"};
+  std::vector<Node> nodes;
+  for (const char* host : {"a", "b"}) nodes.push_back(start_node(*etcd_, "leader", "2:2", 1, host, trainer));
+  wait_for_step(nodes, 1, 20, 2);
+  etcd_->kill(etcd_->leader());
+  std::set<std::string> digests;
+  int finals = 0;
+  for (Node& node : nodes) {
+    const LauncherResult r = node.run->finish(seconds(60));
+    ASSERT_FALSE(r.timed_out) << r.describe();
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(count_of(r.out, "shrunk to size "), 0) << r.describe();
+    EXPECT_EQ(count_of(r.err, "canopy-run: "), 0) << r.describe();
+    finals += final_digests_matching(r.out, kSteps, digests);
+  }
+  EXPECT_EQ(finals, 2);
+  EXPECT_EQ(digests.size(), 1u);
+}
+
+// Two of three members killed: the ranks' next store request fails at its deadline (CANOPY_TIMEOUT, 3 s),
+// the shrink that follows fails at its own, and every node ends with the store named. Nothing committed is
+// lost: with the members back, a new job resumes from rank 0's last checkpoint and ends exact.
+TEST_F(CanopyRunOnThreeEtcdMembers, LosingQuorumEndsEveryNodeNamingTheStoreAndARestartResumes) {
+  TempDir checkpoints;
+  const std::vector<std::string> trainer{"--steps",          "100000", "--step-ms", "20", "--checkpoint-dir",
+                                         checkpoints.path(), "--checkpoint-every", "10"};
+  std::vector<Node> nodes;
+  for (const char* host : {"a", "b"})
+    nodes.push_back(start_node(*etcd_, "quorum", "2:2", 1, host, trainer, /*timeout_s=*/3));
+  wait_for_step(nodes, 1, 25, 2);
+  const int leader = etcd_->leader();
+  const int follower = (leader + 1) % 3;
+  etcd_->kill(leader);
+  etcd_->kill(follower);
+  const auto killed = std::chrono::steady_clock::now();
+  for (Node& node : nodes) {
+    const LauncherResult r = node.run->finish(seconds(60));
+    ASSERT_FALSE(r.timed_out) << r.describe();
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    // Two call deadlines for the rank, then canopy-run's own bounded requests (a count, its record's removal).
+    EXPECT_LT(std::chrono::steady_clock::now() - killed, seconds(25)) << r.describe();
+    EXPECT_EQ(count_of(r.err, "] elastic_trainer: "), 1) << r.describe();
+    EXPECT_EQ(count_of(r.err, "cannot be decided: the store failed"), 1) << r.describe();
+    EXPECT_GE(count_of(r.err, "on the etcd store etcd://" + endpoints(*etcd_) + "/canopy-run/quorum"), 1)
+        << r.describe();
+    EXPECT_LE(count_of(r.err, "renewing lease"), 1) << "one warning an outage:\n" << r.describe();
+    for (pid_t pid : rank_pids(r.out)) EXPECT_FALSE(process_exists(pid)) << "a rank outlived canopy-run";
+  }
+
+  etcd_->restart(leader);
+  etcd_->restart(follower);
+  constexpr int kSteps = 150;  // past any checkpoint the first job reached before the store failed it
+  const std::vector<std::string> again{"--steps",          std::to_string(kSteps), "--step-ms", "20",
+                                       "--checkpoint-dir", checkpoints.path(), "--checkpoint-every", "10"};
+  std::vector<Node> restarted;
+  for (const char* host : {"a", "b"})
+    restarted.push_back(start_node(*etcd_, "quorum-restart", "2:2", 1, host, again));
+  std::set<std::string> digests;
+  int finals = 0;
+  for (Node& node : restarted) {
+    const LauncherResult r = node.run->finish(seconds(60));
+    ASSERT_FALSE(r.timed_out) << r.describe();
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    int resumed = -1;
+    for (const std::string& line : lines_of(r.out))
+      if (const auto at = line.find("resumed from checkpoint step "); at != std::string::npos)
+        resumed = std::stoi(line.substr(at + 29));
+    EXPECT_GE(resumed, 20) << "the first job trained past step 25 and wrote every 10:\n" << r.describe();
+    finals += final_digests_matching(r.out, kSteps, digests);
+  }
+  EXPECT_EQ(finals, 2);
+  EXPECT_EQ(digests.size(), 1u);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // Real etcd members on loopback (tests/support/etcd_cluster.hpp).
 #include "rendezvous/etcd_store.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -17,6 +19,7 @@
 #include "canopy/communicator.hpp"
 #include "canopy/error.hpp"
 #include "common/deadline.hpp"
+#include "rendezvous/etcd_client.hpp"
 #include "tests/support/config_error.hpp"
 #include "tests/support/etcd_cluster.hpp"
 #include "tests/support/ranks.hpp"
@@ -69,6 +72,30 @@ TEST(EtcdStore, AWaitingGetIsWokenByItsWatch) {
   });
   EXPECT_EQ(store->get_many({"a", "b"}, 10s), (std::vector<std::string>{"1", "2"}));
   later.join();
+}
+
+// add(key, 0) reads the counter (elastic loops poll the join tickets so every step): one range request, no
+// write, so etcd's revision stays where it was; an absent counter reads 0 and stays absent.
+TEST(EtcdStore, AnAddOfZeroIsOneReadAndWritesNothing) {
+  SKIP_WITHOUT_ETCD();
+  EtcdCluster cluster(1);
+  auto store = connect_etcd_store(cluster.address("read"), "tok", 10s);
+  EtcdClient status(parse_etcd_address(cluster.address("status")));
+  auto revision = [&] {
+    return json_int(status.call("/v3/maintenance/status", nlohmann::json::object(), Deadline::after(5s),
+                                "status")["header"],
+                    "revision");
+  };
+  EXPECT_EQ(store->add("tickets", 0), 0);
+  EXPECT_FALSE(store->check({"tickets"}));
+  EXPECT_EQ(store->add("tickets", 3), 3);
+  const std::int64_t before = revision();
+  const std::uint64_t requests = store->requests_sent();
+  EXPECT_EQ(store->add("tickets", 0), 3);
+  EXPECT_EQ(store->requests_sent() - requests, 1u);
+  EXPECT_EQ(revision(), before);
+  store->set("text", "x");
+  EXPECT_EQ(error_of([&] { store->add("text", 0); }).code(), ErrorCode::InvalidArgument);
 }
 
 TEST(EtcdStore, AnotherJobsTokenOnTheSamePrefixIsRefused) {

@@ -65,36 +65,48 @@ bool EtcdCluster::try_start(int members, int attempt, Deadline deadline) {
   for (int i = 0; i < size(); ++i) kill(i);
   members_.clear();
   const std::vector<int> ports = free_loopback_ports(2 * members);
-  std::string initial_cluster;
+  initial_cluster_.clear();
   for (int i = 0; i < members; ++i) {
     Member member;
     member.name = fmt::format("m{}", i);
     member.directory = fmt::format("{}/attempt{}-{}", dir_.path(), attempt, member.name);
     member.client_port = ports[static_cast<std::size_t>(2 * i)];
     member.peer_port = ports[static_cast<std::size_t>(2 * i + 1)];
-    initial_cluster += fmt::format("{}{}=http://127.0.0.1:{}", i ? "," : "", member.name, member.peer_port);
+    initial_cluster_ += fmt::format("{}{}=http://127.0.0.1:{}", i ? "," : "", member.name, member.peer_port);
     members_.push_back(member);
   }
-  for (auto& member : members_) start(member, initial_cluster);
-  // Serving clients once it logs so: a member of three says it after the cluster has elected a leader.
-  for (int i = 0; i < size(); ++i) {
-    while (count_of(log_of(i), "ready to serve client requests") == 0) {
-      int status = 0;
-      auto& member = members_[static_cast<std::size_t>(i)];
-      if (::waitpid(member.pid, &status, WNOHANG) == member.pid) {
-        member.pid = -1;
-        if (count_of(log_of(i), "address already in use") > 0) return false;  // another process took a port
-        throw std::runtime_error(fmt::format("etcd member {} exited while starting:\n{}", i, log_of(i)));
-      }
-      if (deadline.expired())
-        throw std::runtime_error(fmt::format("etcd member {} did not start in time:\n{}", i, log_of(i)));
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (auto& member : members_) start(member);
+  for (int i = 0; i < size(); ++i)
+    if (!wait_until_serving(i, deadline)) return false;
+  return true;
+}
+
+// Serving clients once it logs so: a member of three says it after the cluster has elected a leader.
+bool EtcdCluster::wait_until_serving(int i, Deadline deadline) {
+  auto& member = members_.at(static_cast<std::size_t>(i));
+  while (count_of(log_of(i), "ready to serve client requests") == 0) {
+    int status = 0;
+    if (::waitpid(member.pid, &status, WNOHANG) == member.pid) {
+      member.pid = -1;
+      if (count_of(log_of(i), "address already in use") > 0) return false;  // another process took a port
+      throw std::runtime_error(fmt::format("etcd member {} exited while starting:\n{}", i, log_of(i)));
     }
+    if (deadline.expired())
+      throw std::runtime_error(fmt::format("etcd member {} did not start in time:\n{}", i, log_of(i)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return true;
 }
 
-void EtcdCluster::start(Member& member, const std::string& initial_cluster) {
+void EtcdCluster::restart(int i, std::chrono::milliseconds limit) {
+  auto& member = members_.at(static_cast<std::size_t>(i));
+  if (member.pid >= 0) throw std::logic_error("EtcdCluster::restart: the member is running");
+  start(member);  // its data directory holds the cluster's: the --initial-* flags are ignored
+  if (!wait_until_serving(i, Deadline::after(limit)))
+    throw std::runtime_error(fmt::format("etcd member {} found its port taken on restart:\n{}", i, log_of(i)));
+}
+
+void EtcdCluster::start(Member& member) {
   std::vector<std::string> args = {
       kEtcd,
       "--name=" + member.name,
@@ -103,7 +115,7 @@ void EtcdCluster::start(Member& member, const std::string& initial_cluster) {
       fmt::format("--advertise-client-urls=http://127.0.0.1:{}", member.client_port),
       fmt::format("--listen-peer-urls=http://127.0.0.1:{}", member.peer_port),
       fmt::format("--initial-advertise-peer-urls=http://127.0.0.1:{}", member.peer_port),
-      "--initial-cluster=" + initial_cluster,
+      "--initial-cluster=" + initial_cluster_,
       "--initial-cluster-token=" + dir_.path(),  // unique: members of another test's cluster never join
       "--initial-cluster-state=new",
       "--heartbeat-interval=50",

@@ -38,6 +38,9 @@ class EtcdCluster {
   int leader() const;
   // SIGKILL, and waits until it is gone.
   void kill(int i);
+  // Starts killed member i again from its data directory, and waits until it serves clients (a member of
+  // three says so once a majority is up and has a leader).
+  void restart(int i, std::chrono::milliseconds limit = std::chrono::seconds(30));
   // What member i wrote to its log, for failure messages.
   std::string log_of(int i) const;
 
@@ -50,11 +53,14 @@ class EtcdCluster {
   };
   // false when a member found a chosen port taken (then the caller tries again with other ports)
   bool try_start(int members, int attempt, Deadline deadline);
-  void start(Member& member, const std::string& initial_cluster);
+  void start(Member& member);
+  // false when it found a chosen port taken; throws when it exited otherwise or the deadline passed
+  bool wait_until_serving(int i, Deadline deadline);
 
   pid_t owner_ = ::getpid();
   TempDir dir_;
   std::vector<Member> members_;
+  std::string initial_cluster_;  // name=peer URL of every member
 };
 
 }  // namespace canopy::testing
