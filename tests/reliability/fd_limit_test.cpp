@@ -184,7 +184,8 @@ TEST(OutOfDescriptors, OnFirstUseARankOutOfDescriptorsAtItsFirstCallGetsAResourc
                 fmt::format("RLIMIT_NOFILE is {} (soft)", static_cast<unsigned long long>(mine.soft))),
             std::string::npos)
       << mine.message;
-  EXPECT_LT(mine.seconds, std::chrono::duration<double>(kDeadline).count()) << "not at once: " << mine.message;
+  EXPECT_LT(mine.seconds, std::chrono::duration<double>(kDeadline).count())
+      << "not at once: " << mine.message;
   for (int rank = 0; rank < kRanks; ++rank)
     if (rank != kStarved)
       EXPECT_NE(outcomes[rank].code, "ok") << "rank " << rank << " finished a ring all-reduce without rank 5";
