@@ -10,9 +10,9 @@
 
 #include <algorithm>
 #include <array>
-#include <climits>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <functional>
 #include <optional>
