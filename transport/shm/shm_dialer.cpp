@@ -65,7 +65,6 @@ void ShmDialer::request(int peer) {
                                         "exit or crash?)",
                                         me_.rank, peer, std::strerror(error), peer));
     dials_.push_back(Dial{peer, std::move(socket)});
-    ++made_;
   }
 }
 
@@ -104,7 +103,6 @@ void ShmDialer::drive(std::vector<Outcome>& outcomes) {
     } else if (heard.step == ShmHello::Step::Accepted) {
       taken(heard.peer);
       if (heard.answer_error == 0) {
-        ++made_;
         Outcome outcome;
         outcome.peer = heard.peer;
         outcome.link = ShmPeerLink{std::move(inbound_[i].socket), std::move(heard.doorbell)};

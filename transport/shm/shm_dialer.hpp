@@ -44,8 +44,6 @@ class ShmDialer {
   // Asks for the link with `peer` (once): a lower peer is connected to, a higher one awaited.
   void request(int peer);
   bool requested(int peer) const { return requested_[static_cast<std::size_t>(peer)]; }
-  // The links this rank holds or is making: at most one a peer.
-  int links_made() const { return made_; }
 
   // Moves every introduction as far as it goes without blocking; appends what finished.
   void drive(std::vector<Outcome>& outcomes);
@@ -79,7 +77,6 @@ class ShmDialer {
   std::vector<bool> linked_;  // handed out, or given up
   std::vector<Dial> dials_;
   std::vector<Inbound> inbound_;
-  int made_ = 0;
   int awaited_ = 0;  // higher peers asked for and not linked yet: the listener is tried without a poll
   bool listener_ready_ = false;
 };

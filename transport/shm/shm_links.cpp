@@ -486,7 +486,7 @@ void ShmLinks::drive_peer(int peer, Completions& done) {
 }
 
 void ShmLinks::drive(Pass pass, Completions& done) {
-  if (dialer_) take_links(done);
+  if (dialer_) take_links();
   for (std::size_t i = 0; i < peers_.size(); ++i) {
     Peer& p = peers_[i];
     if (!p.reached() || p.failure) continue;

@@ -57,8 +57,6 @@ class ShmLinks final : public IoPart {
   void after_poll(std::span<const pollfd> fds) override;
   Clock::time_point wake_by() const override { return wake_by_; }
   void shut_down() override;
-  // The peers this rank holds a link with now.
-  int linked_peers() const;
 
  private:
   enum class Way { None, Offered, Ring, Fallback };  // a direction: no ring yet, offered, in use, on TCP
@@ -110,9 +108,9 @@ class ShmLinks final : public IoPart {
 
   void check_postable(const Peer& p) const;
   // Connections on first use (shm_links_first_use.cpp): asks the dialer for the peer's link, and installs
-  // what it made, driving what waited for it.
+  // what it made (what waited for a link moves in the drive that follows).
   void ensure_link(int peer);
-  void take_links(Completions& done);
+  void take_links();
   void install(int peer, ShmPeerLink link);
   void drive_peer(int peer, Completions& done);
   // What arrived on the peer's socket: offers, answers, fallbacks, or its end.

@@ -16,12 +16,6 @@ void ShmLinks::install(int peer, ShmPeerLink link) {
   if (shut_) ::shutdown(p.link.socket.get(), SHUT_RDWR);
 }
 
-int ShmLinks::linked_peers() const {
-  std::lock_guard lock(links_mutex_);
-  return static_cast<int>(
-      std::count_if(peers_.begin(), peers_.end(), [](const Peer& p) { return p.reached(); }));
-}
-
 void ShmLinks::ensure_link(int peer) {
   Peer& p = peers_[peer];
   if (!dialer_ || p.reached() || dialer_->requested(peer)) return;
@@ -35,8 +29,7 @@ void ShmLinks::ensure_link(int peer) {
   }
 }
 
-void ShmLinks::take_links(Completions& done) {
-  (void)done;  // what waited for a link moves in the drive that follows
+void ShmLinks::take_links() {
   outcomes_.clear();
   dialer_->drive(outcomes_);
   const ShmDialer::Outcome* failed = nullptr;
