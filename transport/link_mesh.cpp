@@ -50,7 +50,7 @@ std::unique_ptr<Transport> connect_link_mesh(Store& store, int rank, int size, c
   ShmPeers peers;
   if (!same_host.empty()) peers = connect_shm_peers(store, rank, size, shm);
   for (int peer : same_host)
-    if (std::find(peers.reached.begin(), peers.reached.end(), peer) == peers.reached.end())
+    if (std::find(peers.sharing.begin(), peers.sharing.end(), peer) == peers.sharing.end())
       kinds[peer] = choice.network;  // another namespace, kernel or user: the network carries it
   const std::vector<int> verbs_peers = ranks_of_kind(kinds, LinkKind::Verbs);
 
@@ -58,7 +58,7 @@ std::unique_ptr<Transport> connect_link_mesh(Store& store, int rank, int size, c
   const int host_ranks = ranks_on_this_host(shm, rank, size);
   auto mesh = std::make_unique<MeshTransport>(
       rank, size, mesh_name(kinds, tcp_part),
-      peers.reached.empty() ? std::chrono::nanoseconds(0) : looks_between_yields(host_ranks, cores));
+      peers.sharing.empty() ? std::chrono::nanoseconds(0) : looks_between_yields(host_ranks, cores));
   std::size_t tcp_index = 0;
   if (tcp_part) {
     tcp_index =
@@ -72,7 +72,7 @@ std::unique_ptr<Transport> connect_link_mesh(Store& store, int rank, int size, c
     port = " on " + verbs.port;
     route(*mesh, verbs_peers, mesh->add_part(std::move(verbs.links), verbs.spin));
   }
-  if (!peers.reached.empty()) {
+  if (!peers.sharing.empty()) {
     MeshTransport& routes = *mesh;
     auto reroute = [&routes, tcp_index](int peer, bool sends) {
       if (sends)
@@ -83,15 +83,15 @@ std::unique_ptr<Transport> connect_link_mesh(Store& store, int rank, int size, c
     const auto ring_spin =
         announce_spin("rings", "CANOPY_SHM_SPIN_US", shm.spin, host_ranks, cores, kDefaultMemorySpin);
     // Before the links take the sockets: the cells come over them.
-    mesh->set_host_cells(share_host_cells(rank, size, peers, shm,
-                                          {ring_spin, looks_between_yields(host_ranks, cores)},
-                                          mesh->abort_state(), mesh->abort_fd()));
-    const std::vector<int> reached = peers.reached;
-    const std::size_t shm_index = mesh->add_part(
-        std::make_unique<ShmLinks>(rank, std::move(peers.links), std::move(peers.doorbell), shm, host_ranks,
-                                   mesh->abort_state(), mesh->part(tcp_index), reroute),
-        ring_spin);
-    route(*mesh, reached, shm_index);
+    mesh->set_host_cells(share_host_cells(
+        rank, size, peers, shm, {ring_spin, looks_between_yields(host_ranks, cores)}, mesh->abort_state()));
+    const std::vector<int> sharing = peers.sharing;
+    const std::size_t shm_index =
+        mesh->add_part(std::make_unique<ShmLinks>(rank, std::move(peers.links), std::move(peers.doorbell),
+                                                  shm, host_ranks, mesh->abort_state(), mesh->part(tcp_index),
+                                                  reroute, std::move(peers.dialer)),
+                       ring_spin);
+    route(*mesh, sharing, shm_index);
   }
   log::info("rank {}: transport: {} ({}): {}{}", rank, mesh->name(), why, describe_links(kinds), port);
   return mesh;

@@ -32,8 +32,9 @@ struct LinkOptions {
 std::unique_ptr<Transport> connect_link_mesh(Store& store, int rank, int size, const LinkOptions& options,
                                              const LinkChoice& choice, std::string_view why);
 
-// TCP links to every peer, shared memory to those of this host that connect_shm_peers() reached: what
-// CANOPY_TRANSPORT=shm+tcp builds. Its name() is "shm+tcp" when any peer is reached, else "tcp".
+// TCP links to every peer, shared memory to those of this host that connect_shm_peers() found sharing it
+// (reached, or linked on first use): what CANOPY_TRANSPORT=shm+tcp builds. Its name() is "shm+tcp" when
+// any peer shares memory, else "tcp".
 std::unique_ptr<Transport> connect_shm_tcp_mesh(Store& store, int rank, int size, const TcpOptions& tcp,
                                                 const ShmOptions& shm);
 // The same with both transports' options taken from the mesh's (TcpOptions::from, ShmOptions::from).

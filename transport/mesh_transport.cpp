@@ -206,6 +206,7 @@ void MeshTransport::abort(const std::string& reason) {
   if (!abort_.raise(reason)) return;
   // Peers blocked on us learn at once that nothing more will come.
   for (auto& part : parts_) part->shut_down();
+  if (host_cells_) host_cells_->interrupt();
   std::uint64_t one = 1;
   [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof(one));
 }

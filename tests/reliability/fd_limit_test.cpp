@@ -60,27 +60,36 @@ Outcome parse(const ProcessEnd& end) {
 }
 
 // Forms an 8-rank communicator over `transport` (CANOPY_TRANSPORT) in which rank `starved` may open only
-// kRoom more descriptors; returns how each rank ended.
+// kRoom more descriptors; returns how each rank ended. `at_first_call`: the links are made on first use,
+// and the starved rank may open no descriptor once the group formed, then all run a ring all-reduce.
 std::vector<Outcome> form_with_a_starved_rank(int starved, const std::string& transport = "tcp",
-                                              int room = kRoom) {
+                                              int room = kRoom, bool at_first_call = false) {
   testing::ScopedEnv env;
   // Every link at once, while the group forms: with links on first use, forming needs only a listener.
-  env.set("CANOPY_TRANSPORT", transport).set("CANOPY_SOCKET_IFNAME", "lo").set("CANOPY_CONNECT", "eager");
+  env.set("CANOPY_TRANSPORT", transport).set("CANOPY_SOCKET_IFNAME", "lo");
+  env.set("CANOPY_CONNECT", at_first_call ? "lazy" : "eager");
   const std::string token = "fd-limit-test";
   testing::StoreServerProcess server(token);
   const std::uint16_t port = server.port();
   ProcessGroup group(kRanks, [&](int rank, const Reporter& reporter) {
     auto store = connect_tcp_store("127.0.0.1", port, token, std::chrono::seconds(10));
     rlimit limit{};
-    if (rank == starved) {
+    auto starve = [&](int more) {
       ::getrlimit(RLIMIT_NOFILE, &limit);
-      limit.rlim_cur = static_cast<rlim_t>(open_descriptor_count() + room);
+      limit.rlim_cur = static_cast<rlim_t>(open_descriptor_count() + more);
       ::setrlimit(RLIMIT_NOFILE, &limit);
-    }
-    const auto start = Clock::now();
+    };
+    if (rank == starved && !at_first_call) starve(room);
+    auto start = Clock::now();
     std::string outcome;
     try {
       Communicator comm(store, rank, kRanks, testing::group_options(token, kDeadline));
+      if (at_first_call) {
+        if (rank == starved) starve(0);
+        start = Clock::now();
+        std::vector<float> data(4, 1.0f);
+        comm.all_reduce(std::span(data), ReduceOp::Sum, {.algorithm = "ring"});
+      }
       outcome = "ok";
     } catch (const Error& e) {
       outcome = code_word(e.code());
@@ -159,6 +168,27 @@ TEST(OutOfDescriptors, ARankOutOfDescriptorsForSharedMemoryGetsAResourceError) {
               std::string::npos)
         << mine.message;
   }
+}
+
+// With links on first use forming opens no shared-memory link of rank 5 but its link with rank 0 (the host
+// cells'): its first all-reduce, which needs 2 more, meets the limit, with the same clear error.
+TEST(OutOfDescriptors, OnFirstUseARankOutOfDescriptorsAtItsFirstCallGetsAResourceError) {
+  constexpr int kStarved = 5;
+  const std::vector<Outcome> outcomes = form_with_a_starved_rank(kStarved, "shm+tcp", 0, true);
+  const Outcome& mine = outcomes[kStarved];
+  fmt::print("[fd-limit] first call: rank {} after {:.2f} s: {}: {}\n", kStarved, mine.seconds, mine.code,
+             mine.message);
+  EXPECT_EQ(mine.code, "resource_limit") << mine.message;
+  EXPECT_NE(mine.message.find("shared memory"), std::string::npos) << mine.message;
+  EXPECT_NE(mine.message.find(
+                fmt::format("RLIMIT_NOFILE is {} (soft)", static_cast<unsigned long long>(mine.soft))),
+            std::string::npos)
+      << mine.message;
+  EXPECT_LT(mine.seconds, std::chrono::duration<double>(kDeadline).count())
+      << "not at once: " << mine.message;
+  for (int rank = 0; rank < kRanks; ++rank)
+    if (rank != kStarved)
+      EXPECT_NE(outcomes[rank].code, "ok") << "rank " << rank << " finished a ring all-reduce without rank 5";
 }
 
 }  // namespace

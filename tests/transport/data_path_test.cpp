@@ -339,7 +339,8 @@ std::string link_name(const ::testing::TestParamInfo<LinkKind>& link) {
 
 INSTANTIATE_TEST_SUITE_P(Links, DataPath,
                          ::testing::Values(LinkKind::Tcp, LinkKind::TcpOnFirstUse, LinkKind::Shm,
-                                           LinkKind::ShmRingsOnly), link_name);
+                                           LinkKind::ShmRingsOnly, LinkKind::ShmOnFirstUse),
+                         link_name);
 
 }  // namespace
 }  // namespace canopy::transport

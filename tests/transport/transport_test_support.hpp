@@ -18,8 +18,10 @@
 #include "common/env.hpp"
 #include "tests/support/ranks.hpp"
 #include "transport/envelope.hpp"
+#include "transport/link_mesh.hpp"
 #include "transport/mesh_options.hpp"
 #include "transport/shm/shm_mesh.hpp"
+#include "transport/shm/unix_listener_book.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace canopy::testing {
@@ -54,19 +56,40 @@ inline transport::ShmOptions shm_options_like(const transport::TcpOptions& optio
 
 // The links a data-path test runs over: TCP between every pair (made while the mesh forms, or each on
 // first use), or shared memory (all ranks on one host), with large messages by single copy where the
-// kernel allows it (the default), or every payload through the rings.
-enum class LinkKind { Tcp, TcpOnFirstUse, Shm, ShmRingsOnly };
+// kernel allows it (the default), or every payload through the rings, or its links made on first use
+// from the ranks' records (as a communicator's meshes make them).
+enum class LinkKind { Tcp, TcpOnFirstUse, Shm, ShmRingsOnly, ShmOnFirstUse };
 inline std::string_view to_string(LinkKind kind) {
   switch (kind) {
     case LinkKind::Tcp: return "Tcp";
     case LinkKind::TcpOnFirstUse: return "TcpOnFirstUse";
     case LinkKind::Shm: return "Shm";
     case LinkKind::ShmRingsOnly: return "ShmRingsOnly";
+    case LinkKind::ShmOnFirstUse: return "ShmOnFirstUse";
   }
   return "?";
 }
 inline bool is_tcp(LinkKind kind) {
   return kind == LinkKind::Tcp || kind == LinkKind::TcpOnFirstUse;
+}
+
+// A mesh whose shared-memory and TCP links are made on first use, as a communicator's: each rank listens
+// (UnixListenerBook) and publishes its record ("shm-record/<rank>") before it forms the mesh.
+inline std::unique_ptr<transport::Transport> connect_shm_on_first_use(Store& store, int rank, int size,
+                                                                      const transport::TcpOptions& options,
+                                                                      transport::ShmOptions shm = {}) {
+  const std::shared_ptr<Store> shared(std::shared_ptr<Store>(), &store);  // the test's outlives the mesh
+  const transport::UnixListenerBook::Records records{shared,
+                                                     [](int r) { return fmt::format("shm-record/{}", r); },
+                                                     [](const std::string& record, int) { return record; }};
+  auto book = std::make_shared<transport::UnixListenerBook>(rank, size, /*meshes=*/1, records);
+  store.set(records.key_of(rank), book->part());
+  shm = shm_options_like(options, size, shm);
+  shm.unix_listener_book = std::move(book);
+  shm.links_on_first_use = true;
+  transport::TcpOptions tcp = options;
+  tcp.store_for_first_use = shared;
+  return transport::connect_shm_tcp_mesh(store, rank, size, tcp, shm);
 }
 
 inline std::unique_ptr<transport::Transport> connect_loopback_mesh(LinkKind kind, Store& store, int rank,
@@ -76,9 +99,11 @@ inline std::unique_ptr<transport::Transport> connect_loopback_mesh(LinkKind kind
   if (kind == LinkKind::Tcp) return transport::connect_tcp_mesh(store, rank, size, options);
   if (kind == LinkKind::TcpOnFirstUse) {
     transport::TcpOptions lazy = options;
-    lazy.store_for_first_use = std::shared_ptr<Store>(std::shared_ptr<Store>(), &store);  // the test's outlives it
+    lazy.store_for_first_use =
+        std::shared_ptr<Store>(std::shared_ptr<Store>(), &store);  // the test's outlives it
     return transport::connect_tcp_mesh(store, rank, size, lazy);
   }
+  if (kind == LinkKind::ShmOnFirstUse) return connect_shm_on_first_use(store, rank, size, options, shm);
   if (kind == LinkKind::ShmRingsOnly) shm.single_copy_bytes = 0;
   return transport::connect_shm_tcp_mesh(store, rank, size, options, shm_options_like(options, size, shm));
 }

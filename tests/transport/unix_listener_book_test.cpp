@@ -70,6 +70,28 @@ TEST(UnixListenerBook, ARankInAnotherNamespaceIsLeftToTcpByBothSidesAtOnce) {
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
 }
 
+// On first use the records decide the same, and no pair meets while the mesh forms.
+TEST(UnixListenerBook, OnFirstUseARankInAnotherNamespaceIsLeftToTcpAndNoPairMeetsNow) {
+  Books books(3);
+  for (int rank = 0; rank < 3; ++rank)
+    books.publish(rank,
+                  rank == 1 ? "another-kernel/1 " + books.books[1]->name(0) : books.books[rank]->part());
+  log::set_level(log::Level::Error);
+  std::vector<ShmPeers> peers(3);
+  for (int rank : {0, 2}) {
+    ShmOptions options = books.options(rank, 48);
+    options.links_on_first_use = true;
+    options.cell_bytes = 0;  // no host cells: no rank's link with rank 0 is made now either
+    peers[static_cast<std::size_t>(rank)] = connect_shm_peers(*books.store, rank, 3, options);
+  }
+  log::set_level(log::Level::Warn);
+  for (int rank : {0, 2}) {
+    EXPECT_TRUE(peers[static_cast<std::size_t>(rank)].reached.empty());
+    EXPECT_EQ(peers[static_cast<std::size_t>(rank)].sharing, std::vector<int>{2 - rank});
+    EXPECT_NE(peers[static_cast<std::size_t>(rank)].dialer, nullptr);
+  }
+}
+
 // Rank 0 shares this namespace by its record, but its socket is not there: rank 1 says so at once.
 TEST(UnixListenerBook, ASocketOfThisNamespaceThatIsGoneIsAnErrorNotAWait) {
   Books books(2);

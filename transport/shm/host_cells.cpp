@@ -1,15 +1,18 @@
 #include "transport/shm/host_cells.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -30,7 +33,7 @@ namespace canopy::transport {
 namespace {
 
 constexpr std::uint64_t kCellsMagic = 0x534C4C4543594E43;  // "CNYCELLS"
-constexpr std::uint64_t kCellsVersion = 2;
+constexpr std::uint64_t kCellsVersion = 3;
 constexpr std::size_t kLine =
     128;  // a line per word: no false sharing, even with the adjacent-line prefetcher
 constexpr std::size_t kStampOffset = kFrameHeaderSize;
@@ -64,8 +67,8 @@ constexpr std::size_t round_up(std::size_t bytes, std::size_t to) {
 std::size_t cell_stride(std::uint64_t cell_bytes) {
   return round_up(kPayloadOffset + cell_bytes, kLine);
 }
-// The identity line, then each rank's done line and sleep line, then each rank's declared call, then the
-// cells.
+// The identity line, then each rank's done line (the last call it finished, its process id and pid
+// namespace) and sleep line (its sleep count and its bell), then each rank's declared call, then the cells.
 std::size_t control_bytes(int size) {
   return kLine * (1 + 3 * static_cast<std::size_t>(size));
 }
@@ -85,6 +88,18 @@ std::uint64_t load(const std::uint64_t* word) {
 }
 void store(std::uint64_t* word, std::uint64_t value) {
   std::atomic_ref<std::uint64_t>(*word).store(value, std::memory_order_seq_cst);
+}
+
+// This process's pid namespace (the inode of /proc/self/ns/pid; 0 where it cannot be told).
+// Rings a rank's bell: ends its wait on it, or at once the wait it is about to begin.
+void ring_bell(std::uint32_t* bell) {
+  std::atomic_ref<std::uint32_t>(*bell).fetch_add(1, std::memory_order_seq_cst);
+  ::syscall(SYS_futex, bell, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+std::uint64_t pid_namespace() {
+  struct stat space {};
+  return ::stat("/proc/self/ns/pid", &space) == 0 ? static_cast<std::uint64_t>(space.st_ino) : 0;
 }
 
 }  // namespace
@@ -115,8 +130,8 @@ std::uint64_t CellShape::part_per_rank(int size) const {
   return (segment_bytes(size) + ranks - 1) / ranks;
 }
 
-HostCells::HostCells(int rank, int size, CellShape shape, std::byte* base, Links links, Waiting waiting,
-                     const AbortFlag& abort, int wake_fd, std::uint64_t reserved_bytes)
+HostCells::HostCells(int rank, int size, CellShape shape, std::byte* base, Waiting waiting,
+                     const AbortFlag& abort, std::uint64_t reserved_bytes)
     : rank_(rank),
       size_(size),
       shape_(shape),
@@ -124,12 +139,14 @@ HostCells::HostCells(int rank, int size, CellShape shape, std::byte* base, Links
       mapped_bytes_(shape.segment_bytes(size)),
       cell_stride_(cell_stride(shape.cell_bytes)),
       cells_(base + control_bytes(size)),
-      links_(std::move(links)),
       waiting_(waiting),
       abort_(abort),
-      wake_fd_(wake_fd),
       reserved_bytes_(reserved_bytes),
-      rung_(static_cast<std::size_t>(size), 0) {}
+      rung_(static_cast<std::size_t>(size), 0),
+      processes_(static_cast<std::size_t>(size)) {
+  store(done_of(rank_) + 2, pid_namespace());
+  store(done_of(rank_) + 1, static_cast<std::uint64_t>(::getpid()));
+}
 
 HostCells::~HostCells() {
   ::munmap(base_, mapped_bytes_);
@@ -149,6 +166,9 @@ std::uint64_t* HostCells::done_of(int rank) const {
 }
 std::uint64_t* HostCells::sleep_of(int rank) const {
   return reinterpret_cast<std::uint64_t*>(base_ + kLine * (2 + 2 * static_cast<std::size_t>(rank)));
+}
+std::uint32_t* HostCells::bell_of(int rank) const {
+  return reinterpret_cast<std::uint32_t*>(sleep_of(rank) + 1);
 }
 std::uint64_t* HostCells::declared_of(int rank) const {
   return reinterpret_cast<std::uint64_t*>(
@@ -301,9 +321,7 @@ void HostCells::wake_sleepers() {
     const std::uint64_t sleep = load(sleep_of(peer));
     if ((sleep & 1) == 0 || sleep == rung_[static_cast<std::size_t>(peer)]) continue;
     rung_[static_cast<std::size_t>(peer)] = sleep;
-    const std::uint64_t one = 1;
-    [[maybe_unused]] auto n =
-        ::write(links_.peer_doorbells[static_cast<std::size_t>(peer)].get(), &one, sizeof(one));
+    ring_bell(bell_of(peer));
   }
 }
 
@@ -312,17 +330,19 @@ void HostCells::wait_until(const Ready& ready, int awaited, const char* what, De
   if (ready()) return;
   if (waiting_.spin.count() > 0 && spin(ready, deadline)) return;
   for (;;) {
+    // The bell before the announcement: a peer that sees this sleep rings after this read.
+    const std::uint32_t bell =
+        std::atomic_ref<std::uint32_t>(*bell_of(rank_)).load(std::memory_order_seq_cst);
     store(sleep_of(rank_), ++sleep_count_);  // odd: asleep
     const bool came = ready();
     if (!came) check_declarations(ready, awaited);
-    const int gone = came ? -1 : block_once(awaited, what, deadline);
+    const int gone = came ? -1 : block_once(awaited, bell, what, deadline);
     store(sleep_of(rank_), ++sleep_count_);
     if (came || ready()) return;  // a peer that published and then left is no failure
     if (gone >= 0)
-      throw PeerFailedError(gone,
-                            fmt::format("rank {}: rank {} closed its shared-memory socket (it exited or "
-                                        "failed) while this rank waited for its {} in {}",
-                                        rank_, gone, what, describe(envelope_)));
+      throw PeerFailedError(gone, fmt::format("rank {}: rank {} ended (it exited or failed) while this rank "
+                                              "waited for its {} in {}",
+                                              rank_, gone, what, describe(envelope_)));
   }
 }
 
@@ -346,42 +366,40 @@ bool HostCells::spin(const auto& ready, Deadline deadline) {
   }
 }
 
-// One poll(), of kLookAgain at most: returns when woken or it ends (a peer whose socket ended, or -1), or
-// throws what ended the wait (abort, the deadline).
-int HostCells::block_once(int awaited, const char* what, Deadline deadline) {
+// One wait on this rank's bell, of kLookAgain at most: returns when rung or it ends (a peer awaited that
+// ended, or -1), or throws what ended the wait (abort, the deadline).
+int HostCells::block_once(int awaited, std::uint32_t bell, const char* what, Deadline deadline) {
   abort_.throw_if_raised(rank_);
-  poll_fds_.clear();
-  poll_fds_.push_back({links_.doorbell.get(), POLLIN, 0});
-  poll_fds_.push_back({wake_fd_, POLLIN, 0});
-  for (int peer = 0; peer < size_; ++peer)
-    if (peer != rank_ && (awaited < 0 || awaited == peer))
-      poll_fds_.push_back({links_.peer_sockets[static_cast<std::size_t>(peer)].get(), POLLRDHUP, 0});
-  const int ready = ::poll(poll_fds_.data(), poll_fds_.size(),
-                           Deadline::after(kLookAgain).earlier(deadline).poll_timeout_ms());
-  if (ready < 0 && errno != EINTR) fail_errno(fmt::format("rank {}: poll", rank_));
-  if (ready <= 0) {
-    if (deadline.expired())
-      fail(ErrorCode::Timeout,
-           "rank {}: {} through the host's cells timed out waiting for rank(s) {}, for their {}", rank_,
-           describe(envelope_), fmt::join(awaited < 0 ? ranks_behind() : std::vector{awaited}, ", "), what);
-    return -1;
-  }
-  std::uint64_t count = 0;
-  if (poll_fds_[0].revents != 0) [[maybe_unused]]
-    auto n = ::read(links_.doorbell.get(), &count, sizeof(count));
-  if (poll_fds_[1].revents != 0) {
-    abort_.throw_if_raised(rank_);
-    [[maybe_unused]] auto n = ::read(wake_fd_, &count, sizeof(count));
-  }
-  for (std::size_t i = 2; i < poll_fds_.size(); ++i) {
-    if ((poll_fds_[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
-    // An abort shuts this rank's own sockets down before it rings the eventfd: that ended, it is no peer's.
-    abort_.throw_if_raised(rank_);
-    int peer = 0;
-    while (links_.peer_sockets[static_cast<std::size_t>(peer)].get() != poll_fds_[i].fd) ++peer;
-    return peer;
-  }
+  if (deadline.expired())
+    fail(ErrorCode::Timeout,
+         "rank {}: {} through the host's cells timed out waiting for rank(s) {}, for their {}", rank_,
+         describe(envelope_), fmt::join(awaited < 0 ? ranks_behind() : std::vector{awaited}, ", "), what);
+  const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::min<Clock::duration>(kLookAgain, deadline.remaining()));
+  const timespec timeout{static_cast<time_t>(wait.count() / 1'000'000'000),
+                         static_cast<long>(wait.count() % 1'000'000'000)};
+  ::syscall(SYS_futex, bell_of(rank_), FUTEX_WAIT, bell, &timeout, nullptr, 0);
+  abort_.throw_if_raised(rank_);
+  // Whether a peer awaited ended: at most every kLookAgain, by its pidfd.
+  for (int peer : awaited < 0 ? ranks_behind() : std::vector{awaited})
+    if (process_ended(peer)) return peer;
   return -1;
+}
+
+void HostCells::interrupt() {
+  ring_bell(bell_of(rank_));
+}
+
+bool HostCells::process_ended(int peer) {
+  UniqueFd& fd = processes_[static_cast<std::size_t>(peer)];
+  if (!fd.valid()) {
+    const std::uint64_t pid = load(done_of(peer) + 1), space = pid_namespace();
+    if (pid == 0 || space == 0 || load(done_of(peer) + 2) != space) return false;  // cannot be told here
+    fd = UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)));
+    if (!fd.valid()) return errno == ESRCH;
+  }
+  pollfd ended{fd.get(), POLLIN, 0};
+  return ::poll(&ended, 1, 0) > 0;
 }
 
 namespace {
@@ -511,35 +529,17 @@ std::byte* take_offer(int rank, int size, const ShmPeers& peers, const ShmOption
   }
 }
 
-UniqueFd duplicate(const UniqueFd& fd) {
-  if (!fd.valid()) return UniqueFd();
-  UniqueFd copy(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
-  if (!copy.valid()) fail_errno("shared memory: dup");
-  return copy;
-}
-
-// The cells' copies of the descriptors the links keep: this rank's doorbell, each peer's and its socket.
-HostCells::Links own_copies(const ShmPeers& peers) {
-  HostCells::Links links;
-  links.doorbell = duplicate(peers.doorbell);
-  for (const ShmPeerLink& peer : peers.links) {
-    links.peer_doorbells.push_back(duplicate(peer.doorbell));
-    links.peer_sockets.push_back(duplicate(peer.socket));
-  }
-  return links;
-}
-
 }  // namespace
 
 std::unique_ptr<HostCells> share_host_cells(int rank, int size, const ShmPeers& peers,
                                             const ShmOptions& options, HostCells::Waiting waiting,
-                                            const AbortFlag& abort, int wake_fd) {
+                                            const AbortFlag& abort) {
   const auto& hosts = options.host_of_rank;
   if (size < 2 || hosts.size() != static_cast<std::size_t>(size) ||
       std::count(hosts.begin(), hosts.end(), hosts[0]) != size)
     return nullptr;
   const Deadline deadline = Deadline::after(options.connect_timeout);
-  const bool reached_all = peers.reached.size() == static_cast<std::size_t>(size - 1);
+  const bool reached_all = peers.sharing.size() == static_cast<std::size_t>(size - 1);
   const CellShape shape = CellShape::for_group(size, options.cell_bytes, options.host_budget_bytes);
   const std::string wish = fmt::format("{} slots of {} bytes", shape.slots, shape.cell_bytes);
   if (!reached_all || shape.slots == 0)
@@ -575,9 +575,8 @@ std::unique_ptr<HostCells> share_host_cells(int rank, int size, const ShmPeers& 
                              "rank 0 never said whether every rank mapped them")
                   .value_or(0);
   }
-  auto cells = base == nullptr ? nullptr
-                               : std::make_unique<HostCells>(rank, size, shape, base, own_copies(peers),
-                                                             waiting, abort, wake_fd, part);
+  auto cells =
+      base == nullptr ? nullptr : std::make_unique<HostCells>(rank, size, shape, base, waiting, abort, part);
   if (base == nullptr && reserved) ShmBudget::cells.release(part);  // HostCells holds it where made
   if (verdict != kEveryRankMapped) {
     if (cells)

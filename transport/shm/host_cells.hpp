@@ -12,10 +12,12 @@
 // of its slowest reader, and never overwrites what one still reads.
 //
 // Waiting spins as the rings do (their spin, yielding between looks where ranks share cores), then announces
-// a sleep, looks again, and blocks in poll() on this rank's doorbell, the peers' Unix sockets (whose end
-// says at once that a peer died) and the mesh's abort eventfd. After it publishes (a stamp, a finished
-// call), a rank reads the sleep lines and rings each new sleeper's doorbell: announcing and publishing are
-// seq_cst stores, each followed by a seq_cst load of the other side's word, so no wake-up is lost.
+// a sleep, looks again, and blocks on a futex word of its own in the segment (its bell), for kLookAgain at
+// most: then it looks whether the peers it waits for ended (a pidfd each, opened when first waited for:
+// no descriptor a peer while the group forms) and whether the mesh was aborted. After it publishes (a
+// stamp, a finished call), a rank reads the sleep lines and rings each new sleeper's bell (an increment and
+// a FUTEX_WAKE): announcing and publishing are seq_cst stores, each followed by a seq_cst load of the other
+// side's word, and a sleeper reads its bell before it announces, so no wake-up is lost.
 #pragma once
 
 #include <poll.h>
@@ -60,19 +62,11 @@ class HostCells {
     std::chrono::microseconds spin{0};
     std::chrono::nanoseconds looks_between_yields{0};
   };
-  // The fds this rank waits on: its doorbell, and each peer's doorbell and socket (by rank; invalid for
-  // itself), all its own copies.
-  struct Links {
-    UniqueFd doorbell;
-    std::vector<UniqueFd> peer_doorbells;
-    std::vector<UniqueFd> peer_sockets;
-  };
-
   // Takes the mapping at `base` of shape.segment_bytes(size) (unmapped on destruction), laid out for this
-  // group. `reserved_bytes`: this rank's part of the segment, held in ShmBudget's account of cells until
-  // then.
-  HostCells(int rank, int size, CellShape shape, std::byte* base, Links links, Waiting waiting,
-            const AbortFlag& abort, int wake_fd, std::uint64_t reserved_bytes);
+  // group, and writes this process's id in its line there. `reserved_bytes`: this rank's part of the
+  // segment, held in ShmBudget's account of cells until then.
+  HostCells(int rank, int size, CellShape shape, std::byte* base, Waiting waiting, const AbortFlag& abort,
+            std::uint64_t reserved_bytes);
   ~HostCells();
   HostCells(const HostCells&) = delete;
   HostCells& operator=(const HostCells&) = delete;
@@ -103,6 +97,8 @@ class HostCells {
   // envelope; step and flags are left out). A rank that runs a call through the cells and one that runs it
   // with messages never read each other's headers: a waiter that blocks looks at these instead.
   void declare(const Envelope& call);
+  // Ends this rank's wait on its bell at once, from any thread (MeshTransport::abort).
+  void interrupt();
   // How long a blocked waiter sleeps before it looks at the peers' declarations again.
   static constexpr std::chrono::milliseconds kLookAgain{20};
   // For a rank blocked in a call through messages: Error(Mismatch) naming both calls where a peer declared
@@ -114,6 +110,10 @@ class HostCells {
   std::uint64_t* stamp_of(std::uint64_t call, int rank) const;
   std::uint64_t* done_of(int rank) const;
   std::uint64_t* sleep_of(int rank) const;
+  std::uint32_t* bell_of(int rank) const;
+  // Whether `peer`'s process ended, by a pidfd opened when first asked from the id it wrote; false where
+  // that cannot be told (not written yet, another pid namespace).
+  bool process_ended(int peer);
   std::uint64_t* declared_of(int rank) const;
   // `rank`'s last declared call, or nothing while it is being written or none was.
   std::optional<Envelope> declared_by(int rank) const;
@@ -130,7 +130,7 @@ class HostCells {
   template <typename Ready>
   void wait_until(const Ready& ready, int awaited, const char* what, Deadline deadline);
   bool spin(const auto& ready, Deadline deadline);
-  int block_once(int awaited, const char* what, Deadline deadline);
+  int block_once(int awaited, std::uint32_t bell, const char* what, Deadline deadline);
 
   const int rank_;
   const int size_;
@@ -139,10 +139,8 @@ class HostCells {
   const std::size_t mapped_bytes_;
   const std::size_t cell_stride_;
   std::byte* const cells_;
-  Links links_;
   const Waiting waiting_;
   const AbortFlag& abort_;
-  const int wake_fd_;
   const std::uint64_t reserved_bytes_;
   std::uint64_t call_ = 0;  // this rank's current call through the cells (1, 2, ...)
   Envelope envelope_;       // and what every cell of it must carry
@@ -153,11 +151,12 @@ class HostCells {
   std::uint64_t everyone_done_ = 0;  // every rank was seen to have finished this call
   std::uint64_t sleep_count_ = 0;    // this rank's sleep announcements (odd: asleep)
   std::vector<std::uint64_t> rung_;  // per peer: the sleep it was last woken from
-  std::vector<pollfd> poll_fds_;
+  std::vector<UniqueFd> processes_;  // per peer: its pidfd, once waited for
 };
 
 // Every rank of a group calls this after connect_shm_peers(), before the links use the sockets. Where the
-// whole group is on this host, every pair of its ranks reached each other and every rank wants the same
+// whole group is on this host, every pair of its ranks shares memory (ShmPeers::sharing: each rank has its
+// link with rank 0 now, the others may come on first use) and every rank wants the same
 // cells (ShmOptions::cell_bytes, CANOPY_SHM_CELL_BYTES, and the same budget), rank 0 makes the segment
 // (CellShape::for_group) and passes it to each rank over their socket; null elsewhere, or when any rank
 // could not map it (said at INFO): every rank of the group gets cells, or none. The ranks agree over their
@@ -165,6 +164,6 @@ class HostCells {
 // through the store.
 std::unique_ptr<HostCells> share_host_cells(int rank, int size, const ShmPeers& peers,
                                             const ShmOptions& options, HostCells::Waiting waiting,
-                                            const AbortFlag& abort, int wake_fd);
+                                            const AbortFlag& abort);
 
 }  // namespace canopy::transport

@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "common/little_endian.hpp"
 #include "common/log.hpp"
+#include "transport/shm/shm_dialer.hpp"
 #include "transport/shm/unix_socket.hpp"
 
 namespace canopy::transport {
@@ -52,7 +53,8 @@ long read_process_memory(pid_t process, std::uint64_t address, void* into, std::
 }  // namespace
 
 ShmLinks::ShmLinks(int rank, std::vector<ShmPeerLink> peers, UniqueFd doorbell, const ShmOptions& options,
-                   int host_ranks, const AbortFlag& abort, IoPart& fallback, Reroute reroute)
+                   int host_ranks, const AbortFlag& abort, IoPart& fallback, Reroute reroute,
+                   std::unique_ptr<ShmDialer> dialer)
     : rank_(rank),
       options_(options),
       host_ranks_(host_ranks),
@@ -60,7 +62,8 @@ ShmLinks::ShmLinks(int rank, std::vector<ShmPeerLink> peers, UniqueFd doorbell, 
       fallback_(fallback),
       reroute_(std::move(reroute)),
       peers_(peers.size()),
-      doorbell_(std::move(doorbell)) {
+      doorbell_(std::move(doorbell)),
+      dialer_(std::move(dialer)) {
   for (std::size_t p = 0; p < peers.size(); ++p) {
     peers_[p].link = std::move(peers[p]);
     if (peers_[p].reached()) peers_[p].process = peer_process(peers_[p].link.socket.get());
@@ -80,12 +83,14 @@ void ShmLinks::check_postable(const Peer& p) const {
 void ShmLinks::post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) {
   Peer& p = peers_[peer];
   check_postable(p);
+  ensure_link(peer);
   p.sends.push_back(SendOp{.id = id, .envelope = envelope, .payload = payload});
 }
 
 void ShmLinks::post_recv(OpId id, int peer, const Envelope& envelope, std::span<std::byte> destination) {
   Peer& p = peers_[peer];
   check_postable(p);
+  ensure_link(peer);
   p.recvs.push_back(
       RecvOp{.id = id, .envelope = envelope, .destination = destination.data(), .bytes = destination.size()});
 }
@@ -264,30 +269,6 @@ bool ShmLinks::probe_single_copy(const Peer& p, std::uint64_t address, std::uint
               : std::string("process_vm_readv read another value than the peer's"));
   });
   return false;
-}
-
-void ShmLinks::fall_back(int peer, bool sends, const std::string& why) {
-  Peer& p = peers_[peer];
-  log::warn("rank {}: messages {} rank {} go over TCP, not shared memory: {}", rank_, sends ? "to" : "from",
-            peer, why);
-  reroute_(peer, sends);
-  if (sends) {
-    p.out = Way::Fallback;
-    p.sending.reset();
-    p.probe.reset();
-    ShmBudget::rings.release(std::exchange(p.reserved, 0));
-    for (; !p.sends.empty(); p.sends.pop_front()) {
-      const SendOp& op = p.sends.front();
-      fallback_.post_send(op.id, peer, op.envelope, op.payload);
-    }
-    return;
-  }
-  p.in = Way::Fallback;
-  p.receiving.reset();
-  for (; !p.recvs.empty(); p.recvs.pop_front()) {
-    const RecvOp& op = p.recvs.front();  // none in place: those wait for a ring
-    fallback_.post_recv(op.id, peer, op.envelope, std::span(op.destination, op.bytes));
-  }
 }
 
 void ShmLinks::ring_doorbell(int peer) {
@@ -505,6 +486,7 @@ void ShmLinks::drive_peer(int peer, Completions& done) {
 }
 
 void ShmLinks::drive(Pass pass, Completions& done) {
+  if (dialer_) take_links();
   for (std::size_t i = 0; i < peers_.size(); ++i) {
     Peer& p = peers_[i];
     if (!p.reached() || p.failure) continue;
@@ -566,6 +548,10 @@ bool ShmLinks::prepare_to_block(std::vector<pollfd>& fds) {
     fds.push_back({p.link.socket.get(), POLLIN, 0});
     poll_peers_.push_back(static_cast<int>(i));
   }
+  const std::size_t before = fds.size();
+  wake_by_ = Clock::time_point::max();
+  if (dialer_) dialer_->prepare_to_block(fds, wake_by_);
+  dialer_polls_ = fds.size() - before;
   return true;
 }
 
@@ -583,9 +569,13 @@ void ShmLinks::after_poll(std::span<const pollfd> fds) {
   }
   for (std::size_t i = 1; i < fds.size() && i <= poll_peers_.size(); ++i)
     if (fds[i].revents != 0) peers_[poll_peers_[i - 1]].socket_ready = true;
+  if (dialer_ && fds.size() >= 1 + poll_peers_.size() + dialer_polls_)
+    dialer_->after_poll(fds.subspan(1 + poll_peers_.size(), dialer_polls_));
 }
 
 void ShmLinks::shut_down() {
+  std::lock_guard lock(links_mutex_);
+  shut_ = true;
   for (const Peer& p : peers_)
     if (p.link.socket.valid()) ::shutdown(p.link.socket.get(), SHUT_RDWR);
 }

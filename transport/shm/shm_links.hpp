@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "canopy/error.hpp"
 #include "transport/frame.hpp"
 #include "transport/io_part.hpp"
+#include "transport/shm/shm_dialer.hpp"
 #include "transport/shm/shm_options.hpp"
 #include "transport/shm/shm_ring.hpp"
 #include "transport/tcp/ring_queue.hpp"
@@ -30,21 +32,17 @@
 
 namespace canopy::transport {
 
-// What set-up (shm_mesh.hpp) leaves for one peer of this host: the pair's Unix socket and the peer's
-// doorbell. Both invalid: the peer is not reached through shared memory.
-struct ShmPeerLink {
-  UniqueFd socket;
-  UniqueFd doorbell;
-};
-
 class ShmLinks final : public IoPart {
  public:
   // Hands the sends to (receives from) `peer` to the fallback links: the mesh routes them there from now
   // on. Called before the direction's first message.
   using Reroute = std::function<void(int peer, bool sends)>;
 
+  // `dialer` (shm_dialer.hpp) makes the links of the peers not reached in `peers` when a message first needs
+  // them; null: every link was made.
   ShmLinks(int rank, std::vector<ShmPeerLink> peers, UniqueFd doorbell, const ShmOptions& options,
-           int host_ranks, const AbortFlag& abort, IoPart& fallback, Reroute reroute);
+           int host_ranks, const AbortFlag& abort, IoPart& fallback, Reroute reroute,
+           std::unique_ptr<ShmDialer> dialer = nullptr);
   ~ShmLinks() override;
 
   void post_send(OpId id, int peer, const Envelope& envelope, std::span<const std::byte> payload) override;
@@ -57,6 +55,7 @@ class ShmLinks final : public IoPart {
   std::uint64_t bytes_moved() const override { return bytes_moved_; }
   bool prepare_to_block(std::vector<pollfd>& fds) override;
   void after_poll(std::span<const pollfd> fds) override;
+  Clock::time_point wake_by() const override { return wake_by_; }
   void shut_down() override;
 
  private:
@@ -108,6 +107,11 @@ class ShmLinks final : public IoPart {
   };
 
   void check_postable(const Peer& p) const;
+  // Connections on first use (shm_links_first_use.cpp): asks the dialer for the peer's link, and installs
+  // what it made (what waited for a link moves in the drive that follows).
+  void ensure_link(int peer);
+  void take_links();
+  void install(int peer, ShmPeerLink link);
   void drive_peer(int peer, Completions& done);
   // What arrived on the peer's socket: offers, answers, fallbacks, or its end.
   void read_socket(int peer);
@@ -155,6 +159,13 @@ class ShmLinks final : public IoPart {
   std::vector<int> poll_peers_;    // whose sockets prepare_to_block() asked to wait on, after the doorbell
   std::vector<int> sleeping_;      // peers whose rings carry this rank's announced sleep
   std::vector<std::byte> bounce_;  // where a single-copy payload lands for an in-place receive
+  std::unique_ptr<ShmDialer> dialer_;
+  std::vector<ShmDialer::Outcome> outcomes_;
+  // Guards the peers' links between install() and shut_down(), which any thread may call.
+  mutable std::mutex links_mutex_;
+  bool shut_ = false;
+  std::size_t dialer_polls_ = 0;  // its entries, last in the last prepare_to_block()
+  Clock::time_point wake_by_ = Clock::time_point::max();
   std::uint64_t bytes_moved_ = 0;
 };
 

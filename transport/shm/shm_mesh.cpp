@@ -18,6 +18,7 @@
 #include "common/fd_limit.hpp"
 #include "common/log.hpp"
 #include "rendezvous/bootstrap.hpp"
+#include "transport/shm/shm_handshake.hpp"
 #include "transport/shm/unix_listener_book.hpp"
 #include "transport/shm/unix_socket.hpp"
 #include "transport/tcp/handshake.hpp"
@@ -54,7 +55,8 @@ class ShmPeersBuilder {
         rank_(rank),
         size_(size),
         options_(options),
-        deadline_(Deadline::after(options.connect_timeout)) {
+        deadline_(Deadline::after(options.connect_timeout)),
+        me_{.rank = rank, .size = size, .options = &options} {
     peers_.links.resize(static_cast<std::size_t>(size));
     const auto& hosts = options.host_of_rank;
     if (hosts.size() != static_cast<std::size_t>(size)) return;
@@ -70,6 +72,7 @@ class ShmPeersBuilder {
     peers_.doorbell = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!peers_.doorbell.valid())
       fail_descriptor_call("shared memory: eventfd() for this rank's doorbell", errno, need());
+    me_.doorbell = peers_.doorbell.get();
     if (options_.unix_listener_book) {
       meet_through_records();
     } else {
@@ -83,8 +86,12 @@ class ShmPeersBuilder {
     listener_ = UniqueFd();
     for (int peer : lower_)
       if (peers_.links[peer].socket.valid()) hear_answer(peer);
-    for (int peer = 0; peer < size_; ++peer)
-      if (peers_.links[peer].socket.valid()) peers_.reached.push_back(peer);
+    for (int peer = 0; peer < size_; ++peer) {
+      const bool reached = peers_.links[peer].socket.valid();
+      if (reached) peers_.reached.push_back(peer);
+      // A link that was to be made now and failed leaves its pair to the network.
+      if (reached || first_use_.contains(peer)) peers_.sharing.push_back(peer);
+    }
     return std::move(peers_);
   }
 
@@ -109,6 +116,11 @@ class ShmPeersBuilder {
     others.insert(others.end(), higher_.begin(), higher_.end());
     const std::vector<UnixListenerBook::Peer> read =
         book.read(others, std::chrono::duration_cast<Duration>(deadline_.remaining()));
+    // On first use, the pairs that agree on the host's cells (each rank with rank 0) still meet now.
+    const bool lazy = options_.links_on_first_use;
+    const bool star = lazy && options_.cell_bytes > 0 && members_.size() == static_cast<std::size_t>(size_);
+    std::vector<std::string> names(static_cast<std::size_t>(size_));
+    std::vector<bool> later(static_cast<std::size_t>(size_), false);  // the pairs the dialer makes
     std::set<int> expected;
     for (std::size_t i = 0; i < others.size(); ++i) {
       const int peer = others[i];
@@ -121,13 +133,22 @@ class ShmPeersBuilder {
             rank_, peer, book.part().substr(0, book.part().find(' ')), other.space);
         continue;
       }
+      const bool now = !lazy || (star && (peer == 0 || rank_ == 0));
       if (peer > rank_) {
-        if (listener_.valid()) expected.insert(peer);
+        if (!listener_.valid()) continue;
+        if (!now) later[static_cast<std::size_t>(peer)] = true;
+        (now ? expected : first_use_).insert(peer);
         continue;
       }
       if (name == UnixListenerBook::kNoListener) {
         log::info("rank {}: rank {} has no shared-memory listener: the network links carry their messages",
                   rank_, peer);
+        continue;
+      }
+      names[static_cast<std::size_t>(peer)] = name;
+      if (!now) {
+        later[static_cast<std::size_t>(peer)] = true;
+        first_use_.insert(peer);
         continue;
       }
       // It expects this rank: a socket that cannot be reached in one namespace is a failure, not a choice.
@@ -138,6 +159,9 @@ class ShmPeersBuilder {
              rank_, peer, peer);
     }
     accept_higher_ranks(std::move(expected));
+    if (lazy)
+      peers_.dialer = std::make_unique<ShmDialer>(options_, rank_, size_, me_.doorbell, std::move(listener_),
+                                                  std::move(names), std::move(later));
   }
 
   void listen() {
@@ -227,7 +251,7 @@ class ShmPeersBuilder {
   // Connects to a lower rank's socket and says who this is; false when it cannot be reached.
   bool say_hello(int peer, const std::string& name) {
     int error = 0;
-    UniqueFd fd = name == kNoSocket ? UniqueFd() : connect_unix(name, error, need());
+    UniqueFd fd = name == kNoSocket ? UniqueFd() : say_shm_hello(me_, name, error, need());
     if (!fd.valid()) {
       // Another network namespace (a container, an emulated host) or another kernel: no shared memory.
       log::info(
@@ -236,44 +260,28 @@ class ShmPeersBuilder {
           rank_, peer, name == kNoSocket ? "it has none" : std::strerror(error));
       return false;
     }
-    Hello hello{.comm_id = options_.comm_id,
-                .rank = static_cast<std::uint32_t>(rank_),
-                .size = static_cast<std::uint32_t>(size_)};
-    if (int problem = send_packet(fd.get(), encode_hello(hello, options_.job_token), peers_.doorbell.get());
-        problem != 0) {
-      log::info(
-          "rank {}: saying hello to rank {} over its socket: {}: the network links carry their messages",
-          rank_, peer, std::strerror(problem));
-      return false;
-    }
     peers_.links[peer].socket = std::move(fd);
     return true;
   }
 
   void hear_answer(int peer) {
     ShmPeerLink& link = peers_.links[peer];
-    std::array<std::byte, kAckSize> answer{};
-    UniqueFd doorbell;
-    long n = -EAGAIN;
-    while (n == -EAGAIN) {
+    ShmAnswer answer;
+    while (!answer.came) {
       if (!wait_readable(link.socket.get(), deadline_))
         fail(ErrorCode::Timeout,
              "rank {}: shared-memory set-up for comm {} timed out: rank {} never answered", rank_,
              options_.comm_id, peer);
-      n = receive_packet(link.socket.get(), answer, doorbell);
+      answer = hear_shm_answer(link.socket.get(), peer);
     }
-    if (n != static_cast<long>(kAckSize))
-      fail(ErrorCode::PeerFailed, "rank {}: rank {} closed its shared-memory socket during set-up ({})",
-           rank_, peer, n < 0 ? std::strerror(static_cast<int>(-n)) : "end of stream");
-    const Ack ack = decode_ack(answer);
-    if (ack.status != AckStatus::Accepted || !doorbell.valid() ||
-        ack.rank != static_cast<std::uint32_t>(peer)) {
-      log::warn("rank {}: rank {} refused shared memory ({}): the network links carry their messages", rank_,
-                peer, to_string(ack.status));
+    if (!answer.accepted && !answer.refused)
+      fail(ErrorCode::PeerFailed, "rank {}: rank {} {} during set-up", rank_, peer, answer.why);
+    if (!answer.accepted) {
+      log::warn("rank {}: rank {}: {}: the network links carry their messages", rank_, peer, answer.why);
       link = ShmPeerLink{};
       return;
     }
-    link.doorbell = std::move(doorbell);
+    link.doorbell = std::move(answer.doorbell);
   }
 
   // ---- accepting the higher ranks that reached this one ----
@@ -343,56 +351,22 @@ class ShmPeersBuilder {
 
   // Reads a hello and answers it; true when the connection is done with (taken or dropped).
   bool judge(UniqueFd& fd, std::set<int>& expected) {
-    std::array<std::byte, kHelloSize + kMaxTokenBytes> packet{};
-    UniqueFd doorbell;
-    const long n = receive_packet(fd.get(), packet, doorbell);
-    if (n == -EAGAIN) return false;
-    Hello hello;
-    try {
-      if (n < static_cast<long>(kHelloSize)) fail(ErrorCode::Protocol, "a packet of {} bytes", n);
-      hello = decode_hello(std::span(packet).first<kHelloSize>());
-      if (n != static_cast<long>(kHelloSize + hello.token_bytes))
-        fail(ErrorCode::Protocol, "a hello of {} bytes announcing a {}-byte token", n, hello.token_bytes);
-    } catch (const Error& e) {
-      log::warn("rank {}: dropped a shared-memory connection: {}", rank_, e.what());
-      return true;
-    }
-    const std::string_view token(reinterpret_cast<const char*>(&packet[kHelloSize]), hello.token_bytes);
-    AckStatus status = AckStatus::Accepted;
-    if (!tokens_equal(token, options_.job_token))
-      status = AckStatus::WrongToken;
-    else if (hello.comm_id != options_.comm_id)
-      status = AckStatus::WrongComm;
-    else if (hello.size != static_cast<std::uint32_t>(size_) ||
-             !expected.contains(static_cast<int>(hello.rank)))
-      status = AckStatus::BadRank;
-    else if (peer_user(fd.get()) != ::getuid())
-      status = AckStatus::OtherUser;
-    else if (!doorbell.valid())
-      status = AckStatus::BadRank;
-    const auto ack = encode_ack(
-        Ack{.status = status, .comm_id = options_.comm_id, .rank = static_cast<std::uint32_t>(rank_)});
-    const int problem =
-        send_packet(fd.get(), ack, status == AckStatus::Accepted ? peers_.doorbell.get() : -1);
-    if (status == AckStatus::OtherUser)
-      expected.erase(static_cast<int>(hello.rank));  // it said it was that rank
-    if (status != AckStatus::Accepted) {
-      log::warn("rank {}: refused a shared-memory connection claiming rank {} of comm {}: {}", rank_,
-                hello.rank, hello.comm_id, to_string(status));
-      return true;
-    }
-    const int peer = static_cast<int>(hello.rank);
-    expected.erase(peer);
-    if (problem != 0) {
+    ShmHello heard =
+        answer_shm_hello(me_, fd.get(), [&expected](int peer) { return expected.contains(peer); });
+    if (heard.step == ShmHello::Step::NotYet) return false;
+    if (heard.step == ShmHello::Step::Refused && heard.peer >= 0) expected.erase(heard.peer);
+    if (heard.step != ShmHello::Step::Accepted) return true;
+    expected.erase(heard.peer);
+    if (heard.answer_error != 0) {
       // The peer introduced itself and left (it exited or failed): waiting on for it would only end at
       // the deadline. The network links carry its messages and say what became of it.
       log::warn(
           "rank {}: rank {} closed its shared-memory socket before the answer ({}): the network "
           "links carry their messages",
-          rank_, peer, std::strerror(problem));
+          rank_, heard.peer, std::strerror(heard.answer_error));
       return true;
     }
-    peers_.links[peer] = ShmPeerLink{std::move(fd), std::move(doorbell)};
+    peers_.links[heard.peer] = ShmPeerLink{std::move(fd), std::move(heard.doorbell)};
     return true;
   }
 
@@ -401,11 +375,13 @@ class ShmPeersBuilder {
   const int size_;
   const ShmOptions& options_;
   const Deadline deadline_;
+  ShmIntroduction me_;
   std::vector<int> members_;         // the ranks of this host, by the layout, this one among them
   std::vector<int> lower_, higher_;  // the others
   UniqueFd listener_;
   std::string listener_name_;
   bool listener_paused_ = false;  // out of descriptors: not polled until a hello under way ends
+  std::set<int> first_use_;       // with the records: the pairs whose links the dialer makes
   ShmPeers peers_;
 };
 

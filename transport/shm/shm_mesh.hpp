@@ -16,6 +16,7 @@
 #include "canopy/store.hpp"
 #include "common/deadline.hpp"
 #include "transport/link_mesh.hpp"
+#include "transport/shm/shm_dialer.hpp"
 #include "transport/shm/shm_links.hpp"
 #include "transport/shm/shm_options.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -25,8 +26,12 @@ namespace canopy::transport {
 
 struct ShmPeers {
   UniqueFd doorbell;               // this rank's, given to every peer reached
-  std::vector<ShmPeerLink> links;  // by rank; invalid where the peer is not reached
-  std::vector<int> reached;        // the peers with a link, in rank order
+  std::vector<ShmPeerLink> links;  // by rank; invalid where the peer is not reached (yet)
+  std::vector<int> reached;        // the peers with a link now, in rank order
+  // The peers whose messages go through shared memory, in rank order: those reached, and those whose links
+  // `dialer` makes when a message first needs them (null where every link was made now).
+  std::vector<int> sharing;
+  std::unique_ptr<ShmDialer> dialer;
 };
 
 // Every rank calls this after its TCP links (where made before use) are up. The ranks of a host agree through
@@ -37,8 +42,10 @@ struct ShmPeers {
 // rank for each, three for the lowest, however many ranks the host has. A rank connects to the lower ranks
 // of its host and accepts the higher ones that reached it, as the TCP mesh does, so the waits form no
 // cycle. With ShmOptions::unix_listener_book (a communicator's meshes) there is no agreement: the names and
-// network namespaces come from the ranks' records, and a pair meets where both share a namespace. Throws
-// Error(Timeout) naming the ranks that never answered.
+// network namespaces come from the ranks' records, and a pair meets where both share a namespace; with
+// ShmOptions::links_on_first_use too, no pair meets now but those the host's cells are agreed over (every
+// rank with rank 0, where the group gets cells: share_host_cells), and the dialer makes the others' links on
+// first use. Throws Error(Timeout) naming the ranks that never answered.
 ShmPeers connect_shm_peers(Store& store, int rank, int size, const ShmOptions& options);
 
 // A view of `store` whose waits end at `deadline` at the latest: what a set-up with one deadline for all its

@@ -22,6 +22,7 @@ ShmOptions ShmOptions::from(const MeshOptions& mesh) {
   options.host_of_rank = mesh.host_of_rank;
   options.unix_listener_book = mesh.unix_listener_book;
   options.unix_listener_book_mesh = mesh.unix_listener_book_mesh;
+  options.links_on_first_use = mesh.store_for_first_use != nullptr;
   options.ring_bytes = settings.ring_bytes;
   options.slot_bytes = settings.slot_bytes;
   options.single_copy_bytes = settings.single_copy_bytes;

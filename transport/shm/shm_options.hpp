@@ -49,6 +49,9 @@ struct ShmOptions {
   // records. Null: the mesh listens and the host's ranks agree on their names through the store.
   std::shared_ptr<UnixListenerBook> unix_listener_book;
   int unix_listener_book_mesh = 0;
+  // With unix_listener_book: a pair's link is made when a message first needs it (shm_dialer.hpp), as TCP's
+  // are (MeshOptions::store_for_first_use); false: every pair of the host meets while the mesh forms.
+  bool links_on_first_use = false;
 
   // The mesh's facts, and CANOPY_SHM_RING_BYTES, CANOPY_SHM_SLOT_BYTES, CANOPY_SHM_SINGLE_COPY_BYTES,
   // CANOPY_SHM_BYTES and CANOPY_SHM_SPIN_US from its settings; Error(Config) for a ring that is not a power
