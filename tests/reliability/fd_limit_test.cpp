@@ -186,9 +186,11 @@ TEST(OutOfDescriptors, OnFirstUseARankOutOfDescriptorsAtItsFirstCallGetsAResourc
       << mine.message;
   EXPECT_LT(mine.seconds, std::chrono::duration<double>(kDeadline).count())
       << "not at once: " << mine.message;
-  for (int rank = 0; rank < kRanks; ++rank)
-    if (rank != kStarved)
+  for (int rank = 0; rank < kRanks; ++rank) {
+    if (rank != kStarved) {
       EXPECT_NE(outcomes[rank].code, "ok") << "rank " << rank << " finished a ring all-reduce without rank 5";
+    }
+  }
 }
 
 }  // namespace
