@@ -20,12 +20,13 @@ double seconds_since(Clock::time_point then) {
 }  // namespace
 
 PointToPoint::PointToPoint(std::unique_ptr<transport::Transport> transport, Settings settings,
-                           EndCommunicator end)
+                           EndCommunicator end, CallSequencer& progress)
     : transport_(std::move(transport)),
       settings_(settings),
       end_(std::move(end)),
       rank_(transport_->rank()),
-      peers_(static_cast<std::size_t>(transport_->size())) {}
+      peers_(static_cast<std::size_t>(transport_->size())),
+      progress_(progress) {}
 
 PointToPoint::~PointToPoint() {
   close();
@@ -38,10 +39,8 @@ void PointToPoint::close() {
     stopping_ = true;
     ended_ = Error(ErrorCode::Aborted, fmt::format("rank {}: the communicator was destroyed", rank_));
   }
-  requests_changed_.notify_all();
-  transport_->wake();
-  if (thread_.joinable()) thread_.join();
-  // The thread is gone: what it never finished ends here, its buffers no longer touched.
+  // The progress thread no longer drives this engine: what it never finished ends here, its buffers no
+  // longer touched.
   const Error gone(
       ErrorCode::Aborted,
       fmt::format("rank {}: the communicator was destroyed while this point-to-point operation was "
@@ -103,10 +102,9 @@ Work PointToPoint::submit(Operation op) {
     const OpIndex index = next_operation_++;
     inbox_.emplace(index, std::move(op));
     requests_.push_back(index);
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    has_requests_.store(true);
   }
-  requests_changed_.notify_one();
-  transport_->wake();
+  progress_.side_work_arrived();
   return Work(state);
 }
 
@@ -114,30 +112,36 @@ void PointToPoint::abort(const std::string& reason) {
   transport_->abort(reason);
 }
 
-void PointToPoint::run() noexcept {
-  try {
-    // Only the higher ranks may send first: with links made on first use the higher rank of a pair dials,
-    // so a receive from a lower one would dial it, and a group of thousands would connect everyone. A
-    // lower rank's messages are read once this rank has an operation with it (MPI lets a send wait for its
-    // receive).
-    for (int peer = rank_ + 1; peer < static_cast<int>(peers_.size()); ++peer) listen_to(peer);
-  } catch (const Error& error) {
-    fail_all(error);
-  }
-  for (;;) {
-    {
-      std::unique_lock lock(mutex_);
-      // With no peer left to hear from, only a new operation (or the end) can change anything.
-      requests_changed_.wait(lock, [&] { return stopping_ || !requests_.empty() || !in_transport_.empty(); });
-      if (stopping_) return;
-    }
-    serve_requests();
-    progress_once();
-    expire_overdue();
-  }
+bool PointToPoint::busy() {
+  return has_requests_.load() || !in_transport_.empty();
+}
+
+void PointToPoint::progress_once() {
+  serve_requests();
+  drive(earliest_deadline());
+  expire_overdue();
+}
+
+void PointToPoint::wake() {
+  transport_->wake();
+}
+
+void PointToPoint::step() {
+  serve_requests();
+  drive(Deadline(Clock::time_point::min()));
+  expire_overdue();
+}
+
+bool PointToPoint::add_poll_descriptors(std::vector<pollfd>& fds) {
+  return transport_->add_poll_descriptors(fds);
+}
+
+void PointToPoint::after_poll(std::span<const pollfd> fds) {
+  transport_->after_poll(fds);
 }
 
 void PointToPoint::serve_requests() {
+  if (!has_requests_.load()) return;
   std::vector<OpIndex> accepted;
   {
     std::lock_guard lock(mutex_);
@@ -147,6 +151,19 @@ void PointToPoint::serve_requests() {
       accepted.push_back(index);
     }
     requests_.clear();
+    has_requests_.store(false);
+  }
+  if (!listening_ && !failure_) {
+    listening_ = true;
+    try {
+      // Only the higher ranks may send first: with links made on first use the higher rank of a pair
+      // dials, so a receive from a lower one would dial it, and a group of thousands would connect
+      // everyone. A lower rank's messages are read once this rank has an operation with it (MPI lets a
+      // send wait for its receive).
+      for (int peer = rank_ + 1; peer < static_cast<int>(peers_.size()); ++peer) listen_to(peer);
+    } catch (const Error& error) {
+      fail_all(error);
+    }
   }
   for (OpIndex index : accepted) {
     try {
@@ -162,13 +179,13 @@ void PointToPoint::serve_requests() {
   }
 }
 
-void PointToPoint::progress_once() {
+void PointToPoint::drive(Deadline deadline) {
   if (in_transport_.empty()) return;
   completed_.clear();
   std::optional<transport::PeerFailedError> peer_failure;
   std::optional<Error> failure;
   try {
-    transport_->progress(earliest_deadline(), completed_);
+    transport_->progress(deadline, completed_);
   } catch (const transport::PeerFailedError& error) {
     peer_failure = error;
   } catch (const Error& error) {

@@ -337,6 +337,7 @@ bool HostCells::spin(const auto& ready, Deadline deadline) {
       if (ready()) return true;
       if (!shared_cores) pause_briefly();
     }
+    if (companion_) companion_->step();
     const Clock::time_point now = Clock::now();
     if (now >= until.at() || abort_.raised()) return false;
     if (now >= next_yield) {
@@ -356,8 +357,7 @@ int HostCells::block_once(int awaited, const char* what, Deadline deadline) {
   for (int peer = 0; peer < size_; ++peer)
     if (peer != rank_ && (awaited < 0 || awaited == peer))
       poll_fds_.push_back({links_.peer_sockets[static_cast<std::size_t>(peer)].get(), POLLRDHUP, 0});
-  const int ready = ::poll(poll_fds_.data(), poll_fds_.size(),
-                           Deadline::after(kLookAgain).earlier(deadline).poll_timeout_ms());
+  const int ready = poll_beside(poll_fds_, companion_, Deadline::after(kLookAgain).earlier(deadline));
   if (ready < 0 && errno != EINTR) fail_errno(fmt::format("rank {}: poll", rank_));
   if (ready <= 0) {
     if (deadline.expired())
