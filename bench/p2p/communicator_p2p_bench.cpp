@@ -4,11 +4,11 @@
 //   canopy-run --nproc 2 canopy-communicator-p2p-bench --mib 64 --messages 8 --pings 2000
 //
 // Prints the first round trip (which connects the pair's point-to-point link: what sharing the collectives'
-// links could save, once per pair), the round-trip time of 8-byte send/recv pairs (median, p99), the throughput of large messages
-// one way (recv's), and both ways at once (send_async + recv_async on each rank), and the round trip again
-// while an asynchronous all-reduce runs on the same communicator (what a pipeline stage sees beside its
-// gradient all-reduce). canopy-p2p-bench measures the transport underneath; this measures the engine and
-// progress thread that Communicator::send and recv go through.
+// links could save, once per pair), the round-trip time of 8-byte send/recv pairs (median, p99), the
+// throughput of large messages one way (recv's), and both ways at once (send_async + recv_async on each
+// rank), and the round trip again while an asynchronous all-reduce runs on the same communicator (what a
+// pipeline stage sees beside its gradient all-reduce). canopy-p2p-bench measures the transport underneath;
+// this measures the engine and progress thread that Communicator::send and recv go through.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -109,8 +109,10 @@ int main(int argc, char** argv) {
 
   if (comm.rank() == 0)
     fmt::print(
-        "transport {}: first round trip {:.0f} us; 8-byte round trip median {:.1f} us, p99 {:.1f} us; {} MiB messages one way {:.2f} GB/s, "
+        "transport {}: first round trip {:.0f} us; 8-byte round trip median {:.1f} us, p99 {:.1f} us; {} MiB "
+        "messages one way {:.2f} GB/s, "
         "both ways {:.2f} GB/s each; round trip beside all-reduces median {:.1f} us ({} all-reduces)\n",
-        comm.transport_name(), first_rtt, rtt_median, rtt_p99, mib, one_way, both_ways, beside[beside.size() / 2], reduces);
+        comm.transport_name(), first_rtt, rtt_median, rtt_p99, mib, one_way, both_ways,
+        beside[beside.size() / 2], reduces);
   return 0;
 }

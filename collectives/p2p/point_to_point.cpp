@@ -12,6 +12,7 @@ namespace canopy::collectives {
 namespace {
 
 constexpr std::size_t kListedOperations = 8;  // in a timeout's message
+constexpr int kRoundsPerStep = 4;             // transport rounds a companion step takes at most
 
 double seconds_since(Clock::time_point then) {
   return std::chrono::duration<double>(Clock::now() - then).count();
@@ -128,7 +129,10 @@ void PointToPoint::wake() {
 
 void PointToPoint::step() {
   serve_requests();
-  drive(Deadline(Clock::time_point::min()));
+  // A message is two frames (descriptor, then payload, whose receive is posted when the descriptor lands):
+  // a few rounds in one step, so that it need not wait for the collective's next piece of work in between.
+  for (int round = 0; round < kRoundsPerStep && drive(Deadline(Clock::time_point::min())); ++round) {
+  }
   expire_overdue();
 }
 
@@ -179,8 +183,8 @@ void PointToPoint::serve_requests() {
   }
 }
 
-void PointToPoint::drive(Deadline deadline) {
-  if (in_transport_.empty()) return;
+bool PointToPoint::drive(Deadline deadline) {
+  if (in_transport_.empty()) return false;
   completed_.clear();
   std::optional<transport::PeerFailedError> peer_failure;
   std::optional<Error> failure;
@@ -199,6 +203,7 @@ void PointToPoint::drive(Deadline deadline) {
   }
   if (peer_failure) peer_left(*peer_failure);
   if (failure) fail_all(*failure);
+  return !completed_.empty() && !failure && !peer_failure;
 }
 
 void PointToPoint::start_send(OpIndex index) {

@@ -130,8 +130,9 @@ class PointToPoint final : public SideWork, public transport::Companion {
   Work submit(Operation op);
   // Takes up the operations posted since; the first ever also starts listening to the higher ranks.
   void serve_requests();
-  // Drives the transport once, waiting until `deadline` at most, and handles what completed.
-  void drive(Deadline deadline);
+  // Drives the transport once, waiting until `deadline` at most, and handles what completed; true when
+  // something did (and nothing failed).
+  bool drive(Deadline deadline);
   void start_send(OpIndex index);
   void start_recv(OpIndex index);
   void start_recv_any(OpIndex index);

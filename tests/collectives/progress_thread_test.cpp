@@ -44,7 +44,8 @@ TEST(ProgressThread, AsynchronousCollectivesAndPointToPointShareOneThread) {
 
     const int next = (comm.rank() + 1) % comm.size(), previous = (comm.rank() + 2) % comm.size();
     std::vector<float> gradients(1 << 20, 1.0f);
-    std::vector<std::uint8_t> out(std::size_t{1} << 20, static_cast<std::uint8_t>(comm.rank())), in(out.size());
+    std::vector<std::uint8_t> out(std::size_t{1} << 20, static_cast<std::uint8_t>(comm.rank())),
+        in(out.size());
     Work reduce = comm.all_reduce_async(std::span(gradients));
     Work received = comm.recv_async(bytes_of(in), previous, 1);
     Work sent = comm.send_async(std::as_bytes(std::span(out)), next, 1);
