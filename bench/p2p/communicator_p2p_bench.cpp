@@ -54,9 +54,12 @@ int main(int argc, char** argv) {
   std::size_t mib = 64;
   int messages = 8;
   int pings = 2000;
+  std::size_t reduce_kib = 16384;
   app.add_option("--mib", mib, "size of each large message in MiB")->check(CLI::PositiveNumber);
   app.add_option("--messages", messages, "large messages per direction")->check(CLI::PositiveNumber);
   app.add_option("--pings", pings, "8-byte round trips")->check(CLI::PositiveNumber);
+  app.add_option("--reduce-kib", reduce_kib, "size of the all-reduces beside the round trips in KiB")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
   auto comm = canopy::Communicator::from_environment();
@@ -88,11 +91,11 @@ int main(int argc, char** argv) {
   }
   const double both_ways = static_cast<double>(out.size()) * messages / seconds_since(start) / 1e9;
 
-  // Round trips beside asynchronous all-reduces of 16 MiB of floats, one always in flight: every 8 round
+  // Round trips beside asynchronous all-reduces (16 MiB of floats unless --reduce-kib), one always in flight: every 8 round
   // trips the last one is waited for and the next started (the same on both ranks, so they issue the same
   // collectives).
   comm.barrier();
-  std::vector<float> gradients(std::size_t{4} << 20, 1.0f);
+  std::vector<float> gradients((reduce_kib << 10) / sizeof(float), 1.0f);
   canopy::Work reduce = comm.all_reduce_async(std::span(gradients));
   int reduces = 1;
   std::vector<double> beside;
