@@ -12,7 +12,6 @@ namespace canopy::collectives {
 namespace {
 
 constexpr std::size_t kListedOperations = 8;  // in a timeout's message
-constexpr int kRoundsPerStep = 4;             // transport rounds a companion step takes at most
 
 double seconds_since(Clock::time_point then) {
   return std::chrono::duration<double>(Clock::now() - then).count();
@@ -73,8 +72,8 @@ Work PointToPoint::recv(std::span<std::byte> data, int peer, std::uint32_t tag) 
 
 Work PointToPoint::recv_any(std::span<std::byte> data, int& source, std::uint32_t tag) {
   if (peers_.size() < 2)
-    fail(ErrorCode::InvalidArgument, "rank {}: cannot receive from any rank in a group of 1: no rank can send",
-         rank_);
+    fail(ErrorCode::InvalidArgument,
+         "rank {}: cannot receive from any rank in a group of 1: no rank can send", rank_);
   Operation op;
   op.direction = Direction::Recv;
   op.peer = kAnySource;
@@ -111,99 +110,6 @@ Work PointToPoint::submit(Operation op) {
 
 void PointToPoint::abort(const std::string& reason) {
   transport_->abort(reason);
-}
-
-bool PointToPoint::busy() {
-  return has_requests_.load() || !in_transport_.empty();
-}
-
-void PointToPoint::progress_once() {
-  serve_requests();
-  drive(earliest_deadline());
-  expire_overdue();
-}
-
-void PointToPoint::wake() {
-  transport_->wake();
-}
-
-void PointToPoint::step() {
-  serve_requests();
-  // A message is two frames (descriptor, then payload, whose receive is posted when the descriptor lands):
-  // a few rounds in one step, so that it need not wait for the collective's next piece of work in between.
-  for (int round = 0; round < kRoundsPerStep && drive(Deadline(Clock::time_point::min())); ++round) {
-  }
-  expire_overdue();
-}
-
-bool PointToPoint::add_poll_descriptors(std::vector<pollfd>& fds) {
-  return transport_->add_poll_descriptors(fds);
-}
-
-void PointToPoint::after_poll(std::span<const pollfd> fds) {
-  transport_->after_poll(fds);
-}
-
-void PointToPoint::serve_requests() {
-  if (!has_requests_.load()) return;
-  std::vector<OpIndex> accepted;
-  {
-    std::lock_guard lock(mutex_);
-    for (OpIndex index : requests_) {
-      auto node = inbox_.extract(index);
-      operations_.insert(std::move(node));
-      accepted.push_back(index);
-    }
-    requests_.clear();
-    has_requests_.store(false);
-  }
-  if (!listening_ && !failure_) {
-    listening_ = true;
-    try {
-      // Only the higher ranks may send first: with links made on first use the higher rank of a pair
-      // dials, so a receive from a lower one would dial it, and a group of thousands would connect
-      // everyone. A lower rank's messages are read once this rank has an operation with it (MPI lets a
-      // send wait for its receive).
-      for (int peer = rank_ + 1; peer < static_cast<int>(peers_.size()); ++peer) listen_to(peer);
-    } catch (const Error& error) {
-      fail_all(error);
-    }
-  }
-  for (OpIndex index : accepted) {
-    try {
-      if (failure_) throw *failure_;
-      if (operations_.at(index).direction == Direction::Send) {
-        start_send(index);
-      } else {
-        start_recv(index);
-      }
-    } catch (const Error& error) {
-      fail_all(error);
-    }
-  }
-}
-
-bool PointToPoint::drive(Deadline deadline) {
-  if (in_transport_.empty()) return false;
-  completed_.clear();
-  std::optional<transport::PeerFailedError> peer_failure;
-  std::optional<Error> failure;
-  try {
-    transport_->progress(deadline, completed_);
-  } catch (const transport::PeerFailedError& error) {
-    peer_failure = error;
-  } catch (const Error& error) {
-    failure = error;
-  }
-  // What completed before a failure still counts: a message that fully arrived may be received.
-  try {
-    for (transport::OpId id : completed_) on_completed(id);
-  } catch (const Error& error) {
-    if (!failure) failure = error;
-  }
-  if (peer_failure) peer_left(*peer_failure);
-  if (failure) fail_all(*failure);
-  return !completed_.empty() && !failure && !peer_failure;
 }
 
 void PointToPoint::start_send(OpIndex index) {
@@ -263,9 +169,8 @@ void PointToPoint::start_recv_any(OpIndex index) {
     return;
   }
   if (!anyone_left)
-    throw Error(ErrorCode::PeerFailed,
-                fmt::format("rank {}: {}: every other rank closed its connection", rank_,
-                            describe(operations_.at(index))));
+    throw Error(ErrorCode::PeerFailed, fmt::format("rank {}: {}: every other rank closed its connection",
+                                                   rank_, describe(operations_.at(index))));
   any_source_receives_[tag].push_back(index);
 }
 
@@ -533,14 +438,14 @@ Deadline PointToPoint::earliest_deadline() const {
 void PointToPoint::expire_overdue() {
   for (const auto& [index, op] : operations_) {
     if (!op.deadline.expired()) continue;
-    fail_all(Error(ErrorCode::Timeout, fmt::format("rank {}: {} timed out after {:.1f} s: {}{}", rank_,
-                                                   describe(op), seconds_since(op.posted),
-                                                   op.direction == Direction::Send
-                                                       ? fmt::format("rank {} did not receive it", op.peer)
-                                                   : op.peer == kAnySource
-                                                       ? std::string("no rank sent such a message")
-                                                       : fmt::format("rank {} sent no such message", op.peer),
-                                                   pending_list())));
+    fail_all(
+        Error(ErrorCode::Timeout,
+              fmt::format("rank {}: {} timed out after {:.1f} s: {}{}", rank_, describe(op),
+                          seconds_since(op.posted),
+                          op.direction == Direction::Send ? fmt::format("rank {} did not receive it", op.peer)
+                          : op.peer == kAnySource         ? std::string("no rank sent such a message")
+                                                  : fmt::format("rank {} sent no such message", op.peer),
+                          pending_list())));
     return;
   }
 }
