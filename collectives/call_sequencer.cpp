@@ -64,12 +64,38 @@ std::exception_ptr Work::error() const {
 namespace canopy::collectives {
 
 CallSequencer::~CallSequencer() {
+  stop();
+}
+
+void CallSequencer::stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   turn_changed_.notify_all();
-  if (progress_thread_.joinable()) progress_thread_.join();
+  if (!progress_thread_.joinable()) return;
+  if (side_) side_->wake();
+  progress_thread_.join();
+}
+
+void CallSequencer::keep_moving(SideWork& side, transport::Transport& calls_transport) {
+  std::lock_guard lock(mutex_);
+  side_ = &side;
+  calls_transport_ = &calls_transport;
+}
+
+void CallSequencer::side_work_arrived() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    start_thread_locked();
+  }
+  turn_changed_.notify_all();
+  side_->wake();
+}
+
+void CallSequencer::start_thread_locked() {
+  if (!progress_thread_.joinable()) progress_thread_ = std::thread([this] { progress_loop(); });
 }
 
 std::uint64_t CallSequencer::wait_for_turn() {
@@ -84,12 +110,15 @@ std::uint64_t CallSequencer::wait_for_turn() {
 
 Work CallSequencer::submit(Call call) {
   auto state = std::make_shared<Work::State>();
+  bool in_side = false;
   {
     std::lock_guard lock(mutex_);
     queue_.push_back({next_ticket_.fetch_add(1), std::move(call), state});
-    if (!progress_thread_.joinable()) progress_thread_ = std::thread([this] { progress_loop(); });
+    start_thread_locked();
+    in_side = in_side_;
   }
   turn_changed_.notify_all();
+  if (in_side) side_->wake();
   return Work(state);
 }
 
@@ -97,37 +126,60 @@ void CallSequencer::finish_turn(std::uint64_t ticket) {
   // No wake-up is lost: a waiter counts itself in waiters_ before it reads serving_, this reads waiters_
   // after storing serving_, all seq_cst, so either this sees the waiter or the waiter sees the new turn; and
   // taking the mutex before notifying means a waiter that saw the old turn is already asleep, not on its way
-  // to sleep.
+  // to sleep (or, for the progress thread in the side work's poll(), that the wake-up below reaches it).
   serving_.store(ticket + 1);
   if (waiters_.load() == 0) return;
-  { std::lock_guard lock(mutex_); }
+  bool in_side = false;
+  {
+    std::lock_guard lock(mutex_);
+    in_side = in_side_;
+  }
   turn_changed_.notify_all();
+  if (in_side) side_->wake();
 }
 
 void CallSequencer::progress_loop() {
   for (;;) {
-    Queued next;
-    {
-      std::unique_lock lock(mutex_);
-      // An empty queue waits for submit() or the destructor, which notify under the mutex; a queued call
-      // waits for its turn, counted in waiters_ as a blocking call is.
-      turn_changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });
-      if (queue_.empty()) return;
-      ++waiters_;
-      turn_changed_.wait(lock, [&] { return queue_.front().ticket == serving_.load(); });
+    std::unique_lock lock(mutex_);
+    const bool queued = !queue_.empty();
+    if (stopping_ && !queued) return;
+    // A queued call waits for its turn, counted in waiters_ as a blocking call is, so that the call
+    // ahead of it wakes this thread when it finishes.
+    if (queued) ++waiters_;
+    if (queued && queue_.front().ticket == serving_.load()) {
       --waiters_;
-      next = std::move(queue_.front());
+      Queued next = std::move(queue_.front());
       queue_.pop_front();
+      lock.unlock();
+      run_queued(next);
+      continue;
     }
-    std::exception_ptr error;
-    try {
-      next.call(next.ticket);
-    } catch (...) {
-      error = std::current_exception();
+    if (side_ && side_->busy()) {
+      // Until the side work's I/O, its deadlines, or wake(): a call submitted, a turn passed, the end.
+      in_side_ = true;
+      lock.unlock();
+      side_->progress_once();
+      lock.lock();
+      in_side_ = false;
+    } else {
+      // An empty queue waits for submit(), side_work_arrived() or stop(), which notify under the mutex.
+      turn_changed_.wait(lock);
     }
-    finish_turn(next.ticket);
-    next.state->finish(error);
+    if (queued) --waiters_;
   }
+}
+
+void CallSequencer::run_queued(Queued& next) {
+  if (side_) calls_transport_->set_companion(&side_->companion());
+  std::exception_ptr error;
+  try {
+    next.call(next.ticket);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (side_) calls_transport_->set_companion(nullptr);
+  finish_turn(next.ticket);
+  next.state->finish(error);
 }
 
 }  // namespace canopy::collectives

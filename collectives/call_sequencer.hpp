@@ -1,7 +1,15 @@
 // Runs a communicator's calls one at a time, in the order they were issued: blocking calls on the
-// caller's own thread (no hand-off, no context switch), asynchronous ones on a progress thread.
-// Every rank issues the same calls in the same order, so the n-th call is the same collective
-// everywhere: its ticket is its sequence number in every frame header.
+// caller's own thread (no hand-off, no context switch), asynchronous ones on the communicator's one
+// progress thread. Every rank issues the same calls in the same order, so the n-th call is the same
+// collective everywhere: its ticket is its sequence number in every frame header.
+//
+// The progress thread also keeps the communicator's point-to-point engine moving (SideWork): between calls
+// it waits in that engine's poll(); while it runs an asynchronous call, the engine is the call's
+// transport's companion (transport.hpp), its descriptors in the same poll() as the call's links, so that
+// messages move while the collective waits and a pending receive never holds the collectives back. One
+// thread serves both, instead of one each, because the two never need to run at the same instant: each
+// waits on descriptors, and one poll() can wait on both. Blocking calls never touch the side work: they
+// stay on the caller's thread while the progress thread drives the messages beside them.
 #pragma once
 
 #include <atomic>
@@ -16,6 +24,7 @@
 #include <vector>
 
 #include "canopy/communicator.hpp"
+#include "transport/transport.hpp"
 
 namespace canopy {
 
@@ -32,6 +41,23 @@ struct Work::State {
 }  // namespace canopy
 
 namespace canopy::collectives {
+
+// What the progress thread keeps moving beside the calls (a communicator's point-to-point engine). Every
+// function but wake() is called on the progress thread only.
+class SideWork {
+ public:
+  // Whether it has anything to move or wait for: operations not taken up yet, or I/O under way.
+  virtual bool busy() = 0;
+  // Moves what can move; waits, when nothing could, until its I/O, its own deadlines or wake().
+  virtual void progress_once() = 0;
+  // Makes a waiting progress_once() return at once (the next one, if none waits). Any thread.
+  virtual void wake() = 0;
+  // What an asynchronous call's transport keeps moving while the call waits.
+  virtual transport::Companion& companion() = 0;
+
+ protected:
+  ~SideWork() = default;
+};
 
 class CallSequencer {
  public:
@@ -58,6 +84,14 @@ class CallSequencer {
   // Queues the call for the progress thread.
   Work submit(Call call);
 
+  // From now on the progress thread keeps `side` moving beside the calls, and every call it runs has
+  // `side`'s companion on `calls_transport`. Before the first call; both outlive the thread (stop()).
+  void keep_moving(SideWork& side, transport::Transport& calls_transport);
+  // The side work has something new: starts the progress thread if it is not running yet, and wakes it.
+  void side_work_arrived();
+  // Runs what is queued, then joins the progress thread; the side work is left as it stands. Idempotent.
+  void stop();
+
  private:
   struct Queued {
     std::uint64_t ticket = 0;
@@ -66,6 +100,9 @@ class CallSequencer {
   };
 
   void progress_loop();
+  void start_thread_locked();  // under mutex_
+  // An asynchronous call, with the side work as its transport's companion.
+  void run_queued(Queued& next);
   std::uint64_t wait_for_turn();  // takes the next ticket and returns once it is served
   void finish_turn(std::uint64_t ticket);
 
@@ -79,6 +116,9 @@ class CallSequencer {
   std::condition_variable turn_changed_;
   std::deque<Queued> queue_;  // in ticket order: submit() takes its ticket under the mutex
   bool stopping_ = false;
+  SideWork* side_ = nullptr;
+  bool in_side_ = false;  // the progress thread waits in the side work's progress_once(): wake it there
+  transport::Transport* calls_transport_ = nullptr;
   std::thread progress_thread_;
 };
 

@@ -266,7 +266,8 @@ collectives::GrowPlan Communicator::Impl::grow_plan(const std::vector<int>& memb
 
 Communicator::Impl::~Impl() {
   family_->leave(this);  // before anything the family's monitor could abort goes
-  p2p_->close();         // its thread may still report a failure through this communicator
+  sequencer.stop();      // runs what is queued; the progress thread may still report a failure through this
+  p2p_->close();         // communicator until then, from a collective or from point-to-point
 }
 
 void Communicator::Impl::read_records_at_once(collectives::RecordCache& records,
@@ -308,10 +309,10 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   const transport::TransportKind kind = settings_.mesh.settings.kind;
   transport_ =
       transport::connect_mesh(*forming, rank, size, mesh, kind);  // CANOPY_TRANSPORT=auto|shm+tcp|tcp|verbs
-  // Point-to-point messages get a mesh of their own, driven by their own thread: they move while a
-  // collective runs, in an order of their own (docs/GROUPS.md says why not the collectives' sockets).
+  // Point-to-point messages get a mesh of their own, in an order of their own, driven by the progress
+  // thread beside the asynchronous collectives (docs/GROUPS.md says why not the collectives' sockets).
   auto p2p_store = std::make_shared<PrefixStore>(store_, "p2p");
-  mesh.spin = false;        // its thread waits in poll(): no core spent on waiting
+  mesh.spin = false;        // the progress thread waits in poll(): no core spent on waiting
   mesh.host_cells = false;  // collectives only
   mesh.tcp_address_book_mesh = 1;
   mesh.unix_listener_book_mesh = 1;
@@ -325,8 +326,9 @@ void Communicator::Impl::connect(const collectives::HostLayout& hosts, const std
   auto p2p_mesh = transport::connect_mesh(
       p2p_forming, rank, size, mesh, p2p_kind,
       kind == transport::TransportKind::Auto ? "CANOPY_TRANSPORT=auto, as the collectives' mesh chose" : "");
-  p2p_ = std::make_unique<collectives::PointToPoint>(std::move(p2p_mesh), settings,
-                                                     [this](const Error& error) { return end_with(error); });
+  p2p_ = std::make_unique<collectives::PointToPoint>(
+      std::move(p2p_mesh), settings, [this](const Error& error) { return end_with(error); }, sequencer);
+  sequencer.keep_moving(*p2p_, *transport_);
 }
 
 transport::MeshOptions Communicator::Impl::mesh_options() const {

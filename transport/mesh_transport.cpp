@@ -126,6 +126,7 @@ bool MeshTransport::spin(std::chrono::microseconds spin, Deadline deadline, Comp
   std::uint64_t moved_before = bytes_moved();
   for (Clock::time_point now = Clock::now(); now < until.at() && !abort_.raised(); now = Clock::now()) {
     drive_all(IoPart::Pass::Spin, done);
+    if (companion_) companion_->step();
     if (done.ids.size() > completed_before) return true;
     if (const std::uint64_t moved = bytes_moved(); moved != moved_before) {
       moved_before = moved;
@@ -144,10 +145,11 @@ bool MeshTransport::spin(std::chrono::microseconds spin, Deadline deadline, Comp
 bool MeshTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
   const std::size_t completed_before = completed.size();
   Completions done{completed, arrived_flags_};
-  IoPart::Pass pass = IoPart::Pass::First;
+  IoPart::Pass pass = std::exchange(next_pass_, IoPart::Pass::First);
   for (;;) {
     abort_.throw_if_raised(rank_);
     drive_all(pass, done);
+    if (companion_) companion_->step();
     if (completed.size() > completed_before) return true;
     if (deadline.expired()) return false;
     if (const auto spin_now = spin_for_busy_parts(); spin_now.count() > 0 && spin_backoff_.should_spin()) {
@@ -160,44 +162,67 @@ bool MeshTransport::progress(Deadline deadline, std::vector<OpId>& completed) {
            "rank {}: progress() without a deadline while no operation is pending would wait forever", rank_);
 
     poll_fds_.clear();
-    poll_fds_.push_back({wake_fd_.get(), POLLIN, 0});
-    bool can_block = true;
-    for (std::size_t i = 0; i < parts_.size(); ++i) {
-      poll_part_start_[i] = poll_fds_.size();
-      can_block = parts_[i]->prepare_to_block(poll_fds_) && can_block;
-    }
-    poll_part_start_[parts_.size()] = poll_fds_.size();
+    const bool can_block = append_poll_descriptors(poll_fds_);
     int ready = 0;
     if (can_block) {
       Deadline wake = deadline;
       for (const auto& part : parts_) wake = wake.earlier(Deadline(part->wake_by()));
       ready = block(wake);
       if (ready < 0 && errno != EINTR) fail_errno(fmt::format("rank {}: poll", rank_));
-      if (ready < 0)
-        for (auto& fd : poll_fds_) fd.revents = 0;
     }
-    for (std::size_t i = 0; i < parts_.size(); ++i)
-      parts_[i]->after_poll(
-          std::span(poll_fds_).subspan(poll_part_start_[i], poll_part_start_[i + 1] - poll_part_start_[i]));
+    const bool woken = take_poll_results(poll_fds_);
     // Something became ready while a part announced it would sleep: drive everything again at once.
     pass = can_block ? IoPart::Pass::Polled : IoPart::Pass::Spin;
-    if (poll_fds_[0].revents != 0 && !abort_.raised()) {
-      // wake(): the caller has new work for this thread.
-      std::uint64_t count = 0;
-      [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof(count));
-      return completed.size() > completed_before;
-    }
+    // wake(): the caller has new work for this thread.
+    if (woken && !abort_.raised()) return completed.size() > completed_before;
   }
 }
 
+bool MeshTransport::add_poll_descriptors(std::vector<pollfd>& fds) {
+  const bool can_block = append_poll_descriptors(fds);
+  // Waited on in another's poll: the next progress() moves what it announced.
+  next_pass_ = can_block ? IoPart::Pass::Polled : IoPart::Pass::Spin;
+  return can_block;
+}
+
+bool MeshTransport::append_poll_descriptors(std::vector<pollfd>& fds) {
+  const std::size_t first = fds.size();
+  fds.push_back({wake_fd_.get(), POLLIN, 0});
+  bool can_block = true;
+  for (std::size_t i = 0; i < parts_.size(); ++i) {
+    poll_part_start_[i] = fds.size() - first;
+    can_block = parts_[i]->prepare_to_block(fds) && can_block;
+  }
+  poll_part_start_[parts_.size()] = fds.size() - first;
+  return can_block;
+}
+
+void MeshTransport::after_poll(std::span<const pollfd> fds) {
+  take_poll_results(fds);
+}
+
+bool MeshTransport::take_poll_results(std::span<const pollfd> fds) {
+  for (std::size_t i = 0; i < parts_.size(); ++i)
+    parts_[i]->after_poll(fds.subspan(poll_part_start_[i], poll_part_start_[i + 1] - poll_part_start_[i]));
+  if (fds[0].revents == 0) return false;
+  std::uint64_t count = 0;
+  [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof(count));
+  return true;
+}
+
+void MeshTransport::set_companion(Companion* companion) {
+  companion_ = companion;
+  if (host_cells_) host_cells_->set_companion(companion);
+}
+
 int MeshTransport::block(Deadline deadline) {
-  if (!host_cells_) return ::poll(poll_fds_.data(), poll_fds_.size(), deadline.poll_timeout_ms());
+  if (!host_cells_) return poll_beside(poll_fds_, companion_, deadline);
   // A peer may run this call through the host's cells while this rank waits for its messages: what the
   // peers declared says so, now and every kLookAgain while nothing arrives.
   for (;;) {
     host_cells_->check_peers_run_this_call();
     const Deadline look_again = Deadline::after(HostCells::kLookAgain).earlier(deadline);
-    const int ready = ::poll(poll_fds_.data(), poll_fds_.size(), look_again.poll_timeout_ms());
+    const int ready = poll_beside(poll_fds_, companion_, look_again);
     if (ready != 0 || deadline.expired()) return ready;
   }
 }

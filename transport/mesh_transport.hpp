@@ -2,7 +2,8 @@
 // mesh's whole life (shared-memory rings for peers on this host, RDMA queue pairs or TCP sockets for the
 // others: link_mesh.hpp chooses), so they stay in order.
 // progress() drives every part on the calling thread, spins while that pays (spin_rule.hpp), then waits
-// for all of them and the abort/wake eventfd in one poll().
+// for all of them and the abort/wake eventfd in one poll(). A companion (transport.hpp) is stepped on every
+// pass and its descriptors join that poll; the mesh can itself be one's descriptors in another's poll().
 #pragma once
 
 #include <chrono>
@@ -53,6 +54,9 @@ class MeshTransport final : public Transport {
   OpId post_recv_in_place(int peer, const Envelope& envelope, std::uint64_t bytes, PieceSink& sink) override;
   void expect_peers(std::span<const int> peers) override;
   bool progress(Deadline deadline, std::vector<OpId>& completed) override;
+  bool add_poll_descriptors(std::vector<pollfd>& fds) override;
+  void after_poll(std::span<const pollfd> fds) override;
+  void set_companion(Companion* companion) override;
   void abort(const std::string& reason) override;
   void wake() override;
   // Unless a part's receivers never see the frame (verbs).
@@ -73,6 +77,11 @@ class MeshTransport final : public Transport {
             std::size_t completed_before);
   // poll() on poll_fds_ until something is ready or the deadline passes; its result.
   int block(Deadline deadline);
+  // The wake eventfd, then every part's descriptors; false when a part can move already.
+  bool append_poll_descriptors(std::vector<pollfd>& fds);
+  // Hands the parts their revents from `fds` (what add_poll_descriptors appended); true when the wake
+  // eventfd was among them (then read).
+  bool take_poll_results(std::span<const pollfd> fds);
 
   const int rank_;
   const int size_;
@@ -84,7 +93,10 @@ class MeshTransport final : public Transport {
   std::vector<std::size_t> send_route_;               // peer -> part
   std::vector<std::size_t> recv_route_;
   std::vector<pollfd> poll_fds_;              // reused by every progress() call
-  std::vector<std::size_t> poll_part_start_;  // part -> its first entry in poll_fds_ (one more: the end)
+  // part -> its first entry among those add_poll_descriptors() appended (one more: the end); 0 is the eventfd
+  std::vector<std::size_t> poll_part_start_;
+  IoPart::Pass next_pass_ = IoPart::Pass::First;  // of the next progress(): Polled after another's poll()
+  Companion* companion_ = nullptr;
   UniqueFd wake_fd_;                          // eventfd written by abort() and wake()
   OpId next_id_ = 1;
   std::uint8_t arrived_flags_ = 0;  // ORed from messages with a payload, until take_arrived_flags()

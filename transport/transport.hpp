@@ -6,6 +6,8 @@
 // progress() drives the I/O on the calling thread, so a blocking collective pays no hand-off.
 #pragma once
 
+#include <poll.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -31,6 +33,25 @@ class PieceSink {
 
  protected:
   ~PieceSink() = default;
+};
+
+// Another engine's I/O that the thread driving a transport keeps moving while it waits: its descriptors join
+// the transport's poll(), and it is stepped, never blocking, on every pass. A communicator's one progress
+// thread runs an asynchronous collective with its point-to-point engine as the companion, so that messages
+// move while the collective waits (collectives/call_sequencer.hpp).
+class Companion {
+ public:
+  // Moves what can move now without blocking. Never throws: the companion's failures are its own.
+  virtual void step() = 0;
+  // Appends what to wait on. False when something can move already (the poll must not block then).
+  virtual bool add_poll_descriptors(std::vector<pollfd>& fds) = 0;
+  // The poll() returned: `fds` are the entries add_poll_descriptors() appended, with their revents.
+  virtual void after_poll(std::span<const pollfd> fds) = 0;
+  // When the poll must end at the latest, for the companion's own deadlines.
+  virtual Deadline wake_by() const = 0;
+
+ protected:
+  ~Companion() = default;
 };
 
 class Transport {
@@ -75,6 +96,17 @@ class Transport {
   // Fails every pending and later operation with Error(Aborted, reason) and wakes progress(). Thread-safe.
   virtual void abort(const std::string& reason) = 0;
 
+  // Waiting on this transport beside other descriptors, in one poll() of another's (a Companion):
+  // add_poll_descriptors() appends what progress() would wait on (false: something can move already),
+  // after_poll() takes their revents back, and a progress() with an expired deadline then moves what they
+  // announced. A transport that cannot be waited on so says so with Error(InvalidArgument).
+  virtual bool add_poll_descriptors(std::vector<pollfd>& fds);
+  virtual void after_poll(std::span<const pollfd> fds) { (void)fds; }
+  // The companion that progress() (and the host cells' waits) keep moving from now on; null for none.
+  // Set by the thread that drives the transport, between its calls. A transport that cannot keep one
+  // refuses with Error(InvalidArgument).
+  virtual void set_companion(Companion* companion);
+
   // Makes a progress() that is waiting return at once (the next one, if none is waiting), so that a
   // thread driving the transport learns of work another thread handed it. Thread-safe.
   virtual void wake() = 0;
@@ -101,6 +133,11 @@ class PeerFailedError : public Error {
  private:
   int peer_;
 };
+
+// poll() on `fds` and the companion's descriptors (none if null) until one is ready or the deadline (or the
+// companion's) passes; hands the companion its revents and steps it, and leaves `fds` as it was given.
+// Returns poll()'s result for `fds` alone: how many are ready, or -1 with errno.
+int poll_beside(std::vector<pollfd>& fds, Companion* companion, Deadline deadline);
 
 // Blocking conveniences: post, then progress until that one operation is done. Only for callers with
 // nothing else in flight on this transport: other operations completing meanwhile are not reported.

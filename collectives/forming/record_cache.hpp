@@ -15,7 +15,7 @@ namespace canopy::collectives {
 
 // A view of `base` whose get_many answers from what it read (or was told) before, and asks the store only
 // for the rest, in one request. Every other call goes to `base`. Only for keys whose values never change.
-// Thread-safe (the point-to-point mesh has a thread of its own).
+// Thread-safe (the point-to-point mesh is driven by the progress thread, the collectives' by the caller's).
 class RecordCache final : public Store {
  public:
   explicit RecordCache(std::shared_ptr<Store> base) : base_(std::move(base)) {}

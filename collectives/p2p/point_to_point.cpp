@@ -20,12 +20,13 @@ double seconds_since(Clock::time_point then) {
 }  // namespace
 
 PointToPoint::PointToPoint(std::unique_ptr<transport::Transport> transport, Settings settings,
-                           EndCommunicator end)
+                           EndCommunicator end, CallSequencer& progress)
     : transport_(std::move(transport)),
       settings_(settings),
       end_(std::move(end)),
       rank_(transport_->rank()),
-      peers_(static_cast<std::size_t>(transport_->size())) {}
+      peers_(static_cast<std::size_t>(transport_->size())),
+      progress_(progress) {}
 
 PointToPoint::~PointToPoint() {
   close();
@@ -38,10 +39,8 @@ void PointToPoint::close() {
     stopping_ = true;
     ended_ = Error(ErrorCode::Aborted, fmt::format("rank {}: the communicator was destroyed", rank_));
   }
-  requests_changed_.notify_all();
-  transport_->wake();
-  if (thread_.joinable()) thread_.join();
-  // The thread is gone: what it never finished ends here, its buffers no longer touched.
+  // The progress thread no longer drives this engine: what it never finished ends here, its buffers no
+  // longer touched.
   const Error gone(
       ErrorCode::Aborted,
       fmt::format("rank {}: the communicator was destroyed while this point-to-point operation was "
@@ -73,8 +72,8 @@ Work PointToPoint::recv(std::span<std::byte> data, int peer, std::uint32_t tag) 
 
 Work PointToPoint::recv_any(std::span<std::byte> data, int& source, std::uint32_t tag) {
   if (peers_.size() < 2)
-    fail(ErrorCode::InvalidArgument, "rank {}: cannot receive from any rank in a group of 1: no rank can send",
-         rank_);
+    fail(ErrorCode::InvalidArgument,
+         "rank {}: cannot receive from any rank in a group of 1: no rank can send", rank_);
   Operation op;
   op.direction = Direction::Recv;
   op.peer = kAnySource;
@@ -103,85 +102,14 @@ Work PointToPoint::submit(Operation op) {
     const OpIndex index = next_operation_++;
     inbox_.emplace(index, std::move(op));
     requests_.push_back(index);
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    has_requests_.store(true);
   }
-  requests_changed_.notify_one();
-  transport_->wake();
+  progress_.side_work_arrived();
   return Work(state);
 }
 
 void PointToPoint::abort(const std::string& reason) {
   transport_->abort(reason);
-}
-
-void PointToPoint::run() noexcept {
-  try {
-    // Only the higher ranks may send first: with links made on first use the higher rank of a pair dials,
-    // so a receive from a lower one would dial it, and a group of thousands would connect everyone. A
-    // lower rank's messages are read once this rank has an operation with it (MPI lets a send wait for its
-    // receive).
-    for (int peer = rank_ + 1; peer < static_cast<int>(peers_.size()); ++peer) listen_to(peer);
-  } catch (const Error& error) {
-    fail_all(error);
-  }
-  for (;;) {
-    {
-      std::unique_lock lock(mutex_);
-      // With no peer left to hear from, only a new operation (or the end) can change anything.
-      requests_changed_.wait(lock, [&] { return stopping_ || !requests_.empty() || !in_transport_.empty(); });
-      if (stopping_) return;
-    }
-    serve_requests();
-    progress_once();
-    expire_overdue();
-  }
-}
-
-void PointToPoint::serve_requests() {
-  std::vector<OpIndex> accepted;
-  {
-    std::lock_guard lock(mutex_);
-    for (OpIndex index : requests_) {
-      auto node = inbox_.extract(index);
-      operations_.insert(std::move(node));
-      accepted.push_back(index);
-    }
-    requests_.clear();
-  }
-  for (OpIndex index : accepted) {
-    try {
-      if (failure_) throw *failure_;
-      if (operations_.at(index).direction == Direction::Send) {
-        start_send(index);
-      } else {
-        start_recv(index);
-      }
-    } catch (const Error& error) {
-      fail_all(error);
-    }
-  }
-}
-
-void PointToPoint::progress_once() {
-  if (in_transport_.empty()) return;
-  completed_.clear();
-  std::optional<transport::PeerFailedError> peer_failure;
-  std::optional<Error> failure;
-  try {
-    transport_->progress(earliest_deadline(), completed_);
-  } catch (const transport::PeerFailedError& error) {
-    peer_failure = error;
-  } catch (const Error& error) {
-    failure = error;
-  }
-  // What completed before a failure still counts: a message that fully arrived may be received.
-  try {
-    for (transport::OpId id : completed_) on_completed(id);
-  } catch (const Error& error) {
-    if (!failure) failure = error;
-  }
-  if (peer_failure) peer_left(*peer_failure);
-  if (failure) fail_all(*failure);
 }
 
 void PointToPoint::start_send(OpIndex index) {
@@ -241,9 +169,8 @@ void PointToPoint::start_recv_any(OpIndex index) {
     return;
   }
   if (!anyone_left)
-    throw Error(ErrorCode::PeerFailed,
-                fmt::format("rank {}: {}: every other rank closed its connection", rank_,
-                            describe(operations_.at(index))));
+    throw Error(ErrorCode::PeerFailed, fmt::format("rank {}: {}: every other rank closed its connection",
+                                                   rank_, describe(operations_.at(index))));
   any_source_receives_[tag].push_back(index);
 }
 
@@ -511,14 +438,14 @@ Deadline PointToPoint::earliest_deadline() const {
 void PointToPoint::expire_overdue() {
   for (const auto& [index, op] : operations_) {
     if (!op.deadline.expired()) continue;
-    fail_all(Error(ErrorCode::Timeout, fmt::format("rank {}: {} timed out after {:.1f} s: {}{}", rank_,
-                                                   describe(op), seconds_since(op.posted),
-                                                   op.direction == Direction::Send
-                                                       ? fmt::format("rank {} did not receive it", op.peer)
-                                                   : op.peer == kAnySource
-                                                       ? std::string("no rank sent such a message")
-                                                       : fmt::format("rank {} sent no such message", op.peer),
-                                                   pending_list())));
+    fail_all(
+        Error(ErrorCode::Timeout,
+              fmt::format("rank {}: {} timed out after {:.1f} s: {}{}", rank_, describe(op),
+                          seconds_since(op.posted),
+                          op.direction == Direction::Send ? fmt::format("rank {} did not receive it", op.peer)
+                          : op.peer == kAnySource         ? std::string("no rank sent such a message")
+                                                  : fmt::format("rank {} sent no such message", op.peer),
+                          pending_list())));
     return;
   }
 }

@@ -1,9 +1,12 @@
 // A communicator's point-to-point messages, matched as MPI matches (source, tag): the messages from one
 // peer with one tag meet the receives from that peer with that tag in order, whatever other tags and the
 // collectives do. A receive from any source meets the first message with its tag to arrive from any
-// peer, in posting order with the receives that name that peer. They travel on a transport of their own, driven by a progress thread of their own, so
-// they never take part in the collectives' order and move while a collective runs (a pipeline stage's
-// activations beside a gradient all-reduce).
+// peer, in posting order with the receives that name that peer. They travel on a transport of their own, in
+// an order of their own, so they never take part in the collectives' order. The communicator's one
+// progress thread drives them (SideWork, call_sequencer.hpp): in this engine's own poll() between
+// asynchronous collectives, and as the companion of the collective's transport while one runs, so they
+// move while a collective runs (a pipeline stage's activations beside a gradient all-reduce). The engine is
+// a state machine stepped by that thread; it has no thread of its own.
 //
 // The protocol (p2p_descriptor.hpp) is MPI's eager / rendezvous pair. A message up to the eager limit
 // goes at once; if its receive is not posted yet it waits in a buffer at the receiver (an unexpected
@@ -16,7 +19,7 @@
 // mismatch, an operation past its deadline (with the rank's pending operations in the message), abort().
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -27,7 +30,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -38,7 +40,7 @@
 
 namespace canopy::collectives {
 
-class PointToPoint {
+class PointToPoint final : public SideWork, public transport::Companion {
  public:
   struct Settings {
     std::uint64_t comm_id = 0;
@@ -49,10 +51,13 @@ class PointToPoint {
   // returns the error to report (its first failure, which may be another rank's).
   using EndCommunicator = std::function<Error(const Error&)>;
 
-  PointToPoint(std::unique_ptr<transport::Transport> transport, Settings settings, EndCommunicator end);
+  // `progress`: the communicator's calls, whose progress thread is told of each new operation; the
+  // communicator makes this engine its side work (CallSequencer::keep_moving).
+  PointToPoint(std::unique_ptr<transport::Transport> transport, Settings settings, EndCommunicator end,
+               CallSequencer& progress);
   ~PointToPoint();  // close()
-  // Stops the progress thread and fails what is still pending with Error(Aborted); later operations fail
-  // at once. Idempotent. The thread may call EndCommunicator until this returns, never after.
+  // Fails what is still pending with Error(Aborted); later operations fail at once. Idempotent. After the
+  // progress thread stopped driving this engine (CallSequencer::stop()).
   void close();
   PointToPoint(const PointToPoint&) = delete;
   PointToPoint& operator=(const PointToPoint&) = delete;
@@ -65,6 +70,17 @@ class PointToPoint {
 
   // Fails every pending and later operation with Error(Aborted, reason). Thread-safe.
   void abort(const std::string& reason);
+
+  // SideWork, for the progress thread.
+  bool busy() override;
+  void progress_once() override;
+  void wake() override;
+  transport::Companion& companion() override { return *this; }
+  // Companion, for the transport of a collective that the progress thread runs.
+  void step() override;
+  bool add_poll_descriptors(std::vector<pollfd>& fds) override;
+  void after_poll(std::span<const pollfd> fds) override;
+  Deadline wake_by() const override { return earliest_deadline(); }
 
  private:
   enum class Direction { Send, Recv };
@@ -112,9 +128,11 @@ class PointToPoint {
   };
 
   Work submit(Operation op);
-  void run() noexcept;
+  // Takes up the operations posted since; the first ever also starts listening to the higher ranks.
   void serve_requests();
-  void progress_once();
+  // Drives the transport once, waiting until `deadline` at most, and handles what completed; true when
+  // something did (and nothing failed).
+  bool drive(Deadline deadline);
   void start_send(OpIndex index);
   void start_recv(OpIndex index);
   void start_recv_any(OpIndex index);
@@ -159,15 +177,16 @@ class PointToPoint {
   std::unordered_map<transport::OpId, Pending> in_transport_;
   std::vector<transport::OpId> completed_;
   std::optional<Error> failure_;  // set once: every later operation fails with it
+  bool listening_ = false;        // to the higher ranks, since the first operation
 
+  CallSequencer& progress_;
   std::mutex mutex_;
-  std::condition_variable requests_changed_;
+  std::atomic<bool> has_requests_{false};  // requests_ is not empty: a step need not take the mutex
   std::deque<OpIndex> requests_;        // under mutex_: posted, not yet accepted
   std::map<OpIndex, Operation> inbox_;  // under mutex_
   OpIndex next_operation_ = 0;          // under mutex_
   bool stopping_ = false;               // under mutex_
   std::optional<Error> ended_;          // under mutex_: the failure that ended the engine
-  std::thread thread_;                  // started at the first operation
 };
 
 }  // namespace canopy::collectives

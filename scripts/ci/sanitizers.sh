@@ -23,7 +23,7 @@ WHICH=${1:-all}
 # The reliability label is left out to keep CI within its time; docs/RELIABILITY.md has the command.
 TSAN_LABELS='rendezvous|transport'
 TSAN_TARGETS=(rendezvous_test transport_frame_test transport_tcp_test transport_data_test transport_shm_test
-              communicator_test liveness_monitor_test point_to_point_test groups_test)
+              communicator_test liveness_monitor_test point_to_point_test progress_thread_test groups_test)
 
 # The AddressSanitizer + UBSan subset: every test binary of the layers that own buffers, frames, parsers
 # and failure paths (common, rendezvous, transport, kernels, schedules, collectives, gradsync, the launcher's
@@ -79,10 +79,12 @@ run_tsan() {
     -L "$TSAN_LABELS"
   stage "tsan: communicator_test" 900 env CANOPY_SOCKET_IFNAME=lo "$build/bin/communicator_test"
   stage "tsan: liveness_monitor_test" 300 "$build/bin/liveness_monitor_test"
-  # Point-to-point's progress thread against its callers, abort and destruction; sub-communicators on two
-  # threads. Without the 1 GiB exchange, whose shadow memory would not fit.
+  # The progress thread's point-to-point against its callers, abort and destruction, and beside the
+  # asynchronous collectives it also runs; sub-communicators on two threads. Without the 1 GiB exchange,
+  # whose shadow memory would not fit.
   stage "tsan: point_to_point_test" 600 env CANOPY_SOCKET_IFNAME=lo "$build/bin/point_to_point_test" \
     --gtest_filter=-*OneGibibyte*
+  stage "tsan: progress_thread_test" 300 env CANOPY_SOCKET_IFNAME=lo "$build/bin/progress_thread_test"
   stage "tsan: groups_test" 600 env CANOPY_SOCKET_IFNAME=lo "$build/bin/groups_test"
 }
 

@@ -357,6 +357,7 @@ bool HostCells::spin(const auto& ready, Deadline deadline) {
       if (ready()) return true;
       if (!shared_cores) pause_briefly();
     }
+    if (companion_) companion_->step();
     const Clock::time_point now = Clock::now();
     if (now >= until.at() || abort_.raised()) return false;
     if (now >= next_yield) {
@@ -366,21 +367,28 @@ bool HostCells::spin(const auto& ready, Deadline deadline) {
   }
 }
 
-// One wait on this rank's bell, of kLookAgain at most: returns when rung or it ends (a peer awaited that
-// ended, or -1), or throws what ended the wait (abort, the deadline).
+// One wait on this rank's bell, of kLookAgain at most (kCompanionSlice beside a companion): returns when rung
+// or it ends (a peer awaited that ended, or -1), or throws what ended the wait (abort, the deadline).
 int HostCells::block_once(int awaited, std::uint32_t bell, const char* what, Deadline deadline) {
   abort_.throw_if_raised(rank_);
   if (deadline.expired())
     fail(ErrorCode::Timeout,
          "rank {}: {} through the host's cells timed out waiting for rank(s) {}, for their {}", rank_,
          describe(envelope_), fmt::join(awaited < 0 ? ranks_behind() : std::vector{awaited}, ", "), what);
+  Clock::duration longest = kLookAgain;
+  if (companion_ != nullptr) {
+    // A futex cannot join the companion's poll(): it moves, without blocking, between short waits instead.
+    poll_fds_.clear();
+    poll_beside(poll_fds_, companion_, Deadline(Clock::now()));
+    longest = kCompanionSlice;
+  }
   const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::min<Clock::duration>(kLookAgain, deadline.remaining()));
+      std::min<Clock::duration>(longest, deadline.remaining()));
   const timespec timeout{static_cast<time_t>(wait.count() / 1'000'000'000),
                          static_cast<long>(wait.count() % 1'000'000'000)};
   ::syscall(SYS_futex, bell_of(rank_), FUTEX_WAIT, bell, &timeout, nullptr, 0);
   abort_.throw_if_raised(rank_);
-  // Whether a peer awaited ended: at most every kLookAgain, by its pidfd.
+  // Whether a peer awaited ended, by its pidfd, after every wait.
   for (int peer : awaited < 0 ? ranks_behind() : std::vector{awaited})
     if (process_ended(peer)) return peer;
   return -1;

@@ -37,6 +37,7 @@
 
 namespace canopy::transport {
 
+class Companion;
 struct ShmPeers;
 struct ShmOptions;
 
@@ -101,9 +102,13 @@ class HostCells {
   void interrupt();
   // How long a blocked waiter sleeps before it looks at the peers' declarations again.
   static constexpr std::chrono::milliseconds kLookAgain{20};
+  // The longest wait on the bell while a companion (transport.hpp) has to be kept moving too.
+  static constexpr std::chrono::microseconds kCompanionSlice{200};
   // For a rank blocked in a call through messages: Error(Mismatch) naming both calls where a peer declared
   // this call otherwise, or ran it through the cells. The cells' own waits look the same way.
   void check_peers_run_this_call() const;
+  // The companion its waits keep moving (transport.hpp), as the mesh's progress() does; null for none.
+  void set_companion(Companion* companion) { companion_ = companion; }
 
  private:
   std::byte* cell(std::uint64_t call, int rank) const;
@@ -152,6 +157,8 @@ class HostCells {
   std::uint64_t sleep_count_ = 0;    // this rank's sleep announcements (odd: asleep)
   std::vector<std::uint64_t> rung_;  // per peer: the sleep it was last woken from
   std::vector<UniqueFd> processes_;  // per peer: its pidfd, once waited for
+  std::vector<pollfd> poll_fds_;     // the companion's, between waits on the bell
+  Companion* companion_ = nullptr;
 };
 
 // Every rank of a group calls this after connect_shm_peers(), before the links use the sockets. Where the

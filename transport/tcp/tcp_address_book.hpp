@@ -45,7 +45,7 @@ class TcpAddressBook {
 
   // Reads the records of those of `peers` that were not read yet, in one store request (none when every one
   // is known), waiting for them at most `wait`. False when some were not there: they stay unknown, and a
-  // later call asks again. Thread-safe (the point-to-point mesh has a thread of its own).
+  // later call asks again. Thread-safe (the meshes of one communicator are driven by different threads).
   bool read(const std::vector<int>& peers, Duration wait);
   // `peer`'s listening address, once its record was read.
   std::optional<std::string> address_of(int peer) const;

@@ -4,12 +4,13 @@
 // to the mesh the hello names (its comm id and mesh number); that mesh's TcpConnector judges the hello and
 // answers it.
 //
-// Each mesh is driven by a thread of its own (the caller's, a point-to-point progress thread), and any of
-// them may be the one that is running when a peer dials: every mesh's poll() waits on the listener and on
-// the hellos under way, and whichever thread finds one ready moves it. A connection greeted on one thread
-// for another mesh rings that mesh's doorbell (an eventfd its poll() waits on), so the mesh that waits for
-// it wakes at once. A hello for a mesh not attached yet (a peer that formed a group first) is held for the
-// handshake timeout, then refused with AckStatus::NoSuchMesh, which its dialler retries.
+// The meshes are driven by different threads (a blocking collective's caller, the communicator's progress
+// thread), and any of them may be the one that is running when a peer dials: every mesh's poll() waits on
+// the listener and on the hellos under way, and whichever thread finds one ready moves it. A connection
+// greeted on one thread for another mesh rings that mesh's doorbell (an eventfd its poll() waits on), so the
+// mesh that waits for it wakes at once. A hello for a mesh not attached yet (a peer that formed a group
+// first) is held for the handshake timeout, then refused with AckStatus::NoSuchMesh, which its dialler
+// retries.
 #pragma once
 
 #include <poll.h>
