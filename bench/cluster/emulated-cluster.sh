@@ -8,8 +8,10 @@
 #
 #   sudo bench/cluster/emulated-cluster.sh --nodes 8 --rate 100mbit -- broadcast --algo all -b 5M -e 5M
 #
-# Everything after `--` goes to canopy-bench. Ranks meet torchrun-style: RANK, WORLD_SIZE, LOCAL_RANK,
-# LOCAL_WORLD_SIZE, MASTER_ADDR = node 0's address, MASTER_PORT; CANOPY_SOCKET_IFNAME selects the veth.
+# Everything after `--` goes to canopy-bench, or with --command is the command every rank runs (say, a
+# torch.distributed script with gloo) in the same network. Ranks meet torchrun-style: RANK, WORLD_SIZE, LOCAL_RANK,
+# LOCAL_WORLD_SIZE, MASTER_ADDR = node 0's address, MASTER_PORT; CANOPY_SOCKET_IFNAME (and gloo's
+# GLOO_SOCKET_IFNAME) select the veth.
 # No CANOPY_HOST_ID: a node's namespace makes it a host of its own, as a machine would be. With --ranks-per-node R, a node's R ranks share its namespace (they
 # reach each other over its loopback, unshaped) and its one shaped link; --placement deals the ranks to
 # the nodes in blocks (ranks 0..R-1 on node 0) or round-robin (rank r on node r mod N).
@@ -22,7 +24,7 @@ usage() {
   cat >&2 <<'EOF'
 usage: emulated-cluster.sh [--nodes N] [--ranks-per-node R] [--placement block|round-robin] [--rate RATE]
                            [--bench-dir DIR] [--tag TAG] [--port PORT] [--timeout SECONDS] [--no-link-test]
-                           -- <canopy-bench arguments>
+                           [--command] -- <canopy-bench arguments | with --command, a command>
   --nodes N        nodes (network namespaces) (2..64; default 8)
   --ranks-per-node R   ranks on each node (1..16; default 1)
   --placement P    block (rank r on node r / R, the default) or round-robin (node r mod N)
@@ -32,6 +34,7 @@ usage: emulated-cluster.sh [--nodes N] [--ranks-per-node R] [--placement block|r
   --port PORT      the store's port on node 0 (default 29500; namespaces are private, nothing else uses it)
   --timeout S      stop the ranks after S seconds (default 1800)
   --no-link-test   skip measuring the achieved link rate
+  --command        what follows `--` is the command every rank runs instead of canopy-bench
 EOF
   exit 2
 }
@@ -45,6 +48,7 @@ tag=$$
 port=29500
 timeout_s=1800
 link_test=1
+own_command=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -56,6 +60,7 @@ while [[ $# -gt 0 ]]; do
     --port) port="$2"; shift 2 ;;
     --timeout) timeout_s="$2"; shift 2 ;;
     --no-link-test) link_test=0; shift ;;
+    --command) own_command=1; shift ;;
     --) shift; break ;;
     -h|--help) usage ;;
     *) echo "emulated-cluster: unknown option '$1'" >&2; usage ;;
@@ -77,6 +82,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 bench="$bench_dir/canopy-bench"
 [[ -x "$bench" ]] || { echo "emulated-cluster: no canopy-bench at '$bench' (build it, or pass --bench-dir)" >&2; exit 1; }
+if ((own_command)); then rank_command=("$@"); else rank_command=("$bench" "$@"); fi
 
 pids=()        # processes this script started
 work=$(mktemp -d /tmp/cnpy-cluster-XXXXXX)
@@ -102,18 +108,18 @@ echo "# emulated cluster: $nodes nodes on a bridge, every link configured $rate 
      "(tbf burst $burst B), addresses $(address 0)..$(address $((nodes - 1)))," \
      "$per_node rank(s) per node ($placement)"
 
-run_on_node() {  # node rank world-size local-rank local-world-size log-file canopy-bench-arguments...
+run_on_node() {  # node rank world-size local-rank local-world-size log-file command...
   local on=$1 rank=$2 size=$3 local_rank=$4 local_size=$5 log=$6
   shift 6
   ip netns exec "$(node "$on")" env RANK="$rank" WORLD_SIZE="$size" LOCAL_RANK="$local_rank" \
-    LOCAL_WORLD_SIZE="$local_size" MASTER_ADDR="$(address 0)" MASTER_PORT="$port" CANOPY_SOCKET_IFNAME==eth0 \
-    timeout --kill-after=5 "$timeout_s" "$bench" "$@" >"$log" 2>&1
+    LOCAL_WORLD_SIZE="$local_size" MASTER_ADDR="$(address 0)" MASTER_PORT="$port" CANOPY_SOCKET_IFNAME==eth0 GLOO_SOCKET_IFNAME=eth0 \
+    timeout --kill-after=5 "$timeout_s" "$@" >"$log" 2>&1
 }
 
 node_of() { if [[ $placement == block ]]; then echo $(($1 / per_node)); else echo $(($1 % nodes)); fi; }
 local_of() { if [[ $placement == block ]]; then echo $(($1 % per_node)); else echo $(($1 / nodes)); fi; }
 
-run_rank() {  # rank log-file canopy-bench-arguments...
+run_rank() {  # rank log-file command...
   local rank=$1 log=$2
   shift 2
   run_on_node "$(node_of "$rank")" "$rank" "$world" "$(local_of "$rank")" "$per_node" "$log" "$@"
@@ -131,9 +137,9 @@ if ((link_test)); then
     fi
   else
     # No iperf3: a 2-rank broadcast of 4 MiB carries the whole buffer over one link; busbw is its rate.
-    run_on_node 0 0 2 0 1 "$work/link0.log" broadcast --algo flat -b 4M -e 4M -n 3 -w 1 -c 0 &
+    run_on_node 0 0 2 0 1 "$work/link0.log" "$bench" broadcast --algo flat -b 4M -e 4M -n 3 -w 1 -c 0 &
     pids+=($!)
-    if run_on_node 1 1 2 0 1 "$work/link1.log" broadcast --algo flat -b 4M -e 4M -n 3 -w 1 -c 0 &&
+    if run_on_node 1 1 2 0 1 "$work/link1.log" "$bench" broadcast --algo flat -b 4M -e 4M -n 3 -w 1 -c 0 &&
       wait "${pids[-1]}"; then
       achieved=$(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {printf "%.0f Mbit/s (2-rank canopy-bench broadcast)", $12 * 8000}' "$work/link0.log")
     fi
@@ -144,13 +150,13 @@ fi
 # Rank 0's output is the benchmark's, the others' are shown only when they fail.
 rank_pids=()
 for ((i = 1; i < world; i++)); do
-  run_rank "$i" "$work/rank$i.log" "$@" &
+  run_rank "$i" "$work/rank$i.log" "${rank_command[@]}" &
   rank_pids+=($!)
   pids+=($!)
 done
 # Rank 0 runs in the background too: bash runs a trap only once the foreground command ends, and a
 # signal must stop the ranks now, not when the benchmark finishes.
-run_rank 0 "$work/rank0.log" "$@" &
+run_rank 0 "$work/rank0.log" "${rank_command[@]}" &
 pids+=($!)
 status=0
 wait "${pids[-1]}" || status=$?

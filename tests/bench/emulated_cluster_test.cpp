@@ -65,5 +65,23 @@ TEST(EmulatedCluster, TwoNodesOfTwoRanksRoundRobinRunTwoLevelsAndLeaveNothingBeh
   EXPECT_TRUE(contains(result.out, "Avg bus bandwidth")) << result.out;
 }
 
+// --command: each rank runs the given command in its node's namespace (here, a shell that prints what it
+// sees), with the launch variables set; a rank that fails fails the run and is named.
+TEST(EmulatedCluster, RanksRunTheGivenCommandInTheirNamespaces) {
+  if (std::string reason = why_not_runnable(); !reason.empty()) GTEST_SKIP() << reason;
+  auto result = run_cluster(
+      "--nodes 2 --rate 200mbit --no-link-test --command -- sh -c "
+      "'echo rank $RANK of $WORLD_SIZE via $MASTER_ADDR on $GLOO_SOCKET_IFNAME; ip -4 -o addr show dev eth0'",
+      std::chrono::seconds(60));
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  EXPECT_TRUE(contains(result.out, "rank 0 of 2 via 198.18.0.1 on eth0")) << result.out;
+  EXPECT_TRUE(contains(result.out, "inet 198.18.0.1/16")) << result.out;
+
+  auto failed = run_cluster("--nodes 2 --rate 200mbit --no-link-test --command -- sh -c 'exit $RANK'",
+                            std::chrono::seconds(60));
+  EXPECT_EQ(failed.exit_code, 1) << failed.out;
+  EXPECT_TRUE(contains(failed.out, "rank 1 (namespace")) << failed.out;
+}
+
 }  // namespace
 }  // namespace canopy::bench
