@@ -375,15 +375,10 @@ int HostCells::block_once(int awaited, std::uint32_t bell, const char* what, Dea
     fail(ErrorCode::Timeout,
          "rank {}: {} through the host's cells timed out waiting for rank(s) {}, for their {}", rank_,
          describe(envelope_), fmt::join(awaited < 0 ? ranks_behind() : std::vector{awaited}, ", "), what);
-  Clock::duration longest = kLookAgain;
-  if (companion_ != nullptr) {
-    // A futex cannot join the companion's poll(): it moves, without blocking, between short waits instead.
-    poll_fds_.clear();
-    poll_beside(poll_fds_, companion_, Deadline(Clock::now()));
-    longest = kCompanionSlice;
-  }
-  const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::min<Clock::duration>(longest, deadline.remaining()));
+  // A futex cannot join the companion's poll(): it moves, without blocking, between short waits instead.
+  if (companion_ != nullptr) poll_beside(poll_fds_, companion_, Deadline(Clock::now()));
+  const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(std::min<Clock::duration>(
+      companion_ != nullptr ? Clock::duration(kCompanionSlice) : kLookAgain, deadline.remaining()));
   const timespec timeout{static_cast<time_t>(wait.count() / 1'000'000'000),
                          static_cast<long>(wait.count() % 1'000'000'000)};
   ::syscall(SYS_futex, bell_of(rank_), FUTEX_WAIT, bell, &timeout, nullptr, 0);
