@@ -24,32 +24,19 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: store-cost.sh [--ranks R] [--steps S] [--rounds N] [--compute-ms MS]" >&2; exit 2 ;;
   esac
 done
-[[ -x /usr/bin/etcd ]] || { echo "store-cost.sh: /usr/bin/etcd is missing (Debian: etcd-server)" >&2; exit 2; }
+source "$here/../etcd-on-loopback.sh"
 work=$(mktemp -d /tmp/cnpy-store-cost-XXXXXX)
-etcd_pid=""
 cleanup() {
-  if [[ -n $etcd_pid ]]; then kill "$etcd_pid" 2>/dev/null || true; wait "$etcd_pid" 2>/dev/null || true; fi
+  stop_loopback_etcd
   rm -rf "$work"
 }
 trap cleanup EXIT
-
-# Ports the kernel chooses: free now, and etcd binds them a moment later.
-read -r client peer < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
-/usr/bin/etcd --name m0 --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$client" \
-  --advertise-client-urls "http://127.0.0.1:$client" --listen-peer-urls "http://127.0.0.1:$peer" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "m0=http://127.0.0.1:$peer" \
-  >"$work/etcd.log" 2>&1 &
-etcd_pid=$!
-for _ in $(seq 100); do curl -s -m 1 "http://127.0.0.1:$client/health" | grep -q '"health":"true"' && break; sleep 0.1; done
+start_loopback_etcd "$work"
 
 run() {  # store round
   local events="$work/events-$1-$2" store_flags=()
   mkdir -p "$events"
-  [[ $1 == etcd ]] && store_flags=(--nnodes 1:1 --rdzv-backend etcd --rdzv-endpoint "127.0.0.1:$client"
+  [[ $1 == etcd ]] && store_flags=(--nnodes 1:1 --rdzv-backend etcd --rdzv-endpoint "$etcd_endpoint"
                                    --rdzv-id "cost-$2")
   local start=$EPOCHREALTIME
   CANOPY_JOB_TOKEN=store-cost PYTHONPATH="$build/python" timeout 600 "$build/bin/canopy-run" --nproc "$ranks" \

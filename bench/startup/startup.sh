@@ -131,23 +131,11 @@ gloo_unfit() {
 
 canopy_probe=("$bin/canopy-startup-probe" --ring "${sweep[@]}")
 
-# One etcd member on loopback ports the kernel chose, for the `etcd` peer; it ends with the script.
-etcd_endpoint=""
+# One etcd member on loopback, for the `etcd` peer; it ends with the script.
+source "$here/../etcd-on-loopback.sh"
 if [[ ",$peers," == *,etcd,* ]]; then
-  [[ -x /usr/bin/etcd ]] || { echo "startup.sh: the etcd peer needs /usr/bin/etcd (Debian: etcd-server)" >&2; exit 1; }
-  read -r etcd_client etcd_peer < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
-  /usr/bin/etcd --name m0 --data-dir "$out/etcd-data" --listen-client-urls "http://127.0.0.1:$etcd_client" \
-    --advertise-client-urls "http://127.0.0.1:$etcd_client" --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" --initial-cluster "m0=http://127.0.0.1:$etcd_peer" \
-    >"$out/etcd.log" 2>&1 &
-  etcd_pid=$!
-  trap 'kill "$etcd_pid" 2>/dev/null; wait "$etcd_pid" 2>/dev/null; rm -rf "$out/etcd-data"' EXIT
-  etcd_endpoint="127.0.0.1:$etcd_client"
-  for _ in $(seq 100); do curl -s -m 1 "http://$etcd_endpoint/health" | grep -q '"health":"true"' && break; sleep 0.1; done
+  start_loopback_etcd "$out" || exit 1
+  trap 'stop_loopback_etcd; rm -rf "$out/etcd-data"' EXIT
 fi
 
 if [[ -n "$hosts" ]]; then
