@@ -1,10 +1,12 @@
 // What the transport tests share: loopback-only options, envelopes, reproducible random payloads.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -194,6 +196,20 @@ Error error_from(Fn&& fn, const char* what) {
     return e;
   }
   throw std::runtime_error(fmt::format("{}: expected a canopy::Error, none was thrown", what));
+}
+
+// `fn` must fail with Error(PeerFailed) naming rank `peer`, and within 5 s: a peer found gone, not waited for.
+template <typename Fn>
+void expect_peer_failed_at_once(int peer, Fn&& fn) {
+  const auto start = Clock::now();
+  try {
+    fn();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::PeerFailed) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fmt::format("rank {}", peer)), std::string::npos) << e.what();
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
 }
 
 // Progresses until every one of `ids` is done; fails the test at the deadline.
