@@ -12,10 +12,14 @@
 #include "python/elastic_bindings.hpp"
 #include "python/errors.hpp"
 #include "python/process_group.hpp"
+#include "python/work.hpp"
 
 namespace {
 
 using canopy::pytorch::ProcessGroupCanopy;
+
+// How long interpreter exit waits for the Future callbacks of calls that have already ended.
+constexpr canopy::Duration kFinishBeforeExit = std::chrono::seconds(10);
 
 canopy::Duration milliseconds(const std::chrono::duration<float>& timeout) {
   return std::chrono::duration_cast<canopy::Duration>(timeout);
@@ -63,6 +67,11 @@ PYBIND11_MODULE(_C, module) {
       pybind11::call_guard<pybind11::gil_scoped_release>(),
       "A torch Store on Canopy's etcd store at `address` (etcd://host:port[,host:port...]/PREFIX), for "
       "init_method=\"etcd://...\" (every backend may use it).");
+  module.def(
+      "_finish_before_exit", [] { canopy::pytorch::Completer::finish_before_interpreter_exit(kFinishBeforeExit); },
+      pybind11::call_guard<pybind11::gil_scoped_release>(),
+      "Completes the Works of calls that have ended and stops completing any (atexit runs it).");
+  pybind11::module_::import("atexit").attr("register")(module.attr("_finish_before_exit"));
   canopy::pytorch::register_error_translation(module);
   canopy::pytorch::add_elastic_functions(module);
 }

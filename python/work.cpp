@@ -2,6 +2,8 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <set>
+
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "python/errors.hpp"
@@ -89,15 +91,61 @@ void CanopyWork::fail_to_start(std::exception_ptr error) {
   finish(error);
 }
 
-Completer::Completer() : thread_([this] { loop(); }) {}
+namespace {
+
+// The Completers alive, for finish_before_interpreter_exit(). Never destroyed: a process group may
+// outlive static destruction.
+struct LiveCompleters {
+  std::mutex mutex;
+  std::set<Completer*> all;
+  std::atomic<bool> interpreter_exiting{false};
+};
+
+LiveCompleters& live_completers() {
+  static auto* live = new LiveCompleters;
+  return *live;
+}
+
+}  // namespace
+
+Completer::Completer() : thread_([this] { loop(); }) {
+  std::lock_guard lock(live_completers().mutex);
+  live_completers().all.insert(this);
+}
 
 Completer::~Completer() {
+  {
+    std::lock_guard lock(live_completers().mutex);
+    live_completers().all.erase(this);
+  }
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   ended_changed_.notify_all();
   thread_.join();
+}
+
+void Completer::finish_before_interpreter_exit(Duration bound) {
+  LiveCompleters& live = live_completers();
+  std::lock_guard lock(live.mutex);
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  for (Completer* completer : live.all) completer->quiet_by(deadline);
+  live.interpreter_exiting.store(true);
+  // A completion that began before the store above still runs: wait for it, as long as the bound allows.
+  std::size_t busy = 0;
+  for (Completer* completer : live.all) busy += completer->quiet_by(deadline) ? 0 : 1;
+  if (busy > 0)
+    log::warn("canopy_torch: at interpreter exit, {} process group(s) still complete a call's Work after {} "
+              "ms; a Python callback that runs now may abort the process",
+              busy, bound.count());
+}
+
+bool Completer::quiet_by(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  return finished_.wait_until(lock, deadline, [this] {
+    return !completing_ && (ended_.empty() || live_completers().interpreter_exiting.load());
+  });
 }
 
 void Completer::complete_when_done(const c10::intrusive_ptr<CanopyWork>& work, const canopy::Work& call) {
@@ -130,6 +178,15 @@ void Completer::loop() {
       if (ended_.empty()) return;  // stopping, and every ended call's Work completed
       work = std::move(ended_.front());
       ended_.pop_front();
+      completing_ = !live_completers().interpreter_exiting.load();
+      if (!completing_) {
+        // Neither completed nor dropped: both may take the GIL, which the exiting interpreter refuses.
+        static_cast<void>(work.release());
+        --unfinished_;
+        lock.unlock();
+        finished_.notify_all();
+        continue;
+      }
     }
     try {
       work->complete_unless_awaited();
@@ -141,6 +198,7 @@ void Completer::loop() {
     {
       std::lock_guard lock(mutex_);
       --unfinished_;
+      completing_ = false;
     }
     finished_.notify_all();
   }

@@ -74,7 +74,7 @@ class CanopyWork final : public c10d::Work {
 class Completer {
  public:
   Completer();
-  ~Completer();  // completes what is queued, then joins
+  ~Completer();  // completes what is queued (or, once the interpreter exits, abandons it), then joins
   Completer(const Completer&) = delete;
   Completer& operator=(const Completer&) = delete;
 
@@ -84,14 +84,23 @@ class Completer {
   // finishes its queued work before it goes); each call ends by its deadline.
   void wait_until_idle();
 
+  // Run by Python's atexit, with the GIL released: every Completer first completes the Works whose calls
+  // have ended (waiting up to `bound` in all), then stops completing any. Once the interpreter finalizes,
+  // a thread that takes the GIL, as a Future callback or a dropped Python reference does, is ended by
+  // pthread_exit, which aborts the process from inside C++; a Work that ends after this is left as it is.
+  static void finish_before_interpreter_exit(Duration bound);
+
  private:
   void loop();
+  // Whether no ended call waits for its Work to be completed and none is being completed, by `deadline`.
+  bool quiet_by(std::chrono::steady_clock::time_point deadline);
 
   std::mutex mutex_;
   std::condition_variable ended_changed_;             // wakes this thread
   std::condition_variable finished_;                  // wakes wait_until_idle()
   std::deque<c10::intrusive_ptr<CanopyWork>> ended_;  // calls that ended, Works not yet completed
   std::size_t unfinished_ = 0;                        // handed over, Works not yet completed
+  bool completing_ = false;                           // this thread is inside a Work's completion
   bool stopping_ = false;
   std::thread thread_;
 };

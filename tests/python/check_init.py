@@ -4,11 +4,13 @@ value refused).
 
     run_ranks.py --nproc 2 -- check_init.py
     CANOPY_DEBUG=INFO CANOPY_ALGO=allreduce=ring run_ranks.py --nproc 2 -- check_init.py --settings
+    run_ranks.py --nproc 2 --expect "callback ended" -- check_init.py --exit-in-callback
 """
 import importlib
 import os
 import sys
 import tempfile
+import threading
 import time
 
 import torch
@@ -85,8 +87,29 @@ def check_settings(rank, size):
         del os.environ["CANOPY_CHUNK_BYTES"]
 
 
+def exit_in_callback(rank):
+    """The script returns while a Future callback of its last call still runs on Canopy's completion thread:
+    the interpreter's exit lets the callback end first (a thread that takes the GIL once the interpreter
+    finalizes is ended by pthread_exit, which aborted the process from inside C++)."""
+    dist.init_process_group("canopy")
+    started = threading.Event()
+
+    def slow_callback(future):
+        started.set()
+        time.sleep(0.3)
+        print(f"rank {rank}: callback ended", flush=True)
+        return future.value()
+
+    dist.all_reduce(torch.ones(1000), async_op=True).get_future().then(slow_callback)
+    if not started.wait(timeout=30):
+        sys.exit(f"rank {rank}: the all-reduce's callback did not start")
+    print(f"rank {rank}: leaving while the callback runs", flush=True)
+
+
 def main():
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    if "--exit-in-callback" in sys.argv:
+        return exit_in_callback(rank)
     settings = "--settings" in sys.argv
     (check_settings if settings else check_methods)(rank, size)
     if failures:

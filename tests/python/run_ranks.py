@@ -1,12 +1,13 @@
 """Starts N ranks of a Python program with torchrun's variables, as a launcher does, and waits for them.
 
-    run_ranks.py --nproc 4 [--timeout 120] [--killed 2] -- script.py args...
+    run_ranks.py --nproc 4 [--timeout 120] [--killed 2] [--expect TEXT] -- script.py args...
 
 Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR=127.0.0.1 and a free
 MASTER_PORT (rank 0 hosts torch's store there), plus RUN_RANKS_SPARE_PORT (another free port, for tcp://), and
 runs under this same interpreter. Output is prefixed with
 "[rank]" once all have ended. The exit status is 0 when every rank exited 0, except ranks named by --killed,
-which must have died of SIGKILL (a test that kills a rank on purpose). Ranks still running at --timeout are
+which must have died of SIGKILL (a test that kills a rank on purpose), and every rank's output must hold
+each --expect text (what a rank prints after its script returned, such as a callback's line). Ranks still running at --timeout are
 killed and reported: a hang is a failure, never a wait.
 """
 import argparse
@@ -53,6 +54,7 @@ def main():
     parser.add_argument("--nproc", type=int, required=True)
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--killed", type=int, action="append", default=[], help="a rank that must die of SIGKILL")
+    parser.add_argument("--expect", action="append", default=[], help="a text every rank must print")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -87,8 +89,10 @@ def main():
     failed = []
     for rank, (process, output) in enumerate(ranks):
         output.seek(0)
-        for line in output.read().decode(errors="replace").splitlines():
+        text = output.read().decode(errors="replace")
+        for line in text.splitlines():
             print(f"[{rank}] {line}")
+        failed += [f"rank {rank} did not print {expected!r}" for expected in args.expect if expected not in text]
         expected = -signal.SIGKILL if rank in args.killed else 0
         if rank in hung:
             failed.append(f"rank {rank} was still running after {args.timeout:.0f} s")
