@@ -174,7 +174,7 @@ Communicator::Impl::Impl(std::shared_ptr<Store> base_store, int rank_, int size_
   first_failure_ = std::make_shared<collectives::FirstFailure>(monitor_store, rank);
   family_->join(this);
   if (liveness.enabled() && size > 1 && monitor_store)
-    family_->watch(monitor_store, first_failure_, rank, size, liveness);
+    family_->watch(monitor_store, first_failure_, rank, size, liveness, base_store_);
 }
 
 Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const std::string& name,
@@ -234,7 +234,7 @@ Communicator::Impl::Impl(Impl& parent, const std::vector<int>& members, const st
     first_failure_ = std::make_shared<collectives::FirstFailure>(failure_store_, rank);
     family_->join(this);
     if (liveness.enabled() && size > 1 && failure_store_)
-      family_->watch(failure_store_, first_failure_, rank, size, liveness);
+      family_->watch(failure_store_, first_failure_, rank, size, liveness, base_store_);
   } else {
     path_ = parent.path_.empty() ? name : parent.path_ + "/" + name;
     if (family_->failure_store) failure_store_ = std::make_shared<PrefixStore>(family_->failure_store, path_);

@@ -6,8 +6,9 @@
 #
 # Each round runs the two, in turn (the order swapped every other round), over bench/elastic/ddp_recovery.py's
 # worker with no victim; each prints the median and the 90th percentile of rank 0's step-to-step time (the
-# first 10 steps left out) and the run's wall time. elastic.run's commit() reads the join tickets from the
-# store after every step, so the store is on the step's path once a step. The etcd member ends with the script.
+# first 10 steps left out) and the run's wall time. elastic.run's commit() asks for the join tickets after
+# every step; the liveness monitor's thread reads them from the store, so a step itself sends the store
+# nothing. The etcd member ends with the script.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="$here/../../build"

@@ -12,11 +12,13 @@ CommunicatorFamily::~CommunicatorFamily() {
 
 void CommunicatorFamily::watch(std::shared_ptr<Store> monitor_store,
                                std::shared_ptr<FirstFailure> first_failure, int rank, int size,
-                               const LivenessSettings& settings) {
+                               const LivenessSettings& settings, std::shared_ptr<Store> job_store) {
   first_failure_ = std::move(first_failure);
   liveness_settings_ = settings;
-  liveness_ = std::make_unique<LivenessMonitor>(std::move(monitor_store), *first_failure_, rank, size,
-                                                settings, [this](const Error& why) { abort_all(why); });
+  join_tickets_ = std::make_unique<JoinTicketCount>(std::move(job_store), settings.timeout);
+  liveness_ = std::make_unique<LivenessMonitor>(
+      std::move(monitor_store), *first_failure_, rank, size, settings,
+      [this](const Error& why) { abort_all(why); }, [tickets = join_tickets_.get()] { tickets->refresh(); });
 }
 
 void CommunicatorFamily::join(Communicator::Impl* member) {

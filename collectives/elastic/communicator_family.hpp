@@ -13,6 +13,7 @@
 #include "canopy/communicator.hpp"
 #include "canopy/store.hpp"
 #include "collectives/elastic/first_failure.hpp"
+#include "collectives/elastic/join_ticket_count.hpp"
 #include "collectives/elastic/liveness_monitor.hpp"
 
 namespace canopy::collectives {
@@ -24,9 +25,10 @@ class CommunicatorFamily {
   CommunicatorFamily(const CommunicatorFamily&) = delete;
   CommunicatorFamily& operator=(const CommunicatorFamily&) = delete;
 
-  // Starts the liveness monitor of the family's first communicator (rank of size); it aborts every member.
+  // Starts the liveness monitor of the family's first communicator (rank of size); it aborts every member,
+  // and keeps the count of join tickets in `job_store` (the job's store) once asked.
   void watch(std::shared_ptr<Store> monitor_store, std::shared_ptr<FirstFailure> first_failure, int rank,
-             int size, const LivenessSettings& settings);
+             int size, const LivenessSettings& settings, std::shared_ptr<Store> job_store);
   // Tells the monitor that every member has formed the group (LivenessMonitor::peers_formed).
   void peers_formed() {
     if (liveness_) liveness_->peers_formed();
@@ -41,6 +43,8 @@ class CommunicatorFamily {
 
   // Whether the monitor runs, and its settings: an agreement among survivors reads the heartbeats.
   bool watching() const { return liveness_ != nullptr; }
+  // The join tickets handed out, as the monitor last read them; null where no monitor runs.
+  JoinTicketCount* join_tickets() const { return join_tickets_.get(); }
   const LivenessSettings& liveness_settings() const { return liveness_settings_; }
 
   // When this rank hosts the store; shared with the families shrink() starts, which may outlive this one.
@@ -55,6 +59,7 @@ class CommunicatorFamily {
   std::set<Communicator::Impl*> members_;  // under mutex_
   std::shared_ptr<FirstFailure> first_failure_;
   LivenessSettings liveness_settings_;
+  std::unique_ptr<JoinTicketCount> join_tickets_;
   std::unique_ptr<LivenessMonitor> liveness_;  // last: stops before the rest goes
 };
 

@@ -10,6 +10,7 @@
 
 #include "canopy/communicator.hpp"
 #include "collectives/communicator_impl.hpp"
+#include "collectives/elastic/communicator_family.hpp"
 #include "collectives/elastic/grow_plan.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -134,7 +135,9 @@ Communicator Communicator::join(std::shared_ptr<Store> store, const Communicator
 
 std::uint64_t Communicator::joiners_waiting() const {
   const Impl& comm = impl();
-  const auto tickets = static_cast<std::uint64_t>(comm.base_store()->add(kJoinTickets, 0));
+  collectives::JoinTicketCount* count = comm.family()->join_tickets();
+  const std::uint64_t tickets =
+      count ? count->read() : static_cast<std::uint64_t>(comm.base_store()->add(kJoinTickets, 0));
   return tickets > comm.admitted() ? tickets - comm.admitted() : 0;
 }
 

@@ -59,12 +59,14 @@ std::shared_ptr<Store> open_monitor_store(const std::shared_ptr<Store>& store,
 }
 
 LivenessMonitor::LivenessMonitor(std::shared_ptr<Store> store, FirstFailure& first_failure, int rank,
-                                 int size, LivenessSettings settings, AbortCommunicator abort_communicator)
+                                 int size, LivenessSettings settings, AbortCommunicator abort_communicator,
+                                 std::function<void()> errand)
     : store_(std::move(store)),
       first_failure_(first_failure),
       rank_(rank),
       settings_(settings),
-      abort_communicator_(std::move(abort_communicator)) {
+      abort_communicator_(std::move(abort_communicator)),
+      errand_(std::move(errand)) {
   // Timed from now, not from the epoch, for a peer that never beats once peers_formed() came first.
   const Clock::time_point now = Clock::now();
   for (int watched : watched_ranks(rank, size)) watched_.push_back({watched, 0, now, {}});
@@ -106,6 +108,7 @@ void LivenessMonitor::run() noexcept {
         verdict = check_once();
       else
         beat();
+      if (errand_) errand_();
     } while (pause_unless_stopped(settings_.interval));
   } catch (const std::exception& e) {
     // Not a verdict on any peer: without the store, this rank cannot see anyone's heartbeat.

@@ -51,9 +51,11 @@ class LivenessMonitor {
   using AbortCommunicator = std::function<void(const Error& reason)>;
 
   // Starts the thread. `store` is the monitor's own handle on the communicator's store; `first_failure`
-  // shares it and outlives the monitor.
+  // shares it and outlives the monitor. `errand`, when given, runs on the thread once a round, after the
+  // heartbeat: another read that belongs off the calls' path (JoinTicketCount::refresh); it must not throw.
   LivenessMonitor(std::shared_ptr<Store> store, FirstFailure& first_failure, int rank, int size,
-                  LivenessSettings settings, AbortCommunicator abort_communicator);
+                  LivenessSettings settings, AbortCommunicator abort_communicator,
+                  std::function<void()> errand = nullptr);
   // Stops the thread (within one store request) and marks this rank as gone on purpose, so that the
   // others do not take a rank that finished for a silent one.
   ~LivenessMonitor();
@@ -99,6 +101,7 @@ class LivenessMonitor {
   const int rank_;
   const LivenessSettings settings_;
   const AbortCommunicator abort_communicator_;
+  const std::function<void()> errand_;
   std::atomic<bool> peers_formed_{false};
   bool aborted_ = false;  // abort_communicator_ has been called
   std::vector<Watched> watched_;

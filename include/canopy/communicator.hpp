@@ -266,8 +266,10 @@ class Communicator {
   // communicator there. `store` is the job's store, the one the group was formed on; the job token
   // (options or CANOPY_JOB_TOKEN) must be the job's.
   static Communicator join(std::shared_ptr<Store> store, const CommunicatorOptions& options = {});
-  // How many processes wait in join() on this communicator's store that no grow() has admitted yet: one
-  // store request, on this rank alone. Ranks read it at different moments, so they decide together
+  // How many processes wait in join() on this communicator's store that no grow() has admitted yet. The
+  // first call reads the store; from then on the liveness monitor's thread reads it once a heartbeat round
+  // and this returns its last reading, so a loop may ask after every step at no cost (with the monitor off,
+  // every call is one store request). Ranks read it at different moments, so they decide together
   // whether to grow (an all-reduce of the counts, Max) rather than each on its own reading.
   std::uint64_t joiners_waiting() const;
   // 0 for a communicator formed on a store, and one more for each shrink() or grow() it came from (its

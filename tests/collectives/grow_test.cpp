@@ -89,6 +89,38 @@ std::uint32_t common_generation(Communicator& comm) {
   return static_cast<std::uint32_t>(high[0]);
 }
 
+// Once asked, joiners_waiting() is the liveness monitor's reading (every 0.1 s here): a loop that asks
+// after every step sends the store nothing, and still sees the newcomer within a few rounds.
+TEST_P(Elastic, AskingAfterEveryStepWhetherAnyoneWaitsSendsTheStoreNothing) {
+  JoinJob job(
+      2,
+      [](Communicator& comm, const Reporter& reporter) {
+        comm.joiners_waiting();  // the first ask reads the store, and has the monitor read it from now on
+        std::this_thread::sleep_for(300ms);
+        const std::uint64_t before = comm.store_requests_sent();
+        for (int ask = 0; ask < 1000; ++ask) comm.joiners_waiting();
+        const std::uint64_t sent = comm.store_requests_sent() - before;
+        require(sent == 0, "1000 asks sent the store {} requests", sent);
+        std::vector<std::int64_t> waiting(1, 0);
+        for (int step = 0; step < 400 && waiting[0] == 0; ++step) {
+          std::this_thread::sleep_for(10ms);
+          waiting[0] = static_cast<std::int64_t>(comm.joiners_waiting());
+          comm.all_reduce(std::span(waiting), ReduceOp::Max);
+        }
+        require(waiting[0] == 1, "the members agreed on {} joiners waiting", waiting[0]);
+        Communicator grown = comm.grow();
+        require(grown.size() == 3, "one grow after the newcomer waited gave {} ranks", grown.size());
+        check_all_reduce(grown, {0, 1, 2}, grown.rank());
+        reporter.outcome("ok");
+      },
+      [](Communicator& comm, const Reporter& reporter) {
+        check_all_reduce(comm, {0, 1, 2}, 2);
+        reporter.outcome("ok");
+      },
+      /*tcp_store=*/true);
+  job.expect({});
+}
+
 // Three ranks admit a fourth process started beside them: the newcomer is rank 3 (job rank 3) of a
 // group of four whose all-reduces are exact.
 TEST_P(Elastic, ANewcomerJoinsWhenTheMembersGrow) {
