@@ -196,8 +196,12 @@ nlohmann::json EtcdClient::call(std::string_view path, const nlohmann::json& req
     const std::string& endpoint = address_.endpoints[member];
     std::string response;
     long status = 0;
-    const auto attempt_limit = std::min<Clock::duration>(
-        kFirstAttemptLimit * (1 << std::min<std::size_t>(timed_out / 2, 4)), kLongestAttemptLimit);
+    // With one member there is no other to try: a resent request would only queue behind the first.
+    const auto attempt_limit =
+        address_.endpoints.size() == 1
+            ? deadline.remaining()
+            : std::min<Clock::duration>(kFirstAttemptLimit * (1 << std::min<std::size_t>(timed_out / 2, 4)),
+                                        kLongestAttemptLimit);
     CURLcode code =
         handle->post(endpoint + std::string(path), body, milliseconds_until(deadline, attempt_limit), status,
                      append_to_string, &response);
