@@ -1,8 +1,9 @@
 # startup-hosts.sh: startup.sh's --hosts NxR, sourced by it. N emulated hosts (network namespaces on a
 # bridge, bench/cluster/cluster-network.sh), one canopy-run --nnodes N --node-rank K --nproc R in each,
-# every one launched at the same recorded instant; node 0 hosts the store on its own address. Each host is
-# named by CANOPY_HOST_ID, since the namespaces share the machine's host name. Uses run, out, rate,
-# transport, timeout_s and canopy_probe of startup.sh.
+# every one launched at the same recorded instant. The `canopy` peer: node 0's canopy-run hosts the store on
+# its own address. The `etcd` peer: one etcd member in node 0's namespace, the launchers meeting through it
+# (--nnodes N:N --rdzv-backend etcd, no node rank given). Uses run, out, rate, transport, timeout_s, peers
+# and canopy_probe of startup.sh.
 
 hosts_namespaces_cleanup() {  # trapped only once cluster-network.sh is sourced
   stop_cluster_processes KILL
@@ -11,16 +12,39 @@ hosts_namespaces_cleanup() {  # trapped only once cluster-network.sh is sourced
 }
 
 # One node's launcher, as run() starts it: enters the namespace, then canopy-run.
-hosts_node_command() {  # node-rank nodes per-node tag dir
-  local k=$1 n=$2 r=$3 tag=$4 dir=$5
+hosts_node_command() {  # peer node-rank nodes per-node tag dir
+  local peer=$1 k=$2 n=$3 r=$4 tag=$5 dir=$6 store
+  if [[ $peer == etcd ]]; then
+    store="--nnodes $n:$n --rdzv-backend etcd --rdzv-endpoint $(cluster_address 0):2379 --rdzv-id startup-hosts-$$"
+  else
+    store="--nnodes $n --node-rank $k --master-addr $(cluster_address 0) --master-port 29500"
+  fi
   echo ip netns exec "$(cluster_node "$tag" "$k")" env CANOPY_HOST_ID="$(cluster_node "$tag" "$k")" \
-    CANOPY_TRANSPORT="$transport" "$bin/canopy-run" --nnodes "$n" --node-rank "$k" --nproc "$r" \
-    --master-addr "$(cluster_address 0)" --master-port 29500 "${canopy_probe[@]}" --out "$dir"
+    CANOPY_TRANSPORT="$transport" "$bin/canopy-run" "$store" --nproc "$r" "${canopy_probe[@]}" --out "$dir"
 }
 
-# Runs every node's launcher under one `timeout` (run's), so the launch time and the limit are one.
+# The `etcd` peer's store: one member in node 0's namespace, on its address; ends with the namespaces.
+hosts_start_etcd() {  # tag dir
+  local node address
+  node=$(cluster_node "$1" 0)
+  address=$(cluster_address 0)
+  ip netns exec "$node" /usr/bin/etcd --name m0 --data-dir "$2/etcd-data" \
+    --listen-client-urls "http://$address:2379" --advertise-client-urls "http://$address:2379" \
+    --listen-peer-urls "http://$address:2380" --initial-advertise-peer-urls "http://$address:2380" \
+    --initial-cluster "m0=http://$address:2380" >"$2/etcd.log" 2>&1 &
+  disown  # killed with the namespaces; no "Killed" notice from bash
+  for _ in $(seq 100); do
+    ip netns exec "$node" curl -s -m 1 "http://$address:2379/health" | grep -q '"health":"true"' && return 0
+    sleep 0.1
+  done
+  echo "startup.sh: the etcd member in $node did not answer within 10 s (log: $2/etcd.log)" >&2
+  return 1
+}
+
+# Runs every node's launcher under one `timeout` (run's), so the launch time and the limit are one; once per
+# peer asked for (canopy, etcd).
 run_hosts() {  # nodes per-node
-  local n=$1 r=$2 tag="st$$" dir="$out/${1}x${2}-canopy" k script
+  local n=$1 r=$2 tag="st$$" dir k script peer dirs=()
   if [[ $(id -u) -ne 0 ]]; then
     echo "startup.sh: --hosts must run as root: it makes network namespaces, veth pairs and a bridge" >&2
     exit 1
@@ -35,19 +59,27 @@ run_hosts() {  # nodes per-node
   set +e
   echo
   echo "## $n emulated hosts x $r ranks = $((n * r)) ranks, links $rate each way, store on $(cluster_address 0) (load $(load))"
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  # The nodes share one job token; each launcher's output goes to a log of its own, node 0's to run's.
-  script="$dir/launch.sh"
-  {
-    echo "export CANOPY_JOB_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
-    for ((k = n - 1; k >= 1; k--)); do echo "$(hosts_node_command "$k" "$n" "$r" "$tag" "$dir") >$dir/node-$k.log 2>&1 &"; done
-    echo "$(hosts_node_command 0 "$n" "$r" "$tag" "$dir") &"
-    echo 'status=0; for job in $(jobs -p); do wait "$job" || status=$?; done; exit $status'
-  } >"$script"
-  run "$dir" "$((n * r))" bash "$script"
-  for ((k = 1; k < n; k++)); do
-    [[ $(cut -d' ' -f1 "$dir/status") == 0 ]] || { echo "# node $k's log ends:" >&2; tail -n 4 "$dir/node-$k.log" | sed 's/^/#   /' >&2; }
+  for peer in ${peers//,/ }; do
+    [[ $peer == canopy || $peer == etcd ]] || continue  # mpi and gloo run on one host only
+    dir="$out/${n}x${r}-$peer"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    [[ $peer != etcd ]] || hosts_start_etcd "$tag" "$dir" || continue
+    # The nodes share one job token; each launcher's output goes to a log of its own, node 0's to run's.
+    script="$dir/launch.sh"
+    {
+      echo "export CANOPY_JOB_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+      for ((k = n - 1; k >= 1; k--)); do
+        echo "$(hosts_node_command "$peer" "$k" "$n" "$r" "$tag" "$dir") >$dir/node-$k.log 2>&1 &"
+      done
+      echo "$(hosts_node_command "$peer" 0 "$n" "$r" "$tag" "$dir") &"
+      echo 'status=0; for job in $(jobs -p); do wait "$job" || status=$?; done; exit $status'
+    } >"$script"
+    run "$dir" "$((n * r))" bash "$script"
+    for ((k = 1; k < n; k++)); do
+      [[ $(cut -d' ' -f1 "$dir/status") == 0 ]] || { echo "# node $k's log ends:" >&2; tail -n 4 "$dir/node-$k.log" | sed 's/^/#   /' >&2; }
+    done
+    dirs+=("$dir")
   done
-  python3 "$here/startup-table.py" "$((n * r))" "$dir"
+  ((${#dirs[@]} == 0)) || python3 "$here/startup-table.py" "$((n * r))" "${dirs[@]}"
 }

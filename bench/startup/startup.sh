@@ -32,7 +32,8 @@
 # both): canopy-run raises its ranks' soft limit to the hard one, so a soft limit alone would test nothing.
 #
 # --hosts NxR (root only): N network namespaces on a bridge (bench/cluster/cluster-network.sh, links capped
-# at --rate), one canopy-run --nnodes N --node-rank K --nproc R in each, the store on node 0; Canopy only.
+# at --rate), one canopy-run --nproc R in each: the `canopy` peer with the store on node 0 (--nnodes N
+# --node-rank K), the `etcd` peer through one etcd member in node 0's namespace; mpi and gloo are not run.
 # Everything made is removed on exit, also when interrupted.
 #
 # The machine is shared: the load average is printed beside every run.
@@ -131,17 +132,17 @@ gloo_unfit() {
 
 canopy_probe=("$bin/canopy-startup-probe" --ring "${sweep[@]}")
 
+if [[ -n "$hosts" ]]; then
+  source "$here/startup-hosts.sh"
+  run_hosts "${hosts%x*}" "${hosts#*x}"
+  exit 0
+fi
+
 # One etcd member on loopback, for the `etcd` peer; it ends with the script.
 source "$here/../etcd-on-loopback.sh"
 if [[ ",$peers," == *,etcd,* ]]; then
   start_loopback_etcd "$out" || exit 1
   trap 'stop_loopback_etcd; rm -rf "$out/etcd-data"' EXIT
-fi
-
-if [[ -n "$hosts" ]]; then
-  source "$here/startup-hosts.sh"
-  run_hosts "${hosts%x*}" "${hosts#*x}"
-  exit 0
 fi
 
 for p in $ranks; do
