@@ -4,7 +4,8 @@
 // question puts the store on every step's path: on etcd a linearizable read is a round trip through the
 // leader, and while the members elect a new one it waits for seconds. Once asked, the monitor's thread
 // reads the count once a heartbeat round instead, so the answer is at most one interval old and costs a
-// step nothing. A job that never asks never pays for the read.
+// step nothing. A job that never asks never pays for the read. A reading older than the heartbeat timeout
+// (the store failed, the monitor stopped) is not used: the caller asks the store itself, and meets its error.
 #pragma once
 
 #include <atomic>
@@ -12,17 +13,19 @@
 #include <memory>
 
 #include "canopy/store.hpp"
+#include "common/deadline.hpp"
 
 namespace canopy::collectives {
 
 class JoinTicketCount {
  public:
-  // `job_store`: the job's store, as the communicator holds it; `timeout` bounds the monitor's reads.
+  // `job_store`: the job's store, as the communicator holds it; `timeout` (the heartbeat timeout) bounds
+  // the monitor's reads and how old a reading may be.
   JoinTicketCount(std::shared_ptr<Store> job_store, Duration timeout)
       : job_store_(std::move(job_store)), timeout_(timeout) {}
 
-  // The count as the monitor last read it; until it has, read from the store now (and from here on, the
-  // monitor keeps it). Throws what the store throws.
+  // The count as the monitor last read it, no older than the timeout; else read from the store now (and
+  // from here on, the monitor keeps it). Throws what the store throws.
   std::uint64_t read();
   // On the monitor's thread, once a round, once read() has been called: reads the count through a handle
   // of its own (Store::open_another), which no call waits behind. A failed read leaves the count unknown,
@@ -37,6 +40,7 @@ class JoinTicketCount {
   std::shared_ptr<Store> own_handle_;  // the monitor's thread alone
   std::atomic<bool> asked_{false};
   std::atomic<std::int64_t> tickets_{kUnknown};
+  std::atomic<Clock::rep> read_at_{0};  // Clock ticks of the reading in tickets_
 };
 
 }  // namespace canopy::collectives

@@ -249,8 +249,8 @@ class CanopyRunOnThreeEtcdMembers : public ::testing::Test {
   std::unique_ptr<EtcdCluster> etcd_;
 };
 
-// elastic_trainer reads the join tickets every step, so the store is on its path: the step waits out the
-// election, and nothing else happens (no shrink, the failure-free weights).
+// elastic_trainer asks for the join tickets every step, the liveness monitor's reading: a step never waits
+// out the election, and nothing else happens (no shrink, the failure-free weights).
 TEST_F(CanopyRunOnThreeEtcdMembers, KillingTheLeaderMidTrainingCostsAPauseAndNothingElse) {
   constexpr int kSteps = 150;
   const std::vector<std::string> trainer{"--steps", std::to_string(kSteps), "--step-ms", "20"};
@@ -272,8 +272,9 @@ TEST_F(CanopyRunOnThreeEtcdMembers, KillingTheLeaderMidTrainingCostsAPauseAndNot
   EXPECT_EQ(digests.size(), 1u);
 }
 
-// Two of three members killed: the ranks' next store request fails at its deadline (CANOPY_TIMEOUT, 3 s),
-// the shrink that follows fails at its own, and every node ends with the store named. Nothing committed is
+// Two of three members killed: once the monitor's reading of the join tickets is older than the heartbeat
+// timeout (2 s), a step reads the store itself and fails at its deadline (CANOPY_TIMEOUT, 3 s), the shrink
+// that follows fails at its own, and every node ends with the store named. Nothing committed is
 // lost: with the members back, a new job resumes from rank 0's last checkpoint and ends exact.
 TEST_F(CanopyRunOnThreeEtcdMembers, LosingQuorumEndsEveryNodeNamingTheStoreAndARestartResumes) {
   TempDir checkpoints;
