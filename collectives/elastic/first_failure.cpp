@@ -13,6 +13,8 @@ constexpr const char* kFailureKey = "failure/first";
 
 // What separates the first failure from this rank's own error in a message (tests look for it).
 constexpr const char* kOwnErrorLead = "\nthen, on this rank: ";
+// What follows an error that could not be shared because the store failed as well.
+constexpr const char* kStoreFailedLead = "\n(the store could not be reached to share it: ";
 
 }  // namespace
 
@@ -63,9 +65,9 @@ Error FirstFailure::blame(const Error& error) {
     if (error.code() != ErrorCode::Aborted) message += kOwnErrorLead + std::string(error.what());
     return Error(first.code, message);
   } catch (const std::exception& e) {
-    log::debug("cannot share this failure through the store ({}); reporting it as this rank saw it",
-               e.what());
-    return error;
+    // The store's failure may be the cause (a peer that lost it exited, and this rank saw only its
+    // sockets close): say it beside what this rank saw, which no first failure can replace now.
+    return Error(error.code(), fmt::format("{}{}{})", error.what(), kStoreFailedLead, e.what()));
   }
 }
 

@@ -34,7 +34,8 @@ class FirstFailure {
 
   // Publishes `error` as the communicator's first failure unless one is there already, and returns the
   // error to report: `error` itself when it was first, else one leading with the first failure (with
-  // its code), followed by what this rank saw. A store that cannot be reached leaves `error` as it is.
+  // its code), followed by what this rank saw. Where the store cannot be reached, `error` with the store's
+  // own error after it: that failure may be the cause of this one.
   Error blame(const Error& error);
 
   // The first failure, once a rank published one; nullopt before. Throws when the store fails.
