@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "canopy/store.hpp"
 #include "collectives/elastic/first_failure.hpp"
 #include "common/error.hpp"
 #include "tests/transport/memory_store.hpp"
@@ -194,6 +195,21 @@ TEST(FirstFailure, WithoutAStoreEveryErrorStaysAsItWas) {
   Error e = FirstFailure(nullptr, 1).blame(Error(ErrorCode::Timeout, "rank 1: timed out"));
   EXPECT_EQ(e.code(), ErrorCode::Timeout);
   EXPECT_STREQ(e.what(), "rank 1: timed out");
+}
+
+// A store that has gone cannot carry the failure, and may be its cause (a peer that lost it exited): the
+// error keeps what this rank saw and names the store's failure after it.
+TEST(FirstFailure, AStoreThatFailedIsNamedAfterTheErrorItCouldNotShare) {
+  auto server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, "first-failure-test");
+  auto store = connect_tcp_store("127.0.0.1", server->port(), "first-failure-test", 5s);
+  server.reset();
+  Error e = FirstFailure(store, 1).blame(Error(ErrorCode::PeerFailed, "rank 1: connection to rank 0 closed"));
+  EXPECT_EQ(e.code(), ErrorCode::PeerFailed);
+  const std::string text = e.what();
+  EXPECT_EQ(text.rfind("rank 1: connection to rank 0 closed\n(the store could not be reached to share it: ", 0),
+            0u)
+      << text;
+  EXPECT_NE(text.find("TcpStore"), std::string::npos) << text;
 }
 
 TEST(FirstFailure, ARecordFromElsewhereIsReportedAsItIs) {
