@@ -80,6 +80,19 @@ Communicator grow_until(Communicator comm, int size) {
   return comm;
 }
 
+// Every member asks joiners_waiting() between steps of 10 ms and they decide together (Max), as an elastic
+// loop does; once they agree that one newcomer waits, one grow admits it.
+Communicator grow_once_a_newcomer_waits(Communicator& comm) {
+  std::vector<std::int64_t> waiting(1, 0);
+  for (int step = 0; step < 400 && waiting[0] == 0; ++step) {
+    std::this_thread::sleep_for(10ms);
+    waiting[0] = static_cast<std::int64_t>(comm.joiners_waiting());
+    comm.all_reduce(std::span(waiting), ReduceOp::Max);
+  }
+  require(waiting[0] == 1, "the members agreed on {} joiners waiting", waiting[0]);
+  return comm.grow();
+}
+
 // Every rank's generation, the same everywhere (all-reduce of max and min).
 std::uint32_t common_generation(Communicator& comm) {
   std::vector<std::int64_t> high(1, comm.generation()), low(1, -static_cast<std::int64_t>(comm.generation()));
@@ -101,14 +114,7 @@ TEST_P(Elastic, AskingAfterEveryStepWhetherAnyoneWaitsSendsTheStoreNothing) {
         for (int ask = 0; ask < 1000; ++ask) comm.joiners_waiting();
         const std::uint64_t sent = comm.store_requests_sent() - before;
         require(sent == 0, "1000 asks sent the store {} requests", sent);
-        std::vector<std::int64_t> waiting(1, 0);
-        for (int step = 0; step < 400 && waiting[0] == 0; ++step) {
-          std::this_thread::sleep_for(10ms);
-          waiting[0] = static_cast<std::int64_t>(comm.joiners_waiting());
-          comm.all_reduce(std::span(waiting), ReduceOp::Max);
-        }
-        require(waiting[0] == 1, "the members agreed on {} joiners waiting", waiting[0]);
-        Communicator grown = comm.grow();
+        Communicator grown = grow_once_a_newcomer_waits(comm);
         require(grown.size() == 3, "one grow after the newcomer waited gave {} ranks", grown.size());
         check_all_reduce(grown, {0, 1, 2}, grown.rank());
         reporter.outcome("ok");
@@ -149,14 +155,7 @@ TEST_P(Elastic, MembersGrowOnceTheyAgreeANewcomerWaits) {
       [](Communicator& comm, const Reporter& reporter) {
         require(comm.joiners_waiting() <= 1, "{} joiners waiting, at most one started",
                 comm.joiners_waiting());
-        std::vector<std::int64_t> waiting(1, 0);
-        for (int step = 0; step < 400 && waiting[0] == 0; ++step) {
-          std::this_thread::sleep_for(10ms);
-          waiting[0] = static_cast<std::int64_t>(comm.joiners_waiting());
-          comm.all_reduce(std::span(waiting), ReduceOp::Max);
-        }
-        require(waiting[0] == 1, "the members agreed on {} joiners waiting", waiting[0]);
-        Communicator grown = comm.grow();
+        Communicator grown = grow_once_a_newcomer_waits(comm);
         require(grown.size() == 4, "one grow after the newcomer waited gave {} ranks", grown.size());
         require(grown.joiners_waiting() == 0, "{} joiners still waiting after the grow",
                 grown.joiners_waiting());
