@@ -204,6 +204,39 @@ TEST_F(Slurm, TheSbatchScriptOfTheLauncherDocWorksAsWritten) {
   EXPECT_TRUE(contains(r.output, "Avg bus bandwidth")) << r.output;
 }
 
+// Under srun there is no canopy-run to start a replacement, but the survivors of a task that dies shrink
+// and train on (docs/LAUNCHER.md, *Under srun and mpirun*): srun without -K lets them run to their end. Task
+// 1 of elastic_trainer is SIGKILLed at step 20; tasks 0 (which hosts the store) and 2 end with the weights
+// of a run without a failure, and srun's status is the dead task's.
+TEST_F(Slurm, SurvivorsOfAKilledTaskShrinkAndFinishUnderSrun) {
+  if (!std::filesystem::exists(std::string(kBinDir) + "/elastic_trainer"))
+    GTEST_SKIP() << "elastic_trainer is not built (CANOPY_BUILD_EXAMPLES=OFF)";
+  WorkDir work;
+  const std::string script = fmt::format(
+      "#!/bin/sh\n"
+      "srun -l -n 3 elastic_trainer --steps 150 --step-ms 20 --no-grow >{0}/train.out 2>&1 &\n"
+      "srun_pid=$!\n"
+      "for i in $(seq 600); do grep -q \"^1: step 20 rank\" {0}/train.out && break; sleep 0.1; done\n"
+      "kill -9 $(sed -n \"s/^1: started pid \\([0-9]*\\) .*/\\1/p\" {0}/train.out)\n"
+      "wait $srun_pid\n"
+      "echo \"srun exited $?\"\n",
+      work.path());
+  auto r = on_sbatch("--nodes 1 --cpus 4", work, script, "-n 3");
+  SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
+  const std::string trained = read_file(work.file("train.out"));
+  const std::string context = r.output + "\n--- train.out ---\n" + trained;
+  EXPECT_TRUE(contains(r.output, "srun exited 137")) << context;  // 128 + SIGKILL, task 1's
+  for (const char* survivor : {"0", "2"}) {
+    EXPECT_TRUE(contains(trained, fmt::format("{}: shrunk to size 2", survivor))) << context;
+    const std::string final_line = fmt::format("{}: final step 150 digest ", survivor);
+    const std::size_t at = trained.find(final_line);
+    ASSERT_NE(at, std::string::npos) << context;
+    const std::string rest = trained.substr(at + final_line.size(), 16 + 10 + 16);  // "<digest> expected <digest>"
+    EXPECT_EQ(rest.substr(0, 16), rest.substr(26, 16)) << "task " << survivor << ": " << rest << "\n" << context;
+  }
+  EXPECT_FALSE(contains(trained, "1: final step")) << context;
+}
+
 // mpirun inside a SLURM job, as on most clusters: it starts its daemons with srun, and its ranks carry
 // SLURM's variables too (the batch script's on the first node, a step's on the other), which must not
 // count. A program the batch script runs directly, without srun, is told so at once.
