@@ -34,7 +34,7 @@ class SpawnFailure : public Error {
 // CPU `cpu` alone when it is >= 0. The rank gets SIGKILL when canopy-run ends (PR_SET_PDEATHSIG), however
 // it ends; spawn from the thread that lives as long as canopy-run, since the kernel sends it when the
 // spawning *thread* exits. Throws SpawnFailure when the program cannot run, canopy::Error(System) when
-// the rank cannot be set up (pipes, fork, the CPU binding).
+// the rank cannot be set up (pipes, its process, the CPU binding).
 RankProcess spawn_rank(const std::vector<std::string>& command, const std::vector<std::string>& envp,
                        bool capture_output, int cpu = -1);
 
