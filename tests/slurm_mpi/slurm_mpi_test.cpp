@@ -237,6 +237,58 @@ TEST_F(Slurm, SurvivorsOfAKilledTaskShrinkAndFinishUnderSrun) {
   EXPECT_FALSE(contains(trained, "1: final step")) << context;
 }
 
+// docs/LAUNCHER.md's elastic job under SLURM, on a real etcd member: one canopy-run a node under `srun
+// --no-kill`, --nnodes 1:2 on 3 nodes, so that the third is a spare waiting for room. Node 0's canopy-run is
+// SIGKILLed mid-training (its ranks die with it): node 1's ranks shrink, the spare joins at their next grow,
+// and all four end with the weights of a run without a failure.
+TEST_F(Slurm, AnElasticJobOnEtcdLosesANodeAndTheSpareJoins) {
+  if (!std::filesystem::exists(std::string(kBinDir) + "/elastic_trainer"))
+    GTEST_SKIP() << "elastic_trainer is not built (CANOPY_BUILD_EXAMPLES=OFF)";
+  if (!std::filesystem::exists("/usr/bin/etcd")) {
+    CommandResult skipped{kSkipped, "etcd is not installed (Debian: etcd-server)"};
+    SKIP_OR_FAIL_UNLESS_RUNNABLE(skipped);
+  }
+  WorkDir work;
+  // Which node is the spare is the order the canopy-runs met etcd in: the node holding rank 0 is a member,
+  // and its canopy-run is the parent of the process that printed "[0] started pid P".
+  std::string script = R"(#!/bin/sh
+addr=$(getent hosts $(hostname) | awk '{print $1; exit}')
+/usr/bin/etcd --name m0 --data-dir /tmp/etcd-data --listen-client-urls http://$addr:2379 \
+  --advertise-client-urls http://$addr:2379 --listen-peer-urls http://$addr:2380 \
+  --initial-advertise-peer-urls http://$addr:2380 --initial-cluster m0=http://$addr:2380 >WORK/etcd.log 2>&1 &
+for i in $(seq 100); do curl -s -m 1 http://$addr:2379/health | grep -q true && break; sleep 0.1; done
+export CANOPY_JOB_TOKEN=slurm-elastic-test CANOPY_HEARTBEAT_TIMEOUT_SECONDS=2
+srun --no-kill -l -N 3 --ntasks-per-node=1 canopy-run --nnodes 1:2 --nproc 2 --rdzv-backend etcd \
+  --rdzv-endpoint $addr:2379 --rdzv-id job-$SLURM_JOB_ID --rdzv-conf join_timeout=60 \
+  elastic_trainer --steps 300 --step-ms 20 >WORK/train.out 2>&1 &
+srun_pid=$!
+for i in $(seq 600); do grep -q '^[0-9]: \[0\] step 30 rank' WORK/train.out && break; sleep 0.1; done
+rank0=$(sed -n 's/^[0-9]: \[0\] started pid \([0-9]*\) .*/\1/p' WORK/train.out)
+kill -9 $(ps -o ppid= -p $rank0)
+wait $srun_pid
+echo "srun exited $?"
+)";
+  for (std::size_t at = script.find("WORK"); at != std::string::npos; at = script.find("WORK", at))
+    script.replace(at, 4, work.path());
+  auto r = on_sbatch("--nodes 3 --cpus 2", work, script, "-N 3 --ntasks-per-node=1");
+  SKIP_OR_FAIL_UNLESS_RUNNABLE(r);
+  const std::string trained = read_file(work.file("train.out"));
+  const std::string context = r.output + "\n--- train.out ---\n" + trained;
+  EXPECT_TRUE(contains(trained, "shrunk to size 2")) << context;
+  EXPECT_TRUE(contains(trained, "grew to size 4")) << context;
+  int finals = 0;
+  std::set<std::string> digests;
+  for (std::size_t at = trained.find("final step 300 digest "); at != std::string::npos;
+       at = trained.find("final step 300 digest ", at + 1)) {
+    const std::string rest = trained.substr(at + 22, 16 + 10 + 16);  // "<digest> expected <digest>"
+    EXPECT_EQ(rest.substr(0, 16), rest.substr(26, 16)) << rest << "\n" << context;
+    digests.insert(rest.substr(0, 16));
+    ++finals;
+  }
+  EXPECT_EQ(finals, 4) << context;
+  EXPECT_EQ(digests.size(), 1u) << context;
+}
+
 // mpirun inside a SLURM job, as on most clusters: it starts its daemons with srun, and its ranks carry
 // SLURM's variables too (the batch script's on the first node, a step's on the other), which must not
 // count. A program the batch script runs directly, without srun, is told so at once.
