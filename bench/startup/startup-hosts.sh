@@ -25,20 +25,10 @@ hosts_node_command() {  # peer node-rank nodes per-node tag dir
 
 # The `etcd` peer's store: one member in node 0's namespace, on its address; ends with the namespaces.
 hosts_start_etcd() {  # tag dir
-  local node address
+  local node
   node=$(cluster_node "$1" 0)
-  address=$(cluster_address 0)
-  ip netns exec "$node" /usr/bin/etcd --name m0 --data-dir "$2/etcd-data" \
-    --listen-client-urls "http://$address:2379" --advertise-client-urls "http://$address:2379" \
-    --listen-peer-urls "http://$address:2380" --initial-advertise-peer-urls "http://$address:2380" \
-    --initial-cluster "m0=http://$address:2380" >"$2/etcd.log" 2>&1 &
-  disown  # killed with the namespaces; no "Killed" notice from bash
-  for _ in $(seq 100); do
-    ip netns exec "$node" curl -s -m 1 "http://$address:2379/health" | grep -q '"health":"true"' && return 0
-    sleep 0.1
-  done
-  echo "startup.sh: the etcd member in $node did not answer within 10 s (log: $2/etcd.log)" >&2
-  return 1
+  start_etcd_member "$2" "$(cluster_address 0)" 2379 2380 ip netns exec "$node" || return 1
+  disown "$etcd_pid"  # killed with the namespaces; no "Killed" notice from bash
 }
 
 # Runs every node's launcher under one `timeout` (run's), so the launch time and the limit are one; once per
@@ -50,6 +40,7 @@ run_hosts() {  # nodes per-node
     exit 1
   fi
   source "$(dirname "$here")/cluster/cluster-network.sh"
+  source "$(dirname "$here")/etcd-on-loopback.sh"
   trap hosts_namespaces_cleanup EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
