@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 
 #include "canopy/store.hpp"
 #include "common/deadline.hpp"
@@ -33,14 +35,17 @@ class JoinTicketCount {
   void refresh() noexcept;
 
  private:
-  static constexpr std::int64_t kUnknown = -1;
+  struct Reading {
+    std::uint64_t tickets = 0;
+    Clock::time_point at{};
+  };
 
   const std::shared_ptr<Store> job_store_;
   const Duration timeout_;
   std::shared_ptr<Store> own_handle_;  // the monitor's thread alone
   std::atomic<bool> asked_{false};
-  std::atomic<std::int64_t> tickets_{kUnknown};
-  std::atomic<Clock::rep> read_at_{0};  // Clock ticks of the reading in tickets_
+  std::mutex mutex_;
+  std::optional<Reading> last_;  // under mutex_; none before the first reading, or after a failed one
 };
 
 }  // namespace canopy::collectives
