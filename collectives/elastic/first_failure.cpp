@@ -54,26 +54,44 @@ std::string FirstFailure::explain(const FailureRecord& first) const {
 
 Error FirstFailure::blame(const Error& error) {
   if (!store_) return error;
-  try {
-    const std::string mine = FailureRecord{error.code(), rank_, error.what()}.encode();
-    const std::string stored = store_->compare_set(kFailureKey, "", mine);
-    if (stored == mine) return error;
-    FailureRecord first = FailureRecord::decode(stored);
-    std::string message = explain(first);
-    // An Aborted error is the echo of the first failure (the monitor or the user aborted this rank
-    // because of it): it adds nothing. Any other error is what this rank saw, worth keeping.
-    if (error.code() != ErrorCode::Aborted) message += kOwnErrorLead + std::string(error.what());
-    return Error(first.code, message);
-  } catch (const std::exception& e) {
-    // The store's failure may be the cause (a peer that lost it exited, and this rank saw only its
-    // sockets close): say it beside what this rank saw, which no first failure can replace now.
-    return Error(error.code(), fmt::format("{}{}{})", error.what(), kStoreFailedLead, e.what()));
+  std::optional<FailureRecord> first = known();
+  if (!first) {
+    try {
+      const std::string mine = FailureRecord{error.code(), rank_, error.what()}.encode();
+      const std::string stored = store_->compare_set(kFailureKey, "", mine);
+      first = FailureRecord::decode(stored);
+      learn(*first);
+      if (stored == mine) return error;
+    } catch (const std::exception& e) {
+      // The store's failure may be the cause (a peer that lost it exited, and this rank saw only its
+      // sockets close): say it beside what this rank saw, which no first failure can replace now.
+      return Error(error.code(), fmt::format("{}{}{})", error.what(), kStoreFailedLead, e.what()));
+    }
   }
+  std::string message = explain(*first);
+  // An Aborted error is the echo of the first failure (the monitor or the user aborted this rank
+  // because of it): it adds nothing. Any other error is what this rank saw, worth keeping.
+  if (error.code() != ErrorCode::Aborted && error.what() != first->message)
+    message += kOwnErrorLead + std::string(error.what());
+  return Error(first->code, message);
 }
 
 std::optional<FailureRecord> FirstFailure::read() {
+  if (std::optional<FailureRecord> first = known()) return first;
   if (!store_ || !store_->check({kFailureKey})) return std::nullopt;
-  return FailureRecord::decode(store_->get(kFailureKey));
+  FailureRecord first = FailureRecord::decode(store_->get(kFailureKey));
+  learn(first);
+  return first;
+}
+
+std::optional<FailureRecord> FirstFailure::known() const {
+  std::lock_guard lock(mutex_);
+  return known_;
+}
+
+void FirstFailure::learn(const FailureRecord& first) {
+  std::lock_guard lock(mutex_);
+  if (!known_) known_ = first;
 }
 
 }  // namespace canopy::collectives

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -34,8 +35,8 @@ class FirstFailure {
 
   // Publishes `error` as the communicator's first failure unless one is there already, and returns the
   // error to report: `error` itself when it was first, else one leading with the first failure (with
-  // its code), followed by what this rank saw. Where the store cannot be reached, `error` with the store's
-  // own error after it: that failure may be the cause of this one.
+  // its code), followed by what this rank saw. Where the store cannot be reached and no first failure is
+  // known here, `error` with the store's own error after it: that failure may be the cause of this one.
   Error blame(const Error& error);
 
   // The first failure, once a rank published one; nullopt before. Throws when the store fails.
@@ -45,8 +46,15 @@ class FirstFailure {
   std::string explain(const FailureRecord& first) const;
 
  private:
+  // The record once this rank wrote or read it: the first failure never changes, so later blames need no
+  // store (which may be gone by then, as when the failure ended the job on the store's host).
+  std::optional<FailureRecord> known() const;
+  void learn(const FailureRecord& first);
+
   std::shared_ptr<Store> store_;
   int rank_;
+  mutable std::mutex mutex_;
+  std::optional<FailureRecord> known_;
 };
 
 }  // namespace canopy::collectives

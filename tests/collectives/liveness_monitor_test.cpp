@@ -212,6 +212,29 @@ TEST(FirstFailure, AStoreThatFailedIsNamedAfterTheErrorItCouldNotShare) {
   EXPECT_NE(text.find("TcpStore"), std::string::npos) << text;
 }
 
+// The failure that ends a job may take the store's host with it (its launcher exits with its ranks): a
+// rank whose monitor read the first failure, and whose call then fails on the abort, still reports that
+// failure with its code, not the abort's echo and the lost store.
+TEST(FirstFailure, OnceKnownTheFirstFailureOutlivesTheStore) {
+  auto memory = std::make_shared<MemoryStore>();
+  const Error verdict(ErrorCode::Timeout, "rank 0: rank 4 sent no heartbeat for 10.0 s");
+  FirstFailure(memory, 0).blame(verdict);
+  auto store = std::make_shared<DyingStore>(memory, 2);  // check and get, then the store is gone
+  FirstFailure first(store, 7);
+  ASSERT_TRUE(first.read().has_value());
+
+  Error echo = first.blame(Error(ErrorCode::Aborted, "rank 7: transport aborted: rank 7: the first failure ..."));
+  EXPECT_EQ(echo.code(), ErrorCode::Timeout);
+  EXPECT_EQ(std::string(echo.what()),
+            "rank 7: the first failure in this communicator, as rank 0 reported it: " + std::string(verdict.what()));
+  Error own = first.blame(Error(ErrorCode::PeerFailed, "rank 7: connection to rank 5 closed"));
+  EXPECT_EQ(own.code(), ErrorCode::Timeout);
+  EXPECT_NE(std::string(own.what()).find("\nthen, on this rank: rank 7: connection to rank 5 closed"),
+            std::string::npos)
+      << own.what();
+  EXPECT_EQ(store->failed_calls(), 0);  // neither asked the store again
+}
+
 TEST(FirstFailure, ARecordFromElsewhereIsReportedAsItIs) {
   auto record = FailureRecord::decode("not a record");
   EXPECT_EQ(record.reporter, -1);
