@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "common/deadline.hpp"
 #include "common/error.hpp"
 
 namespace canopy::pytorch {
@@ -66,10 +68,9 @@ void C10dStore::set(std::string_view key, std::string_view value) {
 
 std::string C10dStore::get(std::string_view key, Duration timeout) {
   const std::string name(key);
-  return translate(fmt::format("get '{}' (waited up to {} ms)", key, timeout.count()), [&] {
-    store_->wait({name}, timeout);  // c10d's get waits as long as the store's own timeout: bound it here
-    return as_text(store_->get(name));
-  });
+  const std::string request = fmt::format("get '{}' (waited up to {} ms)", key, timeout.count());
+  wait_by_checking({name}, timeout, request);  // c10d's get waits as long as the store's own timeout
+  return translate(request, [&] { return as_text(store_->get(name)); });
 }
 
 std::int64_t C10dStore::add(std::string_view key, std::int64_t delta) {
@@ -90,8 +91,26 @@ bool C10dStore::check(const std::vector<std::string>& keys) {
 }
 
 void C10dStore::wait(const std::vector<std::string>& keys, Duration timeout) {
-  translate(fmt::format("wait for {} (up to {} ms)", describe_keys(keys), timeout.count()),
-            [&] { store_->wait(keys, timeout); });
+  wait_by_checking(keys, timeout, fmt::format("wait for {} (up to {} ms)", describe_keys(keys), timeout.count()));
+}
+
+// Not c10d's own wait: torch 1.13's TCPStore leaves a wait that timed out registered with its server, which
+// answers it once the key comes, on the same connection, where the next request reads that answer as the
+// start of its own; its length is then garbage, and the client blocks for the store's whole timeout (30 min
+// under init_process_group). Canopy waits briefly and often (a dial looks up its peer for 1 ms), so a
+// bounded wait here is a series of checks, which leave nothing behind.
+void C10dStore::wait_by_checking(const std::vector<std::string>& keys, Duration timeout,
+                                 std::string_view request) {
+  constexpr Clock::duration kFirstPause = std::chrono::microseconds(200);
+  constexpr Clock::duration kLongestPause = std::chrono::milliseconds(10);
+  const Clock::time_point deadline = Clock::now() + timeout;
+  Clock::duration pause = kFirstPause;
+  while (!translate(request, [&] { return store_->check(keys); })) {
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) fail(ErrorCode::Timeout, "torch's store: {}: not there in time", request);
+    std::this_thread::sleep_for(std::min(pause, deadline - now));
+    pause = std::min(pause * 2, kLongestPause);
+  }
 }
 
 bool C10dStore::remove(std::string_view key) {

@@ -47,6 +47,9 @@ class C10dStore final : public Store {
   using Store::wait;
 
  private:
+  // Until every key is there, or Error(Timeout) once `timeout` has passed; see c10d_store.cpp.
+  void wait_by_checking(const std::vector<std::string>& keys, Duration timeout, std::string_view request);
+
   c10::intrusive_ptr<c10d::Store> store_;
 };
 
