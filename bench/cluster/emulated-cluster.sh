@@ -17,7 +17,8 @@
 # the nodes in blocks (ranks 0..R-1 on node 0) or round-robin (rank r on node r mod N).
 # Before the benchmark, the achieved rate of one link (node 1 -> node 0) is measured (iperf3 when
 # installed, else a 2-rank canopy-bench broadcast) and printed beside the configured rate: on 2 cores
-# above about 1 Gbit/s per link the CPU, not the cap, sets the rate.
+# above about 1 Gbit/s per link the CPU, not the cap, sets the rate. With iperf3 and 3 nodes or more, so is
+# the rate of every link busy at once (each node sending to the next).
 set -euo pipefail
 
 usage() {
@@ -145,6 +146,24 @@ if ((link_test)); then
     fi
   fi
   echo "# link rate: configured $rate, achieved ${achieved:-unknown (the link test failed)}"
+  # Every link busy at once (node i -> node i+1), as a ring all-reduce keeps them: on a small machine the
+  # CPU forwarding all their packets, not the cap, may set this rate, and with it what a collective can reach.
+  if command -v iperf3 >/dev/null && ((nodes > 2)); then
+    for ((i = 0; i < nodes; i++)); do
+      ip netns exec "$(node "$i")" timeout 20 iperf3 -s -1 -p 5202 -B "$(address "$i")" >/dev/null 2>&1 &
+      pids+=($!)
+    done
+    sleep 0.3
+    ring_pids=()
+    for ((i = 0; i < nodes; i++)); do
+      ip netns exec "$(node "$i")" timeout 20 iperf3 -c "$(address $(((i + 1) % nodes)))" -p 5202 -t 3 -f m \
+        >"$work/iperf-ring-$i.log" 2>&1 &
+      ring_pids+=($!)
+    done
+    wait "${ring_pids[@]}" || true
+    cat "$work"/iperf-ring-*.log | awk '/receiver/ {r = $(NF-2); n++; sum += r; if (n == 1 || r < low) low = r}
+      END {if (n) printf "# every link at once (node i -> i+1, iperf3, %d flows): min %.0f, mean %.0f Mbit/s\n", n, low, sum / n}'
+  fi
 fi
 
 # Rank 0's output is the benchmark's, the others' are shown only when they fail.
