@@ -130,11 +130,14 @@ void Completer::finish_before_interpreter_exit(Duration bound) {
   LiveCompleters& live = live_completers();
   std::lock_guard lock(live.mutex);
   const auto deadline = std::chrono::steady_clock::now() + bound;
-  for (Completer* completer : live.all) completer->quiet_by(deadline);
+  // A forked child's copies of its parent's Completers have no thread to wait for: they are skipped.
+  for (Completer* completer : live.all)
+    if (!completer->inherited()) completer->quiet_by(deadline);
   live.interpreter_exiting.store(true);
   // A completion that began before the store above still runs: wait for it, as long as the bound allows.
   std::size_t busy = 0;
-  for (Completer* completer : live.all) busy += completer->quiet_by(deadline) ? 0 : 1;
+  for (Completer* completer : live.all)
+    if (!completer->inherited()) busy += completer->quiet_by(deadline) ? 0 : 1;
   if (busy > 0)
     log::warn("canopy_torch: at interpreter exit, {} process group(s) still complete a call's Work after {} "
               "ms; a Python callback that runs now may abort the process",

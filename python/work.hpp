@@ -16,6 +16,8 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
+#include <unistd.h>
+
 #include "canopy/communicator.hpp"
 
 namespace canopy::pytorch {
@@ -90,6 +92,9 @@ class Completer {
   // pthread_exit, which aborts the process from inside C++; a Work that ends after this is left as it is.
   static void finish_before_interpreter_exit(Duration bound);
 
+  // Whether this is a forked child's copy of another process's Completer, whose thread is not here.
+  bool inherited() const { return ::getpid() != owner_; }
+
  private:
   void loop();
   // Whether no ended call waits for its Work to be completed and none is being completed, by `deadline`.
@@ -102,6 +107,7 @@ class Completer {
   std::size_t unfinished_ = 0;                        // handed over, Works not yet completed
   bool completing_ = false;                           // this thread is inside a Work's completion
   bool stopping_ = false;
+  const pid_t owner_ = ::getpid();
   std::thread thread_;
 };
 

@@ -5,6 +5,7 @@ value refused).
     run_ranks.py --nproc 2 -- check_init.py
     CANOPY_DEBUG=INFO CANOPY_ALGO=allreduce=ring run_ranks.py --nproc 2 -- check_init.py --settings
     run_ranks.py --nproc 2 --expect "callback ended" -- check_init.py --exit-in-callback
+    run_ranks.py --nproc 2 -- check_init.py --fork
 """
 import importlib
 import os
@@ -106,10 +107,48 @@ def exit_in_callback(rank):
     print(f"rank {rank}: leaving while the callback runs", flush=True)
 
 
+def fork_child(rank):
+    """A child forked after init_process_group (a data loader's worker, a subprocess helper) inherits a copy of
+    the group without its threads: a call there is a clear error, its normal exit ends at once (it does not
+    wait for threads that are not there, nor close the parent's links), and the parent goes on."""
+    dist.init_process_group("canopy")
+    dist.all_reduce(torch.ones(4))
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            dist.all_reduce(torch.ones(4))
+            print(f"rank {rank}'s child: a call on the inherited group ran", flush=True)
+            code = 3
+        except canopy_torch.CanopyError as e:
+            if "forked" not in str(e):
+                print(f"rank {rank}'s child: unclear error: {e}", flush=True)
+                code = 4
+        sys.exit(code)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ended, status = os.waitpid(pid, os.WNOHANG)
+        if ended:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        sys.exit(f"rank {rank}: the forked child had not exited after 60 s")
+    check(os.waitstatus_to_exitcode(status) == 0, f"the forked child exited with status {status}")
+    t = torch.full((4,), float(rank + 1))
+    dist.all_reduce(t)
+    check(t.tolist() == [3.0] * 4, f"the parent's all-reduce after the fork gave {t.tolist()}")
+    if failures:
+        sys.exit(f"rank {rank}: {len(failures)} checks failed")
+    print(f"rank {rank}: forked child checked", flush=True)
+
+
 def main():
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if "--exit-in-callback" in sys.argv:
         return exit_in_callback(rank)
+    if "--fork" in sys.argv:
+        return fork_child(rank)
     settings = "--settings" in sys.argv
     (check_settings if settings else check_methods)(rank, size)
     if failures:
