@@ -250,7 +250,9 @@ TEST_F(Slurm, AnElasticJobOnEtcdLosesANodeAndTheSpareJoins) {
   }
   WorkDir work;
   // Which node is the spare is the order the canopy-runs met etcd in: the node holding rank 0 is a member,
-  // and its canopy-run is the parent of the process that printed "[0] started pid P".
+  // and its canopy-run is the parent of the process that printed "[0] started pid P". The spare starts its
+  // ranks once the lost node's lease has expired (about 5 s): the 970 steps after the loss last about 20 s,
+  // so that they are still training when it joins, on a loaded machine too.
   std::string script = R"(#!/bin/sh
 addr=$(getent hosts $(hostname) | awk '{print $1; exit}')
 /usr/bin/etcd --name m0 --data-dir /tmp/etcd-data --listen-client-urls http://$addr:2379 \
@@ -260,7 +262,7 @@ for i in $(seq 100); do curl -s -m 1 http://$addr:2379/health | grep -q true && 
 export CANOPY_JOB_TOKEN=slurm-elastic-test CANOPY_HEARTBEAT_TIMEOUT_SECONDS=2
 srun --no-kill -l -N 3 --ntasks-per-node=1 canopy-run --nnodes 1:2 --nproc 2 --rdzv-backend etcd \
   --rdzv-endpoint $addr:2379 --rdzv-id job-$SLURM_JOB_ID --rdzv-conf join_timeout=60 \
-  elastic_trainer --steps 300 --step-ms 20 >WORK/train.out 2>&1 &
+  elastic_trainer --steps 1000 --step-ms 20 >WORK/train.out 2>&1 &
 srun_pid=$!
 for i in $(seq 600); do grep -q '^[0-9]: \[0\] step 30 rank' WORK/train.out && break; sleep 0.1; done
 rank0=$(sed -n 's/^[0-9]: \[0\] started pid \([0-9]*\) .*/\1/p' WORK/train.out)
@@ -278,9 +280,9 @@ echo "srun exited $?"
   EXPECT_TRUE(contains(trained, "grew to size 4")) << context;
   int finals = 0;
   std::set<std::string> digests;
-  for (std::size_t at = trained.find("final step 300 digest "); at != std::string::npos;
-       at = trained.find("final step 300 digest ", at + 1)) {
-    const std::string rest = trained.substr(at + 22, 16 + 10 + 16);  // "<digest> expected <digest>"
+  for (std::size_t at = trained.find("final step 1000 digest "); at != std::string::npos;
+       at = trained.find("final step 1000 digest ", at + 1)) {
+    const std::string rest = trained.substr(at + 23, 16 + 10 + 16);  // "<digest> expected <digest>"
     EXPECT_EQ(rest.substr(0, 16), rest.substr(26, 16)) << rest << "\n" << context;
     digests.insert(rest.substr(0, 16));
     ++finals;
