@@ -42,7 +42,7 @@ ProcessGroupCanopy::ProcessGroupCanopy(Communicator comm, Duration timeout)
 }
 
 ProcessGroupCanopy::~ProcessGroupCanopy() {
-  if (::getpid() != owner_) {
+  if (completer_->inherited()) {
     // A forked child's copy of its parent's group: its threads are not here, and its sockets and shared
     // memory are still the parent's. Tearing it down would wait for threads that do not exist and could
     // cut the parent's links, so the child leaves it all to its own exit.
@@ -74,11 +74,11 @@ c10::intrusive_ptr<ProcessGroupCanopy> ProcessGroupCanopy::create_group(const st
 
 template <typename Start>
 c10::intrusive_ptr<c10d::Work> ProcessGroupCanopy::track(CallRecord record, Start&& start) {
-  if (::getpid() != owner_)
+  if (completer_->inherited())
     fail(ErrorCode::InvalidArgument,
          "rank {}: this process group was formed by process {}, and this process ({}) is a child forked from "
          "it, which cannot use it: form a group in the child, or fork before init_process_group",
-         rank_, owner_, ::getpid());
+         rank_, completer_->owner(), ::getpid());
   auto work = c10::make_intrusive<CanopyWork>(rank_, std::move(record));
   canopy::Work call;
   try {

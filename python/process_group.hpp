@@ -107,7 +107,6 @@ class ProcessGroupCanopy final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> track(CallRecord record, Start&& start);
 
   Duration timeout_;                      // each call's deadline; 0: the communicator's own
-  const pid_t owner_ = ::getpid();        // the process that formed the group
   std::unique_ptr<Completer> completer_;  // declared first: goes last, after the calls have ended
   std::unique_ptr<Communicator> comm_;
 };

@@ -92,7 +92,8 @@ class Completer {
   // pthread_exit, which aborts the process from inside C++; a Work that ends after this is left as it is.
   static void finish_before_interpreter_exit(Duration bound);
 
-  // Whether this is a forked child's copy of another process's Completer, whose thread is not here.
+  // The process whose thread completes the Works; another when this is a forked child's copy.
+  pid_t owner() const { return owner_; }
   bool inherited() const { return ::getpid() != owner_; }
 
  private:

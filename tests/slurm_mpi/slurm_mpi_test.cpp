@@ -54,6 +54,21 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// elastic_trainer's last line, "<lead><digest> expected <digest>": the two digests of each line that
+// starts with `lead` (its output prefix and "final step N digest ").
+struct FinalDigest {
+  std::string got, expected;
+};
+std::vector<FinalDigest> final_digests(const std::string& trained, const std::string& lead) {
+  constexpr std::size_t kDigest = 16, kBetween = 10;  // " expected "
+  std::vector<FinalDigest> found;
+  for (std::size_t at = trained.find(lead); at != std::string::npos; at = trained.find(lead, at + 1)) {
+    const std::string rest = trained.substr(at + lead.size(), kDigest + kBetween + kDigest);
+    found.push_back({rest.substr(0, kDigest), rest.substr(std::min(rest.size(), kDigest + kBetween))});
+  }
+  return found;
+}
+
 #define SKIP_OR_FAIL_UNLESS_RUNNABLE(result)                                             \
   do {                                                                                   \
     if ((result).exit_code == kSkipped) {                                                \
@@ -228,11 +243,9 @@ TEST_F(Slurm, SurvivorsOfAKilledTaskShrinkAndFinishUnderSrun) {
   EXPECT_TRUE(contains(r.output, "srun exited 137")) << context;  // 128 + SIGKILL, task 1's
   for (const char* survivor : {"0", "2"}) {
     EXPECT_TRUE(contains(trained, fmt::format("{}: shrunk to size 2", survivor))) << context;
-    const std::string final_line = fmt::format("{}: final step 150 digest ", survivor);
-    const std::size_t at = trained.find(final_line);
-    ASSERT_NE(at, std::string::npos) << context;
-    const std::string rest = trained.substr(at + final_line.size(), 16 + 10 + 16);  // "<digest> expected <digest>"
-    EXPECT_EQ(rest.substr(0, 16), rest.substr(26, 16)) << "task " << survivor << ": " << rest << "\n" << context;
+    const auto finals = final_digests(trained, fmt::format("{}: final step 150 digest ", survivor));
+    ASSERT_FALSE(finals.empty()) << context;
+    EXPECT_EQ(finals[0].got, finals[0].expected) << "task " << survivor << "\n" << context;
   }
   EXPECT_FALSE(contains(trained, "1: final step")) << context;
 }
@@ -278,16 +291,13 @@ echo "srun exited $?"
   const std::string context = r.output + "\n--- train.out ---\n" + trained;
   EXPECT_TRUE(contains(trained, "shrunk to size 2")) << context;
   EXPECT_TRUE(contains(trained, "grew to size 4")) << context;
-  int finals = 0;
+  const auto finals = final_digests(trained, "final step 1000 digest ");
   std::set<std::string> digests;
-  for (std::size_t at = trained.find("final step 1000 digest "); at != std::string::npos;
-       at = trained.find("final step 1000 digest ", at + 1)) {
-    const std::string rest = trained.substr(at + 23, 16 + 10 + 16);  // "<digest> expected <digest>"
-    EXPECT_EQ(rest.substr(0, 16), rest.substr(26, 16)) << rest << "\n" << context;
-    digests.insert(rest.substr(0, 16));
-    ++finals;
+  for (const FinalDigest& final : finals) {
+    EXPECT_EQ(final.got, final.expected) << context;
+    digests.insert(final.got);
   }
-  EXPECT_EQ(finals, 4) << context;
+  EXPECT_EQ(finals.size(), 4u) << context;
   EXPECT_EQ(digests.size(), 1u) << context;
 }
 
