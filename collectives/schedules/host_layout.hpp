@@ -27,6 +27,8 @@ struct HostLayout {
   // The cores the bytes of a message between two ranks of `host` take: the sender's copy into the
   // socket and the receiver's copy out of it run at once, each on a core (one where the host has one).
   int cores_per_message(int host) const { return std::min(2, cores_of(host)); }
+  // How many of the host's ranks take turns for each of its cores (1 where they fit).
+  int ranks_per_core(int host) const { return (ranks_on(host) + cores_of(host) - 1) / cores_of(host); }
   // How many turns the ranks of `host` take when all of them move a large message at once.
   int turns_when_all_busy(int host) const {
     if (!shares_cores(host)) return 1;

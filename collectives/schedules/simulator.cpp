@@ -423,12 +423,11 @@ class Engine {
         *cores.cores[1] = std::max(now, *cores.cores[1]) + link.byte_seconds(bytes, eager);
         push(*cores.cores[1], EventKind::Freed, r, 0);
       }
-      if (link.through_memory) {
-        *cores.cores[0] = std::max(now, *cores.cores[0]) + link.byte_seconds(bytes, eager);
-        push(*cores.cores[0], EventKind::Freed, r, 0);
-      } else {
-        *cores.cores[0] = finish;
-      }
+      // Freed with the message's arrival, the arrival's event serves (the whole of alpha held).
+      const double freed = std::max(now, *cores.cores[0]) + link.alpha * link.alpha_share_on_core +
+                           link.byte_seconds(bytes, eager);
+      *cores.cores[0] = freed;
+      if (freed < finish) push(freed, EventKind::Freed, r, 0);
     }
     // Between hosts its bytes hold both hosts' network links, which their other ranks wait for.
     if (const double freed = hosts_.occupy_network(r, step.peer, now, link.byte_seconds(bytes, eager));

@@ -4,9 +4,9 @@
 //
 // The model: an event-driven run of all ranks' schedules. Each rank has one outgoing and one incoming
 // link of each class (to the other ranks of its host, and to the network) and one CPU, each doing one
-// thing at a time: a message occupies the sender's outgoing link and the receiver's incoming link of its class for
-// its LinkCost::message_seconds (alpha and its bytes: so a root sending to 7 peers takes 7 times as long
-// as sending to one), and a reduce occupies the receiver's CPU for bytes * gamma (a copy as well). A
+// thing at a time: a message occupies the sender's outgoing link and the receiver's incoming link of its
+// class for its LinkCost::message_seconds (alpha and its bytes: so a root sending to 7 peers takes 7 times as
+// long as sending to one), and a reduce occupies the receiver's CPU for bytes * gamma (a copy as well). A
 // message within a host costs LinkModel::within_host, one between hosts between_hosts; the bytes of the
 // latter also hold the sending host's outgoing network link and the receiving host's incoming one, which
 // all ranks of a host share (its alpha does not: flight and wake-ups leave the wire to the others), so
@@ -14,8 +14,8 @@
 // each of them still moves messages inside the host. Without a layout every rank is a host of its own,
 // every message goes between hosts, and each rank has the textbook model's one link each way.
 // Ranks of one host that outnumber its cores share them: a message between two of them also needs one
-// of the host's cores for its whole time (loopback is the kernel copying; through shared memory only for
-// its bytes' copy, LinkCost::through_memory), and its bytes take a second core for as long again (the
+// of the host's cores for its bytes and its share of alpha (LinkCost::alpha_share_on_core: through shared
+// memory none, over loopback what was measured), and its bytes take a second core for as long again (the
 // sender copies them into the socket and the receiver out of it, at once);
 // so eight such ranks on two cores move two small messages at once but only one large one, and an
 // algorithm that has every rank send in every round (recursive doubling, the all-gather half of
@@ -54,9 +54,11 @@ struct LinkCost {
   double beta = 1.0 / 1.0e9;
   double beta_eager = 1.0 / 1.0e9;
   std::uint64_t eager_bytes = 0;
-  // Messages through shared memory: where ranks outnumber cores, only the copies of a message's bytes take
-  // a core, not its alpha (over loopback TCP the kernel's send and receive paths take one for all of it).
-  bool through_memory = false;
+  // Where ranks outnumber cores, the share of a message's alpha that holds one of them besides its bytes'
+  // copies: 1, all of it (the textbook model's pace); through shared memory 0 (flight and the receiver's
+  // turn take no core); over loopback TCP what the start-up probe measures, the kernel's send and receive
+  // paths and the turns of the ranks queued for the cores (docs/SCHEDULES.md, *Ranks sharing cores*).
+  double alpha_share_on_core = 1.0;
 
   // A message whose first `eager` bytes (at most eager_bytes) fit the socket buffer.
   double message_seconds(std::uint64_t bytes, std::uint64_t eager) const {

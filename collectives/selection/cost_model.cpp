@@ -64,7 +64,11 @@ class InputBytes {
     return *this;
   }
   InputBytes& add(const LinkCost& link) {
-    return add(link.alpha).add(link.beta).add(link.beta_eager).add(link.eager_bytes).add(link.through_memory);
+    return add(link.alpha)
+        .add(link.beta)
+        .add(link.beta_eager)
+        .add(link.eager_bytes)
+        .add(link.alpha_share_on_core);
   }
   std::string take() { return std::move(bytes_); }
 

@@ -34,7 +34,8 @@ enum ProbeStep : std::uint32_t {
   kEager = 2,
   kSizing = 3,
   kAgreeLength = 4,
-  kAgreeText = 5
+  kAgreeText = 5,
+  kBusyRound = 6
 };
 
 transport::Envelope probe_envelope(std::uint64_t comm_id, ProbeStep step, std::uint64_t bytes) {
@@ -224,6 +225,12 @@ std::string agree_within_hosts(transport::Transport& t, const ProbeRing& ring, c
   return ring.member ? pass_around_ring(t, ring, comm_id, answer, deadline) : answer;
 }
 
+// How the ranks of a host that measure its links share its cores.
+struct CoreTurns {
+  int all_busy = 1;        // the turns they take when all of them move a large message at once
+  int ranks_per_core = 1;  // how many of them take turns for each core
+};
+
 // How the ranks measuring one class of links agree on it.
 struct ClassAgreement {
   std::vector<int> members;  // every member of every ring measuring this class at once
@@ -234,17 +241,50 @@ struct ClassAgreement {
   bool publish = true;
 };
 
-// Sends `out` to the next member while receiving `in` from the previous one.
-void exchange_around_ring(transport::Transport& t, const ProbeRing& ring, const transport::Envelope& envelope,
-                          std::span<const std::byte> out, std::span<std::byte> in, Deadline deadline) {
-  t.post_recv(ring.prev, envelope, in);
-  t.post_send(ring.next, envelope, out);
+// Sends `out` to `to` while receiving `in` from `from`.
+void exchange(transport::Transport& t, int to, int from, const transport::Envelope& envelope,
+              std::span<const std::byte> out, std::span<std::byte> in, Deadline deadline) {
+  t.post_recv(from, envelope, in);
+  t.post_send(to, envelope, out);
   std::vector<transport::OpId> completed;
   while (completed.size() < 2) {
     if (!t.progress(deadline, completed))
-      fail(ErrorCode::Timeout, "rank {}: the bandwidth probe of the cost model did not finish in time",
-           t.rank());
+      fail(ErrorCode::Timeout, "rank {}: the probes of the cost model did not finish in time", t.rank());
   }
+}
+
+// Sends `out` to the next member while receiving `in` from the previous one.
+void exchange_around_ring(transport::Transport& t, const ProbeRing& ring, const transport::Envelope& envelope,
+                          std::span<const std::byte> out, std::span<std::byte> in, Deadline deadline) {
+  exchange(t, ring.next, ring.prev, envelope, out, in, deadline);
+}
+
+// The share of a small message's alpha that holds a core where two ranks take turns for each: the members
+// pair off as recursive doubling does (distance 1, 2, 4, ... among the largest power of two of them; the
+// rest sit out), each pair swapping a message at once, a round that costs alpha and what the second
+// message on a core holds it for. The median round's cost over alpha, as a share of alpha between 0 (the
+// messages overlap wholly) and 1 (they take the core one after the other); timed by the first member
+// (alpha is known there), the others say 0, and the combination takes the most.
+double probe_alpha_share_on_core(transport::Transport& t, const std::vector<int>& members,
+                                 const ProbeRing& ring, std::uint64_t comm_id, double alpha,
+                                 Deadline deadline) {
+  constexpr int kRounds = 30;
+  std::size_t paired = 1, steps = 0;
+  for (; paired * 2 <= members.size(); paired *= 2) ++steps;
+  const auto i =
+      static_cast<std::size_t>(std::find(members.begin(), members.end(), t.rank()) - members.begin());
+  if (steps == 0 || i >= paired) return 0;
+  std::array<std::byte, 8> out{}, in{};
+  const auto envelope = probe_envelope(comm_id, kBusyRound, out.size());
+  std::vector<double> times;
+  for (int round = 0; round < kRounds; ++round) {
+    const int peer = members[i ^ (std::size_t{1} << (static_cast<std::size_t>(round) % steps))];
+    const auto begin = Clock::now();
+    exchange(t, peer, peer, envelope, out, in, deadline);
+    times.push_back(Seconds(Clock::now() - begin).count());
+  }
+  if (!ring.times_token || alpha <= 0) return 0;
+  return std::clamp((median(times) - alpha) / alpha, 0.0, 1.0);
 }
 
 // Seconds per byte of one message of `bytes`, as this rank saw it while every rank sent and received
@@ -342,8 +382,8 @@ ProbePlan agree_on_probe_plan(transport::Transport& t, const ProbeRing& ring, Pr
   return plan;
 }
 
-// alpha is the largest of the rings' (the first member of each ring times its token, the others say 0);
-// beta, beta_eager and both gammas the slowest rank's (a rank outside the ring says 0).
+// alpha and its share on a core are the largest of the rings' (the first member of each ring times them,
+// the others say 0); beta, beta_eager and both gammas the slowest rank's (a rank outside the ring says 0).
 std::string combine(const std::vector<std::string>& measured) {
   MeasuredLink combined = decode_measured_link(measured.front());
   LinkCost& link = combined.link;
@@ -353,7 +393,7 @@ std::string combine(const std::vector<std::string>& measured) {
     link.beta = std::max(link.beta, theirs.link.beta);
     link.beta_eager = std::max(link.beta_eager, theirs.link.beta_eager);
     link.eager_bytes = std::max(link.eager_bytes, theirs.link.eager_bytes);
-    link.through_memory = link.through_memory && theirs.link.through_memory;
+    link.alpha_share_on_core = std::max(link.alpha_share_on_core, theirs.link.alpha_share_on_core);
     combined.gamma = std::max(combined.gamma, theirs.gamma);
     combined.gamma_in_cache = std::max(combined.gamma_in_cache, theirs.gamma_in_cache);
   }
@@ -367,12 +407,11 @@ std::string combine(const std::vector<std::string>& measured) {
 // answer, encoded, which this returns): around the ring where it is the only one, around every host's ring
 // and the hosts' ring where `agreement.hosts` says so (the first member of the ring that ends it then
 // publishes the answer as `key` for the others: the sampled ranks make no store request for the probe, the
-// others one), else through the store; `turns` is how many turns this rank's host takes for its cores when
-// all of its members move a message (1 where they fit).
+// others one), else through the store; `turns` says how this rank's host shares its cores.
 std::string measure_links(transport::Transport& transport, ProbeMemory& memory,
-                          const std::vector<int>& ring_members, const ClassAgreement& agreement, int turns,
-                          double gamma, double gamma_in_cache, Store& store, const std::string& key,
-                          std::uint64_t comm_id, Deadline deadline) {
+                          const std::vector<int>& ring_members, const ClassAgreement& agreement,
+                          const CoreTurns& turns, double gamma, double gamma_in_cache, Store& store,
+                          const std::string& key, std::uint64_t comm_id, Deadline deadline) {
   const std::vector<int>& members = agreement.members;
   const ProbeRing ring = ring_among(ring_members, transport.rank());
   const bool one_ring = ring_members == members;
@@ -393,9 +432,19 @@ std::string measure_links(transport::Transport& transport, ProbeMemory& memory,
   mine.gamma = gamma;
   mine.gamma_in_cache = gamma_in_cache;
   LinkCost& link = mine.link;
-  // Whether this class's messages go through shared memory: every member of its ring must say so.
-  link.through_memory = !ring.member || transport.name().starts_with("shm+");  // shm+tcp, shm+verbs
   link.alpha = probe_hop_latency(transport, ring, comm_id, deadline);
+  // Through shared memory (shm+tcp, shm+verbs) no share of alpha takes a core. Over sockets it is measured
+  // where two ranks take turns for each core; where more do, all of it: there the probe's swaps overlap
+  // far more than a collective's rounds (8 ranks on 2 cores: recursive doubling measured 2-3 times its
+  // prediction from the probe; docs/SCHEDULES.md, *Ranks sharing cores*); where the ranks fit their cores the
+  // share does not matter.
+  const bool through_memory = transport.name().starts_with("shm+");
+  link.alpha_share_on_core = 0;
+  if (ring.member && !through_memory)
+    link.alpha_share_on_core =
+        turns.ranks_per_core == 2
+            ? probe_alpha_share_on_core(transport, ring_members, ring, comm_id, link.alpha, deadline)
+            : (ring.times_token ? 1.0 : 0.0);
   // Only those who agree need the plan (a rank of `members` outside every ring says 0 in it).
   const bool agrees = std::find(members.begin(), members.end(), transport.rank()) != members.end();
   const ProbePlan plan =
@@ -403,9 +452,9 @@ std::string measure_links(transport::Transport& transport, ProbeMemory& memory,
              : ProbePlan{};
   if (ring.member) {
     link.beta = probe_loaded_bandwidth(transport, ring, memory, comm_id, kBulk, plan.stream_bytes, 3,
-                                       link.alpha, turns, deadline);
+                                       link.alpha, turns.all_busy, deadline);
     link.beta_eager = probe_loaded_bandwidth(transport, ring, memory, comm_id, kEager, kEagerBytes,
-                                             plan.eager_rounds, link.alpha, turns, deadline);
+                                             plan.eager_rounds, link.alpha, turns.all_busy, deadline);
     link.eager_bytes = kEagerBytes;
   } else {
     link.beta = link.beta_eager = 0;
@@ -429,12 +478,13 @@ std::vector<int> sample_of(std::vector<int> members) {
   return members;
 }
 
-// The turns the sampled ranks of this rank's host take for its cores when they all move a message.
-int turns_of_sample(const HostLayout& hosts, const std::vector<int>& sample, int rank) {
+// How the sampled ranks of this rank's host share its cores.
+CoreTurns turns_of_sample(const HostLayout& hosts, const std::vector<int>& sample, int rank) {
   const auto it = std::find(sample.begin(), sample.end(), rank);
-  if (it == sample.end() || hosts.host_of_rank.empty()) return 1;
+  if (it == sample.end() || hosts.host_of_rank.empty()) return {};
   const HostLayout sampled = hosts.subset(sample);
-  return sampled.turns_when_all_busy(sampled.host_of(static_cast<int>(it - sample.begin())));
+  const int host = sampled.host_of(static_cast<int>(it - sample.begin()));
+  return {sampled.turns_when_all_busy(host), sampled.ranks_per_core(host)};
 }
 
 LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t comm_id,
@@ -505,9 +555,9 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
         turns_of_sample(hosts, host_sample, rank), gamma, gamma_in_cache, store, "cost_model/within", comm_id,
         deadline);
     if (measures_between || !every_host_in_ring)
-      between_text = measure_links(
-          transport, memory, hosts_sample, ClassAgreement{hosts_sample, nullptr, !every_host_in_ring},
-          /*turns=*/1, gamma, gamma_in_cache, store, "cost_model/between", comm_id, deadline);
+      between_text = measure_links(transport, memory, hosts_sample,
+                                   ClassAgreement{hosts_sample, nullptr, !every_host_in_ring}, CoreTurns{},
+                                   gamma, gamma_in_cache, store, "cost_model/between", comm_id, deadline);
     if (every_host_in_ring && hosts_ring.times_token)
       store.set(both_key, join_texts({within_text, between_text}));
     if (every_host_in_ring && host_ring.member)
@@ -517,7 +567,7 @@ LinkModel measure(transport::Transport& transport, Store& store, std::uint64_t c
   const MeasuredLink between = decode_measured_link(between_text);
   model.within_host = within.link;
   model.between_hosts = between.link;
-  model.between_hosts.through_memory = false;  // its ring's messages cross between hosts
+  model.between_hosts.alpha_share_on_core = 1;  // its ring's messages cross between hosts
   model.gamma = std::max(within.gamma, between.gamma);
   model.gamma_in_cache = std::max(within.gamma_in_cache, between.gamma_in_cache);
   return model;

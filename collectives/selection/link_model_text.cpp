@@ -34,13 +34,14 @@ std::string describe(const LinkCost& link) {
   std::string text = fmt::format("alpha {:.1f} us, beta {:.3g} GB/s", link.alpha * 1e6, 1e-9 / link.beta);
   if (link.eager_bytes > 0)
     text += fmt::format(" ({:.3g} GB/s up to {} KiB)", 1e-9 / link.beta_eager, link.eager_bytes >> 10);
-  if (link.through_memory) text += " through memory";
+  if (link.alpha_share_on_core < 1)
+    text += fmt::format(" ({:.0f}% of alpha on a shared core)", 100 * link.alpha_share_on_core);
   return text;
 }
 
 bool same(const LinkCost& a, const LinkCost& b) {
   return a.alpha == b.alpha && a.beta == b.beta && a.beta_eager == b.beta_eager &&
-         a.eager_bytes == b.eager_bytes && a.through_memory == b.through_memory;
+         a.eager_bytes == b.eager_bytes && a.alpha_share_on_core == b.alpha_share_on_core;
 }
 
 }  // namespace
@@ -70,21 +71,19 @@ LinkModel parse_cost_model(std::string_view given) {
 
 std::string encode(const MeasuredLink& measured) {
   const LinkCost& link = measured.link;
-  return fmt::format("{:a},{:a},{:a},{:a},{},{},{:a}", link.alpha, link.beta, measured.gamma, link.beta_eager,
-                     link.eager_bytes, link.through_memory ? 1 : 0, measured.gamma_in_cache);
+  return fmt::format("{:a},{:a},{:a},{:a},{},{:a},{:a}", link.alpha, link.beta, measured.gamma,
+                     link.beta_eager, link.eager_bytes, link.alpha_share_on_core, measured.gamma_in_cache);
 }
 
 MeasuredLink decode_measured_link(const std::string& text) {
   MeasuredLink measured;
   LinkCost& link = measured.link;
   unsigned long long eager_bytes = 0;
-  int through_memory = 0;
-  if (std::sscanf(text.c_str(), "%la,%la,%la,%la,%llu,%d,%la", &link.alpha, &link.beta, &measured.gamma,
-                  &link.beta_eager, &eager_bytes, &through_memory, &measured.gamma_in_cache) != 7 ||
-      (through_memory != 0 && through_memory != 1))
+  if (std::sscanf(text.c_str(), "%la,%la,%la,%la,%llu,%la,%la", &link.alpha, &link.beta, &measured.gamma,
+                  &link.beta_eager, &eager_bytes, &link.alpha_share_on_core, &measured.gamma_in_cache) != 7 ||
+      !(link.alpha_share_on_core >= 0 && link.alpha_share_on_core <= 1))
     fail(ErrorCode::Protocol, "malformed cost model '{}' in the store", text);
   link.eager_bytes = eager_bytes;
-  link.through_memory = through_memory == 1;
   return measured;
 }
 

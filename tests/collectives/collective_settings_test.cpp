@@ -79,10 +79,11 @@ TEST(CostModelSetting, ASecondGroupSetsTheLinksBetweenHosts) {
   EXPECT_EQ(both.within_host.eager_bytes, 1048576u);
 }
 
-// What rank 0 shares through the store comes back exactly, whether messages go through memory included.
+// What rank 0 shares through the store comes back exactly, the share of alpha on a core included; a share
+// outside 0-1 is refused.
 TEST(CostModelSetting, TheStoresTextCarriesEveryFigureExactly) {
   MeasuredLink measured;
-  measured.link = LinkCost{1.25e-6, 1.0 / 3e9, 1.0 / 7e9, 1 << 20, true};
+  measured.link = LinkCost{1.25e-6, 1.0 / 3e9, 1.0 / 7e9, 1 << 20, 0.375};
   measured.gamma = 1.0 / 11e9;
   measured.gamma_in_cache = 1.0 / 47e9;
   const MeasuredLink back = decode_measured_link(encode(measured));
@@ -90,10 +91,11 @@ TEST(CostModelSetting, TheStoresTextCarriesEveryFigureExactly) {
   EXPECT_EQ(back.link.beta, measured.link.beta);
   EXPECT_EQ(back.link.beta_eager, measured.link.beta_eager);
   EXPECT_EQ(back.link.eager_bytes, measured.link.eager_bytes);
-  EXPECT_TRUE(back.link.through_memory);
+  EXPECT_EQ(back.link.alpha_share_on_core, measured.link.alpha_share_on_core);
   EXPECT_EQ(back.gamma, measured.gamma);
   EXPECT_EQ(back.gamma_in_cache, measured.gamma_in_cache);
   EXPECT_THROW(decode_measured_link("0x1p+0,0x1p+0,0x1p+0,0x1p+0,5"), Error);
+  EXPECT_THROW(decode_measured_link("0x1p+0,0x1p+0,0x1p+0,0x1p+0,5,0x1.8p+0,0x1p+0"), Error);
 }
 
 TEST(CostModelSetting, BadValuesSayWhatIsAccepted) {

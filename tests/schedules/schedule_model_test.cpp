@@ -8,11 +8,11 @@
 #include <set>
 
 #include "canopy/error.hpp"
-#include "collectives/selection/cost_model.hpp"
 #include "collectives/schedules/algorithms.hpp"
 #include "collectives/schedules/simulator.hpp"
 #include "collectives/schedules/step_writer.hpp"
 #include "collectives/schedules/topology.hpp"
+#include "collectives/selection/cost_model.hpp"
 #include "tests/schedules/schedule_test_support.hpp"
 
 namespace canopy::collectives {
@@ -37,11 +37,12 @@ TEST(AlgorithmTable, HasEveryAlgorithmInItsOrder) {
     return list;
   };
   using Names = std::vector<std::string_view>;
-  EXPECT_EQ(names(Collective::Broadcast),
-            (Names{"flat", "binomial", "chain", "binary-tree", "scatter-allgather", "two-level", "one-shot"}));
+  EXPECT_EQ(names(Collective::Broadcast), (Names{"flat", "binomial", "chain", "binary-tree",
+                                                 "scatter-allgather", "two-level", "one-shot"}));
   EXPECT_EQ(names(Collective::Reduce), (Names{"binomial", "tree", "two-level", "one-shot"}));
-  EXPECT_EQ(names(Collective::AllReduce), (Names{"reduce-broadcast", "tree", "double-tree", "recursive-doubling",
-                                                 "rabenseifner", "ring", "two-level", "one-shot"}));
+  EXPECT_EQ(names(Collective::AllReduce),
+            (Names{"reduce-broadcast", "tree", "double-tree", "recursive-doubling", "rabenseifner", "ring",
+                   "two-level", "one-shot"}));
   EXPECT_EQ(names(Collective::AllGather), (Names{"ring", "recursive-doubling"}));
   EXPECT_EQ(names(Collective::ReduceScatter), (Names{"ring", "recursive-halving"}));
   EXPECT_EQ(names(Collective::Barrier), (Names{"dissemination", "one-shot"}));
@@ -258,7 +259,7 @@ TEST(HostModel, TreeBeatsRecursiveDoublingOnlyWhereRanksShareCores) {
 // queue for the cores.
 TEST(HostModel, ThroughMemoryOnlyTheBytesQueueForSharedCores) {
   LinkModel latency_only{1e-5, 0, 0};
-  latency_only.within_host.through_memory = true;
+  latency_only.within_host.alpha_share_on_core = 0;
   const CollectiveCall shared = on_one_host({Collective::AllReduce, 0, 8, 2, 0, 2}, 2);
   const Algorithm& tree = algorithm(Collective::AllReduce, "reduce-broadcast");
   const Algorithm& doubling = algorithm(Collective::AllReduce, "recursive-doubling");
@@ -266,11 +267,27 @@ TEST(HostModel, ThroughMemoryOnlyTheBytesQueueForSharedCores) {
   EXPECT_LT(predict_seconds(doubling, shared, 4, latency_only),
             predict_seconds(tree, shared, 4, latency_only));
   LinkModel bytes_only{0, 1e-9, 0};
-  bytes_only.within_host.through_memory = true;
+  bytes_only.within_host.alpha_share_on_core = 0;
   const CollectiveCall large = on_one_host({Collective::AllReduce, 0, 8, 1 << 20, 0, 1 << 20}, 2);
   LinkModel bytes_only_own_cores = bytes_only;
   EXPECT_GT(predict_seconds(doubling, large, 4, bytes_only),
             predict_seconds(doubling, on_one_host(large, 8), 4, bytes_only_own_cores));
+}
+
+// Over loopback a small message holds a shared core for the share of alpha the start-up probe measured:
+// all of it, and 4 ranks on 2 cores run recursive doubling's 2 rounds in the binomial tree's 4 rounds' time
+// (each round's 4 messages take 2 turns); a quarter, and each round costs alpha and a quarter more, as
+// measured (4 bytes: recursive doubling 47-62 us, the tree 57-87, alpha 22-26).
+TEST(HostModel, TheShareOfAlphaOnACoreSetsWhatEveryRankSendingCosts) {
+  LinkModel model{1e-5, 0, 0};
+  const CollectiveCall shared = on_one_host({Collective::AllReduce, 0, 4, 2, 0, 2}, 2);
+  const Algorithm& tree = algorithm(Collective::AllReduce, "reduce-broadcast");
+  const Algorithm& doubling = algorithm(Collective::AllReduce, "recursive-doubling");
+  EXPECT_NEAR(predict_seconds(tree, shared, 4, model), 4e-5, 1e-15);
+  EXPECT_NEAR(predict_seconds(doubling, shared, 4, model), 4e-5, 1e-15);
+  model.within_host.alpha_share_on_core = 0.25;
+  EXPECT_NEAR(predict_seconds(tree, shared, 4, model), 4e-5, 1e-15);
+  EXPECT_NEAR(predict_seconds(doubling, shared, 4, model), 2 * 1.25e-5, 1e-15);
 }
 
 // Messages between hosts take no core: two hosts of four ranks on one core each still exchange
@@ -387,6 +404,8 @@ TEST(HostModel, LayoutAnswersItsQuestions) {
   EXPECT_EQ(layout.cores_per_message(0), 2);
   EXPECT_EQ(layout.turns_when_all_busy(0), 3);  // 3 messages at once, each taking 2 of the 2 cores
   EXPECT_EQ(layout.turns_when_all_busy(1), 1);
+  EXPECT_EQ(layout.ranks_per_core(0), 2);  // 3 ranks on 2 cores: one core runs two of them
+  EXPECT_EQ(layout.ranks_per_core(1), 1);
   EXPECT_EQ(layout.local_rank_of(4), 2);
   EXPECT_EQ(layout.local_rank_of(3), 1);
   const HostLayout alone;
