@@ -423,11 +423,11 @@ class Engine {
         *cores.cores[1] = std::max(now, *cores.cores[1]) + link.byte_seconds(bytes, eager);
         push(*cores.cores[1], EventKind::Freed, r, 0);
       }
-      // Freed with the message's arrival, the arrival's event serves (the whole of alpha held).
-      const double freed = std::max(now, *cores.cores[0]) + link.alpha * link.alpha_share_on_core +
-                           link.byte_seconds(bytes, eager);
-      *cores.cores[0] = freed;
-      if (freed < finish) push(freed, EventKind::Freed, r, 0);
+      // Held for its bytes and its share of alpha: with all of alpha, exactly until the message arrives,
+      // whose own event then frees the core.
+      const double held = link.alpha * link.alpha_share_on_core + link.byte_seconds(bytes, eager);
+      *cores.cores[0] = std::max(now, *cores.cores[0]) + held;
+      if (*cores.cores[0] < finish) push(*cores.cores[0], EventKind::Freed, r, 0);
     }
     // Between hosts its bytes hold both hosts' network links, which their other ranks wait for.
     if (const double freed = hosts_.occupy_network(r, step.peer, now, link.byte_seconds(bytes, eager));
